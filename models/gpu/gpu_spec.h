@@ -1,0 +1,58 @@
+// What one GPU model is: datasheet ceilings plus the achieved-fraction
+// efficiencies that turn them into predictions. Filled from a preset in
+// configs/hardware/ and, when given, overridden by a calibration profile.
+#pragma once
+
+#include <array>
+#include <string>
+
+#include "models/gpu/dtype.h"
+#include "sim/time.h"
+#include "sim/units.h"
+
+namespace gcsim::models::gpu {
+
+// Fractions of datasheet peaks that real kernels reach. Presets carry
+// typical measured values; a calibration profile replaces them.
+struct GpuEfficiency {
+  // Tensor-core mainloop efficiency of a large GEMM tile, per dtype (index
+  // by Dtype). H100 bf16 8192^3 cuBLAS: ~800 of 989 TF/s = 0.81.
+  std::array<double, 6> tensor{0.8, 0.8, 0.8, 0.8, 0.8, 0.8};
+  double vector = 0.7;          // CUDA-core (non-tensor) arithmetic
+  double hbm = 0.9;             // large streaming copy / datasheet bandwidth
+  double attention = 0.65;      // flash-attention forward vs tensor peak
+  // Fixed cost per tile wave: prologue (first loads), epilogue (store), in ps.
+  sim::Duration tile_overhead = sim::us(int64_t{1});
+  double tensor_for(Dtype d) const { return tensor[static_cast<size_t>(d)]; }
+};
+
+struct GpuSpec {
+  std::string name;    // preset key, e.g. "h100-sxm"
+  std::string source;  // where the datasheet numbers come from
+  int sm_count = 0;
+  double sm_clock_ghz = 0.0;  // boost clock
+  // Dense tensor-core peak per dtype (index by Dtype); 0 = not supported.
+  std::array<sim::FlopRate, 6> tensor_peak{};
+  sim::FlopRate vector_fp32_peak;  // non-tensor FP32 (FMA = 2 flops)
+  sim::Bandwidth hbm_bandwidth;
+  sim::Bytes hbm_capacity;
+  sim::Bytes l2_size;
+  // Scale-up (NVLink through NVSwitch): per GPU, each direction.
+  sim::Bandwidth nvlink_bandwidth;
+  int nvlink_links = 0;
+  sim::Duration nvlink_latency;
+  bool has_nvls = false;  // NVLink SHARP in-switch reduction
+  sim::Bandwidth pcie_bandwidth;  // host link, each direction
+  // Time from a kernel's launch to its first tile on an SM, back-to-back
+  // launches on a stream (the host-side cost overlaps previous kernels).
+  sim::Duration kernel_launch_latency;
+  // How much HBM bandwidth one SM can pull on its own, as a multiple of the
+  // even share hbm_bandwidth / sm_count: > 1 lets a kernel on part of the
+  // chip still approach full bandwidth.
+  double sm_bandwidth_headroom = 2.0;
+  GpuEfficiency efficiency;
+
+  sim::FlopRate tensor_peak_for(Dtype d) const { return tensor_peak[static_cast<size_t>(d)]; }
+};
+
+}  // namespace gcsim::models::gpu

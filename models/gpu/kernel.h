@@ -1,0 +1,56 @@
+// A kernel as the GPU model sees it: a grid of equal tiles, each with the
+// arithmetic it does and the HBM bytes it moves. The cost model
+// (kernel_cost_model.h) builds these from op shapes; the Gpu runs them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "models/gpu/dtype.h"
+
+namespace gcsim::models::gpu {
+
+enum class ExecUnit { tensor, vector, memory };  // which ceiling bounds a tile
+
+struct KernelDesc {
+  std::string name;            // for traces: "gemm 8192x12288x4096 bf16"
+  ExecUnit unit = ExecUnit::vector;
+  Dtype dtype = Dtype::bf16;
+  int64_t tiles = 1;           // thread blocks (CTAs) in the grid, one per SM at a time
+  double flops_per_tile = 0;   // floating-point operations per tile
+  double bytes_per_tile = 0;   // HBM bytes read + written per tile
+  double efficiency = 1.0;     // achieved fraction of the unit's peak for this kernel
+  int max_sms = 0;             // cap on SMs it may occupy (0 = all)
+  double total_flops() const { return flops_per_tile * static_cast<double>(tiles); }
+  double total_bytes() const { return bytes_per_tile * static_cast<double>(tiles); }
+};
+
+// Op shapes, in the units of the IR.
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t batch = 1;  // batched GEMM: `batch` independent m×n×k products
+  Dtype dtype = Dtype::bf16;
+};
+
+struct AttentionShape {
+  int64_t batch = 1, heads = 1, kv_heads = 0;  // kv_heads 0 = heads (MHA)
+  int64_t q_len = 1, kv_len = 0;               // kv_len 0 = q_len
+  int64_t head_dim = 128;
+  bool causal = false;
+  bool backward = false;  // false: forward pass
+  Dtype dtype = Dtype::bf16;
+};
+
+enum class MemoryOpKind { elementwise, layer_norm, rms_norm, softmax, memcpy };
+
+struct MemoryOpShape {
+  MemoryOpKind kind = MemoryOpKind::elementwise;
+  int64_t elements = 0;    // elementwise/memcpy: elements (memcpy: bytes with dtype fp8/int8)
+  int64_t rows = 0;        // norms/softmax: tokens
+  int64_t cols = 0;        // norms/softmax: hidden
+  int inputs = 1;          // elementwise: tensors read (gelu 1, add 2)
+  double flops_per_element = 1.0;
+  Dtype dtype = Dtype::bf16;
+};
+
+}  // namespace gcsim::models::gpu

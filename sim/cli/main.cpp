@@ -1,0 +1,2 @@
+// The gcsim command. Work in progress: see sim/cli/commands.h.
+int main() { return 0; }

@@ -1,0 +1,443 @@
+#include "sim/config/config_reader.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "sim/config/did_you_mean.h"
+#include "sim/unit_parse.h"
+
+namespace gcsim::sim::config {
+
+namespace {
+
+const char* node_kind(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map: return "a map";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Scalar: return "a scalar";
+    case YAML::NodeType::Null: return "empty";
+    default: return "undefined";
+  }
+}
+
+int mark_line(const YAML::Node& n) {
+  if (!n.IsDefined()) return 0;
+  const YAML::Mark m = n.Mark();
+  return m.line >= 0 ? m.line + 1 : 0;
+}
+
+}  // namespace
+
+ConfigReader::ConfigReader(YAML::Node node, std::string path,
+                           std::shared_ptr<ConfigSource> source, Json* resolved)
+    : node_(std::move(node)), path_(std::move(path)), source_(std::move(source)),
+      resolved_(resolved) {
+  if (node_.IsDefined() && !node_.IsNull() && !node_.IsMap()) {
+    throw ConfigError(source_->file, mark_line(node_), path_,
+                      std::string("expected a map of keys, got ") + node_kind(node_));
+  }
+  if (resolved_ && !resolved_->is_object()) *resolved_ = Json::object();
+}
+
+std::string ConfigReader::key_path(const std::string& key) const {
+  return path_.empty() ? key : path_ + "." + key;
+}
+
+bool ConfigReader::has(const std::string& key) const {
+  return node_.IsMap() && node_[key].IsDefined();
+}
+
+int ConfigReader::line_of(const std::string& key) const {
+  if (node_.IsMap()) {
+    for (const auto& kv : node_) {
+      if (kv.first.Scalar() == key) return mark_line(kv.first);
+    }
+  }
+  return mark_line(node_);
+}
+
+void ConfigReader::fail(const std::string& key, const std::string& message) const {
+  const std::string full = key_path(key);
+  auto it = source_->overrides.find(full);
+  if (it != source_->overrides.end()) {
+    throw ConfigError("command line (" + it->second + ")", 0, full, message);
+  }
+  throw ConfigError(source_->file, line_of(key), full, message);
+}
+
+void ConfigReader::fail_here(const std::string& message) const {
+  throw ConfigError(source_->file, mark_line(node_), path_, message);
+}
+
+std::optional<YAML::Node> ConfigReader::lookup(const std::string& key, const char* doc) {
+  known_.push_back(key);
+  const std::string full = key_path(key);
+  if (source_->documented.insert(full).second) source_->docs.emplace_back(full, doc);
+  if (!node_.IsMap()) return std::nullopt;
+  YAML::Node n = node_[key];
+  if (!n.IsDefined() || n.IsNull()) return std::nullopt;
+  return n;
+}
+
+void ConfigReader::record(const std::string& key, Json value) {
+  if (resolved_) (*resolved_)[key] = std::move(value);
+}
+
+template <typename T>
+T ConfigReader::scalar_as(const YAML::Node& n, const std::string& key,
+                          const char* type_name) const {
+  if (!n.IsScalar()) fail(key, std::string("expected ") + type_name + ", got " + node_kind(n));
+  try {
+    return n.as<T>();
+  } catch (const YAML::Exception&) {
+    fail(key, std::string("expected ") + type_name + ", got '" + n.Scalar() + "'");
+  }
+}
+
+int64_t ConfigReader::get_int(const std::string& key, std::optional<int64_t> fallback,
+                              const char* doc) {
+  auto n = lookup(key, doc);
+  if (!n) {
+    if (!fallback) fail_here("missing required key '" + key + "' (" + doc + ")");
+    record(key, *fallback);
+    return *fallback;
+  }
+  int64_t v = scalar_as<int64_t>(*n, key, "an integer");
+  record(key, v);
+  return v;
+}
+
+double ConfigReader::get_double(const std::string& key, std::optional<double> fallback,
+                                const char* doc) {
+  auto n = lookup(key, doc);
+  if (!n) {
+    if (!fallback) fail_here("missing required key '" + key + "' (" + doc + ")");
+    record(key, *fallback);
+    return *fallback;
+  }
+  double v = scalar_as<double>(*n, key, "a number");
+  if (!std::isfinite(v)) fail(key, "expected a finite number, got '" + n->Scalar() + "'");
+  record(key, v);
+  return v;
+}
+
+bool ConfigReader::get_bool(const std::string& key, std::optional<bool> fallback,
+                            const char* doc) {
+  auto n = lookup(key, doc);
+  if (!n) {
+    if (!fallback) fail_here("missing required key '" + key + "' (" + doc + ")");
+    record(key, *fallback);
+    return *fallback;
+  }
+  bool v = scalar_as<bool>(*n, key, "true or false");
+  record(key, v);
+  return v;
+}
+
+std::string ConfigReader::get_string(const std::string& key,
+                                     std::optional<std::string> fallback, const char* doc) {
+  auto n = lookup(key, doc);
+  if (!n) {
+    if (!fallback) fail_here("missing required key '" + key + "' (" + doc + ")");
+    record(key, *fallback);
+    return *fallback;
+  }
+  std::string v = scalar_as<std::string>(*n, key, "a string");
+  record(key, v);
+  return v;
+}
+
+std::string ConfigReader::get_choice(const std::string& key,
+                                     const std::vector<std::string>& choices,
+                                     std::optional<std::string> fallback, const char* doc) {
+  auto n = lookup(key, doc);
+  std::string v;
+  if (!n) {
+    if (!fallback) fail_here("missing required key '" + key + "' (" + doc + ")");
+    v = *fallback;
+  } else {
+    v = scalar_as<std::string>(*n, key, "a string");
+  }
+  bool ok = false;
+  for (const auto& c : choices) ok = ok || c == v;
+  if (!ok) {
+    std::string list;
+    for (const auto& c : choices) list += (list.empty() ? "" : " | ") + c;
+    fail(key, "'" + v + "' is not one of " + list + did_you_mean(v, choices));
+  }
+  record(key, v);
+  return v;
+}
+
+namespace {
+template <typename T, typename Parse, typename Format>
+T get_unit(ConfigReader& r, std::optional<YAML::Node> n, const std::string& key,
+           std::optional<T> fallback, const char* doc, Parse parse, Format format, Json* out) {
+  T v;
+  if (!n) {
+    if (!fallback) r.fail_here("missing required key '" + key + "' (" + doc + ")");
+    v = *fallback;
+  } else {
+    if (!n->IsScalar()) r.fail(key, "expected a quantity with a unit, got a map or list");
+    std::string error;
+    auto parsed = parse(n->Scalar(), &error);
+    if (!parsed) r.fail(key, error);
+    v = *parsed;
+  }
+  if (out) (*out)[key] = format(v);
+  return v;
+}
+}  // namespace
+
+Bytes ConfigReader::get_bytes(const std::string& key, std::optional<Bytes> fallback,
+                              const char* doc) {
+  Bytes b = get_unit<Bytes>(*this, lookup(key, doc), key, fallback, doc, parse_bytes,
+                            format_bytes, resolved_);
+  if (b.count() < 0) fail(key, "a byte size must not be negative");
+  return b;
+}
+
+Bandwidth ConfigReader::get_bandwidth(const std::string& key, std::optional<Bandwidth> fallback,
+                                      const char* doc) {
+  Bandwidth bw = get_unit<Bandwidth>(*this, lookup(key, doc), key, fallback, doc,
+                                     parse_bandwidth, format_bandwidth, resolved_);
+  if (!(bw.bytes_per_s() > 0)) fail(key, "a bandwidth must be positive");
+  return bw;
+}
+
+Duration ConfigReader::get_duration(const std::string& key, std::optional<Duration> fallback,
+                                    const char* doc) {
+  Duration d = get_unit<Duration>(*this, lookup(key, doc), key, fallback, doc, parse_duration,
+                                  format_duration, resolved_);
+  if (d < Duration::zero()) fail(key, "a duration must not be negative");
+  return d;
+}
+
+FlopRate ConfigReader::get_flop_rate(const std::string& key, std::optional<FlopRate> fallback,
+                                     const char* doc) {
+  FlopRate r = get_unit<FlopRate>(*this, lookup(key, doc), key, fallback, doc, parse_flop_rate,
+                                  format_flop_rate, resolved_);
+  if (!(r.flops_per_s() > 0)) fail(key, "a flop rate must be positive");
+  return r;
+}
+
+std::vector<int64_t> ConfigReader::get_int_list(const std::string& key, const char* doc) {
+  auto n = lookup(key, doc);
+  std::vector<int64_t> v;
+  if (!n) fail_here("missing required key '" + key + "' (" + doc + ")");
+  if (!n->IsSequence()) fail(key, std::string("expected a list of integers, got ") + node_kind(*n));
+  for (const auto& item : *n) v.push_back(scalar_as<int64_t>(item, key, "an integer"));
+  record(key, v);
+  return v;
+}
+
+std::vector<std::string> ConfigReader::get_string_list(const std::string& key, const char* doc) {
+  auto n = lookup(key, doc);
+  std::vector<std::string> v;
+  if (!n) {
+    record(key, Json::array());
+    return v;
+  }
+  if (n->IsScalar()) {
+    v.push_back(n->Scalar());  // `after: x` is the one-element list [x]
+  } else if (n->IsSequence()) {
+    for (const auto& item : *n) v.push_back(scalar_as<std::string>(item, key, "a string"));
+  } else {
+    fail(key, std::string("expected a list of names, got ") + node_kind(*n));
+  }
+  record(key, v);
+  return v;
+}
+
+ConfigReader ConfigReader::child(const std::string& key, const char* doc, bool required) {
+  auto n = lookup(key, doc);
+  if (!n && required) fail_here("missing required key '" + key + "' (" + doc + ")");
+  Json* out = nullptr;
+  if (resolved_) {
+    (*resolved_)[key] = Json::object();
+    out = &(*resolved_)[key];
+  }
+  if (n && !n->IsMap()) fail(key, std::string("expected a map of keys, got ") + node_kind(*n));
+  return ConfigReader(n ? *n : YAML::Node(), key_path(key), source_, out);
+}
+
+std::vector<ConfigReader> ConfigReader::child_list(const std::string& key, const char* doc) {
+  auto n = lookup(key, doc);
+  std::vector<ConfigReader> items;
+  if (!n) fail_here("missing required key '" + key + "' (" + doc + ")");
+  if (!n->IsSequence()) fail(key, std::string("expected a list, got ") + node_kind(*n));
+  Json* out = nullptr;
+  if (resolved_) {
+    (*resolved_)[key] = Json::array();
+    out = &(*resolved_)[key];
+    for (size_t i = 0; i < n->size(); ++i) out->push_back(Json::object());
+  }
+  // Pointers into `out` stay valid: the array is sized before any is taken.
+  for (size_t i = 0; i < n->size(); ++i) {
+    const YAML::Node item = (*n)[i];
+    if (!item.IsMap()) {
+      throw ConfigError(source_->file, mark_line(item), key_path(key) + "[" + std::to_string(i) + "]",
+                        std::string("expected a map, got ") + node_kind(item));
+    }
+    items.emplace_back(item, key_path(key) + "[" + std::to_string(i) + "]", source_,
+                       out ? &(*out)[i] : nullptr);
+  }
+  return items;
+}
+
+YAML::Node ConfigReader::raw(const std::string& key, const char* doc) {
+  auto n = lookup(key, doc);
+  return n ? *n : YAML::Node();
+}
+
+void ConfigReader::finish() const {
+  if (!node_.IsMap()) return;
+  for (const auto& kv : node_) {
+    const std::string key = kv.first.Scalar();
+    bool known = false;
+    for (const auto& k : known_) known = known || k == key;
+    if (!known) {
+      const std::string where = path_.empty() ? "at the top level" : "in '" + path_ + "'";
+      fail(key, "unknown key " + where + did_you_mean(key, known_));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+
+namespace {
+
+// Walks a dotted path ("workload.ops.0.m"), creating maps as needed.
+YAML::Node walk_create(YAML::Node root, const std::vector<std::string>& parts,
+                       const std::string& text) {
+  YAML::Node cur = root;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    const std::string& p = parts[i];
+    if (cur.IsSequence()) {
+      size_t idx = 0;
+      try {
+        idx = std::stoul(p);
+      } catch (...) {
+        throw ConfigError("command line (-s " + text + ")", 0, p, "expected a list index");
+      }
+      if (idx >= cur.size()) {
+        throw ConfigError("command line (-s " + text + ")", 0, p, "list index out of range");
+      }
+      cur.reset(cur[idx]);
+    } else {
+      if (!cur[p].IsDefined() || cur[p].IsNull()) cur[p] = YAML::Node(YAML::NodeType::Map);
+      YAML::Node next = cur[p];
+      cur.reset(next);
+    }
+  }
+  return cur;
+}
+
+}  // namespace
+
+YAML::Node load_yaml_file(const std::string& file, const std::vector<std::string>& overrides,
+                          ConfigSource& source) {
+  source.file = file;
+  std::ifstream in(file);
+  if (!in) {
+    throw ConfigError(file, 0, "", "cannot open the file (check the path and permissions)");
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  YAML::Node root;
+  try {
+    root = YAML::Load(ss.str());
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(file, e.mark.line + 1, "", "YAML syntax error: " + e.msg);
+  }
+  if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap()) throw ConfigError(file, 1, "", "the top level must be a map of keys");
+
+  for (const std::string& text : overrides) {
+    auto eq = text.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw ConfigError("command line (-s " + text + ")", 0, "",
+                        "expected -s key.path=value, e.g. -s cluster.nodes=4");
+    }
+    const std::string path = text.substr(0, eq);
+    const std::string value = text.substr(eq + 1);
+    std::vector<std::string> parts;
+    std::stringstream ps(path);
+    for (std::string p; std::getline(ps, p, '.');) parts.push_back(p);
+    YAML::Node value_node;
+    try {
+      value_node = YAML::Load(value);
+    } catch (const YAML::Exception& e) {
+      throw ConfigError("command line (-s " + text + ")", 0, path, "bad value: " + e.msg);
+    }
+    YAML::Node parent = walk_create(root, parts, text);
+    if (parent.IsSequence()) {
+      size_t idx = std::stoul(parts.back());
+      if (idx >= parent.size()) {
+        throw ConfigError("command line (-s " + text + ")", 0, path, "list index out of range");
+      }
+      parent[idx] = value_node;
+    } else {
+      parent[parts.back()] = value_node;
+    }
+    // Record under the dotted path readers use (list items as name[i]).
+    std::string dotted;
+    for (const auto& p : parts) {
+      bool index = !p.empty() && std::all_of(p.begin(), p.end(), ::isdigit);
+      dotted += index ? "[" + p + "]" : (dotted.empty() ? "" : ".") + p;
+    }
+    source.overrides[dotted] = "-s " + text;
+  }
+  return root;
+}
+
+YAML::Node load_yaml_text(const std::string& text, const std::string& name) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(name, e.mark.line + 1, "", "YAML syntax error: " + e.msg);
+  }
+}
+
+namespace {
+void emit_json(YAML::Emitter& out, const Json& j, const std::string& path,
+               const std::map<std::string, std::string>& docs) {
+  if (j.is_object()) {
+    out << YAML::BeginMap;
+    for (const auto& [k, v] : j.items()) {
+      const std::string child = path.empty() ? k : path + "." + k;
+      auto d = docs.find(child);
+      if (d != docs.end()) out << YAML::Comment(d->second);
+      out << YAML::Key << k << YAML::Value;
+      emit_json(out, v, child, docs);
+    }
+    out << YAML::EndMap;
+  } else if (j.is_array()) {
+    bool scalars = std::all_of(j.begin(), j.end(), [](const Json& e) { return e.is_primitive(); });
+    out << (scalars ? YAML::Flow : YAML::Block) << YAML::BeginSeq;
+    for (size_t i = 0; i < j.size(); ++i) {
+      emit_json(out, j[i], path + "[" + std::to_string(i) + "]", docs);
+    }
+    out << YAML::EndSeq;
+  } else if (j.is_string()) {
+    out << j.get<std::string>();
+  } else if (j.is_boolean()) {
+    out << j.get<bool>();
+  } else if (j.is_number_integer()) {
+    out << j.get<int64_t>();
+  } else if (j.is_number()) {
+    out << j.get<double>();
+  } else {
+    out << YAML::Null;
+  }
+}
+}  // namespace
+
+std::string to_documented_yaml(const Json& resolved, const ConfigSource& source) {
+  std::map<std::string, std::string> docs(source.docs.begin(), source.docs.end());
+  YAML::Emitter out;
+  emit_json(out, resolved, "", docs);
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace gcsim::sim::config
