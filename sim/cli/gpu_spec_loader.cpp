@@ -1,0 +1,189 @@
+#include "sim/cli/gpu_spec_loader.h"
+
+#include <filesystem>
+#include <memory>
+
+#include "sim/cli/presets.h"
+#include "sim/config/did_you_mean.h"
+
+namespace gcsim::cli {
+
+using models::gpu::Dtype;
+using models::gpu::GpuEfficiency;
+using models::gpu::GpuSpec;
+using sim::config::ConfigError;
+using sim::config::ConfigReader;
+using sim::config::ConfigSource;
+using sim::config::Json;
+
+namespace {
+
+template <typename T>
+std::optional<T> from(const GpuSpec* base, T GpuSpec::*field) {
+  if (!base) return std::nullopt;
+  return base->*field;
+}
+
+GpuSpec read_spec_document(const YAML::Node& root, const std::string& origin) {
+  auto source = std::make_shared<ConfigSource>();
+  source->file = origin;
+  Json ignored;
+  ConfigReader r(root, "", source, &ignored);
+  GpuSpec spec = read_gpu_fields(r, nullptr);
+  r.get_string("description", std::string(), "one-line description");
+  r.finish();
+  return spec;
+}
+
+}  // namespace
+
+void read_efficiency(ConfigReader& r, GpuEfficiency& eff) {
+  auto fraction = [&](ConfigReader& rr, const std::string& key, double fallback,
+                      const char* doc) {
+    double v = rr.get_double(key, fallback, doc);
+    if (!(v > 0.0 && v <= 1.0)) rr.fail(key, "an efficiency must lie in (0, 1]");
+    return v;
+  };
+  ConfigReader tensor = r.child("tensor", "achieved fraction of tensor-core peak, per dtype");
+  for (Dtype d : models::gpu::kAllDtypes) {
+    if (d == Dtype::fp32) continue;  // plain fp32 GEMMs run on the vector units
+    const std::string key(models::gpu::dtype_name(d));
+    eff.tensor[static_cast<size_t>(d)] =
+        fraction(tensor, key, eff.tensor_for(d), "fraction of peak for this dtype");
+  }
+  tensor.finish();
+  eff.vector = fraction(r, "vector", eff.vector, "achieved fraction of FP32 vector peak");
+  eff.hbm = fraction(r, "hbm", eff.hbm, "achieved fraction of HBM bandwidth (streaming copy)");
+  eff.attention =
+      fraction(r, "attention", eff.attention, "flash-attention fraction of tensor peak");
+  eff.tile_overhead = r.get_duration("tile_overhead", eff.tile_overhead,
+                                     "fixed cost per wave of tiles (prologue + epilogue)");
+}
+
+GpuSpec read_gpu_fields(ConfigReader& r, const GpuSpec* base) {
+  GpuSpec s = base ? *base : GpuSpec{};
+  s.name = r.get_string("name", from(base, &GpuSpec::name), "preset name");
+  s.source = r.get_string("source", from(base, &GpuSpec::source), "where the numbers come from");
+  s.sm_count = static_cast<int>(
+      r.get_int("sm_count", base ? std::optional<int64_t>(base->sm_count) : std::nullopt,
+                "streaming multiprocessors"));
+  if (s.sm_count <= 0) r.fail("sm_count", "must be at least 1");
+  s.sm_clock_ghz = r.get_double("sm_clock_ghz", from(base, &GpuSpec::sm_clock_ghz),
+                                "boost SM clock in GHz");
+  if (!(s.sm_clock_ghz > 0)) r.fail("sm_clock_ghz", "must be positive");
+
+  ConfigReader tensor = r.child("tensor_peak", "dense tensor-core peak per dtype", !base);
+  for (Dtype d : models::gpu::kAllDtypes) {
+    if (d == Dtype::fp32) continue;
+    const std::string key(models::gpu::dtype_name(d));
+    if (tensor.has(key)) {
+      s.tensor_peak[static_cast<size_t>(d)] =
+          tensor.get_flop_rate(key, std::nullopt, "dense tensor-core peak");
+    } else {
+      tensor.allow(key);  // absent: this GPU has no tensor path for the dtype
+    }
+  }
+  tensor.finish();
+  s.vector_fp32_peak = r.get_flop_rate("vector_fp32_peak", from(base, &GpuSpec::vector_fp32_peak),
+                                       "FP32 non-tensor peak (FMA = 2 flops)");
+
+  ConfigReader hbm = r.child("hbm", "high-bandwidth memory", !base);
+  s.hbm_bandwidth =
+      hbm.get_bandwidth("bandwidth", from(base, &GpuSpec::hbm_bandwidth), "datasheet bandwidth");
+  s.hbm_capacity = hbm.get_bytes("capacity", from(base, &GpuSpec::hbm_capacity), "capacity");
+  if (s.hbm_capacity.count() <= 0) hbm.fail("capacity", "must be positive");
+  hbm.finish();
+  s.l2_size = r.get_bytes("l2", base ? base->l2_size : sim::Bytes(0), "L2 cache size (0 = unknown)");
+
+  ConfigReader nvlink = r.child("nvlink", "scale-up links to the NVSwitch", !base);
+  s.nvlink_bandwidth = nvlink.get_bandwidth("bandwidth", from(base, &GpuSpec::nvlink_bandwidth),
+                                            "per GPU, each direction");
+  s.nvlink_links = static_cast<int>(nvlink.get_int(
+      "links", base ? std::optional<int64_t>(base->nvlink_links) : std::nullopt, "link count"));
+  s.nvlink_latency =
+      nvlink.get_duration("latency", from(base, &GpuSpec::nvlink_latency), "one-hop latency");
+  s.has_nvls = nvlink.get_bool("nvls", base ? base->has_nvls : false,
+                               "NVLink SHARP (in-switch reduction) available");
+  nvlink.finish();
+  ConfigReader pcie = r.child("pcie", "host link");
+  s.pcie_bandwidth = pcie.get_bandwidth(
+      "bandwidth", base ? base->pcie_bandwidth : sim::Bandwidth::gb_per_s(64), "each direction");
+  pcie.finish();
+  s.kernel_launch_latency = r.get_duration(
+      "kernel_launch_latency", from(base, &GpuSpec::kernel_launch_latency),
+      "launch to first tile, back-to-back launches on a stream");
+  s.sm_bandwidth_headroom = r.get_double("sm_bandwidth_headroom", s.sm_bandwidth_headroom,
+                                         "one SM's HBM reach as a multiple of its even share");
+  if (!(s.sm_bandwidth_headroom >= 1.0)) r.fail("sm_bandwidth_headroom", "must be >= 1");
+  ConfigReader eff = r.child("efficiency", "achieved fractions of the peaks");
+  read_efficiency(eff, s.efficiency);
+  eff.finish();
+  return s;
+}
+
+GpuSpec load_gpu_preset(const std::string& name, const ConfigReader& at, const std::string& key) {
+  if (auto text = preset_text("hardware", name)) {
+    const std::string origin = "configs/hardware/" + name + ".yaml";
+    return read_spec_document(sim::config::load_yaml_text(*text, origin), origin);
+  }
+  if (name.size() > 5 && name.substr(name.size() - 5) == ".yaml") {
+    if (!std::filesystem::exists(name)) at.fail(key, "GPU preset file '" + name + "' not found");
+    ConfigSource src;
+    YAML::Node root = sim::config::load_yaml_file(name, {}, src);
+    return read_spec_document(root, name);
+  }
+  const auto names = preset_names("hardware");
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  at.fail(key, "unknown GPU '" + name + "'" + sim::config::did_you_mean(name, names) +
+                   "; presets: " + list + " (or a path to a .yaml preset)");
+}
+
+GpuSpec read_gpu(ConfigReader& cluster) {
+  YAML::Node node = cluster.raw("gpu", "GPU preset name, preset file, or inline spec");
+  if (!node.IsDefined() || node.IsNull()) {
+    cluster.fail_here("missing required key 'gpu' (a preset such as h100-sxm; see gcsim list gpus)");
+  }
+  if (node.IsScalar()) {
+    GpuSpec spec = load_gpu_preset(node.Scalar(), cluster, "gpu");
+    return spec;
+  }
+  if (!node.IsMap()) cluster.fail("gpu", "expected a preset name or a map of GPU fields");
+  ConfigReader r = cluster.child("gpu", "GPU preset name, preset file, or inline spec");
+  std::optional<GpuSpec> base;
+  if (r.has("preset")) {
+    base = load_gpu_preset(r.get_string("preset", std::nullopt, "preset to start from"), r,
+                           "preset");
+  }
+  GpuSpec spec = read_gpu_fields(r, base ? &*base : nullptr);
+  r.get_string("description", std::string(), "one-line description");
+  r.finish();
+  return spec;
+}
+
+void apply_calibration_profile(const std::string& path, GpuSpec& spec, const ConfigReader& at) {
+  if (!std::filesystem::exists(path)) {
+    at.fail("calibration", "calibration profile '" + path +
+                               "' not found (make one with `gcsim calibrate -o PROFILE.yaml`)");
+  }
+  auto source = std::make_shared<ConfigSource>();
+  YAML::Node root = sim::config::load_yaml_file(path, {}, *source);
+  Json ignored;
+  ConfigReader r(root, "", source, &ignored);
+  const std::string gpu = r.get_string("gpu", std::nullopt, "GPU preset the profile was measured on");
+  if (gpu != spec.name) {
+    r.fail("gpu", "profile was measured on '" + gpu + "' but the cluster uses '" + spec.name + "'");
+  }
+  r.get_string("measured_on", std::string(), "device name and date of the measurement");
+  if (r.has("kernel_launch_latency")) {
+    spec.kernel_launch_latency =
+        r.get_duration("kernel_launch_latency", std::nullopt, "measured launch latency");
+  }
+  ConfigReader eff = r.child("efficiency", "fitted efficiencies", true);
+  read_efficiency(eff, spec.efficiency);
+  eff.finish();
+  r.allow("fit");  // fit statistics, informational
+  r.finish();
+}
+
+}  // namespace gcsim::cli

@@ -1,0 +1,33 @@
+// Maps YAML onto models::gpu::GpuSpec: a preset by name, a preset with
+// fields overridden beside it, a preset file by path, or a calibration
+// profile's efficiencies on top.
+#pragma once
+
+#include <string>
+
+#include "models/gpu/gpu_spec.h"
+#include "sim/config/config_reader.h"
+
+namespace gcsim::cli {
+
+// Reads `cluster.gpu`: a preset name ("h100-sxm"), a path to a preset file,
+// or a map {preset: NAME, <fields to override>} / a full inline spec.
+models::gpu::GpuSpec read_gpu(sim::config::ConfigReader& cluster);
+
+// Loads a built-in preset; throws ConfigError naming `key` if unknown.
+models::gpu::GpuSpec load_gpu_preset(const std::string& name, const sim::config::ConfigReader& at,
+                                     const std::string& key);
+
+// Reads a spec's fields from `r`, each defaulting to `base`'s value (every
+// field required when base is null).
+models::gpu::GpuSpec read_gpu_fields(sim::config::ConfigReader& r,
+                                     const models::gpu::GpuSpec* base);
+
+// Reads the `efficiency:` block (presets and calibration profiles share it).
+void read_efficiency(sim::config::ConfigReader& r, models::gpu::GpuEfficiency& eff);
+
+// Applies a calibration profile file (cluster.calibration) to `spec`.
+void apply_calibration_profile(const std::string& path, models::gpu::GpuSpec& spec,
+                               const sim::config::ConfigReader& at);
+
+}  // namespace gcsim::cli
