@@ -91,6 +91,83 @@ def loaded_clocks_snapshot():
     return snap
 
 
+class ClockSampler:
+    """Samples SM clock / power / clock-event reasons through NVML (pynvml) in a
+    background thread every `period` s, tagged with the current section."""
+
+    def __init__(self, period=0.02):
+        self.period = period
+        self.samples = []  # (t, section, sm_mhz, mem_mhz, power_w, reasons)
+        self.section = "init"
+        self.ok = False
+        self.paused = False
+        self._stop = False
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            self.nv = pynvml
+            cvd = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip()
+            self.h = pynvml.nvmlDeviceGetHandleByIndex(int(cvd) if cvd.isdigit() else 0)
+            self.ok = True
+        except Exception as e:  # noqa: BLE001
+            self.err = repr(e)
+        if self.ok:
+            import threading
+            self.t0 = time.time()
+            self.th = threading.Thread(target=self._loop, daemon=True)
+            self.th.start()
+
+    def sample(self):
+        nv, h = self.nv, self.h
+        reasons = None
+        for fname in ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"):
+            try:
+                reasons = hex(getattr(nv, fname)(h))
+                break
+            except Exception:  # noqa: BLE001
+                continue
+        return (round(time.time() - self.t0, 4), self.section,
+                nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM), nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM),
+                nv.nvmlDeviceGetPowerUsage(h) / 1000.0, reasons)
+
+    def _loop(self):
+        while not self._stop:
+            if not self.paused:
+                try:
+                    self.samples.append(self.sample())
+                except Exception:  # noqa: BLE001
+                    pass
+            time.sleep(self.period)
+
+    def stop(self):
+        self._stop = True
+
+    def summary(self):
+        out = {}
+        for _, sec, sm, mem, pw, rs in self.samples:
+            d = out.setdefault(sec, {"sm": [], "mem": [], "pw": [], "reasons": {}})
+            d["sm"].append(sm)
+            d["mem"].append(mem)
+            d["pw"].append(pw)
+            d["reasons"][str(rs)] = d["reasons"].get(str(rs), 0) + 1
+        res = {}
+        for sec, d in out.items():
+            sm = sorted(d["sm"])
+            pw = sorted(d["pw"])
+            res[sec] = {"n": len(sm), "sm_mhz_min": sm[0], "sm_mhz_median": median(sm), "sm_mhz_max": sm[-1],
+                        "mem_mhz_median": median(d["mem"]), "power_w_median": median(pw), "power_w_max": pw[-1],
+                        "event_reasons_counts": d["reasons"]}
+        return res
+
+
+SAMPLER = None
+
+
+def set_section(name):
+    if SAMPLER is not None:
+        SAMPLER.section = name
+
+
 def pct(sorted_vals, q):
     if not sorted_vals:
         return float("nan")
@@ -161,6 +238,7 @@ def section(name):
     def deco(fn):
         def wrapper(*a, **k):
             log("== %s" % name)
+            set_section(name)
             t0 = time.time()
             try:
                 fn(*a, **k)
@@ -303,6 +381,38 @@ def bench_gemm_fp32():
 @section("gemm bf16 8192^3 re-run (drift)")
 def bench_gemm_drift():
     gemm_case(8192, 8192, 8192, torch.bfloat16, "bf16", "square_rerun_end")
+
+
+@section("gemm bf16 8192^3 sustained (power / clock behaviour)")
+def bench_gemm_sustained():
+    """1 s idle, then ~1500 back-to-back 8192^3 bf16 GEMMs (~2 s), one event pair each.
+    Shows how the rate moves from a rested GPU into the power-capped steady state."""
+    m = n = k = 8192
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    for _ in range(3):
+        torch.matmul(a, b, out=c)
+    torch.cuda.synchronize()
+    time.sleep(1.0)
+    reps = 1500
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for r in range(reps):
+        starts[r].record()
+        torch.matmul(a, b, out=c)
+        ends[r].record()
+    torch.cuda.synchronize()
+    ts = [s_.elapsed_time(e_) * 1000.0 for s_, e_ in zip(starts, ends)]
+    flops = 2.0 * m * n * k
+    windows = [(0, 20), (20, 100), (100, 300), (300, 700), (700, 1100), (1100, 1500)]
+    for lo, hi in windows:
+        w = sorted(ts[lo:hi])
+        add({"kind": "gemm_sustained", "dtype": "bf16", "m": m, "n": n, "k": k, "rep_lo": lo, "rep_hi": hi,
+             "t_start_ms": starts[0].elapsed_time(starts[lo]), "median_us": median(w), "min_us": w[0],
+             "p90_us": pct(w, 0.9), "tflops": flops / (median(w) * 1e-6) / 1e12,
+             "note": "back-to-back after 1 s idle; window of repetitions [rep_lo, rep_hi)"})
+    del a, b, c
 
 
 # ----------------------------------------------------------------------------
@@ -483,6 +593,8 @@ def bench_launch():
         x.add_(1.0)
     torch.cuda.synchronize()
     # (a) eager loop of N launches, events around the loop (CPU-launch bound)
+    if SAMPLER is not None:
+        SAMPLER.paused = True  # keep the sampler thread off the CPU while measuring launch cost
     per = []
     for _ in range(samples):
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -494,6 +606,8 @@ def bench_launch():
         torch.cuda.synchronize()
         per.append(s.elapsed_time(e) * 1000.0 / N)
     per.sort()
+    if SAMPLER is not None:
+        SAMPLER.paused = False
     add({"kind": "launch", "mode": "eager_loop", "op": "x.add_(1.0) on 1-element fp32", "launches_per_sample": N,
          "samples": samples, "median_us": median(per), "min_us": per[0], "p90_us": pct(per, 0.9),
          "note": "per-launch average; includes PyTorch dispatch + cudaLaunchKernel CPU cost (GPU starved)"})
@@ -554,6 +668,10 @@ def fmt_table():
         k = r["kind"]
         if k == "gemm":
             shape = "%dx%dx%d %s" % (r["m"], r["n"], r["k"], r.get("tag", ""))
+            rate = "%.1f TF" % r["tflops"]
+            dt = r["dtype"]
+        elif k == "gemm_sustained":
+            shape = "%dx%dx%d reps[%d,%d)" % (r["m"], r["n"], r["k"], r["rep_lo"], r["rep_hi"])
             rate = "%.1f TF" % r["tflops"]
             dt = r["dtype"]
         elif k == "memory":
@@ -617,6 +735,12 @@ def main():
                              "launch latency is hidden; median/min/p90 over repetitions",
                    "inputs": "torch.randn", "rates": "TFLOP/s = flops/median; GB/s = (read+write bytes)/median"},
     })
+    global SAMPLER
+    SAMPLER = ClockSampler()
+    META["nvml_sampler"] = "ok, period 20 ms" if SAMPLER.ok else "unavailable: %s" % getattr(SAMPLER, "err", "")
+    if not SAMPLER.ok:
+        SAMPLER = None
+    set_section("warm-up / loaded clocks start")
     STATE["sleep_cycles_per_us"] = calibrate_sleep()
     META["sleep_cycles_per_us"] = STATE["sleep_cycles_per_us"]
     try:
@@ -626,9 +750,12 @@ def main():
     write_json(path)
 
     for fn in (bench_gemm_bf16, bench_gemm_fp16, bench_gemm_fp8, bench_gemm_fp32,
-               bench_memory, bench_attention, bench_launch, bench_gemm_drift):
+               bench_memory, bench_attention, bench_launch, bench_gemm_drift, bench_gemm_sustained):
         fn()
+        if SAMPLER is not None:
+            META["clock_samples_by_section"] = SAMPLER.summary()
         write_json(path)
+    set_section("loaded clocks end")
 
     try:
         META["clocks_under_gemm_load_end"] = loaded_clocks_snapshot()
@@ -636,6 +763,11 @@ def main():
         ERRORS.append({"section": "loaded clocks end", "error": repr(e)})
     META["clocks_after_idle"] = clocks_snapshot()
     META["elapsed_s"] = time.time() - t_start
+    if SAMPLER is not None:
+        SAMPLER.stop()
+        META["clock_samples_by_section"] = SAMPLER.summary()
+        META["clock_samples_raw"] = {"fields": ["t_s", "section", "sm_mhz", "mem_mhz", "power_w", "event_reasons"],
+                                     "rows": SAMPLER.samples}
     write_json(path)
 
     log("")
@@ -646,6 +778,10 @@ def main():
                 "clocks_after_idle"):
         if key in META:
             log("%-30s %s | %s" % (key, META[key]["clocks"].splitlines()[-1], META[key]["extra"].splitlines()[-1]))
+    for sec, d in META.get("clock_samples_by_section", {}).items():
+        log("NVML %-52s n=%4d SM MHz min/med/max %s/%s/%s  power med/max %.0f/%.0f W  reasons %s" % (
+            sec[:52], d["n"], d["sm_mhz_min"], d["sm_mhz_median"], d["sm_mhz_max"], d["power_w_median"],
+            d["power_w_max"], d["event_reasons_counts"]))
     log("bf16 relerr check (8192^3, fp64 ref): %s" % META.get("check_bf16_8192_relerr"))
     log("errors: %d" % len(ERRORS))
     for e in ERRORS:
