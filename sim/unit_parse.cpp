@@ -80,12 +80,30 @@ std::optional<double> parse_with(std::string_view text, const std::array<UnitRow
   return std::nullopt;
 }
 
-// Prints a value with the largest unit that keeps it exact to 6 significant
-// digits; std::to_chars-like shortest form via %.17g would be unreadable.
-std::string format_number(double v) {
+std::string format_number(double v, int digits) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.15g", v);
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
   return buf;
+}
+
+// What parse_with() makes of a number printed by format_number(): the same
+// strtod and the same multiplication by the unit's factor.
+double reparse(const std::string& number, double factor) {
+  return std::strtod(number.c_str(), nullptr) * factor;
+}
+
+// Prints `base` (in the table's base unit) as a number of `unit`, in the
+// fewest of 15 or 17 significant digits that parse back to exactly `base`;
+// if neither does (the division by the factor lost a bit), falls back to the
+// base unit, where 17 digits always round-trip. 15 digits first because
+// 0.1-style values print as "0.1", not "0.10000000000000001".
+std::string format_real(double base, std::string_view unit, double factor,
+                        std::string_view base_unit) {
+  for (int digits : {15, 17}) {
+    std::string n = format_number(base / factor, digits);
+    if (reparse(n, factor) == base) return n + std::string(unit);
+  }
+  return format_number(base, 17) + std::string(base_unit);
 }
 
 }  // namespace
@@ -123,22 +141,27 @@ std::optional<FlopRate> parse_flop_rate(std::string_view text, std::string* erro
 }
 
 std::string format_bytes(Bytes b) {
+  // The largest unit, binary or decimal, that divides the count exactly:
+  // 12e9 bytes prints as 12GB, not as 11718750KiB (which 1024 also divides).
   const int64_t n = b.count();
-  static constexpr std::array<std::pair<int64_t, const char*>, 4> kBinary{
-      {{1LL << 40, "TiB"}, {1LL << 30, "GiB"}, {1LL << 20, "MiB"}, {1LL << 10, "KiB"}}};
-  for (auto [size, name] : kBinary) {
-    if (n != 0 && n % size == 0) return std::to_string(n / size) + name;
-  }
-  static constexpr std::array<std::pair<int64_t, const char*>, 4> kDecimal{
-      {{1'000'000'000'000LL, "TB"}, {1'000'000'000LL, "GB"}, {1'000'000LL, "MB"}, {1000LL, "KB"}}};
-  for (auto [size, name] : kDecimal) {
+  static constexpr std::array<std::pair<int64_t, const char*>, 8> kUnits{{
+      {1LL << 40, "TiB"},
+      {1'000'000'000'000LL, "TB"},
+      {1LL << 30, "GiB"},
+      {1'000'000'000LL, "GB"},
+      {1LL << 20, "MiB"},
+      {1'000'000LL, "MB"},
+      {1LL << 10, "KiB"},
+      {1000LL, "KB"},
+  }};
+  for (auto [size, name] : kUnits) {
     if (n != 0 && n % size == 0) return std::to_string(n / size) + name;
   }
   return std::to_string(n) + "B";
 }
 
 std::string format_bandwidth(Bandwidth bw) {
-  return format_number(bw.bytes_per_s() * 1e-9) + "GB/s";
+  return format_real(bw.bytes_per_s(), "GB/s", 1e9, "B/s");
 }
 
 std::string format_duration(Duration d) {
@@ -148,12 +171,24 @@ std::string format_duration(Duration d) {
   for (auto [size, name] : kSteps) {
     if (p != 0 && p % size == 0) return std::to_string(p / size) + name;
   }
+  // Not a whole number of any unit: a decimal in the largest unit it
+  // reaches ("1.234567us"), if that parses back to the same picosecond.
+  // Parsing rounds through a double, so beyond 2^53 ps (~2.5 h) only whole
+  // units are exact; below it the whole picosecond count always is.
   for (auto [size, name] : kSteps) {
-    if (std::llabs(p) >= size) return format_number(static_cast<double>(p) / size) + name;
+    if (std::llabs(p) >= size) {
+      for (int digits : {15, 17}) {
+        std::string n = format_number(static_cast<double>(p) / static_cast<double>(size), digits);
+        if (std::llround(reparse(n, static_cast<double>(size))) == p) return n + name;
+      }
+      break;
+    }
   }
   return std::to_string(p) + "ps";
 }
 
-std::string format_flop_rate(FlopRate r) { return format_number(r.tflops()) + "TFLOP/s"; }
+std::string format_flop_rate(FlopRate r) {
+  return format_real(r.flops_per_s(), "TFLOP/s", 1e12, "FLOP/s");
+}
 
 }  // namespace gcsim::sim
