@@ -1,2 +1,124 @@
-// The gcsim command. Work in progress: see sim/cli/commands.h.
-int main() { return 0; }
+// The gcsim command: run | check | list. Exit status 0 on success, 2 on bad
+// input (with file, line and key), 1 on an internal error.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "sim/cli/list_command.h"
+#include "sim/cli/run_command.h"
+#include "sim/config/config_error.h"
+#include "sim/config/did_you_mean.h"
+
+namespace po = boost::program_options;
+using gcsim::sim::config::ConfigError;
+
+namespace {
+
+constexpr int kBadInput = 2;
+
+const char* kUsage =
+    "usage: gcsim <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run CONFIG.yaml [-s key=value]... [-o OUTDIR] [--seed N] [--trace]\n"
+    "                      simulate; write summary.json, report.md (and trace.json)\n"
+    "  check CONFIG.yaml [-s key=value]...\n"
+    "                      validate and print the fully resolved config\n"
+    "  list [gpus|models|topologies|workloads|networks]\n"
+    "                      show presets and registered models\n"
+    "\n"
+    "Examples:\n"
+    "  gcsim run configs/examples/quickstart.yaml --trace\n"
+    "  gcsim run configs/examples/quickstart.yaml -s cluster.gpu=h200-sxm -o out/h200\n";
+
+struct Parsed {
+  std::vector<std::string> positional;
+  std::vector<std::string> sets;
+  std::string out_dir;
+  std::optional<uint64_t> seed;
+  bool trace = false;
+  bool quiet = false;
+};
+
+Parsed parse(const std::vector<std::string>& args, bool allow_run_options) {
+  po::options_description opts("options");
+  int64_t seed = -1;
+  opts.add_options()("set,s", po::value<std::vector<std::string>>(),
+                     "override a config key: -s a.b.c=value")(
+      "out,o", po::value<std::string>(), "output directory")(
+      "seed", po::value<int64_t>(&seed), "random seed (overrides simulation.seed)")(
+      "trace", po::bool_switch(), "write trace.json (Perfetto)")(
+      "quiet,q", po::bool_switch(), "no progress lines on stderr")(
+      "args", po::value<std::vector<std::string>>(), "positional");
+  po::positional_options_description pos;
+  pos.add("args", -1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
+  po::notify(vm);
+  Parsed p;
+  if (vm.count("args")) p.positional = vm["args"].as<std::vector<std::string>>();
+  if (vm.count("set")) p.sets = vm["set"].as<std::vector<std::string>>();
+  if (!allow_run_options && (vm.count("out") || vm.count("seed") || vm["trace"].as<bool>())) {
+    throw po::error("-o, --seed and --trace apply to `gcsim run` only");
+  }
+  if (vm.count("out")) p.out_dir = vm["out"].as<std::string>();
+  if (vm.count("seed")) {
+    if (seed < 0) throw po::error("--seed must not be negative");
+    p.seed = static_cast<uint64_t>(seed);
+  }
+  p.trace = vm["trace"].as<bool>();
+  p.quiet = vm["quiet"].as<bool>();
+  return p;
+}
+
+int dispatch(const std::string& command, const std::vector<std::string>& rest) {
+  using namespace gcsim::cli;
+  if (command == "run" || command == "check") {
+    Parsed p = parse(rest, command == "run");
+    if (p.positional.size() != 1) {
+      std::fprintf(stderr, "gcsim %s: expected one CONFIG.yaml\n\n%s", command.c_str(), kUsage);
+      return kBadInput;
+    }
+    LoadOptions load{p.sets, p.seed};
+    if (command == "check") return check_command(p.positional[0], load, std::cout);
+    RunOptions run{load, p.out_dir, p.trace, !p.quiet};
+    return run_command(p.positional[0], run, std::cout);
+  }
+  if (command == "list") {
+    Parsed p = parse(rest, false);
+    return list_command(p.positional.empty() ? "" : p.positional[0], std::cout);
+  }
+  if (command == "-h" || command == "--help" || command == "help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "gcsim: unknown command '%s'%s\n\n%s", command.c_str(),
+               gcsim::sim::config::did_you_mean(command, {"run", "check", "list"}).c_str(),
+               kUsage);
+  return kBadInput;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return kBadInput;
+  }
+  const std::vector<std::string> rest(argv + 2, argv + argc);
+  try {
+    return dispatch(argv[1], rest);
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "gcsim: error: %s\n", e.what());
+    return kBadInput;
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "gcsim: %s\n\n%s", e.what(), kUsage);
+    return kBadInput;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gcsim: internal error: %s\n(this is a bug in gcsim; please report it "
+                         "with the config that triggered it)\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,89 @@
+#include "models/cluster/cluster_model.h"
+
+#include "models/gpu/kernel_cost_model.h"
+
+namespace gcsim::models::cluster {
+
+using workloads::CollectiveKind;
+using workloads::Op;
+
+namespace {
+network::CollectiveAlgo algo_for(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::all_reduce: return network::CollectiveAlgo::all_reduce;
+    case CollectiveKind::all_gather: return network::CollectiveAlgo::all_gather;
+    case CollectiveKind::reduce_scatter: return network::CollectiveAlgo::reduce_scatter;
+    case CollectiveKind::broadcast: return network::CollectiveAlgo::broadcast;
+    case CollectiveKind::reduce: return network::CollectiveAlgo::reduce;
+    case CollectiveKind::all_to_all: return network::CollectiveAlgo::all_to_all;
+  }
+  return network::CollectiveAlgo::all_reduce;
+}
+
+struct KernelBuilder {
+  const gpu::GpuSpec& spec;
+  gpu::KernelDesc operator()(const gpu::GemmShape& s) const { return gpu::gemm_kernel(spec, s); }
+  gpu::KernelDesc operator()(const gpu::AttentionShape& s) const {
+    return gpu::attention_kernel(spec, s);
+  }
+  gpu::KernelDesc operator()(const gpu::MemoryOpShape& s) const {
+    return gpu::memory_kernel(spec, s);
+  }
+};
+}  // namespace
+
+gpu::KernelDesc kernel_for(const gpu::GpuSpec& spec, const workloads::ComputeOp& op) {
+  return std::visit(KernelBuilder{spec}, op.shape);
+}
+
+ClusterModel::ClusterModel(sim::Simulator& sim, ClusterModelConfig config)
+    : sim_(sim), config_(std::move(config)) {
+  gpus_.reserve(static_cast<size_t>(config_.num_ranks));
+  for (int r = 0; r < config_.num_ranks; ++r) {
+    gpus_.push_back(std::make_unique<gpu::Gpu>(sim_, config_.gpu, r));
+  }
+}
+
+void ClusterModel::run_compute(int rank, const Op& op, sim::OpDone done) {
+  const auto& compute = std::get<workloads::ComputeOp>(op.payload);
+  gpus_[static_cast<size_t>(rank)]->launch(kernel_for(config_.gpu, compute), std::move(done));
+}
+
+sim::Duration ClusterModel::communication_time(const Op& op, const std::vector<int>& ranks) const {
+  if (const auto* c = std::get_if<workloads::CollectiveOp>(&op.payload)) {
+    return network::collective_time(config_.fabric, algo_for(c->kind), ranks, c->bytes);
+  }
+  const auto& p = std::get<workloads::P2pOp>(op.payload);
+  return network::p2p_time(config_.fabric, ranks.front(), ranks.back(), p.bytes);
+}
+
+void ClusterModel::run_communication(const Op& op, const std::vector<int>& ranks,
+                                     sim::OpDone done) {
+  const sim::Time start = sim_.now();
+  const sim::Duration d = communication_time(op, ranks);
+  // NCCL kernels occupy SMs (channels) on every GPU of the group while data
+  // moves; p2p here is modelled as a copy-engine transfer that holds none.
+  const int sms = op.kind == workloads::OpKind::collective ? config_.collective_sms : 0;
+  if (sms > 0) {
+    for (int r : ranks) gpus_[static_cast<size_t>(r)]->hold_sms(sms);
+  }
+  sim_.call_in(d, [this, ranks, sms, start, done = std::move(done)] {
+    if (sms > 0) {
+      for (int r : ranks) gpus_[static_cast<size_t>(r)]->release_sms(sms);
+    }
+    done(start, sim_.now());
+  });
+}
+
+bool ClusterModel::apply_memory(int rank, sim::Bytes delta) {
+  gpu::Gpu& g = *gpus_[static_cast<size_t>(rank)];
+  if (delta.count() >= 0) {
+    if (!g.allocate(delta)) return false;
+  } else {
+    g.free(sim::Bytes(-delta.count()));
+  }
+  if (memory_listener_) memory_listener_(rank, sim_.now(), g.memory_used());
+  return true;
+}
+
+}  // namespace gcsim::models::cluster

@@ -1,0 +1,56 @@
+// The simulated cluster as the replayer sees it: one Gpu per rank and the
+// communication model between them. It turns IR ops into kernels on GPUs
+// and transfers on the network, and reports HBM use as it changes.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "models/gpu/gpu.h"
+#include "models/gpu/gpu_spec.h"
+#include "models/network/alpha_beta.h"
+#include "sim/replayer.h"
+
+namespace gcsim::models::cluster {
+
+struct ClusterModelConfig {
+  gpu::GpuSpec gpu;
+  int num_ranks = 1;
+  network::AlphaBetaFabric fabric;
+  // SMs a collective's kernel holds on each GPU while it moves data (NCCL
+  // runs one channel per SM). 0 models copy-engine transfers.
+  int collective_sms = 0;
+};
+
+// Observes HBM use (bytes) per rank over time, for trace counters.
+using MemoryListener = std::function<void(int rank, sim::Time when, sim::Bytes used)>;
+
+// The kernel a compute op launches (GEMM, attention or a memory-bound op).
+gpu::KernelDesc kernel_for(const gpu::GpuSpec& spec, const workloads::ComputeOp& op);
+
+class ClusterModel : public sim::OpExecutor {
+ public:
+  ClusterModel(sim::Simulator& sim, ClusterModelConfig config);
+
+  void run_compute(int rank, const workloads::Op& op, sim::OpDone done) override;
+  void run_communication(const workloads::Op& op, const std::vector<int>& ranks,
+                         sim::OpDone done) override;
+  bool apply_memory(int rank, sim::Bytes delta) override;
+
+  void set_memory_listener(MemoryListener l) { memory_listener_ = std::move(l); }
+  const gpu::Gpu& gpu(int rank) const { return *gpus_.at(static_cast<size_t>(rank)); }
+  int num_ranks() const { return static_cast<int>(gpus_.size()); }
+  const ClusterModelConfig& config() const { return config_; }
+
+  // The α-β duration of a communication op among `ranks`.
+  sim::Duration communication_time(const workloads::Op& op, const std::vector<int>& ranks) const;
+
+ private:
+  sim::Simulator& sim_;
+  ClusterModelConfig config_;
+  std::vector<std::unique_ptr<gpu::Gpu>> gpus_;
+  MemoryListener memory_listener_;
+};
+
+}  // namespace gcsim::models::cluster

@@ -1,0 +1,52 @@
+// The α-β (latency-bandwidth) model of communication: time = steps × α +
+// bytes moved per rank / β, over the bottleneck of the links a transfer
+// crosses, with no contention (Hockney 1994; the ring forms follow Thakur,
+// Rabenseifner & Gropp 2005 and nccl-tests' PERFORMANCE.md). It stands in
+// for the fabric and NCCL models until those exist, and remains the
+// `analytical` network model's closed form.
+#pragma once
+
+#include <vector>
+
+#include "sim/time.h"
+#include "sim/units.h"
+
+namespace gcsim::models::network {
+
+// The two tiers of a cluster as α-β sees them.
+struct AlphaBetaFabric {
+  int gpus_per_node = 8;
+  sim::Bandwidth scale_up_bandwidth;   // per GPU, each direction (NVLink)
+  sim::Duration scale_up_latency;      // one NVLink/NVSwitch hop
+  sim::Bandwidth scale_out_bandwidth;  // per GPU NIC, each direction
+  sim::Duration scale_out_latency;     // NIC to NIC through the fabric
+  bool has_scale_out = true;           // false: a single node, no NICs
+
+  int node_of(int rank) const { return rank / gpus_per_node; }
+  bool same_node(int a, int b) const { return node_of(a) == node_of(b); }
+  // Bandwidth and latency of the tier a group spans (scale-out if any two
+  // members sit on different nodes).
+  sim::Bandwidth bandwidth_for(const std::vector<int>& ranks) const;
+  sim::Duration latency_for(const std::vector<int>& ranks) const;
+};
+
+enum class CollectiveAlgo { all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all };
+
+// Point-to-point: α + S/β over the tier joining src and dst.
+sim::Duration p2p_time(const AlphaBetaFabric& f, int src, int dst, sim::Bytes bytes);
+
+// Ring collectives over `ranks` with per-rank buffer `bytes` (nccl-tests'
+// size: the output for all-gather, the input for reduce-scatter):
+//   all-reduce      2(n−1)·α + 2(n−1)/n · S/β
+//   all-gather      (n−1)·α + (n−1)/n · S/β
+//   reduce-scatter  (n−1)·α + (n−1)/n · S/β
+//   broadcast/reduce (pipelined ring) (n−1)·α + S/β
+//   all-to-all      (n−1)·α + (n−1)/n · S/β   (pairwise exchange)
+// A group of one rank costs nothing.
+sim::Duration collective_time(const AlphaBetaFabric& f, CollectiveAlgo algo,
+                              const std::vector<int>& ranks, sim::Bytes bytes);
+
+// nccl-tests' bus-bandwidth factor: busbw = algbw × factor(n).
+double bus_bandwidth_factor(CollectiveAlgo algo, int n);
+
+}  // namespace gcsim::models::network

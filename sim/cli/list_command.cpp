@@ -1,0 +1,68 @@
+#include "sim/cli/list_command.h"
+
+#include <cstdio>
+#include <memory>
+#include <ostream>
+
+#include "sim/cli/gpu_spec_loader.h"
+#include "sim/cli/presets.h"
+#include "sim/cli/scenario.h"
+#include "sim/config/did_you_mean.h"
+
+namespace gcsim::cli {
+
+namespace {
+
+void list_gpus(std::ostream& out) {
+  out << "GPU presets (configs/hardware/):\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-14s %5s %10s %10s %8s %10s %11s\n", "name", "SMs",
+                "bf16 TF/s", "fp8 TF/s", "HBM GB", "HBM GB/s", "NVLink GB/s");
+  out << line;
+  auto source = std::make_shared<sim::config::ConfigSource>();
+  sim::config::ConfigReader nowhere(YAML::Node(), "", source, nullptr);
+  for (const auto& name : preset_names("hardware")) {
+    auto spec = load_gpu_preset(name, nowhere, "gpu");
+    const double fp8 = spec.tensor_peak_for(models::gpu::Dtype::fp8).tflops();
+    std::snprintf(line, sizeof line, "  %-14s %5d %10.0f %10s %8.0f %10.0f %11.0f\n", name.c_str(),
+                  spec.sm_count, spec.tensor_peak_for(models::gpu::Dtype::bf16).tflops(),
+                  fp8 > 0 ? std::to_string(static_cast<int>(fp8 + 0.5)).c_str() : "-",
+                  spec.hbm_capacity.as_double() * 1e-9, spec.hbm_bandwidth.gb_per_s(),
+                  spec.nvlink_bandwidth.gb_per_s());
+    out << line;
+  }
+}
+
+void list_registered(std::ostream& out, const char* title, const std::vector<Registered>& items) {
+  out << title << ":\n";
+  for (const auto& r : items) out << "  " << r.name << " — " << r.description << "\n";
+}
+
+}  // namespace
+
+int list_command(const std::string& what, std::ostream& out) {
+  const std::vector<std::string> topics{"gpus", "models", "topologies", "workloads", "networks"};
+  if (!what.empty() && std::find(topics.begin(), topics.end(), what) == topics.end()) {
+    out.flush();
+    std::fprintf(stderr, "gcsim list: unknown topic '%s'%s (topics: gpus, models, topologies, "
+                         "workloads, networks)\n",
+                 what.c_str(), sim::config::did_you_mean(what, topics).c_str());
+    return 2;
+  }
+  if (what.empty() || what == "gpus") list_gpus(out);
+  if (what.empty() || what == "models") {
+    auto names = preset_names("models");
+    out << "Model presets (configs/models/):" << (names.empty() ? " none yet\n" : "\n");
+    for (const auto& n : names) out << "  " << n << "\n";
+  }
+  if (what.empty() || what == "topologies") {
+    out << "Scale-out topologies (cluster.scale_out.topology):\n"
+           "  none, fat-tree, rail-optimized, multi-plane — simulated as alpha-beta over the\n"
+           "  NIC bandwidth until the fabric model lands\n";
+  }
+  if (what.empty() || what == "workloads") list_registered(out, "Workload kinds", workload_kinds());
+  if (what.empty() || what == "networks") list_registered(out, "Network models", network_models());
+  return 0;
+}
+
+}  // namespace gcsim::cli

@@ -1,0 +1,117 @@
+#include "sim/cli/run_command.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "models/cluster/cluster_model.h"
+#include "sim/cli/run_report.h"
+#include "sim/recorder.h"
+#include "sim/replayer.h"
+#include "sim/simulator.h"
+#include "sim/unit_parse.h"
+
+namespace gcsim::cli {
+
+namespace fs = std::filesystem;
+using sim::config::ConfigError;
+using sim::config::Json;
+
+namespace {
+
+models::cluster::ClusterModelConfig cluster_model_config(const Scenario& s) {
+  models::cluster::ClusterModelConfig c;
+  c.gpu = s.cluster.gpu;
+  c.num_ranks = s.cluster.total_gpus();
+  c.fabric.gpus_per_node = s.cluster.gpus_per_node;
+  c.fabric.scale_up_bandwidth = s.cluster.scale_up.bandwidth;
+  c.fabric.scale_up_latency = s.cluster.scale_up.latency;
+  c.fabric.scale_out_bandwidth = s.cluster.scale_out.nic_bandwidth;
+  c.fabric.scale_out_latency = s.cluster.scale_out.latency;
+  c.fabric.has_scale_out = s.cluster.scale_out.topology != "none";
+  c.collective_sms = s.network.collective_sms;
+  return c;
+}
+
+std::string default_out_dir(const std::string& config_path) {
+  return (fs::path("out") / fs::path(config_path).stem()).string();
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream f(path);
+  if (!f) throw std::runtime_error("cannot write " + path.string());
+  f << text;
+}
+
+}  // namespace
+
+int check_command(const std::string& config_path, const LoadOptions& options, std::ostream& out) {
+  Scenario s = load_scenario(config_path, options);
+  out << "# " << config_path << ": valid. Fully resolved configuration:\n";
+  out << sim::config::to_documented_yaml(s.resolved, *s.source);
+  for (const auto& n : s.notes) out << "# note: " << n << "\n";
+  return 0;
+}
+
+int run_command(const std::string& config_path, const RunOptions& options, std::ostream& out) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  Scenario s = load_scenario(config_path, options.load);
+  const fs::path dir = options.out_dir.empty() ? default_out_dir(config_path) : options.out_dir;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    throw ConfigError("command line", 0, "-o",
+                      "cannot create output directory '" + dir.string() + "': " + ec.message());
+  }
+
+  sim::Simulator simulator(s.seed);
+  models::cluster::ClusterModel cluster(simulator, cluster_model_config(s));
+  sim::Recorder recorder(*s.graph, options.trace ? (dir / "trace.json").string() : "",
+                         s.cluster.gpu.name);
+  cluster.set_memory_listener(
+      [&recorder](int rank, sim::Time t, sim::Bytes used) { recorder.on_memory(rank, t, used); });
+  sim::Replayer replayer(simulator, *s.graph, cluster, recorder);
+  if (options.progress) {
+    const size_t total_ops = s.graph->total_ops();
+    simulator.set_progress([&recorder, total_ops](sim::Time now, uint64_t events) {
+      std::fprintf(stderr, "[gcsim] simulated %.6f s, %llu events, %zu/%zu ops done\n",
+                   now.seconds(), static_cast<unsigned long long>(events),
+                   recorder.records().size(), total_ops);
+    });
+  }
+  replayer.start();
+  simulator.run();
+  recorder.finish();
+  const sim::ReplayOutcome outcome = replayer.outcome();
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+
+  const bool oom = !outcome.complete && outcome.stuck.rfind("out of memory", 0) == 0;
+  if (!outcome.complete && !oom) {
+    throw ConfigError(config_path, 0, "workload.ops",
+                      "the workload deadlocked: " + outcome.stuck +
+                          ". Check that every rank issues its p2p and collective ops in an "
+                          "order its peers can match.");
+  }
+
+  RunFigures fig;
+  fig.scenario = &s;
+  fig.records = recorder.sorted_records();
+  fig.simulated_time = outcome.makespan;
+  fig.events = simulator.events_executed();
+  fig.wall_time_s = wall_s;
+  fig.oom = oom ? outcome.stuck : "";
+  for (int r = 0; r < cluster.num_ranks(); ++r) {
+    fig.memory_peak.push_back(cluster.gpu(r).memory_peak());
+  }
+  const Json summary = build_summary(fig);
+  write_file(dir / "summary.json", summary.dump(2) + "\n");
+  write_file(dir / "report.md", build_report(fig));
+  out << human_summary(fig, dir.string(), options.trace);
+  return 0;
+}
+
+}  // namespace gcsim::cli

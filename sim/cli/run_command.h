@@ -1,0 +1,25 @@
+// `gcsim run` and `gcsim check`: load a scenario, simulate it, and write
+// summary.json, report.md and (with --trace) trace.json.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "sim/cli/scenario.h"
+
+namespace gcsim::cli {
+
+struct RunOptions {
+  LoadOptions load;
+  std::string out_dir;  // "" = out/<config stem>
+  bool trace = false;
+  bool progress = true;  // progress lines on stderr for runs longer than a second
+};
+
+// Returns the process exit status. ConfigError propagates to the caller.
+int run_command(const std::string& config_path, const RunOptions& options, std::ostream& out);
+
+// Prints the fully resolved config with a doc comment per key.
+int check_command(const std::string& config_path, const LoadOptions& options, std::ostream& out);
+
+}  // namespace gcsim::cli

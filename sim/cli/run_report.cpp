@@ -1,0 +1,178 @@
+#include "sim/cli/run_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "sim/unit_parse.h"
+
+namespace gcsim::cli {
+
+using sim::config::Json;
+using workloads::OpKind;
+
+namespace {
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+// Human time: 12.3 us, 4.56 ms, 1.23 s.
+std::string human_time(double s) {
+  if (s < 1e-3) return fmt("%.3g us", s * 1e6);
+  if (s < 1.0) return fmt("%.4g ms", s * 1e3);
+  return fmt("%.4g s", s);
+}
+
+std::string human_bytes(double b) {
+  if (b >= 1073741824.0) return fmt("%.3g GiB", b / 1073741824.0);
+  if (b >= 1048576.0) return fmt("%.3g MiB", b / 1048576.0);
+  return fmt("%.0f B", b);
+}
+
+const char* kind_name(OpKind k) {
+  switch (k) {
+    case OpKind::compute: return "compute";
+    case OpKind::collective: return "collective";
+    case OpKind::send: return "send";
+    case OpKind::recv: return "recv";
+    case OpKind::memory: return "memory";
+    case OpKind::delay: return "delay";
+  }
+  return "?";
+}
+
+struct RankTotals {
+  size_t ops = 0;
+  double compute_s = 0, communication_s = 0;
+  double first_start_s = -1, last_end_s = 0;
+};
+
+std::vector<RankTotals> rank_totals(const RunFigures& f) {
+  const auto& g = *f.scenario->graph;
+  std::vector<RankTotals> t(static_cast<size_t>(g.num_ranks()));
+  for (const auto& r : f.records) {
+    const auto& op = g.program(r.rank).ops[r.op];
+    RankTotals& x = t[static_cast<size_t>(r.rank)];
+    const double d = (r.end - r.start).seconds();
+    ++x.ops;
+    if (op.kind == OpKind::compute) x.compute_s += d;
+    if (op.kind == OpKind::collective || op.kind == OpKind::send || op.kind == OpKind::recv) {
+      x.communication_s += d;
+    }
+    if (x.first_start_s < 0 || r.start.seconds() < x.first_start_s) x.first_start_s = r.start.seconds();
+    x.last_end_s = std::max(x.last_end_s, r.end.seconds());
+  }
+  return t;
+}
+
+sim::Bytes peak_memory(const RunFigures& f) {
+  sim::Bytes peak(0);
+  for (auto b : f.memory_peak) peak = std::max(peak, b);
+  return peak;
+}
+
+}  // namespace
+
+Json build_summary(const RunFigures& f) {
+  const Scenario& s = *f.scenario;
+  const auto& g = *s.graph;
+  Json j = Json::object();
+  j["kind"] = s.workload_kind;
+  j["status"] = f.oom.empty() ? "ok" : "oom";
+  j["simulated_time_s"] = f.simulated_time.seconds();
+  j["events"] = f.events;
+  j["wall_time_s"] = f.wall_time_s;
+  j["gpus"] = s.cluster.total_gpus();
+  j["gpu"] = s.cluster.gpu.name;
+  Json memory = Json::object();
+  memory["peak_bytes_per_gpu"] = peak_memory(f).count();
+  memory["capacity_bytes"] = s.cluster.gpu.hbm_capacity.count();
+  memory["fits"] = f.oom.empty();
+  if (!f.oom.empty()) memory["oom"] = f.oom;
+  j["memory"] = memory;
+  Json ops = Json::array();
+  for (const auto& r : f.records) {
+    const auto& op = g.program(r.rank).ops[r.op];
+    ops.push_back({{"name", g.name(op.name)},
+                   {"rank", r.rank},
+                   {"stream", g.stream(op.stream)},
+                   {"start_s", r.start.seconds()},
+                   {"end_s", r.end.seconds()}});
+  }
+  j["ops"] = ops;
+  j["notes"] = s.notes;
+  j["config"] = s.resolved;
+  return j;
+}
+
+std::string build_report(const RunFigures& f) {
+  const Scenario& s = *f.scenario;
+  const auto& g = *s.graph;
+  std::ostringstream o;
+  o << "# gcsim report: " << s.config_path << "\n\n";
+  o << "| | |\n|---|---|\n";
+  o << "| workload | " << s.workload_kind << " |\n";
+  o << "| cluster | " << s.cluster.nodes << " node(s) x " << s.cluster.gpus_per_node << " "
+    << s.cluster.gpu.name << " |\n";
+  o << "| network model | " << s.network.model << " |\n";
+  o << "| seed | " << s.seed << " |\n";
+  o << "| simulated time | " << human_time(f.simulated_time.seconds()) << " |\n";
+  o << "| events | " << f.events << " |\n";
+  o << "| status | " << (f.oom.empty() ? "completed" : "stopped: " + f.oom) << " |\n\n";
+
+  o << "## Per GPU\n\n| rank | ops | compute | communication | first start | last end | peak HBM |\n"
+    << "|---:|---:|---:|---:|---:|---:|---:|\n";
+  const auto totals = rank_totals(f);
+  for (size_t r = 0; r < totals.size(); ++r) {
+    const auto& t = totals[r];
+    if (t.ops == 0) continue;
+    o << "| " << r << " | " << t.ops << " | " << human_time(t.compute_s) << " | "
+      << human_time(t.communication_s) << " | " << human_time(t.first_start_s) << " | "
+      << human_time(t.last_end_s) << " | " << human_bytes(f.memory_peak[r].as_double()) << " |\n";
+  }
+
+  o << "\n## Longest ops\n\n| op | rank | kind | stream | start | duration |\n"
+    << "|---|---:|---|---|---:|---:|\n";
+  std::vector<sim::OpRecord> by_length = f.records;
+  std::stable_sort(by_length.begin(), by_length.end(), [](const auto& a, const auto& b) {
+    return (a.end - a.start) > (b.end - b.start);
+  });
+  for (size_t i = 0; i < std::min<size_t>(20, by_length.size()); ++i) {
+    const auto& r = by_length[i];
+    const auto& op = g.program(r.rank).ops[r.op];
+    o << "| " << g.name(op.name) << " | " << r.rank << " | " << kind_name(op.kind) << " | "
+      << g.stream(op.stream) << " | " << human_time(r.start.seconds()) << " | "
+      << human_time((r.end - r.start).seconds()) << " |\n";
+  }
+  o << "\n## Memory\n\nPeak HBM per GPU " << human_bytes(peak_memory(f).as_double()) << " of "
+    << human_bytes(s.cluster.gpu.hbm_capacity.as_double()) << ": "
+    << (f.oom.empty() ? "fits." : "**does not fit** (" + f.oom + ").") << "\n";
+  if (!s.notes.empty()) {
+    o << "\n## Modelling notes\n\n";
+    for (const auto& n : s.notes) o << "- " << n << "\n";
+  }
+  o << "\nThe fully resolved configuration is under `config` in summary.json.\n";
+  return o.str();
+}
+
+std::string human_summary(const RunFigures& f, const std::string& out_dir, bool trace) {
+  const Scenario& s = *f.scenario;
+  std::ostringstream o;
+  o << "gcsim: " << s.config_path << "\n";
+  o << "  " << s.workload_kind << " on " << s.cluster.total_gpus() << " x " << s.cluster.gpu.name
+    << ", network " << s.network.model << ", seed " << s.seed << "\n";
+  o << "  simulated " << human_time(f.simulated_time.seconds()) << " (" << f.records.size()
+    << " ops, " << f.events << " events) in " << fmt("%.3f", f.wall_time_s) << " s wall\n";
+  o << "  peak HBM " << human_bytes(peak_memory(f).as_double()) << " of "
+    << human_bytes(s.cluster.gpu.hbm_capacity.as_double()) << " per GPU"
+    << (f.oom.empty() ? "" : "  ** OUT OF MEMORY: " + f.oom + " **") << "\n";
+  for (const auto& n : s.notes) o << "  note: " << n << "\n";
+  o << "  wrote " << out_dir << "/summary.json, report.md" << (trace ? ", trace.json" : "")
+    << "\n";
+  return o.str();
+}
+
+}  // namespace gcsim::cli

@@ -1,0 +1,145 @@
+#include "sim/cli/scenario.h"
+
+#include <memory>
+
+#include "sim/cli/gpu_spec_loader.h"
+#include "sim/cli/graph_workload_loader.h"
+#include "sim/unit_parse.h"
+
+namespace gcsim::cli {
+
+using sim::config::ConfigReader;
+using sim::config::ConfigSource;
+using sim::config::Json;
+
+const std::vector<Registered>& workload_kinds() {
+  static const std::vector<Registered> kinds{
+      {"graph", "ops written by hand: kernels, p2p, collectives, delays, allocations"},
+  };
+  return kinds;
+}
+
+const std::vector<Registered>& network_models() {
+  static const std::vector<Registered> models{
+      {"analytical", "alpha-beta over the bottleneck tier (Hockney); no contention"},
+  };
+  return models;
+}
+
+namespace {
+
+std::vector<std::string> names_of(const std::vector<Registered>& r) {
+  std::vector<std::string> v;
+  for (const auto& x : r) v.push_back(x.name);
+  return v;
+}
+
+ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes) {
+  ClusterConfig cluster;
+  cluster.gpu = read_gpu(c);
+  cluster.nodes = static_cast<int>(c.get_int("nodes", 1, "number of nodes"));
+  if (cluster.nodes < 1) c.fail("nodes", "must be at least 1, got " + std::to_string(cluster.nodes));
+  cluster.gpus_per_node = static_cast<int>(c.get_int("gpus_per_node", 8, "GPUs per node"));
+  if (cluster.gpus_per_node < 1) {
+    c.fail("gpus_per_node", "must be at least 1, got " + std::to_string(cluster.gpus_per_node));
+  }
+  if (static_cast<int64_t>(cluster.nodes) * cluster.gpus_per_node > 1'000'000) {
+    c.fail("nodes", "more than a million GPUs is beyond this simulator's design");
+  }
+  cluster.calibration = c.get_string("calibration", std::string(),
+                                     "calibration profile replacing the preset's efficiencies");
+  if (!cluster.calibration.empty()) {
+    apply_calibration_profile(cluster.calibration, cluster.gpu, c);
+  }
+
+  ConfigReader up = c.child("scale_up", "links inside a node");
+  cluster.scale_up.kind = up.get_choice("kind", {"nvswitch", "pcie", "none"},
+                                        std::string("nvswitch"), "intra-node interconnect");
+  const bool pcie = cluster.scale_up.kind == "pcie";
+  cluster.scale_up.bandwidth =
+      up.get_bandwidth("bandwidth", pcie ? cluster.gpu.pcie_bandwidth : cluster.gpu.nvlink_bandwidth,
+                       "per GPU, each direction (default: the GPU preset's)");
+  cluster.scale_up.latency = up.get_duration(
+      "latency", pcie ? sim::us(int64_t{2}) : cluster.gpu.nvlink_latency, "one hop");
+  if (cluster.scale_up.kind == "none" && cluster.gpus_per_node > 1) {
+    up.fail("kind", "a node of " + std::to_string(cluster.gpus_per_node) +
+                        " GPUs needs a scale-up interconnect (nvswitch or pcie)");
+  }
+  up.finish();
+
+  ConfigReader out = c.child("scale_out", "network between nodes");
+  cluster.scale_out.topology =
+      out.get_choice("topology", {"fat-tree", "rail-optimized", "multi-plane", "none"},
+                     std::string(cluster.nodes > 1 ? "fat-tree" : "none"), "fabric between nodes");
+  cluster.scale_out.tiers = static_cast<int>(out.get_int("tiers", 2, "switch tiers (2 or 3)"));
+  if (cluster.scale_out.tiers < 2 || cluster.scale_out.tiers > 3) {
+    out.fail("tiers", "a fat-tree has 2 or 3 tiers");
+  }
+  cluster.scale_out.nic_bandwidth = out.get_bandwidth(
+      "nic_bandwidth", sim::Bandwidth::gbps(400), "per GPU (one NIC per GPU, rail)");
+  cluster.scale_out.oversubscription =
+      out.get_double("oversubscription", 1.0, "downlink:uplink bandwidth ratio per tier");
+  if (!(cluster.scale_out.oversubscription >= 1.0)) {
+    out.fail("oversubscription", "must be >= 1 (1 = non-blocking)");
+  }
+  cluster.scale_out.latency =
+      out.get_duration("latency", sim::us(int64_t{2}), "NIC to NIC through the fabric");
+  out.finish();
+  if (cluster.nodes > 1 && cluster.scale_out.topology == "none") {
+    c.fail("scale_out", "there are " + std::to_string(cluster.nodes) +
+                            " nodes but scale_out.topology is none: choose fat-tree, "
+                            "rail-optimized or multi-plane");
+  }
+  if (cluster.scale_out.topology != "none") {
+    notes.push_back("scale_out.topology '" + cluster.scale_out.topology +
+                    "' is simulated as alpha-beta over nic_bandwidth (" +
+                    sim::format_bandwidth(cluster.scale_out.nic_bandwidth) +
+                    " per GPU): tiers, oversubscription and contention need the fabric "
+                    "model, which is not built yet");
+  }
+  return cluster;
+}
+
+}  // namespace
+
+Scenario load_scenario(const std::string& path, const LoadOptions& options) {
+  Scenario s;
+  s.config_path = path;
+  s.source = std::make_shared<ConfigSource>();
+  YAML::Node root = sim::config::load_yaml_file(path, options.overrides, *s.source);
+  s.resolved = Json::object();
+  ConfigReader top(root, "", s.source, &s.resolved);
+
+  ConfigReader cluster = top.child("cluster", "the machines", true);
+  s.cluster = read_cluster(cluster, s.notes);
+  cluster.finish();
+
+  ConfigReader net = top.child("network", "how communication is simulated");
+  s.network.model = net.get_choice("model", names_of(network_models()), std::string("analytical"),
+                                   "network model");
+  s.network.collective_sms = static_cast<int>(
+      net.get_int("collective_sms", 16, "SMs a collective kernel holds per GPU (NCCL channels)"));
+  if (s.network.collective_sms < 0 || s.network.collective_sms >= s.cluster.gpu.sm_count) {
+    net.fail("collective_sms", "must lie in [0, " + std::to_string(s.cluster.gpu.sm_count) + ")");
+  }
+  net.finish();
+
+  ConfigReader sim_cfg = top.child("simulation", "engine settings");
+  const int64_t seed = sim_cfg.get_int("seed", 1, "random seed (ECMP hashing, failures)");
+  if (seed < 0) sim_cfg.fail("seed", "must not be negative");
+  s.seed = options.seed.value_or(static_cast<uint64_t>(seed));
+  s.resolved["simulation"]["seed"] = s.seed;
+  sim_cfg.finish();
+
+  ConfigReader workload = top.child("workload", "what runs on the cluster", true);
+  s.workload_kind =
+      workload.get_choice("kind", names_of(workload_kinds()), std::nullopt, "workload kind");
+  if (s.workload_kind == "graph") {
+    s.graph = load_graph_workload(workload, s.cluster.total_gpus(), s.cluster.gpu);
+  }
+  workload.finish();
+  top.finish();
+  return s;
+}
+
+}  // namespace gcsim::cli

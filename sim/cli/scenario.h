@@ -1,0 +1,76 @@
+// A Scenario is a config file made typed and validated: the cluster, the
+// network model, the workload as IR, the seed, and the resolved config that
+// every run prints into its output. Building one either succeeds completely
+// or throws ConfigError naming file, line and key; nothing runs half-way.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/gpu/gpu_spec.h"
+#include "sim/config/config_reader.h"
+#include "workloads/ir.h"
+
+namespace gcsim::cli {
+
+struct ScaleUpConfig {
+  std::string kind;          // nvswitch | none
+  sim::Bandwidth bandwidth;  // per GPU, each direction
+  sim::Duration latency;
+};
+
+struct ScaleOutConfig {
+  std::string topology;           // fat-tree | rail-optimized | multi-plane | none
+  int tiers = 2;
+  sim::Bandwidth nic_bandwidth;   // per GPU
+  double oversubscription = 1.0;
+  sim::Duration latency;          // NIC to NIC, end to end
+};
+
+struct ClusterConfig {
+  models::gpu::GpuSpec gpu;
+  int nodes = 1;
+  int gpus_per_node = 8;
+  ScaleUpConfig scale_up;
+  ScaleOutConfig scale_out;
+  std::string calibration;  // profile path, "" when none
+  int total_gpus() const { return nodes * gpus_per_node; }
+};
+
+struct NetworkConfig {
+  std::string model;       // registered network model name
+  int collective_sms = 0;  // SMs a collective holds per GPU
+};
+
+struct Scenario {
+  std::string config_path;
+  ClusterConfig cluster;
+  NetworkConfig network;
+  std::string workload_kind;
+  std::unique_ptr<workloads::WorkloadGraph> graph;
+  uint64_t seed = 1;
+  sim::config::Json resolved;                         // fully resolved config
+  std::shared_ptr<sim::config::ConfigSource> source;  // docs, overrides
+  std::vector<std::string> notes;  // modelling caveats to show the user
+};
+
+struct LoadOptions {
+  std::vector<std::string> overrides;  // "-s key=value"
+  std::optional<uint64_t> seed;        // --seed wins over simulation.seed
+};
+
+Scenario load_scenario(const std::string& path, const LoadOptions& options);
+
+// Name and one-line description of each registered workload kind and
+// network model, for `gcsim list` and error messages.
+struct Registered {
+  std::string name;
+  std::string description;
+};
+const std::vector<Registered>& workload_kinds();
+const std::vector<Registered>& network_models();
+
+}  // namespace gcsim::cli

@@ -1,0 +1,58 @@
+#include "sim/recorder.h"
+
+#include <algorithm>
+
+namespace gcsim::sim {
+
+namespace {
+const char* category(workloads::OpKind k) {
+  switch (k) {
+    case workloads::OpKind::compute: return "compute";
+    case workloads::OpKind::collective: return "collective";
+    case workloads::OpKind::send: return "send";
+    case workloads::OpKind::recv: return "recv";
+    case workloads::OpKind::memory: return "memory";
+    case workloads::OpKind::delay: return "delay";
+  }
+  return "op";
+}
+}  // namespace
+
+Recorder::Recorder(const workloads::WorkloadGraph& graph, const std::string& trace_path,
+                   const std::string& gpu_name)
+    : graph_(graph) {
+  records_.reserve(graph.total_ops());
+  if (trace_path.empty()) return;
+  trace_ = std::make_unique<TraceWriter>(trace_path);
+  for (int r = 0; r < graph.num_ranks(); ++r) {
+    trace_->process_name(r, "GPU " + std::to_string(r) + " (" + gpu_name + ")");
+    for (size_t s = 0; s < graph.stream_count(); ++s) {
+      trace_->thread_name(r, static_cast<int>(s) + 1, graph.stream(static_cast<uint16_t>(s)));
+    }
+  }
+}
+
+void Recorder::on_op_done(int rank, uint32_t op_index, Time start, Time end) {
+  records_.push_back({rank, op_index, start, end});
+  if (!trace_) return;
+  const workloads::Op& op = graph_.program(rank).ops[op_index];
+  trace_->span(rank, op.stream + 1, graph_.name(op.name), category(op.kind), start, end);
+}
+
+void Recorder::on_memory(int rank, Time when, Bytes used) {
+  if (trace_) trace_->counter(rank, "HBM used (GiB)", when, used.as_double() / (1 << 30));
+}
+
+void Recorder::finish() {
+  if (trace_) trace_->close();
+}
+
+std::vector<OpRecord> Recorder::sorted_records() const {
+  std::vector<OpRecord> v = records_;
+  std::sort(v.begin(), v.end(), [](const OpRecord& a, const OpRecord& b) {
+    return a.rank != b.rank ? a.rank < b.rank : a.op < b.op;
+  });
+  return v;
+}
+
+}  // namespace gcsim::sim

@@ -1,0 +1,43 @@
+// Records what ran: every finished op (rank, op, start, end) and HBM use
+// over time, and streams them to a Perfetto trace when one is asked for.
+// The summary and report are built from these records after the run.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/replayer.h"
+#include "sim/trace_writer.h"
+#include "workloads/ir.h"
+
+namespace gcsim::sim {
+
+struct OpRecord {
+  int rank;
+  uint32_t op;
+  Time start;
+  Time end;
+};
+
+class Recorder : public OpObserver {
+ public:
+  // `trace_path` empty: no trace file.
+  Recorder(const workloads::WorkloadGraph& graph, const std::string& trace_path,
+           const std::string& gpu_name);
+
+  void on_op_done(int rank, uint32_t op_index, Time start, Time end) override;
+  void on_memory(int rank, Time when, Bytes used);
+  void finish();  // closes the trace
+
+  // Records in (rank, program order): independent of completion order.
+  std::vector<OpRecord> sorted_records() const;
+  const std::vector<OpRecord>& records() const { return records_; }
+
+ private:
+  const workloads::WorkloadGraph& graph_;
+  std::unique_ptr<TraceWriter> trace_;
+  std::vector<OpRecord> records_;
+};
+
+}  // namespace gcsim::sim

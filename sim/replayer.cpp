@@ -1,0 +1,167 @@
+#include "sim/replayer.h"
+
+#include <algorithm>
+
+namespace gcsim::sim {
+
+using workloads::Op;
+using workloads::OpKind;
+
+namespace {
+bool is_communication(OpKind k) {
+  return k == OpKind::collective || k == OpKind::send || k == OpKind::recv;
+}
+}  // namespace
+
+Replayer::Replayer(Simulator& sim, const workloads::WorkloadGraph& graph, OpExecutor& executor,
+                   OpObserver& observer)
+    : sim_(sim), graph_(graph), executor_(executor), observer_(observer) {
+  ranks_.resize(static_cast<size_t>(graph.num_ranks()));
+  const size_t streams = graph.stream_count();
+  for (int r = 0; r < graph.num_ranks(); ++r) {
+    const auto& ops = graph.program(r).ops;
+    RankState& st = ranks_[static_cast<size_t>(r)];
+    st.waiting_on.resize(ops.size());
+    st.dependents.resize(ops.size());
+    st.stream_ops.resize(streams);
+    st.stream_head.assign(streams, 0);
+    st.stream_busy.assign(streams, 0);
+    st.arrival.resize(ops.size());
+    for (uint32_t i = 0; i < ops.size(); ++i) {
+      st.waiting_on[i] = static_cast<uint32_t>(ops[i].deps.size());
+      for (uint32_t d : ops[i].deps) st.dependents[d].push_back(i);
+      st.stream_ops[ops[i].stream].push_back(i);
+    }
+  }
+}
+
+void Replayer::start() {
+  for (int r = 0; r < graph_.num_ranks(); ++r) {
+    for (size_t s = 0; s < graph_.stream_count(); ++s) try_issue_stream(r, static_cast<uint16_t>(s));
+  }
+}
+
+void Replayer::abort(std::string reason) {
+  if (aborted_) return;
+  aborted_ = true;
+  abort_reason_ = std::move(reason);
+  sim_.stop();
+}
+
+// Issues the op at the head of `stream` if the stream is idle and the op's
+// dependencies are done. One op per stream at a time: CUDA stream order.
+void Replayer::try_issue_stream(int rank, uint16_t stream) {
+  RankState& st = ranks_[static_cast<size_t>(rank)];
+  if (aborted_ || st.stream_busy[stream]) return;
+  const auto& queue = st.stream_ops[stream];
+  const size_t head = st.stream_head[stream];
+  if (head >= queue.size()) return;
+  const uint32_t op = queue[head];
+  if (st.waiting_on[op] != 0) return;
+  st.stream_busy[stream] = 1;
+  issue(rank, op);
+}
+
+void Replayer::issue(int rank, uint32_t op_index) {
+  const Op& op = graph_.program(rank).ops[op_index];
+  const Time now = sim_.now();
+  switch (op.kind) {
+    case OpKind::compute:
+      executor_.run_compute(rank, op, [this, rank, op_index](Time start, Time end) {
+        finish(rank, op_index, start, end);
+      });
+      return;
+    case OpKind::delay: {
+      const Duration d = std::get<workloads::DelayOp>(op.payload).duration;
+      sim_.call_in(d, [this, rank, op_index, now] { finish(rank, op_index, now, sim_.now()); });
+      return;
+    }
+    case OpKind::memory: {
+      const Bytes delta = std::get<workloads::MemoryOp>(op.payload).delta;
+      if (!executor_.apply_memory(rank, delta)) {
+        abort("out of memory on rank " + std::to_string(rank) + " at op '" +
+              graph_.name(op.name) + "'");
+        return;
+      }
+      // Zero-duration, but completed through the queue so that ops issued
+      // by its completion see a consistent order.
+      sim_.call_in(Duration::zero(),
+                   [this, rank, op_index, now] { finish(rank, op_index, now, now); });
+      return;
+    }
+    case OpKind::collective:
+    case OpKind::send:
+    case OpKind::recv:
+      arrive(rank, op_index);
+      return;
+  }
+}
+
+void Replayer::arrive(int rank, uint32_t op_index) {
+  const Op& op = graph_.program(rank).ops[op_index];
+  ranks_[static_cast<size_t>(rank)].arrival[op_index] = sim_.now();
+  Rendezvous& rv = rendezvous_[op.match];
+  if (rv.parties == 0) rv.parties = graph_.participants(rank, op).size();
+  rv.arrived.emplace_back(rank, op_index);
+  if (rv.arrived.size() < rv.parties) return;
+
+  // Everyone is here: the transfer runs once, then completes on every rank.
+  std::vector<std::pair<int, uint32_t>> parties = std::move(rv.arrived);
+  rendezvous_.erase(op.match);
+  std::sort(parties.begin(), parties.end());  // deterministic completion order
+  std::vector<int> ranks;
+  ranks.reserve(parties.size());
+  for (const auto& p : parties) ranks.push_back(p.first);
+  const Op& first = graph_.program(parties.front().first).ops[parties.front().second];
+  executor_.run_communication(first, ranks, [this, parties](Time, Time end) {
+    for (const auto& [r, i] : parties) finish(r, i, ranks_[static_cast<size_t>(r)].arrival[i], end);
+  });
+}
+
+void Replayer::finish(int rank, uint32_t op_index, Time start, Time end) {
+  RankState& st = ranks_[static_cast<size_t>(rank)];
+  const Op& op = graph_.program(rank).ops[op_index];
+  observer_.on_op_done(rank, op_index, start, end);
+  ++ops_done_;
+  makespan_ = std::max(makespan_, end);
+  st.stream_busy[op.stream] = 0;
+  ++st.stream_head[op.stream];
+  for (uint32_t d : st.dependents[op_index]) --st.waiting_on[d];
+  try_issue_stream(rank, op.stream);
+  for (uint32_t d : st.dependents[op_index]) {
+    try_issue_stream(rank, graph_.program(rank).ops[d].stream);
+  }
+}
+
+ReplayOutcome Replayer::outcome() const {
+  ReplayOutcome out;
+  out.ops_done = ops_done_;
+  out.makespan = makespan_;
+  out.complete = !aborted_ && ops_done_ == graph_.total_ops();
+  if (aborted_) {
+    out.stuck = abort_reason_;
+    return out;
+  }
+  if (out.complete) return out;
+  // Name the first op that never ran on each stuck rank (at most 4 ranks).
+  int listed = 0;
+  for (int r = 0; r < graph_.num_ranks() && listed < 4; ++r) {
+    const RankState& st = ranks_[static_cast<size_t>(r)];
+    for (size_t s = 0; s < st.stream_ops.size(); ++s) {
+      if (st.stream_head[s] >= st.stream_ops[s].size()) continue;
+      const uint32_t op = st.stream_ops[s][st.stream_head[s]];
+      const Op& o = graph_.program(r).ops[op];
+      if (!out.stuck.empty()) out.stuck += "; ";
+      out.stuck += "rank " + std::to_string(r) + " stream '" + graph_.stream(o.stream) +
+                   "' stuck at '" + graph_.name(o.name) + "'" +
+                   (st.stream_busy[s] && is_communication(o.kind)
+                        ? " (waiting for its peers to reach the same op)"
+                        : " (waiting on unfinished dependencies)");
+      ++listed;
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace gcsim::sim

@@ -1,0 +1,94 @@
+// The workload replayer: walks every rank's op DAG on its streams and issues
+// each op to an OpExecutor the moment it is at the head of its stream and its
+// dependencies are done. Communication ops wait at a rendezvous until every
+// party has issued its side, as NCCL kernels do. The replayer knows op kinds
+// and timing only; what an op costs is the executor's business (models/).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/simulator.h"
+#include "workloads/ir.h"
+
+namespace gcsim::sim {
+
+// Reports when an op ran: start is when the op began occupying its stream on
+// this rank (a communication op: when this rank arrived), end when it finished.
+using OpDone = std::function<void(Time start, Time end)>;
+
+class OpExecutor {
+ public:
+  virtual ~OpExecutor() = default;
+  // A kernel on `rank`; call done(first tile start, end).
+  virtual void run_compute(int rank, const workloads::Op& op, OpDone done) = 0;
+  // A communication op whose parties have all arrived; called once per
+  // rendezvous with the global ranks involved. Call done(start, end) once.
+  virtual void run_communication(const workloads::Op& op, const std::vector<int>& ranks,
+                                 OpDone done) = 0;
+  // Allocates (delta > 0) or frees HBM on `rank`; false means out of memory.
+  virtual bool apply_memory(int rank, Bytes delta) = 0;
+};
+
+// Receives every finished op, in completion order.
+class OpObserver {
+ public:
+  virtual ~OpObserver() = default;
+  virtual void on_op_done(int rank, uint32_t op_index, Time start, Time end) = 0;
+};
+
+struct ReplayOutcome {
+  bool complete = false;     // every op of every rank finished
+  std::string stuck;         // when not complete: which ops never ran and why
+  Time makespan;             // end of the last op
+  uint64_t ops_done = 0;
+};
+
+class Replayer {
+ public:
+  Replayer(Simulator& sim, const workloads::WorkloadGraph& graph, OpExecutor& executor,
+           OpObserver& observer);
+  Replayer(const Replayer&) = delete;
+  Replayer& operator=(const Replayer&) = delete;
+
+  // Issues every op that is ready at time zero; the caller then runs `sim`.
+  void start();
+  // Ends the replay early (an OOM): no further ops are issued.
+  void abort(std::string reason);
+  // After the simulator drained: did everything run?
+  ReplayOutcome outcome() const;
+
+ private:
+  struct RankState {
+    std::vector<uint32_t> waiting_on;               // unfinished deps per op
+    std::vector<std::vector<uint32_t>> dependents;  // reverse edges
+    std::vector<std::vector<uint32_t>> stream_ops;  // op indices per stream, program order
+    std::vector<size_t> stream_head;                // next position per stream
+    std::vector<uint8_t> stream_busy;
+    std::vector<Time> arrival;                      // when each comm op was issued here
+  };
+  struct Rendezvous {
+    std::vector<std::pair<int, uint32_t>> arrived;  // (rank, op index)
+    size_t parties = 0;
+  };
+
+  void try_issue_stream(int rank, uint16_t stream);
+  void issue(int rank, uint32_t op_index);
+  void arrive(int rank, uint32_t op_index);
+  void finish(int rank, uint32_t op_index, Time start, Time end);
+
+  Simulator& sim_;
+  const workloads::WorkloadGraph& graph_;
+  OpExecutor& executor_;
+  OpObserver& observer_;
+  std::vector<RankState> ranks_;
+  std::unordered_map<uint64_t, Rendezvous> rendezvous_;
+  uint64_t ops_done_ = 0;
+  Time makespan_ = Time::zero();
+  bool aborted_ = false;
+  std::string abort_reason_;
+};
+
+}  // namespace gcsim::sim
