@@ -20,6 +20,8 @@ namespace gcsim::models::gpu {
 // and the time its last tile finished.
 using KernelDone = std::function<void(sim::Time start, sim::Time end)>;
 
+// The simulator's pending events point into a Gpu: it must outlive the run
+// of the simulator it was built with.
 class Gpu {
  public:
   Gpu(sim::Simulator& sim, const GpuSpec& spec, int rank);
@@ -34,27 +36,29 @@ class Gpu {
   void launch(const KernelDesc& kernel, KernelDone done);
 
   // Communication kernels hold SMs (one per NCCL channel) for their whole
-  // duration; GEMMs launched meanwhile see fewer free SMs. Returns the number
-  // actually held (never more than free + those freed by later waves).
+  // duration; GEMMs launched meanwhile see fewer free SMs. SMs not free now
+  // are taken from the next compute waves that finish, before any waiting
+  // kernel gets them. Throws std::invalid_argument if holds would exceed
+  // the GPU's SMs.
   void hold_sms(int count);
+  // Gives back SMs of earlier holds (a part not yet granted is cancelled).
   void release_sms(int count);
-  int free_sms() const;
+  int free_sms() const;  // neither running tiles nor held
+  int held_sms() const;  // held by communication kernels (granted so far)
+  int busy_sms() const;  // running compute tiles
 
   // HBM capacity ledger (bytes). allocate() returns false when the request
   // would exceed capacity; the caller reports the OOM.
   bool allocate(sim::Bytes bytes);
   void free(sim::Bytes bytes);
-  sim::Bytes memory_used() const { return memory_used_; }
-  sim::Bytes memory_peak() const { return memory_peak_; }
+  sim::Bytes memory_used() const;
+  sim::Bytes memory_peak() const;
 
  private:
   class Impl;
-  std::unique_ptr<Impl> impl_;
-  sim::Simulator& sim_;
   GpuSpec spec_;
   int rank_;
-  sim::Bytes memory_used_{0};
-  sim::Bytes memory_peak_{0};
+  std::unique_ptr<Impl> impl_;  // after spec_: it keeps a reference to it
 };
 
 }  // namespace gcsim::models::gpu

@@ -1,0 +1,226 @@
+#include "models/gpu/kernel_cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "models/gpu/hbm.h"
+#include "sim/units.h"
+
+namespace gcsim::models::gpu {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+void require_positive(int64_t v, const char* op, const char* field) {
+  if (v <= 0) {
+    throw std::invalid_argument(std::string(op) + ": " + field + " must be > 0, got " +
+                                std::to_string(v));
+  }
+}
+
+// fp32 runs on the CUDA cores (no tensor-core fp32 path on NVIDIA GPUs; tf32
+// is its own dtype). Every other dtype needs a tensor-core peak on this GPU.
+ExecUnit matmul_unit(const GpuSpec& spec, Dtype dtype, const char* op) {
+  if (dtype == Dtype::fp32) return ExecUnit::vector;
+  if (!(spec.tensor_peak_for(dtype).flops_per_s() > 0.0)) {
+    throw std::invalid_argument(std::string(op) + ": " + std::string(dtype_name(dtype)) +
+                                " is not supported by the tensor cores of " +
+                                (spec.name.empty() ? std::string("this GPU") : spec.name) +
+                                " (its " + std::string(dtype_name(dtype)) + " peak is 0)");
+  }
+  return ExecUnit::tensor;
+}
+
+sim::FlopRate unit_peak(const GpuSpec& spec, const KernelDesc& k) {
+  return k.unit == ExecUnit::tensor ? spec.tensor_peak_for(k.dtype) : spec.vector_fp32_peak;
+}
+
+// fp8/int8 GEMMs write their output in bf16 (the usual scaled-matmul epilogue).
+double output_bytes(Dtype d) { return dtype_bytes(d) < 2.0 ? 2.0 : dtype_bytes(d); }
+
+}  // namespace
+
+KernelDesc gemm_kernel_with_tile(const GpuSpec& spec, const GemmShape& s, GemmTile tile) {
+  require_positive(s.m, "gemm", "m");
+  require_positive(s.n, "gemm", "n");
+  require_positive(s.k, "gemm", "k");
+  require_positive(s.batch, "gemm", "batch");
+  KernelDesc k;
+  k.unit = matmul_unit(spec, s.dtype, "gemm");
+  k.dtype = s.dtype;
+  k.efficiency = spec.efficiency.tensor_for(s.dtype);
+  // Partial edge tiles cost a full tile: the CTA runs its whole mainloop.
+  k.tiles = s.batch * ceil_div(s.m, tile.m) * ceil_div(s.n, tile.n);
+  k.flops_per_tile =
+      2.0 * static_cast<double>(tile.m) * static_cast<double>(tile.n) * static_cast<double>(s.k);
+  // Ideal traffic: A and B read once, C written once (L2 catches the reuse).
+  const double m = static_cast<double>(s.m), n = static_cast<double>(s.n),
+               kk = static_cast<double>(s.k), batch = static_cast<double>(s.batch);
+  const double bytes =
+      batch * ((m * kk + kk * n) * dtype_bytes(s.dtype) + m * n * output_bytes(s.dtype));
+  k.bytes_per_tile = bytes / static_cast<double>(k.tiles);
+  k.name = "gemm " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
+           (s.batch > 1 ? " batch " + std::to_string(s.batch) : std::string()) + " " +
+           std::string(dtype_name(s.dtype)) + " tile " + std::to_string(tile.m) + "x" +
+           std::to_string(tile.n);
+  return k;
+}
+
+KernelDesc gemm_kernel(const GpuSpec& spec, const GemmShape& shape) {
+  KernelDesc best;
+  sim::Duration best_time = sim::Duration::max();
+  for (GemmTile tile : kGemmTileCandidates) {
+    KernelDesc k = gemm_kernel_with_tile(spec, shape, tile);
+    const sim::Duration t = isolated_time(spec, k, spec.sm_count);
+    if (t < best_time || (t == best_time && k.total_flops() < best.total_flops())) {
+      best = std::move(k);
+      best_time = t;
+    }
+  }
+  return best;
+}
+
+double attention_pairs(const AttentionShape& s) {
+  const int64_t kv_len = s.kv_len > 0 ? s.kv_len : s.q_len;
+  const double q = static_cast<double>(s.q_len), kv = static_cast<double>(kv_len);
+  if (!s.causal) return q * kv;
+  // Row i sees kv - q + i + 1 keys, clipped to [0, kv].
+  if (s.q_len <= kv_len) return q * (kv - q) + q * (q + 1.0) / 2.0;
+  return kv * (kv + 1.0) / 2.0;  // the first q - kv rows see no key
+}
+
+KernelDesc attention_kernel(const GpuSpec& spec, const AttentionShape& s) {
+  require_positive(s.batch, "attention", "batch");
+  require_positive(s.heads, "attention", "heads");
+  require_positive(s.q_len, "attention", "q_len");
+  require_positive(s.head_dim, "attention", "head_dim");
+  const int64_t kv_heads = s.kv_heads > 0 ? s.kv_heads : s.heads;
+  const int64_t kv_len = s.kv_len > 0 ? s.kv_len : s.q_len;
+  if (s.heads % kv_heads != 0) {
+    throw std::invalid_argument("attention: heads (" + std::to_string(s.heads) +
+                                ") must be a multiple of kv_heads (" + std::to_string(kv_heads) +
+                                ")");
+  }
+  KernelDesc k;
+  k.unit = matmul_unit(spec, s.dtype, "attention");
+  k.dtype = s.dtype;
+  k.efficiency = spec.efficiency.attention;
+
+  const double b = static_cast<double>(s.batch), h = static_cast<double>(s.heads),
+               hkv = static_cast<double>(kv_heads), d = static_cast<double>(s.head_dim),
+               q = static_cast<double>(s.q_len), kv = static_cast<double>(kv_len);
+  // Forward: S = QK^T and O = PV, 2 flops per multiply-add each.
+  double flops = 4.0 * b * h * d * attention_pairs(s);
+  // Backward recomputes S and does dV, dP, dQ, dK: 5 matmuls against 2.
+  if (s.backward) flops *= 2.5;
+  // Q, O (and dO, dQ) have `heads`; K, V (and dK, dV) only `kv_heads` (GQA).
+  const double q_side = b * h * q * d, kv_side = b * hkv * kv * d;
+  const double tensors = s.backward ? 4.0 : 2.0;
+  const double bytes = tensors * (q_side + kv_side) * dtype_bytes(s.dtype);
+
+  if (s.q_len <= kDecodeMaxQueryLen) {
+    const int64_t heads_total = s.batch * kv_heads;
+    const int64_t splits = std::max<int64_t>(1, std::min(ceil_div(spec.sm_count, heads_total),
+                                                         ceil_div(kv_len, kDecodeMinKeysPerSplit)));
+    k.tiles = heads_total * splits;
+  } else {
+    k.tiles = s.batch * s.heads * ceil_div(s.q_len, kAttentionQueryBlock);
+  }
+  k.flops_per_tile = flops / static_cast<double>(k.tiles);
+  k.bytes_per_tile = bytes / static_cast<double>(k.tiles);
+  k.name = std::string(s.backward ? "attention bwd " : "attention fwd ") + "b" +
+           std::to_string(s.batch) + " h" + std::to_string(s.heads) + "/" +
+           std::to_string(kv_heads) + " q" + std::to_string(s.q_len) + " kv" +
+           std::to_string(kv_len) + " d" + std::to_string(s.head_dim) +
+           (s.causal ? " causal " : " ") + std::string(dtype_name(s.dtype));
+  return k;
+}
+
+KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
+  if (s.elements < 0 || s.rows < 0 || s.cols < 0 || s.inputs < 0 || s.flops_per_element < 0) {
+    throw std::invalid_argument("memory op: sizes must be >= 0");
+  }
+  KernelDesc k;
+  k.unit = ExecUnit::memory;
+  k.dtype = s.dtype;
+  k.efficiency = spec.efficiency.vector;  // for its arithmetic; HBM uses efficiency.hbm
+  double elements = 0, bytes = 0, flops = 0;
+  std::string what;
+  switch (s.kind) {
+    case MemoryOpKind::elementwise:
+      elements = static_cast<double>(s.elements);
+      bytes = (s.inputs + 1.0) * elements * dtype_bytes(s.dtype);
+      flops = s.flops_per_element * elements;
+      what = "elementwise";
+      break;
+    case MemoryOpKind::layer_norm:
+    case MemoryOpKind::rms_norm:
+    case MemoryOpKind::softmax:
+      elements = static_cast<double>(s.rows) * static_cast<double>(s.cols);
+      bytes = 2.0 * elements * dtype_bytes(s.dtype);
+      flops = s.flops_per_element * elements;
+      what = s.kind == MemoryOpKind::softmax    ? "softmax"
+             : s.kind == MemoryOpKind::rms_norm ? "rms_norm"
+                                                : "layer_norm";
+      break;
+    case MemoryOpKind::memcpy:
+      // `elements` counts bytes; a copy reads and writes each once, no math.
+      bytes = 2.0 * static_cast<double>(s.elements);
+      what = "memcpy";
+      break;
+  }
+  const auto per_64k = static_cast<int64_t>(std::ceil(bytes / kMemoryBytesPerTile));
+  k.tiles = std::max<int64_t>(1, std::min<int64_t>(per_64k, spec.sm_count));
+  k.flops_per_tile = flops / static_cast<double>(k.tiles);
+  k.bytes_per_tile = bytes / static_cast<double>(k.tiles);
+  k.name = what + " " + std::to_string(static_cast<int64_t>(bytes)) + " B";
+  return k;
+}
+
+TileCost tile_cost(const GpuSpec& spec, const KernelDesc& k, int active_sms) {
+  TileCost c;
+  if (k.flops_per_tile > 0.0) {
+    const sim::FlopRate peak = unit_peak(spec, k);
+    if (!(peak.flops_per_s() > 0.0) || !(k.efficiency > 0.0)) {
+      throw std::invalid_argument("kernel '" + k.name + "' has no arithmetic rate on " + spec.name +
+                                  " (peak or efficiency is 0)");
+    }
+    c.compute = sim::compute_time(k.flops_per_tile, peak.scaled(k.efficiency / spec.sm_count));
+  }
+  if (k.bytes_per_tile > 0.0) {
+    c.memory = sim::transfer_time(k.bytes_per_tile, hbm_bandwidth_per_sm(spec, active_sms));
+  }
+  return c;
+}
+
+sim::Duration wave_time(const GpuSpec& spec, const KernelDesc& k, int active_sms) {
+  return tile_cost(spec, k, active_sms).time() + spec.efficiency.tile_overhead;
+}
+
+int wave_width(const GpuSpec& spec, const KernelDesc& k, int sms_available) {
+  if (sms_available < 1) throw std::invalid_argument("a kernel needs at least one SM");
+  int width = std::min(sms_available, spec.sm_count);
+  if (k.max_sms > 0) width = std::min(width, k.max_sms);
+  return width;
+}
+
+int64_t wave_count(const GpuSpec& spec, const KernelDesc& k, int sms_available) {
+  return ceil_div(k.tiles, wave_width(spec, k, sms_available));
+}
+
+sim::Duration isolated_time(const GpuSpec& spec, const KernelDesc& k, int sms_available) {
+  if (k.tiles < 0) throw std::invalid_argument("kernel '" + k.name + "' has a negative grid");
+  const int width = wave_width(spec, k, sms_available);
+  const int64_t full_waves = k.tiles / width;
+  const int last = static_cast<int>(k.tiles % width);
+  sim::Duration t = spec.kernel_launch_latency;
+  if (full_waves > 0) t += wave_time(spec, k, width) * full_waves;
+  // The last partial wave costs a full tile; fewer SMs share HBM in it.
+  if (last > 0) t += wave_time(spec, k, last);
+  return t;
+}
+
+}  // namespace gcsim::models::gpu

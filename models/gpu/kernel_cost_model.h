@@ -1,0 +1,74 @@
+// The kernel cost model: pure functions that turn op shapes into tile grids
+// (KernelDesc) and give a kernel's time when it runs alone on the GPU.
+//
+// A tile is bounded by the larger of its arithmetic time at the unit's
+// per-SM rate and its HBM traffic at the SM's share of bandwidth (roofline
+// per tile); tiles run in waves over the SMs, the last partial wave costing
+// a full tile, plus a fixed per-wave overhead and the launch latency.
+// GEMM tiling follows CUTLASS/cuBLAS CTA tiles; attention follows
+// FlashAttention-2 (Dao 2023) and flash-decoding split-KV for decode.
+//
+// Every function throws std::invalid_argument on a shape or dtype the GPU
+// cannot run (e.g. fp8 on an A100, whose fp8 tensor peak is 0), with a
+// message the caller can show the user.
+#pragma once
+
+#include <cstdint>
+
+#include "models/gpu/gpu_spec.h"
+#include "models/gpu/kernel.h"
+#include "sim/time.h"
+
+namespace gcsim::models::gpu {
+
+// Candidate CTA tile shapes (rows x cols of C), in the order tried.
+struct GemmTile {
+  int64_t m, n;
+};
+inline constexpr GemmTile kGemmTileCandidates[] = {{128, 256}, {256, 128}, {128, 128},
+                                                   {128, 64},  {64, 128},  {64, 64}};
+
+// The grid of one candidate tile shape (no choice made).
+KernelDesc gemm_kernel_with_tile(const GpuSpec& spec, const GemmShape& shape, GemmTile tile);
+// The candidate with the least isolated time on all SMs (ties: less padded
+// work, then candidate order), like cuBLAS's heuristic.
+KernelDesc gemm_kernel(const GpuSpec& spec, const GemmShape& shape);
+
+// Unmasked (query, key) pairs per (batch, head): q_len*kv_len, or causal with
+// queries aligned to the end of the keys (row i sees kv_len - q_len + i + 1).
+double attention_pairs(const AttentionShape& shape);
+// Decode (q_len <= 16) is flash-decoding: the KV sequence is split so that
+// batch*kv_heads*splits covers the SMs, at most ceil(kv_len/256) splits.
+inline constexpr int64_t kDecodeMaxQueryLen = 16;
+inline constexpr int64_t kAttentionQueryBlock = 128;  // query rows per prefill tile
+inline constexpr int64_t kDecodeMinKeysPerSplit = 256;
+KernelDesc attention_kernel(const GpuSpec& spec, const AttentionShape& shape);
+
+// Bandwidth-bound ops, grid-stride: one tile per 64 KiB, at most one per SM.
+inline constexpr int64_t kMemoryBytesPerTile = 64 * 1024;
+KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& shape);
+
+// The two bounds of one tile while `active_sms` SMs (this wave and any
+// other kernels' tiles) run on the GPU, each rounded once to 1 ps.
+struct TileCost {
+  sim::Duration compute;  // flops_per_tile at the unit's per-SM rate x efficiency
+  sim::Duration memory;   // bytes_per_tile at hbm_bandwidth_per_sm(active_sms)
+  sim::Duration time() const { return sim::max(compute, memory); }
+  bool memory_bound() const { return memory > compute; }
+};
+TileCost tile_cost(const GpuSpec& spec, const KernelDesc& kernel, int active_sms);
+// tile_cost(...).time() + efficiency.tile_overhead: how long one wave of this
+// kernel occupies its SMs. The Gpu runtime uses exactly this.
+sim::Duration wave_time(const GpuSpec& spec, const KernelDesc& kernel, int active_sms);
+
+// SMs a wave of this kernel may use when `sms_available` are free:
+// min(sms_available, max_sms or all), at least 1 is required.
+int wave_width(const GpuSpec& spec, const KernelDesc& kernel, int sms_available);
+// Number of waves alone on `sms_available` SMs.
+int64_t wave_count(const GpuSpec& spec, const KernelDesc& kernel, int sms_available);
+
+// The closed form the simulator reproduces for a kernel alone:
+// launch latency + sum over waves of wave_time(SMs active in that wave).
+sim::Duration isolated_time(const GpuSpec& spec, const KernelDesc& kernel, int sms_available);
+
+}  // namespace gcsim::models::gpu

@@ -1,0 +1,50 @@
+#include "models/gpu/sm_array.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace gcsim::models::gpu {
+
+SmArray::SmArray(int sm_count) : total_(sm_count) {
+  if (sm_count < 1) throw std::invalid_argument("a GPU needs at least one SM");
+}
+
+void SmArray::start_tiles(int count) {
+  if (count < 0 || count > free()) {
+    throw std::logic_error("wave of " + std::to_string(count) + " tiles on " +
+                           std::to_string(free()) + " free SMs");
+  }
+  busy_ += count;
+}
+
+void SmArray::finish_tiles(int count) {
+  if (count < 0 || count > busy_) throw std::logic_error("finishing more tiles than are running");
+  busy_ -= count;
+  const int repay = std::min(count, debt_);
+  debt_ -= repay;
+  held_ += repay;
+}
+
+int SmArray::hold(int count) {
+  if (count < 0) throw std::invalid_argument("cannot hold a negative number of SMs");
+  if (held_ + debt_ + count > total_) {
+    throw std::invalid_argument("holding " + std::to_string(count) + " SMs would exceed the " +
+                                std::to_string(total_) + " SMs of the GPU (already held " +
+                                std::to_string(held_ + debt_) + ")");
+  }
+  const int now = std::min(count, free());
+  held_ += now;
+  debt_ += count - now;
+  return now;
+}
+
+void SmArray::release(int count) {
+  if (count < 0) throw std::invalid_argument("cannot release a negative number of SMs");
+  if (count > held_ + debt_) throw std::invalid_argument("releasing more SMs than are held");
+  const int cancelled = std::min(count, debt_);
+  debt_ -= cancelled;
+  held_ -= count - cancelled;
+}
+
+}  // namespace gcsim::models::gpu

@@ -1,0 +1,246 @@
+// Kernel cost model against hand-computed figures. The GPU is an H100 SXM
+// built from datasheet values (REFERENCE.md hardware table; NVIDIA H100
+// Tensor Core GPU datasheet): 132 SMs, 989 TF/s dense bf16, 1979 TF/s fp8,
+// 67 TF/s fp32, 3350 GB/s, 80 GB; launch latency 2 us; default
+// GpuEfficiency: tensor 0.8, hbm 0.9, attention 0.65, tile overhead 1 us.
+#include <cstdint>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "catch.h"
+#include "models/gpu/gpu_spec.h"
+#include "models/gpu/hbm.h"
+#include "models/gpu/kernel_cost_model.h"
+
+namespace gpu = gcsim::models::gpu;
+namespace sim = gcsim::sim;
+
+namespace {
+
+gpu::GpuSpec h100_datasheet() {
+  gpu::GpuSpec s;
+  s.name = "h100-sxm";
+  s.source = "NVIDIA H100 datasheet (REFERENCE.md)";
+  s.sm_count = 132;
+  s.tensor_peak[static_cast<size_t>(gpu::Dtype::tf32)] = sim::FlopRate::tflops(494.5);
+  s.tensor_peak[static_cast<size_t>(gpu::Dtype::bf16)] = sim::FlopRate::tflops(989);
+  s.tensor_peak[static_cast<size_t>(gpu::Dtype::fp16)] = sim::FlopRate::tflops(989);
+  s.tensor_peak[static_cast<size_t>(gpu::Dtype::fp8)] = sim::FlopRate::tflops(1979);
+  s.tensor_peak[static_cast<size_t>(gpu::Dtype::int8)] = sim::FlopRate::tflops(1979);
+  s.vector_fp32_peak = sim::FlopRate::tflops(67);
+  s.hbm_bandwidth = sim::Bandwidth::gb_per_s(3350);
+  s.hbm_capacity = sim::Bytes(80'000'000'000);
+  s.kernel_launch_latency = sim::us(int64_t{2});
+  s.sm_bandwidth_headroom = 2.0;
+  return s;
+}
+
+// A100 SXM 80 GB (REFERENCE.md): no fp8 tensor cores, so its fp8 peak is 0.
+gpu::GpuSpec a100_datasheet() {
+  gpu::GpuSpec s;
+  s.name = "a100-sxm-80gb";
+  s.sm_count = 108;
+  s.tensor_peak[static_cast<size_t>(gpu::Dtype::bf16)] = sim::FlopRate::tflops(312);
+  s.vector_fp32_peak = sim::FlopRate::tflops(19.5);
+  s.hbm_bandwidth = sim::Bandwidth::gb_per_s(2039);
+  s.hbm_capacity = sim::Bytes(80'000'000'000);
+  s.kernel_launch_latency = sim::us(int64_t{2});
+  return s;
+}
+
+// Hand computations below round like the model: once per tile time, to 1 ps.
+bool within_ps(sim::Duration d, int64_t expected_ps, int64_t tolerance_ps = 2) {
+  return std::llabs(d.ps() - expected_ps) <= tolerance_ps;
+}
+
+}  // namespace
+
+TEST_CASE("133 tiles on 132 SMs take two waves, 132 take one", "[gpu]") {
+  const gpu::GpuSpec h100 = h100_datasheet();
+  // A compute-only tile at full tensor rate: 989e12/132 flop/s per SM x 10 us.
+  gpu::KernelDesc k;
+  k.unit = gpu::ExecUnit::tensor;
+  k.efficiency = 1.0;
+  k.flops_per_tile = 989e12 / 132 * 10e-6;
+  k.tiles = 132;
+  CHECK(gpu::wave_count(h100, k, 132) == 1);
+  // 2 us launch + one wave of (10 us tile + 1 us overhead) = 13 us.
+  CHECK(within_ps(gpu::isolated_time(h100, k, 132), 13'000'000));
+  k.tiles = 133;
+  CHECK(gpu::wave_count(h100, k, 132) == 2);
+  // The 133rd tile costs a full wave: 2 + 2 x 11 = 24 us.
+  CHECK(within_ps(gpu::isolated_time(h100, k, 132), 24'000'000));
+}
+
+TEST_CASE("8192^3 bf16 GEMM on H100: 128x256 tiles, 16 compute-bound waves", "[gpu]") {
+  const gpu::GpuSpec h100 = h100_datasheet();
+  const gpu::KernelDesc k = gpu::gemm_kernel(h100, {8192, 8192, 8192, 1, gpu::Dtype::bf16});
+  // 128x256 tiles: 64 x 32 = 2048 tiles (128x128 would need 32 waves of 4096
+  // half-size tiles and pay twice the per-wave overhead).
+  CHECK(k.tiles == 2048);
+  CHECK(k.flops_per_tile == 2.0 * 128 * 256 * 8192);  // 536,870,912
+  CHECK(k.unit == gpu::ExecUnit::tensor);
+  CHECK(k.efficiency == 0.8);
+  // A, B, C once: 3 x 8192^2 x 2 B = 402,653,184 B over 2048 tiles = 196,608 B.
+  CHECK(k.bytes_per_tile == 196'608.0);
+  // Per-SM rate 989e12 x 0.8 / 132 = 5.99394e12 flop/s: 89.568959 us per tile.
+  // Per-SM HBM share with 132 SMs busy: 3350e9 x 0.9 / 132 = 22.84 GB/s, so
+  // 196,608 B take 8.61 us: compute bound.
+  const gpu::TileCost c = gpu::tile_cost(h100, k, 132);
+  CHECK(c.compute.ps() == 89'568'959);
+  CHECK(!c.memory_bound());
+  // ceil(2048/132) = 16 waves (the last has 68 tiles, still compute bound):
+  // 2 us + 16 x (89.568959 + 1) us = 1451.103344 us, i.e. 757.7 TF/s.
+  CHECK(gpu::wave_count(h100, k, 132) == 16);
+  CHECK(within_ps(gpu::isolated_time(h100, k, 132), 1'451'103'344));
+}
+
+TEST_CASE("1 GiB memcpy runs at the HBM roofline plus one wave overhead", "[gpu]") {
+  const gpu::GpuSpec h100 = h100_datasheet();
+  gpu::MemoryOpShape copy;
+  copy.kind = gpu::MemoryOpKind::memcpy;
+  copy.elements = int64_t{1} << 30;  // bytes
+  const gpu::KernelDesc k = gpu::memory_kernel(h100, copy);
+  // 2 GiB moved (read + write); ceil(2 GiB / 64 KiB) = 32768 > 132: one tile per SM.
+  CHECK(k.tiles == 132);
+  CHECK(k.total_bytes() == Approx(2.0 * (1 << 30)));
+  CHECK(k.total_flops() == 0.0);
+  // Roofline: 2^31 B / (3350e9 x 0.9 B/s) = 712.266550 us; + 2 us launch
+  // + 1 us tile overhead = 715.266550 us.
+  const sim::Duration roofline = sim::transfer_time(sim::GiB(2), gpu::achieved_hbm_bandwidth(h100));
+  CHECK(roofline.ps() == 712'266'550);
+  CHECK(gpu::isolated_time(h100, k, 132) ==
+        roofline + h100.kernel_launch_latency + h100.efficiency.tile_overhead);
+}
+
+TEST_CASE("small-M GEMM (16 x 4096 x 4096) is memory bound", "[gpu]") {
+  const gpu::GpuSpec h100 = h100_datasheet();
+  const gpu::KernelDesc k = gpu::gemm_kernel(h100, {16, 4096, 4096, 1, gpu::Dtype::bf16});
+  // Bytes: (16x4096 + 4096x4096 + 16x4096) x 2 B = 33,816,576 B, the weight
+  // dominating. 64x64 tiles: 1 x 64 = 64 tiles of 528,384 B. 128x64 ties on
+  // time (also 64 tiles, memory bound) but pads 2x the flops; 64x64 wins.
+  CHECK(k.tiles == 64);
+  CHECK(k.flops_per_tile == 2.0 * 64 * 64 * 4096);
+  CHECK(k.total_bytes() == Approx(33'816'576.0));
+  // With 64 SMs busy each gets min(2 x 3015e9/132, 3015e9/64) = 45.68 GB/s:
+  // 528,384 B take 11.566615 us against 5.598060 us of arithmetic.
+  const gpu::TileCost c = gpu::tile_cost(h100, k, 64);
+  CHECK(c.memory_bound());
+  CHECK(within_ps(c.memory, 11'566'615, 1));
+  CHECK(within_ps(c.compute, 5'598'060, 1));
+  // 2 + 11.566615 + 1 = 14.566615 us, one wave. The whole-chip roofline
+  // (33.8 MB / 3015 GB/s = 11.2 us) is out of reach on 64 of 132 SMs.
+  CHECK(within_ps(gpu::isolated_time(h100, k, 132), 14'566'615));
+}
+
+TEST_CASE("causal attention does (q+1)/(2q) of the non-causal flops", "[gpu]") {
+  const gpu::GpuSpec h100 = h100_datasheet();
+  gpu::AttentionShape a;
+  a.batch = 2;
+  a.heads = 32;
+  a.q_len = 4096;
+  a.head_dim = 128;
+  const gpu::KernelDesc full = gpu::attention_kernel(h100, a);
+  // 4 x 2 x 32 x 4096 x 4096 x 128 = 549,755,813,888 flops.
+  CHECK(full.total_flops() == Approx(549'755'813'888.0));
+  // Prefill tiles: 2 x 32 x ceil(4096/128) = 2048.
+  CHECK(full.tiles == 2048);
+  CHECK(full.efficiency == 0.65);
+  a.causal = true;
+  const gpu::KernelDesc causal = gpu::attention_kernel(h100, a);
+  CHECK(causal.total_flops() / full.total_flops() == Approx(4097.0 / 8192.0));
+  // Backward: 5 matmuls against the forward's 2.
+  a.backward = true;
+  CHECK(gpu::attention_kernel(h100, a).total_flops() == Approx(2.5 * causal.total_flops()));
+
+  // Chunked prefill, 4 queries at the end of 10 keys: rows see 7, 8, 9, 10.
+  gpu::AttentionShape chunk;
+  chunk.q_len = 4;
+  chunk.kv_len = 10;
+  chunk.causal = true;
+  CHECK(gpu::attention_pairs(chunk) == 34.0);
+}
+
+TEST_CASE("GQA decode reads K and V of kv_heads only, split over the SMs", "[gpu]") {
+  const gpu::GpuSpec h100 = h100_datasheet();
+  gpu::AttentionShape a;
+  a.batch = 8;
+  a.heads = 64;
+  a.kv_heads = 8;
+  a.q_len = 1;
+  a.kv_len = 4096;
+  a.head_dim = 128;
+  const gpu::KernelDesc gqa = gpu::attention_kernel(h100, a);
+  // Q and O: 8 x 64 x 1 x 128 = 65,536 elements each; K and V:
+  // 8 x 8 x 4096 x 128 = 33,554,432 each; x 2 B = 134,479,872 B.
+  CHECK(gqa.total_bytes() == Approx(134'479'872.0));
+  // Split-KV: 8 x 8 = 64 (batch, kv head) pairs; ceil(132/64) = 3 splits
+  // (under the cap ceil(4096/256) = 16): 192 tiles.
+  CHECK(gqa.tiles == 192);
+  // The same shape as MHA reads 8x the KV: 2 x (65,536 + 268,435,456) x 2 B.
+  a.kv_heads = 64;
+  CHECK(gpu::attention_kernel(h100, a).total_bytes() == Approx(1'074'003'968.0));
+  // Decode is bandwidth bound: 700,416 B per tile at 22.84 GB/s = 30.7 us,
+  // against 1.07e9 / 192 = 5.6e6 flops = 1.15 us at 0.65 of the tensor rate.
+  CHECK(gpu::tile_cost(h100, gqa, 132).memory_bound());
+}
+
+TEST_CASE("memory ops move each tensor once, grid-stride tiles", "[gpu]") {
+  const gpu::GpuSpec h100 = h100_datasheet();
+  gpu::MemoryOpShape add;
+  add.kind = gpu::MemoryOpKind::elementwise;
+  add.inputs = 2;
+  add.elements = 1 << 20;
+  // (2 inputs + 1 output) x 2^20 x 2 B = 6 MiB = 96 tiles of 64 KiB (< 132 SMs).
+  const gpu::KernelDesc k = gpu::memory_kernel(h100, add);
+  CHECK(k.total_bytes() == Approx(6.0 * (1 << 20)));
+  CHECK(k.tiles == 96);
+  CHECK(k.unit == gpu::ExecUnit::memory);
+
+  gpu::MemoryOpShape norm;
+  norm.kind = gpu::MemoryOpKind::rms_norm;
+  norm.rows = 8192;
+  norm.cols = 8192;
+  // Read + write 8192^2 x 2 B = 268,435,456 B; 4096 x 64 KiB > 132: 132 tiles.
+  const gpu::KernelDesc n = gpu::memory_kernel(h100, norm);
+  CHECK(n.total_bytes() == Approx(268'435'456.0));
+  CHECK(n.tiles == 132);
+
+  gpu::MemoryOpShape tiny;
+  tiny.kind = gpu::MemoryOpKind::memcpy;
+  tiny.elements = 10;
+  CHECK(gpu::memory_kernel(h100, tiny).tiles == 1);
+}
+
+TEST_CASE("a dtype without tensor cores on the GPU is an error, not a guess", "[gpu]") {
+  const gpu::GpuSpec a100 = a100_datasheet();
+  CHECK_THROWS_AS(gpu::gemm_kernel(a100, {4096, 4096, 4096, 1, gpu::Dtype::fp8}),
+                  std::invalid_argument);
+  gpu::AttentionShape a;
+  a.q_len = 1024;
+  a.dtype = gpu::Dtype::fp8;
+  CHECK_THROWS_AS(gpu::attention_kernel(a100, a), std::invalid_argument);
+  try {
+    gpu::gemm_kernel(a100, {4096, 4096, 4096, 1, gpu::Dtype::fp8});
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("fp8") != std::string::npos);
+    CHECK(std::string(e.what()).find("a100-sxm-80gb") != std::string::npos);
+  }
+  // bf16 works on the A100, and fp8 on the H100 writes a bf16 output:
+  // 4096^2 x (1 + 1) B inputs + 4096^2 x 2 B output = 67,108,864 B.
+  CHECK_NOTHROW(gpu::gemm_kernel(a100, {4096, 4096, 4096, 1, gpu::Dtype::bf16}));
+  const gpu::KernelDesc f8 =
+      gpu::gemm_kernel(h100_datasheet(), {4096, 4096, 4096, 1, gpu::Dtype::fp8});
+  CHECK(f8.total_bytes() == Approx(67'108'864.0));
+}
+
+TEST_CASE("fp32 GEMM runs on the CUDA cores", "[gpu]") {
+  const gpu::GpuSpec h100 = h100_datasheet();
+  const gpu::KernelDesc k = gpu::gemm_kernel(h100, {4096, 4096, 4096, 1, gpu::Dtype::fp32});
+  CHECK(k.unit == gpu::ExecUnit::vector);
+  // 128x256 tile: 2 x 128 x 256 x 4096 flops at 67e12 x 0.8 / 132 flop/s
+  // per SM = 661.07 us per tile, 14.8x slower than bf16's 44.78 us.
+  const gpu::KernelDesc t =
+      gpu::gemm_kernel_with_tile(h100, {4096, 4096, 4096, 1, gpu::Dtype::fp32}, {128, 256});
+  CHECK(within_ps(gpu::tile_cost(h100, t, 132).compute, 661'072'392, 2));
+}
