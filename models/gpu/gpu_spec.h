@@ -21,6 +21,10 @@ struct GpuEfficiency {
   double vector = 0.7;          // CUDA-core (non-tensor) arithmetic
   double hbm = 0.9;             // large streaming copy / datasheet bandwidth
   double attention = 0.65;      // flash-attention forward vs tensor peak
+  double attention_backward = 0.25;  // flash-attention backward vs tensor peak
+  // Row-wise reductions (layer/RMS norm, softmax) reach this fraction of the
+  // streaming bandwidth: per-row synchronisation and lower occupancy.
+  double row_reduction = 0.7;
   // Fixed cost per tile wave: prologue (first loads), epilogue (store), in ps.
   sim::Duration tile_overhead = sim::us(int64_t{1});
   double tensor_for(Dtype d) const { return tensor[static_cast<size_t>(d)]; }

@@ -20,6 +20,9 @@ struct KernelDesc {
   double flops_per_tile = 0;   // floating-point operations per tile
   double bytes_per_tile = 0;   // HBM bytes read + written per tile
   double efficiency = 1.0;     // achieved fraction of the unit's peak for this kernel
+  // Fraction of the achieved streaming HBM bandwidth this kernel's access
+  // pattern reaches (1 for copies and elementwise ops).
+  double bandwidth_efficiency = 1.0;
   int max_sms = 0;             // cap on SMs it may occupy (0 = all)
   double total_flops() const { return flops_per_tile * static_cast<double>(tiles); }
   double total_bytes() const { return bytes_per_tile * static_cast<double>(tiles); }

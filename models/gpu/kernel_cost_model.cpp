@@ -107,7 +107,7 @@ KernelDesc attention_kernel(const GpuSpec& spec, const AttentionShape& s) {
   KernelDesc k;
   k.unit = matmul_unit(spec, s.dtype, "attention");
   k.dtype = s.dtype;
-  k.efficiency = spec.efficiency.attention;
+  k.efficiency = s.backward ? spec.efficiency.attention_backward : spec.efficiency.attention;
 
   const double b = static_cast<double>(s.batch), h = static_cast<double>(s.heads),
                hkv = static_cast<double>(kv_heads), d = static_cast<double>(s.head_dim),
@@ -162,6 +162,7 @@ KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
       elements = static_cast<double>(s.rows) * static_cast<double>(s.cols);
       bytes = 2.0 * elements * dtype_bytes(s.dtype);
       flops = s.flops_per_element * elements;
+      k.bandwidth_efficiency = spec.efficiency.row_reduction;
       what = s.kind == MemoryOpKind::softmax    ? "softmax"
              : s.kind == MemoryOpKind::rms_norm ? "rms_norm"
                                                 : "layer_norm";
@@ -191,7 +192,11 @@ TileCost tile_cost(const GpuSpec& spec, const KernelDesc& k, int active_sms) {
     c.compute = sim::compute_time(k.flops_per_tile, peak.scaled(k.efficiency / spec.sm_count));
   }
   if (k.bytes_per_tile > 0.0) {
-    c.memory = sim::transfer_time(k.bytes_per_tile, hbm_bandwidth_per_sm(spec, active_sms));
+    if (!(k.bandwidth_efficiency > 0.0 && k.bandwidth_efficiency <= 1.0)) {
+      throw std::invalid_argument("kernel '" + k.name + "' has a bandwidth efficiency outside (0, 1]");
+    }
+    c.memory = sim::transfer_time(
+        k.bytes_per_tile, hbm_bandwidth_per_sm(spec, active_sms).scaled(k.bandwidth_efficiency));
   }
   return c;
 }

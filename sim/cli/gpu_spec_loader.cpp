@@ -56,6 +56,10 @@ void read_efficiency(ConfigReader& r, GpuEfficiency& eff) {
   eff.hbm = fraction(r, "hbm", eff.hbm, "achieved fraction of HBM bandwidth (streaming copy)");
   eff.attention =
       fraction(r, "attention", eff.attention, "flash-attention fraction of tensor peak");
+  eff.attention_backward = fraction(r, "attention_backward", eff.attention_backward,
+                                    "flash-attention backward fraction of tensor peak");
+  eff.row_reduction = fraction(r, "row_reduction", eff.row_reduction,
+                               "norm/softmax fraction of streaming HBM bandwidth");
   eff.tile_overhead = r.get_duration("tile_overhead", eff.tile_overhead,
                                      "fixed cost per wave of tiles (prologue + epilogue)");
 }
