@@ -26,6 +26,19 @@ int mark_line(const YAML::Node& n) {
   return m.line >= 0 ? m.line + 1 : 0;
 }
 
+// Throws for `key`, blaming the `-s` override that set it or any map or list
+// above it (whose nodes carry lines of the override's text, not the file's).
+[[noreturn]] void raise(const ConfigSource& source, int line, const std::string& key,
+                        const std::string& message) {
+  for (const auto& [path, text] : source.overrides) {
+    if (key.compare(0, path.size(), path) == 0 &&
+        (key.size() == path.size() || key[path.size()] == '.' || key[path.size()] == '[')) {
+      throw ConfigError("command line (" + text + ")", 0, key, message);
+    }
+  }
+  throw ConfigError(source.file, line, key, message);
+}
+
 }  // namespace
 
 ConfigReader::ConfigReader(YAML::Node node, std::string path,
@@ -33,8 +46,8 @@ ConfigReader::ConfigReader(YAML::Node node, std::string path,
     : node_(std::move(node)), path_(std::move(path)), source_(std::move(source)),
       resolved_(resolved) {
   if (node_.IsDefined() && !node_.IsNull() && !node_.IsMap()) {
-    throw ConfigError(source_->file, mark_line(node_), path_,
-                      std::string("expected a map of keys, got ") + node_kind(node_));
+    raise(*source_, mark_line(node_), path_,
+          std::string("expected a map of keys, got ") + node_kind(node_));
   }
   if (resolved_ && !resolved_->is_object()) *resolved_ = Json::object();
 }
@@ -57,16 +70,11 @@ int ConfigReader::line_of(const std::string& key) const {
 }
 
 void ConfigReader::fail(const std::string& key, const std::string& message) const {
-  const std::string full = key_path(key);
-  auto it = source_->overrides.find(full);
-  if (it != source_->overrides.end()) {
-    throw ConfigError("command line (" + it->second + ")", 0, full, message);
-  }
-  throw ConfigError(source_->file, line_of(key), full, message);
+  raise(*source_, line_of(key), key_path(key), message);
 }
 
 void ConfigReader::fail_here(const std::string& message) const {
-  throw ConfigError(source_->file, mark_line(node_), path_, message);
+  raise(*source_, mark_line(node_), path_, message);
 }
 
 std::optional<YAML::Node> ConfigReader::lookup(const std::string& key, const char* doc) {
@@ -276,8 +284,8 @@ std::vector<ConfigReader> ConfigReader::child_list(const std::string& key, const
   for (size_t i = 0; i < n->size(); ++i) {
     const YAML::Node item = (*n)[i];
     if (!item.IsMap()) {
-      throw ConfigError(source_->file, mark_line(item), key_path(key) + "[" + std::to_string(i) + "]",
-                        std::string("expected a map, got ") + node_kind(item));
+      raise(*source_, mark_line(item), key_path(key) + "[" + std::to_string(i) + "]",
+            std::string("expected a map, got ") + node_kind(item));
     }
     items.emplace_back(item, key_path(key) + "[" + std::to_string(i) + "]", source_,
                        out ? &(*out)[i] : nullptr);
@@ -311,20 +319,26 @@ namespace {
 YAML::Node walk_create(YAML::Node root, const std::vector<std::string>& parts,
                        const std::string& text) {
   YAML::Node cur = root;
+  std::string at;  // the dotted path walked so far, for messages
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     const std::string& p = parts[i];
+    at += (at.empty() ? "" : ".") + p;
     if (cur.IsSequence()) {
       size_t idx = 0;
       try {
         idx = std::stoul(p);
       } catch (...) {
-        throw ConfigError("command line (-s " + text + ")", 0, p, "expected a list index");
+        throw ConfigError("command line (-s " + text + ")", 0, at, "expected a list index");
       }
       if (idx >= cur.size()) {
-        throw ConfigError("command line (-s " + text + ")", 0, p, "list index out of range");
+        throw ConfigError("command line (-s " + text + ")", 0, at, "list index out of range");
       }
       cur.reset(cur[idx]);
     } else {
+      if (cur.IsScalar()) {
+        throw ConfigError("command line (-s " + text + ")", 0, at,
+                          "cannot set a key under '" + parts[i - 1] + "': it is a value, not a map");
+      }
       if (!cur[p].IsDefined() || cur[p].IsNull()) cur[p] = YAML::Node(YAML::NodeType::Map);
       YAML::Node next = cur[p];
       cur.reset(next);
@@ -371,8 +385,18 @@ YAML::Node load_yaml_file(const std::string& file, const std::vector<std::string
       throw ConfigError("command line (-s " + text + ")", 0, path, "bad value: " + e.msg);
     }
     YAML::Node parent = walk_create(root, parts, text);
+    if (parent.IsScalar()) {
+      throw ConfigError("command line (-s " + text + ")", 0, path,
+                        "cannot set a key under '" + parts[parts.size() - 2] +
+                            "': it is a value, not a map");
+    }
     if (parent.IsSequence()) {
-      size_t idx = std::stoul(parts.back());
+      size_t idx = 0;
+      try {
+        idx = std::stoul(parts.back());
+      } catch (...) {
+        throw ConfigError("command line (-s " + text + ")", 0, path, "expected a list index");
+      }
       if (idx >= parent.size()) {
         throw ConfigError("command line (-s " + text + ")", 0, path, "list index out of range");
       }
