@@ -213,10 +213,11 @@ ParsedOp parse_op(ConfigReader r, size_t index, int num_ranks, WorkloadGraph& gr
     c.bytes = r.get_bytes("bytes", std::nullopt, "per-rank buffer (nccl-tests size)");
     std::vector<int> ranks = read_group(r, num_ranks);
     if (c.kind == CollectiveKind::broadcast || c.kind == CollectiveKind::reduce) {
-      c.root = static_cast<int>(r.get_int("root", ranks.front(), "root rank"));
-      if (std::find(ranks.begin(), ranks.end(), c.root) == ranks.end()) {
+      const int64_t root = r.get_int("root", ranks.front(), "root rank");
+      if (std::find(ranks.begin(), ranks.end(), root) == ranks.end()) {
         r.fail("root", "the root must be one of the group's ranks");
       }
+      c.root = static_cast<int>(root);
     }
     std::vector<int> sorted = ranks;
     std::sort(sorted.begin(), sorted.end());
@@ -272,12 +273,38 @@ std::unique_ptr<WorkloadGraph> load_graph_workload(ConfigReader& workload, int n
           models::cluster::kernel_for(gpu, *c);
         } catch (const std::invalid_argument& e) {
           p.reader.fail("op", std::string(e.what()));
+        } catch (const sim::TimeOverflow& e) {
+          p.reader.fail("op", "the kernel would run longer than the simulator's time range "
+                              "(about 106 days): " + std::string(e.what()));
         }
       }
     }
     if (index.count(p.name)) p.reader.fail("name", "op name '" + p.name + "' is used twice");
     index[p.name] = i;
     ops.push_back(std::move(p));
+  }
+  // A rank that frees more than it allocates in total fails whatever the
+  // order its streams run in; say so here rather than mid-run.
+  std::vector<int64_t> allocated(static_cast<size_t>(num_ranks), 0);
+  std::vector<const ParsedOp*> last_free(static_cast<size_t>(num_ranks), nullptr);
+  for (const auto& p : ops) {
+    for (const auto& [rank, op] : p.instances) {
+      if (const auto* m = std::get_if<workloads::MemoryOp>(&op.payload)) {
+        int64_t& total = allocated[static_cast<size_t>(rank)];
+        if (__builtin_add_overflow(total, m->delta.count(), &total)) {
+          p.reader.fail("bytes", "allocations on rank " + std::to_string(rank) + " overflow");
+        }
+        if (m->delta.count() < 0) last_free[static_cast<size_t>(rank)] = &p;
+      }
+    }
+  }
+  for (int rank = 0; rank < num_ranks; ++rank) {
+    if (allocated[static_cast<size_t>(rank)] < 0) {
+      last_free[static_cast<size_t>(rank)]->reader.fail(
+          "bytes", "rank " + std::to_string(rank) + " frees " +
+                       std::to_string(-allocated[static_cast<size_t>(rank)]) +
+                       " bytes more than its ops allocate");
+    }
   }
   std::vector<std::string> names;
   for (const auto& p : ops) names.push_back(p.name);

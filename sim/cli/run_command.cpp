@@ -82,8 +82,14 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
                    recorder.records().size(), total_ops);
     });
   }
-  replayer.start();
-  simulator.run();
+  try {
+    replayer.start();
+    simulator.run();
+  } catch (const sim::TimeOverflow& e) {
+    throw ConfigError(config_path, 0, "workload",
+                      "the run goes past the simulator's time range (about 106 days of "
+                      "simulated time): " + std::string(e.what()));
+  }
   recorder.finish();
   const sim::ReplayOutcome outcome = replayer.outcome();
   const double wall_s =
