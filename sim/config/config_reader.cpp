@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <type_traits>
 
 #include "sim/config/did_you_mean.h"
 #include "sim/unit_parse.h"
@@ -102,57 +103,41 @@ T ConfigReader::scalar_as(const YAML::Node& n, const std::string& key,
   }
 }
 
-int64_t ConfigReader::get_int(const std::string& key, std::optional<int64_t> fallback,
-                              const char* doc) {
+template <typename T>
+T ConfigReader::get_scalar(const std::string& key, std::optional<T> fallback, const char* doc,
+                           const char* type_name) {
   auto n = lookup(key, doc);
   if (!n) {
     if (!fallback) fail_here("missing required key '" + key + "' (" + doc + ")");
     record(key, *fallback);
     return *fallback;
   }
-  int64_t v = scalar_as<int64_t>(*n, key, "an integer");
+  T v = scalar_as<T>(*n, key, type_name);
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(v)) fail(key, "expected a finite number, got '" + n->Scalar() + "'");
+  }
   record(key, v);
   return v;
+}
+
+int64_t ConfigReader::get_int(const std::string& key, std::optional<int64_t> fallback,
+                              const char* doc) {
+  return get_scalar(key, fallback, doc, "an integer");
 }
 
 double ConfigReader::get_double(const std::string& key, std::optional<double> fallback,
                                 const char* doc) {
-  auto n = lookup(key, doc);
-  if (!n) {
-    if (!fallback) fail_here("missing required key '" + key + "' (" + doc + ")");
-    record(key, *fallback);
-    return *fallback;
-  }
-  double v = scalar_as<double>(*n, key, "a number");
-  if (!std::isfinite(v)) fail(key, "expected a finite number, got '" + n->Scalar() + "'");
-  record(key, v);
-  return v;
+  return get_scalar(key, fallback, doc, "a number");
 }
 
 bool ConfigReader::get_bool(const std::string& key, std::optional<bool> fallback,
                             const char* doc) {
-  auto n = lookup(key, doc);
-  if (!n) {
-    if (!fallback) fail_here("missing required key '" + key + "' (" + doc + ")");
-    record(key, *fallback);
-    return *fallback;
-  }
-  bool v = scalar_as<bool>(*n, key, "true or false");
-  record(key, v);
-  return v;
+  return get_scalar(key, fallback, doc, "true or false");
 }
 
 std::string ConfigReader::get_string(const std::string& key,
                                      std::optional<std::string> fallback, const char* doc) {
-  auto n = lookup(key, doc);
-  if (!n) {
-    if (!fallback) fail_here("missing required key '" + key + "' (" + doc + ")");
-    record(key, *fallback);
-    return *fallback;
-  }
-  std::string v = scalar_as<std::string>(*n, key, "a string");
-  record(key, v);
-  return v;
+  return get_scalar(key, std::move(fallback), doc, "a string");
 }
 
 std::string ConfigReader::get_choice(const std::string& key,
@@ -430,10 +415,15 @@ void emit_json(YAML::Emitter& out, const Json& j, const std::string& path,
     out << YAML::BeginMap;
     for (const auto& [k, v] : j.items()) {
       const std::string child = path.empty() ? k : path + "." + k;
+      // A doc trails its own key's line ("nodes: 1  # number of nodes"); a
+      // comment before the key would trail the previous key's line instead.
       auto d = docs.find(child);
-      if (d != docs.end()) out << YAML::Comment(d->second);
+      const bool block = v.is_object() || (v.is_array() && !std::all_of(v.begin(), v.end(), [](
+                                               const Json& e) { return e.is_primitive(); }));
       out << YAML::Key << k << YAML::Value;
+      if (d != docs.end() && block) out << YAML::Comment(d->second);
       emit_json(out, v, child, docs);
+      if (d != docs.end() && !block) out << YAML::Comment(d->second);
     }
     out << YAML::EndMap;
   } else if (j.is_array()) {

@@ -82,6 +82,10 @@ class ConfigReader {
 
  private:
   std::optional<YAML::Node> lookup(const std::string& key, const char* doc);
+  // Reads a scalar key of type T, recording it (or its fallback) as resolved.
+  template <typename T>
+  T get_scalar(const std::string& key, std::optional<T> fallback, const char* doc,
+               const char* type_name);
   template <typename T>
   T scalar_as(const YAML::Node& n, const std::string& key, const char* type_name) const;
   std::string key_path(const std::string& key) const;
