@@ -149,8 +149,10 @@ GpuSpec read_gpu(ConfigReader& cluster) {
     cluster.fail_here("missing required key 'gpu' (a preset such as h100-sxm; see gcsim list gpus)");
   }
   if (node.IsScalar()) {
-    GpuSpec spec = load_gpu_preset(node.Scalar(), cluster, "gpu");
-    return spec;
+    // Read through get_string so the resolved config records the choice.
+    const std::string name =
+        cluster.get_string("gpu", std::nullopt, "GPU preset name, preset file, or inline spec");
+    return load_gpu_preset(name, cluster, "gpu");
   }
   if (!node.IsMap()) cluster.fail("gpu", "expected a preset name or a map of GPU fields");
   ConfigReader r = cluster.child("gpu", "GPU preset name, preset file, or inline spec");
