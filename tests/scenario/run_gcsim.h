@@ -1,0 +1,47 @@
+// Runs the built `gcsim` executable as a user would, for scenario and
+// bad-input tests: arguments in, exit status and the two output streams out.
+// Tests that need files get a TempDir, removed when it goes out of scope,
+// and read summary.json with read_json().
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace gcsim::test {
+
+struct GcsimResult {
+  int exit_status = -1;  // the process's exit code; 128 + signal if it was killed
+  std::string out;       // everything it wrote to stdout
+  std::string err;       // everything it wrote to stderr
+};
+
+// Runs GCSIM_BINARY with `args` (not including argv[0]), waits for it and
+// captures stdout and stderr separately.
+GcsimResult run_gcsim(const std::vector<std::string>& args);
+
+// A fresh directory under the system temp dir (unique per process and call),
+// deleted recursively on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// GCSIM_SOURCE_DIR/relative: a file of the repository, as an absolute path.
+std::string source_path(const std::string& relative);
+
+std::string read_text(const std::filesystem::path& path);
+void write_text(const std::filesystem::path& path, const std::string& text);
+// Parses a JSON file, keeping key order (so re-dumping is byte-stable).
+nlohmann::ordered_json read_json(const std::filesystem::path& path);
+
+}  // namespace gcsim::test
