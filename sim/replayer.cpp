@@ -41,9 +41,10 @@ void Replayer::start() {
   }
 }
 
-void Replayer::abort(std::string reason) {
+void Replayer::abort(ReplayOutcome::Ending why, std::string reason) {
   if (aborted_) return;
   aborted_ = true;
+  abort_ending_ = why;
   abort_reason_ = std::move(reason);
   sim_.stop();
 }
@@ -78,10 +79,16 @@ void Replayer::issue(int rank, uint32_t op_index) {
     }
     case OpKind::memory: {
       const Bytes delta = std::get<workloads::MemoryOp>(op.payload).delta;
-      if (!executor_.apply_memory(rank, delta)) {
-        abort("out of memory on rank " + std::to_string(rank) + " at op '" +
-              graph_.name(op.name) + "'");
-        return;
+      switch (executor_.apply_memory(rank, delta)) {
+        case OpExecutor::MemoryResult::ok: break;
+        case OpExecutor::MemoryResult::out_of_memory:
+          abort(ReplayOutcome::Ending::out_of_memory, "out of memory on rank " + std::to_string(rank) + " at op '" +
+                graph_.name(op.name) + "'");
+          return;
+        case OpExecutor::MemoryResult::freed_more_than_allocated:
+          abort(ReplayOutcome::Ending::bad_memory_op, "rank " + std::to_string(rank) + " op '" + graph_.name(op.name) +
+                "' frees more HBM than is allocated at that moment");
+          return;
       }
       // Zero-duration, but completed through the queue so that ops issued
       // by its completion see a consistent order.
@@ -138,7 +145,9 @@ ReplayOutcome Replayer::outcome() const {
   out.ops_done = ops_done_;
   out.makespan = makespan_;
   out.complete = !aborted_ && ops_done_ == graph_.total_ops();
+  out.ending = out.complete ? ReplayOutcome::Ending::complete : ReplayOutcome::Ending::deadlock;
   if (aborted_) {
+    out.ending = abort_ending_;
     out.stuck = abort_reason_;
     return out;
   }

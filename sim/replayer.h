@@ -28,8 +28,9 @@ class OpExecutor {
   // rendezvous with the global ranks involved. Call done(start, end) once.
   virtual void run_communication(const workloads::Op& op, const std::vector<int>& ranks,
                                  OpDone done) = 0;
-  // Allocates (delta > 0) or frees HBM on `rank`; false means out of memory.
-  virtual bool apply_memory(int rank, Bytes delta) = 0;
+  // Allocates (delta > 0) or frees HBM on `rank`.
+  enum class MemoryResult { ok, out_of_memory, freed_more_than_allocated };
+  virtual MemoryResult apply_memory(int rank, Bytes delta) = 0;
 };
 
 // Receives every finished op, in completion order.
@@ -40,6 +41,8 @@ class OpObserver {
 };
 
 struct ReplayOutcome {
+  enum class Ending { complete, out_of_memory, bad_memory_op, deadlock };
+  Ending ending = Ending::deadlock;
   bool complete = false;     // every op of every rank finished
   std::string stuck;         // when not complete: which ops never ran and why
   Time makespan;             // end of the last op
@@ -56,7 +59,7 @@ class Replayer {
   // Issues every op that is ready at time zero; the caller then runs `sim`.
   void start();
   // Ends the replay early (an OOM): no further ops are issued.
-  void abort(std::string reason);
+  void abort(ReplayOutcome::Ending why, std::string reason);
   // After the simulator drained: did everything run?
   ReplayOutcome outcome() const;
 
@@ -88,6 +91,7 @@ class Replayer {
   uint64_t ops_done_ = 0;
   Time makespan_ = Time::zero();
   bool aborted_ = false;
+  ReplayOutcome::Ending abort_ending_ = ReplayOutcome::Ending::deadlock;
   std::string abort_reason_;
 };
 

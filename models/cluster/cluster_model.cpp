@@ -75,15 +75,17 @@ void ClusterModel::run_communication(const Op& op, const std::vector<int>& ranks
   });
 }
 
-bool ClusterModel::apply_memory(int rank, sim::Bytes delta) {
+sim::OpExecutor::MemoryResult ClusterModel::apply_memory(int rank, sim::Bytes delta) {
   gpu::Gpu& g = *gpus_[static_cast<size_t>(rank)];
   if (delta.count() >= 0) {
-    if (!g.allocate(delta)) return false;
+    if (!g.allocate(delta)) return MemoryResult::out_of_memory;
   } else {
-    g.free(sim::Bytes(-delta.count()));
+    const sim::Bytes freed(-delta.count());
+    if (freed > g.memory_used()) return MemoryResult::freed_more_than_allocated;
+    g.free(freed);
   }
   if (memory_listener_) memory_listener_(rank, sim_.now(), g.memory_used());
-  return true;
+  return MemoryResult::ok;
 }
 
 }  // namespace gcsim::models::cluster

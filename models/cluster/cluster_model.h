@@ -36,7 +36,7 @@ class ClusterModel : public sim::OpExecutor {
   void run_compute(int rank, const workloads::Op& op, sim::OpDone done) override;
   void run_communication(const workloads::Op& op, const std::vector<int>& ranks,
                          sim::OpDone done) override;
-  bool apply_memory(int rank, sim::Bytes delta) override;
+  MemoryResult apply_memory(int rank, sim::Bytes delta) override;
 
   void set_memory_listener(MemoryListener l) { memory_listener_ = std::move(l); }
   const gpu::Gpu& gpu(int rank) const { return *gpus_.at(static_cast<size_t>(rank)); }

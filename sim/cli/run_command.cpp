@@ -95,8 +95,13 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 
-  const bool oom = !outcome.complete && outcome.stuck.rfind("out of memory", 0) == 0;
-  if (!outcome.complete && !oom) {
+  using Ending = sim::ReplayOutcome::Ending;
+  const bool oom = outcome.ending == Ending::out_of_memory;
+  if (outcome.ending == Ending::bad_memory_op) {
+    throw ConfigError(config_path, 0, "workload.ops",
+                      outcome.stuck + ": order the free after its alloc (same stream or `after`)");
+  }
+  if (outcome.ending == Ending::deadlock) {
     throw ConfigError(config_path, 0, "workload.ops",
                       "the workload deadlocked: " + outcome.stuck +
                           ". Check that every rank issues its p2p and collective ops in an "
