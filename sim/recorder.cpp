@@ -36,7 +36,8 @@ void Recorder::on_op_done(int rank, uint32_t op_index, Time start, Time end) {
   records_.push_back({rank, op_index, start, end});
   if (!trace_) return;
   const workloads::Op& op = graph_.program(rank).ops[op_index];
-  trace_->span(rank, op.stream + 1, graph_.name(op.name), category(op.kind), start, end);
+  trace_->span(rank, op.stream + 1, graph_.name(op.name), category(op.kind), start, end,
+               describe_ ? describe_(rank, op) : std::string());
 }
 
 void Recorder::on_memory(int rank, Time when, Bytes used) {

@@ -3,6 +3,7 @@
 // The summary and report are built from these records after the run.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,10 @@ struct OpRecord {
   Time end;
 };
 
+// Explains an op for the trace: a JSON object literal (kernel shape, tiles,
+// flops, bytes, what bounds it) or "" for nothing.
+using OpDescriber = std::function<std::string(int rank, const workloads::Op& op)>;
+
 class Recorder : public OpObserver {
  public:
   // `trace_path` empty: no trace file.
@@ -29,6 +34,7 @@ class Recorder : public OpObserver {
   void on_op_done(int rank, uint32_t op_index, Time start, Time end) override;
   void on_memory(int rank, Time when, Bytes used);
   void finish();  // closes the trace
+  void set_describer(OpDescriber d) { describe_ = std::move(d); }
 
   // Records in (rank, program order): independent of completion order.
   std::vector<OpRecord> sorted_records() const;
@@ -38,6 +44,7 @@ class Recorder : public OpObserver {
   const workloads::WorkloadGraph& graph_;
   std::unique_ptr<TraceWriter> trace_;
   std::vector<OpRecord> records_;
+  OpDescriber describe_;
 };
 
 }  // namespace gcsim::sim

@@ -1,5 +1,7 @@
 #include "models/cluster/cluster_model.h"
 
+#include <nlohmann/json.hpp>
+
 #include "models/gpu/kernel_cost_model.h"
 
 namespace gcsim::models::cluster {
@@ -86,6 +88,35 @@ sim::OpExecutor::MemoryResult ClusterModel::apply_memory(int rank, sim::Bytes de
   }
   if (memory_listener_) memory_listener_(rank, sim_.now(), g.memory_used());
   return MemoryResult::ok;
+}
+
+}  // namespace gcsim::models::cluster
+
+namespace gcsim::models::cluster {
+
+std::string ClusterModel::describe(const Op& op) const {
+  nlohmann::ordered_json j;
+  if (const auto* c = std::get_if<workloads::ComputeOp>(&op.payload)) {
+    const gpu::KernelDesc k = kernel_for(config_.gpu, *c);
+    const int sms = config_.gpu.sm_count;
+    const gpu::TileCost tile = gpu::tile_cost(config_.gpu, k, std::min<int64_t>(k.tiles, sms));
+    j["kernel"] = k.name;
+    j["tiles"] = k.tiles;
+    j["waves_alone"] = gpu::wave_count(config_.gpu, k, sms);
+    j["gflop"] = k.total_flops() * 1e-9;
+    j["hbm_mb"] = k.total_bytes() * 1e-6;
+    j["tile_bound"] = tile.memory_bound() ? "memory" : "compute";
+    j["tile_us"] = tile.time().microseconds();
+  } else if (const auto* p = std::get_if<workloads::P2pOp>(&op.payload)) {
+    j["bytes"] = p->bytes.count();
+    j["peer"] = p->peer;
+  } else if (const auto* col = std::get_if<workloads::CollectiveOp>(&op.payload)) {
+    j["collective"] = workloads::collective_name(col->kind);
+    j["bytes"] = col->bytes.count();
+  } else {
+    return "";
+  }
+  return j.dump();
 }
 
 }  // namespace gcsim::models::cluster

@@ -43,6 +43,11 @@ class ClusterModel : public sim::OpExecutor {
   int num_ranks() const { return static_cast<int>(gpus_.size()); }
   const ClusterModelConfig& config() const { return config_; }
 
+  // A JSON object literal explaining what `op` costs: for a
+  // kernel its tiles, waves, flops, bytes and the bound of a tile; for a
+  // transfer its bytes. Shown as trace-event args.
+  std::string describe(const workloads::Op& op) const;
+
   // The α-β duration of a communication op among `ranks`.
   sim::Duration communication_time(const workloads::Op& op, const std::vector<int>& ranks) const;
 

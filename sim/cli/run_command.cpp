@@ -71,6 +71,7 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
   models::cluster::ClusterModel cluster(simulator, cluster_model_config(s));
   sim::Recorder recorder(*s.graph, options.trace ? (dir / "trace.json").string() : "",
                          s.cluster.gpu.name);
+  recorder.set_describer([&cluster](int, const workloads::Op& op) { return cluster.describe(op); });
   cluster.set_memory_listener(
       [&recorder](int rank, sim::Time t, sim::Bytes used) { recorder.on_memory(rank, t, used); });
   sim::Replayer replayer(simulator, *s.graph, cluster, recorder);
