@@ -1,0 +1,62 @@
+// cluster.calibration replaces the preset's efficiencies with a profile's.
+#include "catch.h"
+#include "run_gcsim.h"
+
+using gcsim::test::read_json;
+using gcsim::test::run_gcsim;
+using gcsim::test::source_path;
+using gcsim::test::TempDir;
+using gcsim::test::write_text;
+
+namespace {
+// One 8192^3 bf16 GEMM on an H100: 2048 tiles of 128x256 in 16 waves.
+const char* kGemm = R"(cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1}
+workload:
+  kind: graph
+  ops:
+    - {name: g, rank: 0, op: gemm, m: 8192, n: 8192, k: 8192}
+)";
+
+double gemm_seconds(const TempDir& dir, const std::vector<std::string>& extra) {
+  std::vector<std::string> args{"run", (dir / "gemm.yaml").string(), "-q", "-o",
+                                (dir / "out").string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto r = run_gcsim(args);
+  INFO(r.err);
+  REQUIRE(r.exit_status == 0);
+  auto s = read_json(dir / "out" / "summary.json");
+  return s["ops"][0]["end_s"].get<double>();
+}
+}  // namespace
+
+TEST_CASE("a calibration profile replaces the preset's efficiencies", "[scenario]") {
+  TempDir dir;
+  write_text(dir / "gemm.yaml", kGemm);
+  const double preset = gemm_seconds(dir, {});
+  const double profiled = gemm_seconds(
+      dir, {"-s", "cluster.calibration=" + source_path("tests/data/profiles/h100_half_tensor.yaml")});
+  // Preset: end = launch 2 us + 16 waves x (tile + 1 us overhead).
+  // Tile = 2*128*256*8192 flop / (989.4e12 * 0.81 / 132 flop/s) = 88.2876 us.
+  const double tile = 2.0 * 128 * 256 * 8192 / (989.4e12 * 0.81 / 132);
+  CHECK(preset == Approx(2e-6 + 16 * (tile + 1e-6)).epsilon(1e-6));
+  // Profile: launch 3 us, tile twice as long (half the efficiency), same tile
+  // shape and overhead.
+  CHECK(profiled == Approx(3e-6 + 16 * (2 * tile + 1e-6)).epsilon(1e-6));
+}
+
+TEST_CASE("a calibration profile for another GPU or a missing one is bad input", "[cli]") {
+  TempDir dir;
+  write_text(dir / "gemm.yaml", kGemm);
+  auto wrong = run_gcsim({"run", (dir / "gemm.yaml").string(), "-q", "-o", (dir / "o").string(),
+                          "-s", "cluster.gpu=h200-sxm", "-s",
+                          "cluster.calibration=" +
+                              source_path("tests/data/profiles/h100_half_tensor.yaml")});
+  CHECK(wrong.exit_status == 2);
+  CHECK(wrong.err.find("h100_half_tensor.yaml") != std::string::npos);
+  CHECK(wrong.err.find("measured on 'h100-sxm'") != std::string::npos);
+  auto missing = run_gcsim({"run", (dir / "gemm.yaml").string(), "-q", "-o",
+                            (dir / "o").string(), "-s", "cluster.calibration=/nonexistent.yaml"});
+  CHECK(missing.exit_status == 2);
+  CHECK(missing.err.find("cluster.calibration") != std::string::npos);
+  CHECK(missing.err.find("gcsim calibrate") != std::string::npos);
+}
