@@ -5,6 +5,7 @@
 
 #include "sim/cli/presets.h"
 #include "sim/config/did_you_mean.h"
+#include "sim/unit_parse.h"
 
 namespace gcsim::cli {
 
@@ -165,6 +166,45 @@ GpuSpec read_gpu(ConfigReader& cluster) {
   r.get_string("description", std::string(), "one-line description");
   r.finish();
   return spec;
+}
+
+Json gpu_spec_json(const GpuSpec& s) {
+  Json j = Json::object();
+  j["name"] = s.name;
+  j["source"] = s.source;
+  j["sm_count"] = s.sm_count;
+  j["sm_clock_ghz"] = s.sm_clock_ghz;
+  Json tensor = Json::object();
+  for (Dtype d : models::gpu::kAllDtypes) {
+    if (s.tensor_peak_for(d).flops_per_s() > 0) {
+      tensor[std::string(models::gpu::dtype_name(d))] = sim::format_flop_rate(s.tensor_peak_for(d));
+    }
+  }
+  j["tensor_peak"] = tensor;
+  j["vector_fp32_peak"] = sim::format_flop_rate(s.vector_fp32_peak);
+  j["hbm"] = {{"bandwidth", sim::format_bandwidth(s.hbm_bandwidth)},
+              {"capacity", sim::format_bytes(s.hbm_capacity)}};
+  j["l2"] = sim::format_bytes(s.l2_size);
+  j["nvlink"] = {{"bandwidth", sim::format_bandwidth(s.nvlink_bandwidth)},
+                 {"links", s.nvlink_links},
+                 {"latency", sim::format_duration(s.nvlink_latency)},
+                 {"nvls", s.has_nvls}};
+  j["pcie"] = {{"bandwidth", sim::format_bandwidth(s.pcie_bandwidth)}};
+  j["kernel_launch_latency"] = sim::format_duration(s.kernel_launch_latency);
+  j["sm_bandwidth_headroom"] = s.sm_bandwidth_headroom;
+  const auto& e = s.efficiency;
+  Json eff_tensor = Json::object();
+  for (Dtype d : models::gpu::kAllDtypes) {
+    if (d != Dtype::fp32) eff_tensor[std::string(models::gpu::dtype_name(d))] = e.tensor_for(d);
+  }
+  j["efficiency"] = {{"tensor", eff_tensor},
+                     {"vector", e.vector},
+                     {"hbm", e.hbm},
+                     {"attention", e.attention},
+                     {"attention_backward", e.attention_backward},
+                     {"row_reduction", e.row_reduction},
+                     {"tile_overhead", sim::format_duration(e.tile_overhead)}};
+  return j;
 }
 
 void apply_calibration_profile(const std::string& path, GpuSpec& spec, const ConfigReader& at) {

@@ -26,6 +26,10 @@ models::gpu::GpuSpec read_gpu_fields(sim::config::ConfigReader& r,
 // Reads the `efficiency:` block (presets and calibration profiles share it).
 void read_efficiency(sim::config::ConfigReader& r, models::gpu::GpuEfficiency& eff);
 
+// The spec as a run used it (preset, overrides and profile applied), in the
+// preset's own keys and units: summary.json's `hardware`.
+sim::config::Json gpu_spec_json(const models::gpu::GpuSpec& spec);
+
 // Applies a calibration profile file (cluster.calibration) to `spec`.
 void apply_calibration_profile(const std::string& path, models::gpu::GpuSpec& spec,
                                const sim::config::ConfigReader& at);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "sim/cli/gpu_spec_loader.h"
 #include "sim/unit_parse.h"
 
 namespace gcsim::cli {
@@ -104,6 +105,7 @@ Json build_summary(const RunFigures& f) {
   }
   j["ops"] = ops;
   j["notes"] = s.notes;
+  j["hardware"] = gpu_spec_json(s.cluster.gpu);
   j["config"] = s.resolved;
   return j;
 }
@@ -147,6 +149,22 @@ std::string build_report(const RunFigures& f) {
       << g.stream(op.stream) << " | " << human_time(r.start.seconds()) << " | "
       << human_time((r.end - r.start).seconds()) << " |\n";
   }
+  const auto& gpu = s.cluster.gpu;
+  const auto& eff = gpu.efficiency;
+  o << "\n## Hardware model\n\n| " << gpu.name << " | peak | efficiency used |\n|---|---:|---:|\n";
+  o << "| bf16 tensor | " << fmt("%.0f TF/s", gpu.tensor_peak_for(models::gpu::Dtype::bf16).tflops())
+    << " | " << fmt("%.2f", eff.tensor_for(models::gpu::Dtype::bf16)) << " |\n";
+  o << "| HBM | " << fmt("%.0f GB/s", gpu.hbm_bandwidth.gb_per_s()) << " | "
+    << fmt("%.2f", eff.hbm) << " |\n";
+  o << "| attention fwd / bwd | tensor peak | " << fmt("%.2f", eff.attention) << " / "
+    << fmt("%.2f", eff.attention_backward) << " |\n";
+  o << "| SMs, launch latency, per-wave overhead | " << gpu.sm_count << " | "
+    << sim::format_duration(gpu.kernel_launch_latency) << ", "
+    << sim::format_duration(eff.tile_overhead) << " |\n";
+  o << "| NVLink per GPU each way | " << fmt("%.0f GB/s", gpu.nvlink_bandwidth.gb_per_s())
+    << " | |\n";
+  o << (s.cluster.calibration.empty() ? "\nEfficiencies from the preset.\n"
+                                      : "\nEfficiencies from " + s.cluster.calibration + ".\n");
   o << "\n## Memory\n\nPeak HBM per GPU " << human_bytes(peak_memory(f).as_double()) << " of "
     << human_bytes(s.cluster.gpu.hbm_capacity.as_double()) << ": "
     << (f.oom.empty() ? "fits." : "**does not fit** (" + f.oom + ").") << "\n";
