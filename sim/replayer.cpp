@@ -16,22 +16,31 @@ bool is_communication(OpKind k) {
 Replayer::Replayer(Simulator& sim, const workloads::WorkloadGraph& graph, OpExecutor& executor,
                    OpObserver& observer)
     : sim_(sim), graph_(graph), executor_(executor), observer_(observer) {
-  ranks_.resize(static_cast<size_t>(graph.num_ranks()));
   const size_t streams = graph.stream_count();
+  programs_.resize(graph.program_count());
+  for (uint32_t p = 0; p < graph.program_count(); ++p) {
+    const auto& ops = graph.program_by_id(p).ops;
+    ProgramIndex& ix = programs_[p];
+    ix.dep_count.resize(ops.size());
+    ix.dependents.resize(ops.size());
+    ix.stream_ops.resize(streams);
+    for (uint32_t i = 0; i < ops.size(); ++i) {
+      ix.dep_count[i] = static_cast<uint32_t>(ops[i].deps.size());
+      for (uint32_t d : ops[i].deps) ix.dependents[d].push_back(i);
+      ix.stream_ops[ops[i].stream].push_back(i);
+    }
+  }
+  ranks_.resize(static_cast<size_t>(graph.num_ranks()));
   for (int r = 0; r < graph.num_ranks(); ++r) {
-    const auto& ops = graph.program(r).ops;
     RankState& st = ranks_[static_cast<size_t>(r)];
-    st.waiting_on.resize(ops.size());
-    st.dependents.resize(ops.size());
-    st.stream_ops.resize(streams);
+    st.index = &programs_[graph.program_id(r)];
+    st.waiting_on = st.index->dep_count;
     st.stream_head.assign(streams, 0);
     st.stream_busy.assign(streams, 0);
-    st.arrival.resize(ops.size());
-    for (uint32_t i = 0; i < ops.size(); ++i) {
-      st.waiting_on[i] = static_cast<uint32_t>(ops[i].deps.size());
-      for (uint32_t d : ops[i].deps) st.dependents[d].push_back(i);
-      st.stream_ops[ops[i].stream].push_back(i);
-    }
+    st.arrival.resize(st.waiting_on.size());
+    st.collective_seq.assign(graph.binding(r).comms.size(), 0);
+    st.send_seq.assign(graph.binding(r).peers.size(), 0);
+    st.recv_seq.assign(graph.binding(r).peers.size(), 0);
   }
 }
 
@@ -54,7 +63,7 @@ void Replayer::abort(ReplayOutcome::Ending why, std::string reason) {
 void Replayer::try_issue_stream(int rank, uint16_t stream) {
   RankState& st = ranks_[static_cast<size_t>(rank)];
   if (aborted_ || st.stream_busy[stream]) return;
-  const auto& queue = st.stream_ops[stream];
+  const auto& queue = st.index->stream_ops[stream];
   const size_t head = st.stream_head[stream];
   if (head >= queue.size()) return;
   const uint32_t op = queue[head];
@@ -104,18 +113,65 @@ void Replayer::issue(int rank, uint32_t op_index) {
   }
 }
 
+Replayer::RendezvousKey Replayer::key_for(int rank, const Op& op) {
+  RankState& st = ranks_[static_cast<size_t>(rank)];
+  if (const auto* c = std::get_if<workloads::CollectiveOp>(&op.payload)) {
+    return {true, graph_.communicator_of(rank, *c), 0, st.collective_seq[c->comm]++};
+  }
+  const auto& p = std::get<workloads::P2pOp>(op.payload);
+  const auto peer = static_cast<uint32_t>(graph_.peer_of(rank, p));
+  const auto self = static_cast<uint32_t>(rank);
+  if (op.kind == OpKind::send) return {false, self, peer, st.send_seq[p.peer]++};
+  return {false, peer, self, st.recv_seq[p.peer]++};
+}
+
+std::string Replayer::mismatch(const std::vector<std::pair<int, uint32_t>>& parties) const {
+  const auto describe = [this](int r, const Op& op) {
+    std::string s = "rank " + std::to_string(r) + " '" + graph_.name(op.name) + "' (";
+    if (const auto* c = std::get_if<workloads::CollectiveOp>(&op.payload)) {
+      s += std::string(workloads::collective_name(c->kind)) + " of " +
+           std::to_string(c->bytes.count()) + " B";
+    } else {
+      s += "p2p of " + std::to_string(std::get<workloads::P2pOp>(op.payload).bytes.count()) + " B";
+    }
+    return s + ")";
+  };
+  const Op& first = graph_.program(parties.front().first).ops[parties.front().second];
+  for (const auto& [r, i] : parties) {
+    const Op& op = graph_.program(r).ops[i];
+    bool same = false;
+    if (const auto* a = std::get_if<workloads::CollectiveOp>(&first.payload)) {
+      const auto* b = std::get_if<workloads::CollectiveOp>(&op.payload);
+      same = b && a->kind == b->kind && a->bytes == b->bytes && a->root == b->root;
+    } else {
+      const auto* b = std::get_if<workloads::P2pOp>(&op.payload);
+      same = b && std::get<workloads::P2pOp>(first.payload).bytes == b->bytes;
+    }
+    if (!same) {
+      return describe(parties.front().first, first) + " meets " + describe(r, op) +
+             ": matched communication must agree on kind and size";
+    }
+  }
+  return "";
+}
+
 void Replayer::arrive(int rank, uint32_t op_index) {
   const Op& op = graph_.program(rank).ops[op_index];
   ranks_[static_cast<size_t>(rank)].arrival[op_index] = sim_.now();
-  Rendezvous& rv = rendezvous_[op.match];
+  const RendezvousKey key = key_for(rank, op);
+  Rendezvous& rv = rendezvous_[key];
   if (rv.parties == 0) rv.parties = graph_.participants(rank, op).size();
   rv.arrived.emplace_back(rank, op_index);
   if (rv.arrived.size() < rv.parties) return;
 
   // Everyone is here: the transfer runs once, then completes on every rank.
   std::vector<std::pair<int, uint32_t>> parties = std::move(rv.arrived);
-  rendezvous_.erase(op.match);
+  rendezvous_.erase(key);
   std::sort(parties.begin(), parties.end());  // deterministic completion order
+  if (std::string why = mismatch(parties); !why.empty()) {
+    abort(ReplayOutcome::Ending::mismatched_communication, why);
+    return;
+  }
   std::vector<int> ranks;
   ranks.reserve(parties.size());
   for (const auto& p : parties) ranks.push_back(p.first);
@@ -133,9 +189,9 @@ void Replayer::finish(int rank, uint32_t op_index, Time start, Time end) {
   makespan_ = std::max(makespan_, end);
   st.stream_busy[op.stream] = 0;
   ++st.stream_head[op.stream];
-  for (uint32_t d : st.dependents[op_index]) --st.waiting_on[d];
+  for (uint32_t d : st.index->dependents[op_index]) --st.waiting_on[d];
   try_issue_stream(rank, op.stream);
-  for (uint32_t d : st.dependents[op_index]) {
+  for (uint32_t d : st.index->dependents[op_index]) {
     try_issue_stream(rank, graph_.program(rank).ops[d].stream);
   }
 }
@@ -156,9 +212,10 @@ ReplayOutcome Replayer::outcome() const {
   int listed = 0;
   for (int r = 0; r < graph_.num_ranks() && listed < 4; ++r) {
     const RankState& st = ranks_[static_cast<size_t>(r)];
-    for (size_t s = 0; s < st.stream_ops.size(); ++s) {
-      if (st.stream_head[s] >= st.stream_ops[s].size()) continue;
-      const uint32_t op = st.stream_ops[s][st.stream_head[s]];
+    const auto& stream_ops = st.index->stream_ops;
+    for (size_t s = 0; s < stream_ops.size(); ++s) {
+      if (st.stream_head[s] >= stream_ops[s].size()) continue;
+      const uint32_t op = stream_ops[s][st.stream_head[s]];
       const Op& o = graph_.program(r).ops[op];
       if (!out.stuck.empty()) out.stuck += "; ";
       out.stuck += "rank " + std::to_string(r) + " stream '" + graph_.stream(o.stream) +

@@ -41,7 +41,7 @@ class OpObserver {
 };
 
 struct ReplayOutcome {
-  enum class Ending { complete, out_of_memory, bad_memory_op, deadlock };
+  enum class Ending { complete, out_of_memory, bad_memory_op, mismatched_communication, deadlock };
   Ending ending = Ending::deadlock;
   bool complete = false;     // every op of every rank finished
   std::string stuck;         // when not complete: which ops never ran and why
@@ -64,18 +64,42 @@ class Replayer {
   ReplayOutcome outcome() const;
 
  private:
-  struct RankState {
-    std::vector<uint32_t> waiting_on;               // unfinished deps per op
+  // Built once per program and shared by the ranks that run it.
+  struct ProgramIndex {
+    std::vector<uint32_t> dep_count;                // deps per op
     std::vector<std::vector<uint32_t>> dependents;  // reverse edges
     std::vector<std::vector<uint32_t>> stream_ops;  // op indices per stream, program order
-    std::vector<size_t> stream_head;                // next position per stream
+  };
+  struct RankState {
+    const ProgramIndex* index = nullptr;
+    std::vector<uint32_t> waiting_on;               // unfinished deps per op
+    std::vector<uint32_t> stream_head;              // next position per stream
     std::vector<uint8_t> stream_busy;
     std::vector<Time> arrival;                      // when each comm op was issued here
+    std::vector<uint32_t> collective_seq;           // collectives issued per comm slot
+    std::vector<uint32_t> send_seq, recv_seq;       // p2p issued per peer slot
+  };
+  // Which meeting an op goes to: the n-th collective on a communicator, or
+  // the n-th message from src to dst.
+  struct RendezvousKey {
+    bool collective;
+    uint32_t a, b;  // communicator and 0, or src and dst
+    uint32_t seq;
+    bool operator==(const RendezvousKey&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const RendezvousKey& k) const {
+      uint64_t h = (static_cast<uint64_t>(k.a) << 32 | k.b) * 0x9e3779b97f4a7c15ULL;
+      return static_cast<size_t>(h ^ (static_cast<uint64_t>(k.seq) << 1 | k.collective));
+    }
   };
   struct Rendezvous {
     std::vector<std::pair<int, uint32_t>> arrived;  // (rank, op index)
     size_t parties = 0;
   };
+  RendezvousKey key_for(int rank, const workloads::Op& op);
+  // "" when every party's op agrees on kind and size, else the mismatch.
+  std::string mismatch(const std::vector<std::pair<int, uint32_t>>& parties) const;
 
   void try_issue_stream(int rank, uint16_t stream);
   void issue(int rank, uint32_t op_index);
@@ -86,8 +110,9 @@ class Replayer {
   const workloads::WorkloadGraph& graph_;
   OpExecutor& executor_;
   OpObserver& observer_;
+  std::vector<ProgramIndex> programs_;
   std::vector<RankState> ranks_;
-  std::unordered_map<uint64_t, Rendezvous> rendezvous_;
+  std::unordered_map<RendezvousKey, Rendezvous, KeyHash> rendezvous_;
   uint64_t ops_done_ = 0;
   Time makespan_ = Time::zero();
   bool aborted_ = false;

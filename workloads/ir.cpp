@@ -1,6 +1,6 @@
 #include "workloads/ir.h"
 
-#include <map>
+#include <algorithm>
 #include <stdexcept>
 
 namespace gcsim::workloads {
@@ -15,6 +15,67 @@ const char* collective_name(CollectiveKind k) {
     case CollectiveKind::all_to_all: return "all_to_all";
   }
   return "?";
+}
+
+WorkloadGraph::WorkloadGraph(int num_ranks)
+    : programs_(static_cast<size_t>(std::max(num_ranks, 0))),
+      bindings_(static_cast<size_t>(std::max(num_ranks, 0))) {
+  program_of_rank_.resize(programs_.size());
+  for (size_t r = 0; r < programs_.size(); ++r) program_of_rank_[r] = static_cast<uint32_t>(r);
+}
+
+uint32_t WorkloadGraph::add_program(RankProgram program) {
+  programs_.push_back(std::move(program));
+  return static_cast<uint32_t>(programs_.size() - 1);
+}
+
+void WorkloadGraph::assign(int rank, uint32_t program_id, RankBinding binding) {
+  if (program_id >= programs_.size()) throw std::out_of_range("no such program");
+  program_of_rank_.at(static_cast<size_t>(rank)) = program_id;
+  bindings_.at(static_cast<size_t>(rank)) = std::move(binding);
+}
+
+uint32_t WorkloadGraph::add_communicator(std::vector<int> ranks) {
+  auto [it, inserted] =
+      communicator_ids_.emplace(ranks, static_cast<uint32_t>(communicators_.size()));
+  if (inserted) communicators_.push_back(std::move(ranks));
+  return it->second;
+}
+
+namespace {
+template <typename T>
+uint16_t slot_of(std::vector<T>& table, T value) {
+  auto it = std::find(table.begin(), table.end(), value);
+  if (it != table.end()) return static_cast<uint16_t>(it - table.begin());
+  if (table.size() >= 0xFFFF) throw std::length_error("too many slots in one rank's binding");
+  table.push_back(value);
+  return static_cast<uint16_t>(table.size() - 1);
+}
+}  // namespace
+
+uint16_t WorkloadGraph::comm_slot(int rank, uint32_t communicator) {
+  return slot_of(bindings_.at(static_cast<size_t>(rank)).comms, communicator);
+}
+
+uint16_t WorkloadGraph::peer_slot(int rank, int peer) {
+  return slot_of(bindings_.at(static_cast<size_t>(rank)).peers, peer);
+}
+
+uint32_t WorkloadGraph::communicator_of(int rank, const CollectiveOp& c) const {
+  return binding(rank).comms.at(c.comm);
+}
+
+int WorkloadGraph::peer_of(int rank, const P2pOp& p) const { return binding(rank).peers.at(p.peer); }
+
+std::vector<int> WorkloadGraph::participants(int rank, const Op& op) const {
+  if (const auto* c = std::get_if<CollectiveOp>(&op.payload)) {
+    return communicator(communicator_of(rank, *c));
+  }
+  if (const auto* p = std::get_if<P2pOp>(&op.payload)) {
+    const int peer = peer_of(rank, *p);
+    return op.kind == OpKind::send ? std::vector<int>{rank, peer} : std::vector<int>{peer, rank};
+  }
+  return {rank};
 }
 
 uint32_t WorkloadGraph::intern_name(const std::string& name) {
@@ -32,29 +93,15 @@ uint16_t WorkloadGraph::intern_stream(const std::string& stream) {
   return static_cast<uint16_t>(streams_.size() - 1);
 }
 
-uint32_t WorkloadGraph::add_group(std::vector<int> ranks) {
-  groups_.push_back(std::move(ranks));
-  return static_cast<uint32_t>(groups_.size() - 1);
-}
-
-std::vector<int> WorkloadGraph::participants(int rank, const Op& op) const {
-  if (const auto* c = std::get_if<CollectiveOp>(&op.payload)) return group(c->group);
-  if (const auto* p = std::get_if<P2pOp>(&op.payload)) {
-    return op.kind == OpKind::send ? std::vector<int>{rank, p->peer}
-                                   : std::vector<int>{p->peer, rank};
-  }
-  return {rank};
-}
-
 size_t WorkloadGraph::total_ops() const {
   size_t n = 0;
-  for (const auto& p : programs_) n += p.ops.size();
+  for (uint32_t p : program_of_rank_) n += programs_[p].ops.size();
   return n;
 }
 
 namespace {
 
-// Iterative three-colour DFS over one rank's dependency edges.
+// Iterative three-colour DFS over one program's dependency edges.
 bool has_cycle(const RankProgram& prog) {
   enum Colour : uint8_t { white, grey, black };
   std::vector<Colour> colour(prog.ops.size(), white);
@@ -82,39 +129,98 @@ bool has_cycle(const RankProgram& prog) {
   return false;
 }
 
-}  // namespace
+// What one program asks of its bindings, computed once per program.
+struct ProgramNeeds {
+  std::vector<uint32_t> collectives_per_comm_slot;
+  std::vector<uint32_t> sends_per_peer_slot, recvs_per_peer_slot;
+  std::string problem;
+};
 
-std::string validate(const WorkloadGraph& graph) {
-  const int n = graph.num_ranks();
-  if (n <= 0) return "the workload has no ranks";
-  std::map<uint64_t, std::pair<size_t, size_t>> rendezvous;  // key -> (ops seen, parties)
-  for (int r = 0; r < n; ++r) {
-    const RankProgram& prog = graph.program(r);
-    for (const Op& op : prog.ops) {
-      for (uint32_t d : op.deps) {
-        if (d >= prog.ops.size()) {
-          return "rank " + std::to_string(r) + " op '" + graph.name(op.name) +
-                 "' depends on a missing op";
-        }
-      }
-      if (op.kind == OpKind::collective || op.kind == OpKind::send || op.kind == OpKind::recv) {
-        for (int p : graph.participants(r, op)) {
-          if (p < 0 || p >= n) {
-            return "op '" + graph.name(op.name) + "' names rank " + std::to_string(p) +
-                   ", but the cluster has ranks 0.." + std::to_string(n - 1);
-          }
-        }
-        auto& [seen, parties] = rendezvous[op.match];
-        ++seen;
-        parties = graph.participants(r, op).size();
+ProgramNeeds analyse(const WorkloadGraph& g, const RankProgram& prog) {
+  ProgramNeeds n;
+  auto bump = [](std::vector<uint32_t>& v, size_t slot) {
+    if (v.size() <= slot) v.resize(slot + 1, 0);
+    ++v[slot];
+  };
+  for (const Op& op : prog.ops) {
+    for (uint32_t d : op.deps) {
+      if (d >= prog.ops.size()) {
+        n.problem = "op '" + g.name(op.name) + "' depends on a missing op";
+        return n;
       }
     }
-    if (has_cycle(prog)) return "rank " + std::to_string(r) + " has a dependency cycle";
+    if (const auto* c = std::get_if<CollectiveOp>(&op.payload)) bump(n.collectives_per_comm_slot, c->comm);
+    if (const auto* p = std::get_if<P2pOp>(&op.payload)) {
+      bump(op.kind == OpKind::send ? n.sends_per_peer_slot : n.recvs_per_peer_slot, p->peer);
+    }
   }
-  for (const auto& [key, counts] : rendezvous) {
-    if (counts.first != counts.second) {
-      return "a communication op has " + std::to_string(counts.first) + " of its " +
-             std::to_string(counts.second) + " parties";
+  if (has_cycle(prog)) n.problem = "a program has a dependency cycle";
+  return n;
+}
+
+}  // namespace
+
+std::string validate(const WorkloadGraph& g) {
+  const int n = g.num_ranks();
+  if (n <= 0) return "the workload has no ranks";
+  // Programs are analysed once however many ranks share them.
+  std::vector<ProgramNeeds> needs(g.program_count());
+  for (uint32_t p = 0; p < g.program_count(); ++p) needs[p] = analyse(g, g.program_by_id(p));
+  // Collectives per (communicator, member) and p2p per (src, dst).
+  std::vector<std::map<int, uint32_t>> issued(g.communicator_count());
+  std::map<std::pair<int, int>, int64_t> unmatched;  // sends − receives
+  for (int r = 0; r < n; ++r) {
+    const ProgramNeeds* pn = &needs[g.program_id(r)];
+    if (!pn->problem.empty()) return "rank " + std::to_string(r) + ": " + pn->problem;
+    const RankBinding& b = g.binding(r);
+    if (pn->collectives_per_comm_slot.size() > b.comms.size() ||
+        std::max(pn->sends_per_peer_slot.size(), pn->recvs_per_peer_slot.size()) > b.peers.size()) {
+      return "rank " + std::to_string(r) + " uses a communicator or peer slot its binding lacks";
+    }
+    for (size_t s = 0; s < pn->collectives_per_comm_slot.size(); ++s) {
+      const uint32_t comm = b.comms[s];
+      if (comm >= g.communicator_count()) return "rank " + std::to_string(r) + " names a missing communicator";
+      const auto& members = g.communicator(comm);
+      if (std::find(members.begin(), members.end(), r) == members.end()) {
+        return "rank " + std::to_string(r) + " issues a collective on a communicator it is not in";
+      }
+      issued[comm][r] += pn->collectives_per_comm_slot[s];
+    }
+    for (size_t s = 0; s < b.peers.size(); ++s) {
+      const int peer = b.peers[s];
+      if (peer < 0 || peer >= n) {
+        return "rank " + std::to_string(r) + " names rank " + std::to_string(peer) +
+               ", but the cluster has ranks 0.." + std::to_string(n - 1);
+      }
+      if (s < pn->sends_per_peer_slot.size()) unmatched[{r, peer}] += pn->sends_per_peer_slot[s];
+      if (s < pn->recvs_per_peer_slot.size()) unmatched[{peer, r}] -= pn->recvs_per_peer_slot[s];
+    }
+  }
+  for (size_t c = 0; c < g.communicator_count(); ++c) {
+    const auto& members = g.communicator(c);
+    if (members.empty()) return "a communicator has no ranks";
+    for (int m : members) {
+      if (m < 0 || m >= n) {
+        return "a communicator names rank " + std::to_string(m) + ", but the cluster has ranks 0.." +
+               std::to_string(n - 1);
+      }
+    }
+    if (issued[c].empty()) continue;
+    const uint32_t first = issued[c].count(members.front()) ? issued[c].at(members.front()) : 0;
+    for (int m : members) {
+      const uint32_t k = issued[c].count(m) ? issued[c].at(m) : 0;
+      if (k != first) {
+        return "rank " + std::to_string(m) + " issues " + std::to_string(k) +
+               " collectives on a communicator where rank " + std::to_string(members.front()) +
+               " issues " + std::to_string(first);
+      }
+    }
+  }
+  for (const auto& [pair, balance] : unmatched) {
+    if (balance != 0) {
+      return "rank " + std::to_string(pair.first) + " sends " +
+             (balance > 0 ? "more" : "fewer") + " messages to rank " +
+             std::to_string(pair.second) + " than that rank receives";
     }
   }
   return "";

@@ -109,7 +109,6 @@ std::string ClusterModel::describe(const Op& op) const {
     j["tile_us"] = tile.time().microseconds();
   } else if (const auto* p = std::get_if<workloads::P2pOp>(&op.payload)) {
     j["bytes"] = p->bytes.count();
-    j["peer"] = p->peer;
   } else if (const auto* col = std::get_if<workloads::CollectiveOp>(&op.payload)) {
     j["collective"] = workloads::collective_name(col->kind);
     j["bytes"] = col->bytes.count();

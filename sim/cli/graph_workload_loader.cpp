@@ -112,7 +112,7 @@ struct ParsedOp {
   std::vector<std::pair<int, Op>> instances;  // (rank, op) in rank order
 };
 
-ParsedOp parse_op(ConfigReader r, size_t index, int num_ranks, WorkloadGraph& graph) {
+ParsedOp parse_op(ConfigReader r, int num_ranks, WorkloadGraph& graph) {
   ParsedOp p{r, {}, {}, {}};
   p.name = r.get_string("name", std::nullopt, "unique op name");
   const std::string kind = r.get_choice("op", kOpKinds, std::nullopt, "op kind");
@@ -124,7 +124,6 @@ ParsedOp parse_op(ConfigReader r, size_t index, int num_ranks, WorkloadGraph& gr
   Op op;
   op.name = graph.intern_name(p.name);
   op.stream = graph.intern_stream(stream);
-  op.match = index + 1;
 
   auto local = [&](OpKind k, workloads::OpPayload payload) {
     const int rank = read_rank(r, "rank", num_ranks, "rank (GPU) that runs the op");
@@ -200,9 +199,9 @@ ParsedOp parse_op(ConfigReader r, size_t index, int num_ranks, WorkloadGraph& gr
     const sim::Bytes bytes = r.get_bytes("bytes", std::nullopt, "bytes sent");
     Op send = op, recv = op;
     send.kind = OpKind::send;
-    send.payload = workloads::P2pOp{dst, bytes};
+    send.payload = workloads::P2pOp{graph.peer_slot(src, dst), bytes};
     recv.kind = OpKind::recv;
-    recv.payload = workloads::P2pOp{src, bytes};
+    recv.payload = workloads::P2pOp{graph.peer_slot(dst, src), bytes};
     p.instances.emplace_back(src, send);
     p.instances.emplace_back(dst, recv);
     std::sort(p.instances.begin(), p.instances.end(),
@@ -219,12 +218,18 @@ ParsedOp parse_op(ConfigReader r, size_t index, int num_ranks, WorkloadGraph& gr
       }
       c.root = static_cast<int>(root);
     }
+    // One communicator per distinct rank set, members in rank order; the
+    // root is stored as its index in that order.
     std::vector<int> sorted = ranks;
     std::sort(sorted.begin(), sorted.end());
-    c.group = graph.add_group(ranks);
+    c.root = static_cast<int>(std::find(sorted.begin(), sorted.end(), c.root) - sorted.begin());
+    const uint32_t comm = graph.add_communicator(sorted);
     op.kind = OpKind::collective;
-    op.payload = c;
-    for (int rank : sorted) p.instances.emplace_back(rank, op);
+    for (int rank : sorted) {
+      c.comm = graph.comm_slot(rank, comm);
+      op.payload = c;
+      p.instances.emplace_back(rank, op);
+    }
   }
   r.finish();
   return p;
@@ -266,7 +271,7 @@ std::unique_ptr<WorkloadGraph> load_graph_workload(ConfigReader& workload, int n
   auto items = workload.child_list("ops", "the ops, in issue order per stream");
   if (items.empty()) workload.fail("ops", "the graph has no ops");
   for (size_t i = 0; i < items.size(); ++i) {
-    ParsedOp p = parse_op(items[i], i, num_ranks, *graph);
+    ParsedOp p = parse_op(items[i], num_ranks, *graph);
     for (const auto& [rank, op] : p.instances) {
       if (const auto* c = std::get_if<workloads::ComputeOp>(&op.payload)) {
         try {

@@ -98,6 +98,9 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
 
   using Ending = sim::ReplayOutcome::Ending;
   const bool oom = outcome.ending == Ending::out_of_memory;
+  if (outcome.ending == Ending::mismatched_communication) {
+    throw ConfigError(config_path, 0, "workload.ops", outcome.stuck);
+  }
   if (outcome.ending == Ending::bad_memory_op) {
     throw ConfigError(config_path, 0, "workload.ops",
                       outcome.stuck + ": order the free after its alloc (same stream or `after`)");
