@@ -2,6 +2,12 @@
 // and an HBM capacity ledger. Kernels run as waves of tiles over the SMs that
 // are free when each wave starts, so wave quantization and the slowdown of a
 // GEMM beside an SM-holding communication kernel both appear.
+//
+// Identical consecutive waves of a kernel (same SMs, same HBM share, nothing
+// else changing on the GPU) are coalesced into one simulator event, a batch;
+// anything that could change the schedule splits the batches exactly at the
+// wave in flight, so results equal the one-event-per-wave schedule to the
+// picosecond (GpuOptions).
 #pragma once
 
 #include <cstdint>
@@ -20,11 +26,28 @@ namespace gcsim::models::gpu {
 // and the time its last tile finished.
 using KernelDone = std::function<void(sim::Time start, sim::Time end)>;
 
+struct GpuOptions {
+  // One event per batch of identical waves instead of one per wave. Kernel
+  // spans, the order in which kernels complete, the SMs granted at every
+  // wave boundary and the HBM shares are the same either way; off is the
+  // plain one-event-per-wave schedule, kept to check that. With it on:
+  //  - a batch split short leaves its original end event pending, to fire
+  //    as a no-op: Simulator::events_executed() counts it, and
+  //    Simulator::now() after run() may lie past the last kernel's end;
+  //  - free_sms()/busy_sms()/held_sms() read at the very picosecond of a
+  //    coalesced wave boundary, before that instant's scheduling pass, see
+  //    the ending wave as still running (after the pass they agree);
+  //  - launch, hold_sms and release_sms must be called from events that run
+  //    before the GPU's scheduling pass of their instant (priority below
+  //    1'000'000; the default 0 is, as in the cluster model).
+  bool coalesce_waves = true;
+};
+
 // The simulator's pending events point into a Gpu: it must outlive the run
 // of the simulator it was built with.
 class Gpu {
  public:
-  Gpu(sim::Simulator& sim, const GpuSpec& spec, int rank);
+  Gpu(sim::Simulator& sim, const GpuSpec& spec, int rank, GpuOptions options = {});
   ~Gpu();
   Gpu(const Gpu&) = delete;
   Gpu& operator=(const Gpu&) = delete;

@@ -93,19 +93,30 @@ TEST_CASE("a kernel alone reproduces isolated_time to the picosecond", "[gpu]") 
       gpu::attention_kernel(h100, decode),
       capped};
   for (const gpu::KernelDesc& k : kernels) {
-    INFO(k.name);
-    sim::Simulator s;
-    gpu::Gpu g(s, h100, 0);
-    Span span;
-    const sim::Time t0 = sim::Time::zero() + sim::us(int64_t{5});
-    launch_at(s, g, t0, k, span);
-    s.run();
-    CHECK(span.end - t0 == gpu::isolated_time(h100, k, 132));
-    CHECK(span.start - t0 == h100.kernel_launch_latency);
-    // One event per wave, not per tile: the launch closure, the arrival,
-    // and per wave its end plus one scheduling pass (and one at arrival).
-    CHECK(s.events_executed() == uint64_t(3 + 2 * gpu::wave_count(h100, k, 132)));
-    CHECK(g.free_sms() == 132);
+    for (const bool coalesce : {false, true}) {
+      INFO(k.name << (coalesce ? ", waves coalesced" : ", one event per wave"));
+      sim::Simulator s;
+      gpu::GpuOptions options;
+      options.coalesce_waves = coalesce;
+      gpu::Gpu g(s, h100, 0, options);
+      Span span;
+      const sim::Time t0 = sim::Time::zero() + sim::us(int64_t{5});
+      launch_at(s, g, t0, k, span);
+      s.run();
+      CHECK(span.end - t0 == gpu::isolated_time(h100, k, 132));
+      CHECK(span.start - t0 == h100.kernel_launch_latency);
+      if (!coalesce) {
+        // One event per wave, not per tile: the launch closure, the arrival,
+        // and per wave its end plus one scheduling pass (and one at arrival).
+        CHECK(s.events_executed() == uint64_t(3 + 2 * gpu::wave_count(h100, k, 132)));
+      } else {
+        // At most: closure, arrival, pass, first wave's end, the end of the
+        // run of identical waves after it, and the last partial wave's pass
+        // and end (test_gpu_wave_batching.cpp).
+        CHECK(s.events_executed() <= 7);
+      }
+      CHECK(g.free_sms() == 132);
+    }
   }
 }
 
