@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "catch.h"
+#include "gpu_test_specs.h"
 #include "models/gpu/gpu.h"
 #include "models/gpu/kernel_cost_model.h"
 #include "models/gpu/sm_array.h"
@@ -20,21 +21,7 @@ namespace sim = gcsim::sim;
 
 namespace {
 
-gpu::GpuSpec h100_datasheet() {
-  gpu::GpuSpec s;
-  s.name = "h100-sxm";
-  s.source = "NVIDIA H100 datasheet (REFERENCE.md)";
-  s.sm_count = 132;
-  s.tensor_peak[static_cast<size_t>(gpu::Dtype::bf16)] = sim::FlopRate::tflops(989);
-  s.tensor_peak[static_cast<size_t>(gpu::Dtype::fp16)] = sim::FlopRate::tflops(989);
-  s.tensor_peak[static_cast<size_t>(gpu::Dtype::fp8)] = sim::FlopRate::tflops(1979);
-  s.vector_fp32_peak = sim::FlopRate::tflops(67);
-  s.hbm_bandwidth = sim::Bandwidth::gb_per_s(3350);
-  s.hbm_capacity = sim::Bytes(80'000'000'000);
-  s.kernel_launch_latency = sim::us(int64_t{2});
-  s.sm_bandwidth_headroom = 2.0;
-  return s;
-}
+using gcsim::test::h100_datasheet;
 
 struct Span {
   sim::Time start, end;

@@ -1,6 +1,7 @@
 // Symmetric ranks may share one program (DESIGN.md, Workload graph): the
 // shortcut must give exactly the run that per-rank copies give.
 #include "catch.h"
+#include "gpu_test_specs.h"
 #include "models/cluster/cluster_model.h"
 #include "sim/recorder.h"
 #include "sim/replayer.h"
@@ -58,13 +59,7 @@ std::vector<sim::OpRecord> replay(const WorkloadGraph& g) {
   REQUIRE(workloads::validate(g).empty());
   sim::Simulator simulator(7);
   models::cluster::ClusterModelConfig cfg;
-  cfg.gpu.name = "test";
-  cfg.gpu.sm_count = 132;
-  cfg.gpu.tensor_peak[static_cast<size_t>(models::gpu::Dtype::bf16)] = sim::FlopRate::tflops(989);
-  cfg.gpu.vector_fp32_peak = sim::FlopRate::tflops(67);
-  cfg.gpu.hbm_bandwidth = sim::Bandwidth::gb_per_s(3350);
-  cfg.gpu.hbm_capacity = sim::GiB(80);
-  cfg.gpu.kernel_launch_latency = sim::us(int64_t{2});
+  cfg.gpu = test::h100_datasheet();
   cfg.num_ranks = kRanks;
   cfg.fabric.gpus_per_node = 8;
   cfg.fabric.scale_up_bandwidth = sim::Bandwidth::gb_per_s(450);
