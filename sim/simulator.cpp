@@ -23,7 +23,7 @@ uint64_t Simulator::run(Time until) {
   stopped_ = false;
   const uint64_t start = events_executed_;
   last_progress_ = std::chrono::steady_clock::now();
-  while (!stopped_ && !queue_.empty() && queue_.top().time <= until) {
+  while (!stopped_ && !queue_.empty() && queue_.next_time() <= until) {
     Event ev = queue_.pop();
     now_ = ev.time;  // monotonic by construction: schedule_at refuses the past
     ev.handler->handle_event(ev.tag);
