@@ -1,0 +1,647 @@
+#!/usr/bin/env python3
+"""How much a GEMM slows while an NCCL all-reduce runs beside it, and the all-reduce's own times.
+
+Launch with one process per GPU (2 GPUs here), e.g.
+    NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
+    python3 -m torch.distributed.run --standalone --nproc_per_node=2 \
+        calibration/microbench/gemm_beside_nccl.py --out DIR
+or, to log NCCL's channel / algorithm / protocol choices for a few all-reduces only,
+    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING,COLL,ENV \
+    python3 -m torch.distributed.run --standalone --nproc_per_node=2 \
+        calibration/microbench/gemm_beside_nccl.py --nccl-info
+
+Measures, per rank, with CUDA events (never host clocks), after warm-up, on torch.randn data:
+  1. bf16 GEMM (torch.matmul, out=) 8192^3 and 4096^3 alone;
+  2. dist.all_reduce (SUM, bf16) alone for 1, 16, 64, 256, 1024 MiB: time, algbw = S/t,
+     busbw = algbw * 2(n-1)/n (nccl-tests definitions);
+  3. overlap: GEMMs on one CUDA stream ("compute") and all-reduce(s) on another ("comm"),
+     both released at the same GPU instant (see "timeline" below); each GEMM and each
+     all-reduce has its own event pair on its own stream; all events are read relative to the
+     common release event t0, so every item is an interval on one time line.
+       mode "single": ONE all-reduce + enough back-to-back GEMMs to cover ~2x its duration;
+                      GEMMs that lie wholly inside the all-reduce interval are "inside", those
+                      that start after it ended are an in-situ "after" reference.
+       mode "steady": back-to-back all-reduces and back-to-back GEMMs, each stream ~20 ms of
+                      work; per-GEMM times of GEMMs wholly inside the all-reduce window and
+                      per-all-reduce times of all-reduces wholly inside the GEMM window.
+     Variants (8192^3 GEMM with 1 GiB all-reduce): "hiprio" = an NCCL process group with
+     is_high_priority_stream and a comm stream of priority -1 (whichever stream PyTorch launches
+     the NCCL kernel on, it is high priority), and groups with NCCL config max_ctas = 16 / 8
+     (fewer SMs for NCCL).
+
+The "timeline" harness: torch.cuda.synchronize + a host (gloo) barrier so both ranks start
+together; a torch.cuda._sleep kernel on the current stream holds the GPU while the host enqueues
+everything (so CPU launch cost never shows in the timings); then event t0 on the current stream;
+the compute and comm streams wait on t0.  `gate_ok` records that t0 had not yet completed when
+enqueueing finished (i.e. the GPU really ran the enqueued work back to back).  PyTorch runs
+the NCCL kernel on its own internal stream, which waits on the comm stream; the all-reduce's
+events on the comm stream therefore bracket: release -> (peer arrival, free SMs) -> NCCL kernel
+-> end.  That is the all-reduce time a program sees.
+
+NVLink multicast (NVLS) must stay OFF on the lent machines: the three variables below are forced
+here before torch is imported, and the launcher sets them too.
+"""
+import os
+
+for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
+               ("NVSHMEM_DISABLE_NVLS", "1")):
+    os.environ[_k] = _v
+
+import argparse
+import datetime
+import json
+import math
+import platform
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+import torch
+import torch.distributed as dist
+
+MIB = 1 << 20
+GIB = 1 << 30
+SLEEP_CYC_PER_US = 1980  # max SM clock of H100/H200 (MHz): _sleep(us*1980) sleeps >= us
+BF16 = torch.bfloat16
+AR_SIZES = [1 * MIB, 16 * MIB, 64 * MIB, 256 * MIB, 1 * GIB]
+GEMM_SIZES = [8192, 4096]
+OVERLAP_AR = [1 * GIB, 256 * MIB]
+TOL_US = 5.0  # slack when testing "wholly inside" (event granularity ~0.5 us, release skew)
+
+SECTION = {"name": "init"}
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+# ----------------------------------------------------------------------------
+# statistics (pure Python)
+# ----------------------------------------------------------------------------
+def stats(xs):
+    xs = sorted(float(x) for x in xs)
+    n = len(xs)
+    if n == 0:
+        return None
+
+    def q(p):
+        return xs[min(n - 1, max(0, int(round(p * (n - 1)))))]
+
+    return {"n": n, "median": statistics.median(xs), "min": xs[0], "p10": q(0.10),
+            "p90": q(0.90), "max": xs[-1], "mean": sum(xs) / n}
+
+
+def med(s):
+    return None if s is None else s["median"]
+
+
+def analyze_rep(rep):
+    """rep: {'gemm': [(s,e)...], 'ar': [(s,e)...], 'wall': us} (us relative to t0)."""
+    G, A = rep["gemm"], rep["ar"]
+    out = {"gemm_all": [e - s for s, e in G], "ar_all": [e - s for s, e in A],
+           "gemm_inside": [], "gemm_after": [], "gemm_before": [], "gemm_touching": [],
+           "gemm_touch_frac": [], "ar_inside": [], "gemm_span": None, "ar_span": None,
+           "wall": rep["wall"]}
+    if G:
+        out["gemm_span"] = G[-1][1] - G[0][0]
+    if A:
+        out["ar_span"] = A[-1][1] - A[0][0]
+    if G and A:
+        aw0, aw1 = A[0][0], A[-1][1]
+        gw0, gw1 = G[0][0], G[-1][1]
+        for s, e in G:
+            d = e - s
+            if s >= aw0 - TOL_US and e <= aw1 + TOL_US:
+                out["gemm_inside"].append(d)
+            elif s >= aw1:
+                out["gemm_after"].append(d)
+            elif e <= aw0:
+                out["gemm_before"].append(d)
+            ov = sum(max(0.0, min(e, ae) - max(s, as_)) for as_, ae in A)
+            if ov > 0:
+                out["gemm_touching"].append(d)
+                out["gemm_touch_frac"].append(ov / d if d > 0 else 0.0)
+        for s, e in A:
+            if s >= gw0 - TOL_US and e <= gw1 + TOL_US:
+                out["ar_inside"].append(e - s)
+    return out
+
+
+def pool(reps, key):
+    xs = []
+    for r in reps:
+        v = r[key]
+        if v is None:
+            continue
+        if isinstance(v, list):
+            xs.extend(v)
+        else:
+            xs.append(v)
+    return stats(xs)
+
+
+# ----------------------------------------------------------------------------
+# NVML clock / power sampler (rank 0 samples every GPU it can see)
+# ----------------------------------------------------------------------------
+class ClockSampler:
+    def __init__(self, period=0.025):
+        self.period = period
+        self.samples = []  # (t, section, gpu, sm_mhz, mem_mhz, power_w, reasons)
+        self.err = None
+        self.stop_ev = threading.Event()
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            self.nv = pynvml
+            self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i)
+                            for i in range(pynvml.nvmlDeviceGetCount())]
+            self.reason_fn = None
+            for fname in ("nvmlDeviceGetCurrentClocksEventReasons",
+                          "nvmlDeviceGetCurrentClocksThrottleReasons"):
+                if hasattr(pynvml, fname):
+                    self.reason_fn = getattr(pynvml, fname)
+                    break
+            self.th = threading.Thread(target=self._loop, daemon=True)
+            self.th.start()
+        except Exception as ex:  # noqa: BLE001
+            self.err = repr(ex)
+            self.handles = []
+
+    def _loop(self):
+        nv = self.nv
+        t0 = time.time()
+        while not self.stop_ev.is_set():
+            for i, h in enumerate(self.handles):
+                try:
+                    r = self.reason_fn(h) if self.reason_fn else None
+                    self.samples.append((round(time.time() - t0, 4), SECTION["name"], i,
+                                         nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
+                                         nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM),
+                                         nv.nvmlDeviceGetPowerUsage(h) / 1000.0, r))
+                except Exception as ex:  # noqa: BLE001
+                    self.err = repr(ex)
+            time.sleep(self.period)
+
+    def stop(self):
+        self.stop_ev.set()
+
+    def summary(self):
+        by = {}
+        for t, sec, g, sm, mem, pw, r in self.samples:
+            by.setdefault(sec, {}).setdefault(g, []).append((sm, mem, pw, r))
+        out = {}
+        for sec, gd in by.items():
+            out[sec] = {}
+            for g, rows in gd.items():
+                reasons = 0
+                for row in rows:
+                    if row[3] is not None:
+                        reasons |= int(row[3])
+                out[sec][str(g)] = {
+                    "n": len(rows),
+                    "sm_mhz": {k: v for k, v in stats([x[0] for x in rows]).items() if k != "mean"},
+                    "mem_mhz_median": med(stats([x[1] for x in rows])),
+                    "power_w": {k: round(v, 1) for k, v in stats([x[2] for x in rows]).items()
+                                if k in ("median", "max")},
+                    "clock_event_reasons_or": hex(reasons)}
+        return out
+
+
+def nvsmi(args):
+    try:
+        return subprocess.run(["nvidia-smi"] + args, capture_output=True, text=True,
+                              timeout=30).stdout
+    except Exception as ex:  # noqa: BLE001
+        return "ERROR " + repr(ex)
+
+
+# ----------------------------------------------------------------------------
+# the measuring harness
+# ----------------------------------------------------------------------------
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.rank = int(os.environ["RANK"])
+        self.world = int(os.environ["WORLD_SIZE"])
+        self.lr = int(os.environ.get("LOCAL_RANK", self.rank))
+        torch.cuda.set_device(self.lr)
+        self.dev = torch.device("cuda", self.lr)
+        dist.init_process_group("nccl", device_id=self.dev,
+                                timeout=datetime.timedelta(seconds=180))
+        self.cpu_pg = dist.new_group(backend="gloo")
+        self.comp = torch.cuda.Stream(device=self.dev)
+        self.comm = torch.cuda.Stream(device=self.dev)
+        # highest-priority comm stream, for the "hiprio" variant (lower number = higher priority)
+        self.comm_hi = torch.cuda.Stream(device=self.dev, priority=-1)
+        self.gen = torch.Generator(device=self.dev)
+        self.gen.manual_seed(1234 + 17 * self.rank)
+        self.res = {"gemm_alone": {}, "allreduce_alone": {}, "overlap": {}, "checks": {},
+                    "errors": [], "gate_fail_count": 0}
+
+    # -- helpers ---------------------------------------------------------------
+    def randn(self, *shape):
+        return torch.randn(*shape, device=self.dev, dtype=BF16, generator=self.gen)
+
+    def host_barrier(self):
+        torch.cuda.synchronize()
+        dist.barrier(group=self.cpu_pg)
+
+    def gemm_sets(self, n):
+        # rotate input sets so the operands never sit in the 60 MB L2 between GEMMs
+        set_bytes = 3 * n * n * 2
+        k = max(1, math.ceil(256 * MIB / set_bytes))
+        return [(self.randn(n, n), self.randn(n, n),
+                 torch.empty(n, n, device=self.dev, dtype=BF16)) for _ in range(k)]
+
+    def timeline(self, sets=None, n_gemm=0, ar=None, n_ar=0, pg=None, comm=None):
+        """Release n_ar all-reduces (comm stream) and n_gemm GEMMs (compute stream) at one GPU
+        instant t0; return every item's [start, end] in us relative to t0."""
+        if ar is not None:
+            ar[0].copy_(ar[1])  # refill with the rank's random data (sums grow x2 per op)
+        self.host_barrier()
+        cur = torch.cuda.current_stream()
+        comm = comm if comm is not None else self.comm
+        gate_us = 3000 + 30 * n_gemm + 150 * n_ar
+        torch.cuda._sleep(int(gate_us * SLEEP_CYC_PER_US))
+        t0 = torch.cuda.Event(enable_timing=True)
+        t0.record(cur)
+        a_ev, g_ev = [], []
+        if n_ar:
+            comm.wait_event(t0)
+            with torch.cuda.stream(comm):
+                for _ in range(n_ar):
+                    s = torch.cuda.Event(enable_timing=True)
+                    e = torch.cuda.Event(enable_timing=True)
+                    s.record()
+                    dist.all_reduce(ar[0], group=pg)
+                    e.record()
+                    a_ev.append((s, e))
+        if n_gemm:
+            self.comp.wait_event(t0)
+            with torch.cuda.stream(self.comp):
+                for i in range(n_gemm):
+                    A, B, C = sets[i % len(sets)]
+                    s = torch.cuda.Event(enable_timing=True)
+                    e = torch.cuda.Event(enable_timing=True)
+                    s.record()
+                    torch.matmul(A, B, out=C)
+                    e.record()
+                    g_ev.append((s, e))
+        gate_ok = not t0.query()
+        if n_ar:
+            cur.wait_stream(comm)
+        if n_gemm:
+            cur.wait_stream(self.comp)
+        tend = torch.cuda.Event(enable_timing=True)
+        tend.record(cur)
+        tend.synchronize()
+        if not gate_ok:
+            self.res["gate_fail_count"] += 1
+
+        def rel(ev):
+            return t0.elapsed_time(ev) * 1000.0
+
+        return {"gemm": [(rel(s), rel(e)) for s, e in g_ev],
+                "ar": [(rel(s), rel(e)) for s, e in a_ev],
+                "wall": rel(tend), "gate_ok": gate_ok}
+
+    def run_reps(self, reps, warm, **kw):
+        for _ in range(warm):
+            self.timeline(**kw)
+        out = [self.timeline(**kw) for _ in range(reps)]
+        return [analyze_rep(r) for r in out], all(r["gate_ok"] for r in out)
+
+    def ar_bufs(self, nbytes):
+        n = nbytes // 2
+        src = self.randn(n)
+        return (torch.empty_like(src), src)
+
+    # -- sections -------------------------------------------------------------------
+    def gemm_alone(self, tag):
+        SECTION["name"] = "gemm_alone_" + tag
+        for n in GEMM_SIZES:
+            sets = self.gemm_sets(n)
+            n_gemm = 20
+            reps, gate_ok = self.run_reps(3, 1, sets=sets, n_gemm=n_gemm)
+            s = pool(reps, "gemm_all")
+            rec = {"m": n, "n": n, "k": n, "per_gemm_us": s, "gemms_per_rep": n_gemm,
+                   "reps": len(reps), "gate_ok": gate_ok,
+                   "tflops_at_median": 2.0 * n ** 3 / (s["median"] * 1e-6) / 1e12,
+                   "rot_sets": len(sets)}
+            self.res["gemm_alone"].setdefault(str(n), {})[tag] = rec
+            log(f"[r{self.rank}] gemm alone {tag} {n}^3: median {s['median']:.1f} us "
+                f"({rec['tflops_at_median']:.0f} TFLOP/s) p10 {s['p10']:.1f} p90 {s['p90']:.1f}")
+            del sets
+
+    def check_gemm(self):
+        n = 8192
+        A, B = self.randn(n, n), self.randn(n, n)
+        C = torch.matmul(A, B)
+        rows = 128
+        ref = A[:rows].double() @ B.double()
+        err = ((C[:rows].double() - ref).norm() / ref.norm()).item()
+        self.res["checks"]["gemm_8192_bf16_rel_err_vs_fp64_128rows"] = err
+        log(f"[r{self.rank}] gemm check rel err {err:.2e}")
+
+    def check_allreduce(self):
+        buf, src = self.ar_bufs(16 * MIB)
+        buf.copy_(src)
+        dist.all_reduce(buf)
+        gathered = [torch.empty_like(src) for _ in range(self.world)]
+        dist.all_gather(gathered, src)
+        ref = sum(g.float() for g in gathered)
+        err = ((buf.float() - ref).norm() / ref.norm()).item()
+        ok = bool(torch.isfinite(buf).all().item())
+        self.res["checks"]["allreduce_16MiB_rel_err_vs_fp32_sum"] = err
+        self.res["checks"]["allreduce_16MiB_finite"] = ok
+        log(f"[r{self.rank}] all-reduce check rel err {err:.2e} finite {ok}")
+
+    def allreduce_alone(self):
+        SECTION["name"] = "allreduce_alone"
+        n = self.world
+        for S in AR_SIZES:
+            ar = self.ar_bufs(S)
+            single, ok1 = self.run_reps(30, 5, ar=ar, n_ar=1)
+            loop, ok2 = self.run_reps(5, 1, ar=ar, n_ar=20)
+            s1 = pool(single, "ar_all")
+            sl = pool(loop, "ar_all")
+            span = stats([r["ar_span"] / 20.0 for r in loop])
+            t = span["median"]  # nccl-tests style: back-to-back loop time / iterations
+            algbw = S / (t * 1e-6) / 1e9
+            rec = {"bytes": S, "dtype": "bfloat16", "op": "sum",
+                   "single_us": s1, "loop20_per_op_us": sl, "loop20_span_per_op_us": span,
+                   "algbw_GBps": algbw, "busbw_GBps": algbw * 2 * (n - 1) / n,
+                   "algbw_GBps_single": S / (s1["median"] * 1e-6) / 1e9,
+                   "busbw_GBps_single": S / (s1["median"] * 1e-6) / 1e9 * 2 * (n - 1) / n,
+                   "gate_ok": ok1 and ok2}
+            self.res["allreduce_alone"][str(S)] = rec
+            log(f"[r{self.rank}] all-reduce alone {S // MIB} MiB: single {s1['median']:.1f} us, "
+                f"loop {t:.1f} us/op, busbw {rec['busbw_GBps']:.1f} GB/s")
+            del ar
+
+    def overlap(self, key, n, S, mode, pg=None, reps=None, comm=None):
+        SECTION["name"] = "overlap_" + key
+        g_alone = med(self.res["gemm_alone"][str(n)]["before"]["per_gemm_us"])
+        a_alone = med(self.res["allreduce_alone"][str(S)]["single_us"])
+        a_loop = med(self.res["allreduce_alone"][str(S)]["loop20_per_op_us"])
+        if mode == "single":
+            n_ar = 1
+            n_gemm = max(4, math.ceil(2.0 * a_alone / g_alone) + 2)
+            reps = reps or 30
+        else:
+            target = 20000.0
+            n_ar = max(3, math.ceil(target / a_loop))
+            n_gemm = max(3, math.ceil(target / g_alone))
+            reps = reps or 20
+        sets = self.gemm_sets(n)
+        ar = self.ar_bufs(S)
+        # all-reduce alone in this very harness and group (same n_ar), for the ratio
+        ar_ref, _ = self.run_reps(10 if mode == "single" else 5, 2, ar=ar, n_ar=n_ar, pg=pg,
+                                  comm=comm)
+        rs, gate_ok = self.run_reps(reps, 3, sets=sets, n_gemm=n_gemm, ar=ar, n_ar=n_ar, pg=pg,
+                                    comm=comm)
+        gi, ga, gt = pool(rs, "gemm_inside"), pool(rs, "gemm_after"), pool(rs, "gemm_touching")
+        ai, aa = pool(rs, "ar_inside"), pool(rs, "ar_all")
+        ar_ref_s = pool(ar_ref, "ar_all")
+        gspan = pool(rs, "gemm_span")
+        extra = stats([r["gemm_span"] - n_gemm * g_alone for r in rs])
+        rec = {"gemm_mnk": n, "ar_bytes": S, "mode": mode, "n_gemm": n_gemm, "n_ar": n_ar,
+               "reps": reps, "gate_ok": gate_ok,
+               "gemm_alone_us": g_alone, "ar_alone_us_single": a_alone, "ar_alone_us_loop": a_loop,
+               "ar_alone_same_harness_us": ar_ref_s,
+               "gemm_inside_ar_us": gi, "gemm_after_ar_us": ga, "gemm_touching_ar_us": gt,
+               "gemm_touch_frac": pool(rs, "gemm_touch_frac"),
+               "gemm_all_us": pool(rs, "gemm_all"), "gemm_before_ar_us": pool(rs, "gemm_before"),
+               "ar_inside_gemms_us": ai, "ar_all_us": aa,
+               "gemm_span_us": gspan, "ar_span_us": pool(rs, "ar_span"), "wall_us": pool(rs, "wall"),
+               "gemm_stream_extra_us": extra,
+               "ratio_gemm_inside_vs_alone": (med(gi) / g_alone) if gi else None,
+               "ratio_gemm_inside_vs_after": (med(gi) / med(ga)) if gi and ga else None,
+               "ratio_gemm_touching_vs_alone": (med(gt) / g_alone) if gt else None,
+               "ratio_ar_vs_alone_same_harness": (med(aa) / med(ar_ref_s)) if aa else None,
+               "ratio_ar_inside_vs_alone_same_harness": (med(ai) / med(ar_ref_s)) if ai else None,
+               }
+        if mode == "single" and aa:
+            # GEMM-stream time lost per us of all-reduce: 0 = GEMMs untouched, 1 = serialised
+            rec["gemm_extra_per_ar_us"] = med(extra) / med(aa)
+        self.res["overlap"][key] = rec
+        log(f"[r{self.rank}] overlap {key}: n_gemm {n_gemm} n_ar {n_ar} | gemm alone {g_alone:.1f} "
+            f"inside {med(gi) if gi else float('nan'):.1f} (x{rec['ratio_gemm_inside_vs_alone'] or float('nan'):.3f}) "
+            f"after {med(ga) if ga else float('nan'):.1f} | ar alone {med(ar_ref_s):.1f} "
+            f"under {med(aa):.1f} (x{rec['ratio_ar_vs_alone_same_harness']:.3f}) "
+            f"| stream extra {med(extra):.1f} us gate_ok {gate_ok}")
+        del sets, ar
+
+    def variant_group(self, name):
+        opts = dist.ProcessGroupNCCL.Options()
+        if name == "hiprio":
+            opts.is_high_priority_stream = True
+        elif name.startswith("maxctas"):
+            cfg = opts.config
+            cfg.max_ctas = int(name[len("maxctas"):])
+            opts.config = cfg
+        info = {"is_high_priority_stream": bool(opts.is_high_priority_stream)}
+        try:
+            info["config_max_ctas_readback"] = int(opts.config.max_ctas)
+        except Exception as ex:  # noqa: BLE001
+            info["config_max_ctas_readback"] = repr(ex)
+        self.res.setdefault("variant_groups", {})[name] = info
+        return dist.new_group(ranks=list(range(self.world)), backend="nccl", pg_options=opts)
+
+    # -- main -------------------------------------------------------------------------
+    def run_all(self):
+        a = self.args
+        self.check_gemm()
+        self.check_allreduce()
+        self.gemm_alone("before")
+        self.allreduce_alone()
+        for n in GEMM_SIZES:
+            for S in OVERLAP_AR:
+                for mode in ("single", "steady"):
+                    key = f"gemm{n}_ar{S // MIB}MiB_{mode}"
+                    try:
+                        self.overlap(key, n, S, mode)
+                    except Exception:  # noqa: BLE001
+                        self.res["errors"].append({"where": key, "tb": traceback.format_exc()})
+                        log(traceback.format_exc())
+                    self.dump_partial()
+        if not a.no_variants:
+            for v in ("hiprio", "maxctas16", "maxctas8"):
+                try:
+                    pg = self.variant_group(v)
+                except Exception:  # noqa: BLE001
+                    self.res["errors"].append({"where": "group " + v, "tb": traceback.format_exc()})
+                    log(traceback.format_exc())
+                    continue
+                for mode in ("single", "steady"):
+                    key = f"gemm8192_ar1024MiB_{mode}_{v}"
+                    try:
+                        self.overlap(key, 8192, 1 * GIB, mode, pg=pg,
+                                     comm=self.comm_hi if v == "hiprio" else None)
+                    except Exception:  # noqa: BLE001
+                        self.res["errors"].append({"where": key, "tb": traceback.format_exc()})
+                        log(traceback.format_exc())
+                self.dump_partial()
+        self.gemm_alone("after")
+        SECTION["name"] = "done"
+
+    def dump_partial(self):
+        p = os.path.join(self.args.out, f"rank{self.rank}_partial.json")
+        with open(p, "w") as f:
+            json.dump(self.res, f, indent=1, default=str)
+
+
+def meta_info(bench):
+    m = {"utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+         "host": platform.node(), "kernel": platform.release(), "python": sys.version.split()[0],
+         "torch": torch.__version__, "torch_cuda": torch.version.cuda,
+         "nccl_version": ".".join(str(x) for x in torch.cuda.nccl.version())
+         if isinstance(torch.cuda.nccl.version(), tuple) else str(torch.cuda.nccl.version()),
+         "world_size": bench.world,
+         "devices": [], "env": {k: os.environ.get(k) for k in (
+             "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
+             "NCCL_DEBUG", "NCCL_ALGO", "NCCL_PROTO", "NCCL_MAX_CTAS", "NCCL_MIN_CTAS",
+             "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_MAX_CONNECTIONS")},
+         "argv": sys.argv,
+         "cublas_note": "torch.matmul(A,B,out=C) bf16 row-major, output bf16, default cuBLAS heuristics"}
+    for i in range(torch.cuda.device_count()):
+        p = torch.cuda.get_device_properties(i)
+        m["devices"].append({"index": i, "name": p.name, "sms": p.multi_processor_count,
+                             "mem_bytes": p.total_memory, "cc": f"{p.major}.{p.minor}",
+                             "l2_bytes": getattr(p, "L2_cache_size", None)})
+    try:
+        m["p2p_access_0_1"] = torch.cuda.can_device_access_peer(0, 1)
+    except Exception as ex:  # noqa: BLE001
+        m["p2p_access_0_1"] = repr(ex)
+    q = "name,pci.bus_id,driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.limit,power.draw,temperature.gpu"
+    m["nvidia_smi_query"] = nvsmi(["--query-gpu=" + q, "--format=csv"])
+    m["nvidia_smi_topo"] = nvsmi(["topo", "-m"])
+    m["nvidia_smi_nvlink_status"] = nvsmi(["nvlink", "-s"])
+    try:
+        o = dist.ProcessGroupNCCL.Options()
+        m["pg_default_is_high_priority_stream"] = bool(o.is_high_priority_stream)
+    except Exception as ex:  # noqa: BLE001
+        m["pg_default_is_high_priority_stream"] = repr(ex)
+    return m
+
+
+def nccl_info_mode():
+    rank = int(os.environ["RANK"])
+    lr = int(os.environ.get("LOCAL_RANK", rank))
+    torch.cuda.set_device(lr)
+    dev = torch.device("cuda", lr)
+    dist.init_process_group("nccl", device_id=dev)
+    g = torch.Generator(device=dev)
+    g.manual_seed(99 + rank)
+    for S in AR_SIZES:
+        x = torch.randn(S // 2, device=dev, dtype=BF16, generator=g)
+        dist.all_reduce(x)
+        torch.cuda.synchronize()
+        if rank == 0:
+            print(f"=== gemm_beside_nccl --nccl-info: all-reduce of {S} bytes done", flush=True)
+        del x
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def fmt(x, w=9, p=1):
+    return f"{x:{w}.{p}f}" if isinstance(x, (int, float)) and x is not None else f"{'-':>{w}}"
+
+
+def table(final):
+    r0 = final["ranks"]["0"]
+    r1 = final["ranks"].get("1")
+    lines = []
+    lines.append("== GEMM alone (per-GEMM median us, bf16, back-to-back) ==")
+    for n in GEMM_SIZES:
+        for tag in ("before", "after"):
+            a = r0["gemm_alone"].get(str(n), {}).get(tag)
+            b = r1["gemm_alone"].get(str(n), {}).get(tag) if r1 else None
+            if a:
+                lines.append(f"  {n}^3 {tag:6s} r0 {fmt(a['per_gemm_us']['median'])} us "
+                             f"({a['tflops_at_median']:.0f} TF/s)  r1 "
+                             f"{fmt(b['per_gemm_us']['median']) if b else '-'} us")
+    lines.append("== all-reduce alone (bf16 sum, 2 ranks) r0 [r1] ==")
+    lines.append(f"  {'size':>8} {'single_us':>10} {'loop_us/op':>11} {'algbw':>7} {'busbw':>7}  r1_loop_us")
+    for S in AR_SIZES:
+        a = r0["allreduce_alone"].get(str(S))
+        b = r1["allreduce_alone"].get(str(S)) if r1 else None
+        if a:
+            lines.append(f"  {S // MIB:>5}MiB {fmt(a['single_us']['median'], 10)} "
+                         f"{fmt(a['loop20_span_per_op_us']['median'], 11)} {fmt(a['algbw_GBps'], 7)} "
+                         f"{fmt(a['busbw_GBps'], 7)}  {fmt(b['loop20_span_per_op_us']['median']) if b else '-'}")
+    lines.append("== overlap (rank 0; [r1 ratio]) ==")
+    lines.append(f"  {'case':38s} {'g_alone':>8} {'g_inside':>8} {'ratio':>6} {'g_after':>8} "
+                 f"{'ar_alone':>8} {'ar_ovl':>8} {'ratio':>6} {'extra/ar':>8} {'g_touch':>8} {'r1_g':>6} {'r1_ar':>6}")
+    for key, o in r0["overlap"].items():
+        o1 = r1["overlap"].get(key) if r1 else None
+        lines.append(
+            f"  {key:38s} {fmt(o['gemm_alone_us'], 8)} {fmt(med(o['gemm_inside_ar_us']), 8)} "
+            f"{fmt(o['ratio_gemm_inside_vs_alone'], 6, 3)} {fmt(med(o['gemm_after_ar_us']), 8)} "
+            f"{fmt(med(o['ar_alone_same_harness_us']), 8)} {fmt(med(o['ar_all_us']), 8)} "
+            f"{fmt(o['ratio_ar_vs_alone_same_harness'], 6, 3)} {fmt(o.get('gemm_extra_per_ar_us'), 8, 3)} "
+            f"{fmt(med(o.get('gemm_touching_ar_us')), 8)} "
+            f"{fmt(o1['ratio_gemm_inside_vs_alone'] if o1 else None, 6, 3)} "
+            f"{fmt(o1['ratio_ar_vs_alone_same_harness'] if o1 else None, 6, 3)}")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--name", default="gemm_beside_nccl.json")
+    ap.add_argument("--nccl-info", action="store_true")
+    ap.add_argument("--no-variants", action="store_true")
+    args = ap.parse_args()
+    if args.nccl_info:
+        nccl_info_mode()
+        return
+    os.makedirs(args.out, exist_ok=True)
+    bench = Bench(args)
+    sampler = ClockSampler() if bench.rank == 0 else None
+    meta = meta_info(bench) if bench.rank == 0 else None
+    t_start = time.time()
+    try:
+        bench.run_all()
+    except Exception:  # noqa: BLE001
+        bench.res["errors"].append({"where": "run_all", "tb": traceback.format_exc()})
+        log(traceback.format_exc())
+    bench.res["elapsed_s"] = time.time() - t_start
+    bench.dump_partial()
+    dist.barrier(group=bench.cpu_pg)
+    if bench.rank == 0:
+        sampler.stop()
+        meta["nvidia_smi_query_end"] = nvsmi(["--query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,power.limit,power.draw,temperature.gpu", "--format=csv"])
+        meta["clock_sampler_error"] = sampler.err
+        ranks = {}
+        for r in range(bench.world):
+            with open(os.path.join(args.out, f"rank{r}_partial.json")) as f:
+                ranks[str(r)] = json.load(f)
+        final = {"schema": "gcsim.calibration.gemm_beside_nccl.v1",
+                 "script": "calibration/microbench/gemm_beside_nccl.py",
+                 "meta": meta, "clocks_by_section": sampler.summary(), "ranks": ranks,
+                 "definitions": {
+                     "times": "microseconds, CUDA events; medians over pooled samples",
+                     "algbw_GBps": "bytes / t / 1e9, t = back-to-back loop of 20 / 20",
+                     "busbw_GBps": "algbw * 2(n-1)/n, n = world size",
+                     "gemm_inside_ar_us": "per-GEMM times of GEMMs wholly inside the all-reduce window",
+                     "gemm_after_ar_us": "per-GEMM times of GEMMs that started after the last all-reduce ended (same reps)",
+                     "gemm_stream_extra_us": "GEMM-stream span minus n_gemm * gemm_alone median",
+                     "gemm_extra_per_ar_us": "single mode: median extra / median all-reduce time",
+                     "ar_alone_same_harness_us": "all-reduce(s) alone, released the same way, same n_ar and group",
+                     "ar_all_us": "all-reduce times with the GEMMs running",
+                 }}
+        p = os.path.join(args.out, args.name)
+        with open(p, "w") as f:
+            json.dump(final, f, indent=1, default=str)
+        log(f"wrote {p}")
+        log(table(final))
+    dist.barrier(group=bench.cpu_pg)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
