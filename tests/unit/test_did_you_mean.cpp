@@ -10,8 +10,8 @@ using namespace gcsim::sim::config;
 
 TEST_CASE("edit_distance counts inserts, deletes and substitutions", "[engine]") {
   CHECK(edit_distance("", "") == 0);
-  CHECK(edit_distance("", "abc") == 3);   // three inserts
-  CHECK(edit_distance("abc", "") == 3);   // three deletes
+  CHECK(edit_distance("", "abc") == 3);  // three inserts
+  CHECK(edit_distance("abc", "") == 3);  // three deletes
   CHECK(edit_distance("nodes", "nodes") == 0);
   CHECK(edit_distance("nodez", "nodes") == 1);  // one substitution
   CHECK(edit_distance("node", "nodes") == 1);   // one insert

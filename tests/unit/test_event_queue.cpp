@@ -31,9 +31,10 @@ TEST_CASE("event queue orders by time, then priority, then insertion", "[engine]
   //   0:(5,0) 1:(3,1) 2:(3,0) 3:(3,0) 4:(3,-1) 5:(1,7) 6:(5,0)
   // Expected pops: 5 (t=1), then t=3: priority -1 (4), 0 in insertion order
   // (2, 3), 1 (1); then t=5, both priority 0, in insertion order (0, 6).
-  const std::vector<std::pair<int64_t, int32_t>> pushes{{5, 0}, {3, 1}, {3, 0}, {3, 0},
+  const std::vector<std::pair<int64_t, int32_t>> pushes{{5, 0},  {3, 1}, {3, 0}, {3, 0},
                                                         {3, -1}, {1, 7}, {5, 0}};
-  for (size_t i = 0; i < pushes.size(); ++i) q.push(at_ps(pushes[i].first), pushes[i].second, &h, i);
+  for (size_t i = 0; i < pushes.size(); ++i)
+    q.push(at_ps(pushes[i].first), pushes[i].second, &h, i);
   REQUIRE(q.size() == 7);
   CHECK(q.top().tag == 5);
   CHECK(q.top().time == at_ps(1));
@@ -69,7 +70,7 @@ TEST_CASE("event queue: sequence keeps increasing across pops", "[engine]") {
   // after A, and among themselves B first, whatever the heap held before.
   q.push(at_ps(10), 0, &h, 'A');
   CHECK(q.pop().tag == 'A');
-  q.push(at_ps(10), 0, &h, 'C' - 1);  // 'B'
+  q.push(at_ps(10), 0, &h, 'B');
   q.push(at_ps(10), 0, &h, 'C');
   Event b = q.pop();
   Event c = q.pop();
@@ -132,14 +133,23 @@ TEST_CASE("event queue matches a sorted reference on 100k random events", "[engi
   // Three phases: grow (push 2 for every pop), churn (1:1), drain (pop 2 for
   // every push), with the push/pop choice itself random in each phase.
   for (int i = 0; i < 50'000; ++i) {
-    if (reference.empty() || rng.uniform() < 2.0 / 3.0) push_one(); else pop_one();
+    if (reference.empty() || rng.uniform() < 2.0 / 3.0)
+      push_one();
+    else
+      pop_one();
     max_size = std::max(max_size, q.size());
   }
   for (int i = 0; i < 50'000; ++i) {
-    if (reference.empty() || rng.uniform() < 0.5) push_one(); else pop_one();
+    if (reference.empty() || rng.uniform() < 0.5)
+      push_one();
+    else
+      pop_one();
   }
   while (inserted < 100'000) {
-    if (reference.empty() || rng.uniform() < 1.0 / 3.0) push_one(); else pop_one();
+    if (reference.empty() || rng.uniform() < 1.0 / 3.0)
+      push_one();
+    else
+      pop_one();
   }
   while (!reference.empty()) pop_one();
 
@@ -166,7 +176,8 @@ TEST_CASE("event queue: bulk push then drain equals a stable sort", "[engine]") 
   items.reserve(100'000);
   q.reserve(100'000);
   for (uint64_t i = 0; i < 100'000; ++i) {
-    Item it{static_cast<int64_t>(rng.uniform_int(1000)), static_cast<int32_t>(rng.uniform_int(5)) - 2, i};
+    Item it{static_cast<int64_t>(rng.uniform_int(1000)),
+            static_cast<int32_t>(rng.uniform_int(5)) - 2, i};
     items.push_back(it);
     q.push(at_ps(it.time), it.priority, &h, i);
   }
@@ -252,11 +263,16 @@ TEST_CASE("event queue: any order of pushes, including before the last pop", "[e
       return __builtin_add_overflow(now, d, &t) ? (d < 0 ? INT64_MIN : INT64_MAX) : t;
     };
     switch (rng.uniform_int(6)) {
-      case 0: return offset(-static_cast<int64_t>(rng.uniform_int(1'000'000)));  // the past
-      case 1: return static_cast<int64_t>(rng.next_u64());                      // anywhere
-      case 2: return Time::max().ps();
-      case 3: return now;
-      default: return offset(static_cast<int64_t>(rng.uniform_int(1'000'000'000)));
+      case 0:
+        return offset(-static_cast<int64_t>(rng.uniform_int(1'000'000)));  // the past
+      case 1:
+        return static_cast<int64_t>(rng.next_u64());  // anywhere
+      case 2:
+        return Time::max().ps();
+      case 3:
+        return now;
+      default:
+        return offset(static_cast<int64_t>(rng.uniform_int(1'000'000'000)));
     }
   });
 }
@@ -306,7 +322,8 @@ TEST_CASE("event queue: an event pushed before the next pending one comes first"
   // queue's front; an event then pushed at 999 ps, and one at 1000 ps with
   // priority -1, must still precede them (what Simulator::run(until) does
   // when it peeks past `until` and the caller schedules in the gap).
-  for (int64_t i = 0; i < 4000; ++i) q.push(Time::from_ps(1000 + i), 0, &h, static_cast<uint64_t>(i));
+  for (int64_t i = 0; i < 4000; ++i)
+    q.push(Time::from_ps(1000 + i), 0, &h, static_cast<uint64_t>(i));
   CHECK(q.top().time == Time::from_ps(1000));
   q.push(Time::from_ps(999), 0, &h, 9999);
   q.push(Time::from_ps(1000), -1, &h, 8888);

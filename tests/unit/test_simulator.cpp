@@ -170,7 +170,8 @@ TEST_CASE("handler and closure events share one order", "[engine]") {
   sim.schedule_at(at_ns(1), h, 1);
   sim.call_at(at_ns(1), [&] { trace.push_back(2); });
   sim.schedule_at(at_ns(1), h, 3);
-  sim.call_at(at_ns(1), [&] { trace.push_back(0); }, -1);  // priority -1 first
+  sim.call_at(
+      at_ns(1), [&] { trace.push_back(0); }, -1);  // priority -1 first
   sim.run();
   CHECK(trace == std::vector<int>{0, 1, 2, 3});
 }

@@ -143,9 +143,9 @@ TEST_CASE("format_* round-trips through parse_*", "[engine]") {
     REQUIRE(back);
     CHECK(back->count() == n);
   }
-  for (int64_t p : {int64_t{0}, int64_t{1}, int64_t{700}, int64_t{1500}, int64_t{2'000'000},
-                    int64_t{1'234'567}, int64_t{1'500'000'000}, int64_t{3'600'000'000'000'000},
-                    int64_t{-250}}) {
+  for (int64_t p :
+       {int64_t{0}, int64_t{1}, int64_t{700}, int64_t{1500}, int64_t{2'000'000}, int64_t{1'234'567},
+        int64_t{1'500'000'000}, int64_t{3'600'000'000'000'000}, int64_t{-250}}) {
     auto back = parse_duration(format_duration(Duration::from_ps(p)), &err);
     INFO(format_duration(Duration::from_ps(p)));
     REQUIRE(back);
