@@ -7,11 +7,6 @@ namespace gcsim::sim {
 
 namespace {
 
-// While no event is bucketed the heap takes every push until it holds this
-// many; a few hundred pending events are faster in a 4-ary heap alone
-// (BM_Chains/64, BM_LayeredDag/64), a thousand faster with buckets
-// (BM_HoldHandlers/1000).
-constexpr size_t kSpill = 256;
 // Buckets move into the heap whole while it stays at most this large; a
 // larger bucket is split first. BM_HoldHandlers is flat from 32 to 128.
 constexpr size_t kWholeBucket = 64;
@@ -89,7 +84,7 @@ void EventQueue::push(Time time, int32_t priority, EventHandler* handler, uint64
     return;
   }
   heap_insert(near_, time, priority, sequence, handler, tag);
-  if (near_.size() > kSpill && boundary_ == kUnbounded) [[unlikely]] spill();
+  if (near_.size() > spill_at_ && boundary_ == kUnbounded) [[unlikely]] spill();
 }
 
 Event EventQueue::pop() {
@@ -146,7 +141,11 @@ void EventQueue::settle() const {
         for (const Event& ev : near_) latest = std::max(latest, key(ev.time));
         boundary_ = Bound{latest} + 1;
       } else {
+        // The heap takes every push again until it has doubled: spilling
+        // sooner could thrash, e.g. when thousands of events share one time
+        // and come straight back from bucket 0.
         boundary_ = kUnbounded;
+        spill_at_ = std::max(kSpill, 2 * near_.size());
       }
       make_heap(near_);
       return;
