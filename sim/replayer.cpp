@@ -37,7 +37,6 @@ Replayer::Replayer(Simulator& sim, const workloads::WorkloadGraph& graph, OpExec
     st.waiting_on = st.index->dep_count;
     st.stream_head.assign(streams, 0);
     st.stream_busy.assign(streams, 0);
-    st.arrival.resize(st.waiting_on.size());
     st.collective_seq.assign(graph.binding(r).comms.size(), 0);
     st.send_seq.assign(graph.binding(r).peers.size(), 0);
     st.recv_seq.assign(graph.binding(r).peers.size(), 0);
@@ -125,7 +124,7 @@ Replayer::RendezvousKey Replayer::key_for(int rank, const Op& op) {
   return {false, peer, self, st.recv_seq[p.peer]++};
 }
 
-std::string Replayer::mismatch(const std::vector<std::pair<int, uint32_t>>& parties) const {
+std::string Replayer::mismatch(const std::vector<Arrival>& parties) const {
   const auto describe = [this](int r, const Op& op) {
     std::string s = "rank " + std::to_string(r) + " '" + graph_.name(op.name) + "' (";
     if (const auto* c = std::get_if<workloads::CollectiveOp>(&op.payload)) {
@@ -136,9 +135,10 @@ std::string Replayer::mismatch(const std::vector<std::pair<int, uint32_t>>& part
     }
     return s + ")";
   };
-  const Op& first = graph_.program(parties.front().first).ops[parties.front().second];
-  for (const auto& [r, i] : parties) {
-    const Op& op = graph_.program(r).ops[i];
+  const Op& first = graph_.program(parties.front().rank).ops[parties.front().op];
+  for (const Arrival& party : parties) {
+    const int r = party.rank;
+    const Op& op = graph_.program(r).ops[party.op];
     bool same = false;
     if (const auto* a = std::get_if<workloads::CollectiveOp>(&first.payload)) {
       const auto* b = std::get_if<workloads::CollectiveOp>(&op.payload);
@@ -148,7 +148,7 @@ std::string Replayer::mismatch(const std::vector<std::pair<int, uint32_t>>& part
       same = b && std::get<workloads::P2pOp>(first.payload).bytes == b->bytes;
     }
     if (!same) {
-      return describe(parties.front().first, first) + " meets " + describe(r, op) +
+      return describe(parties.front().rank, first) + " meets " + describe(r, op) +
              ": matched communication must agree on kind and size";
     }
   }
@@ -157,15 +157,14 @@ std::string Replayer::mismatch(const std::vector<std::pair<int, uint32_t>>& part
 
 void Replayer::arrive(int rank, uint32_t op_index) {
   const Op& op = graph_.program(rank).ops[op_index];
-  ranks_[static_cast<size_t>(rank)].arrival[op_index] = sim_.now();
   const RendezvousKey key = key_for(rank, op);
   Rendezvous& rv = rendezvous_[key];
-  if (rv.parties == 0) rv.parties = graph_.participants(rank, op).size();
-  rv.arrived.emplace_back(rank, op_index);
+  if (rv.parties == 0) rv.parties = graph_.participant_count(rank, op);
+  rv.arrived.push_back({rank, op_index, sim_.now()});
   if (rv.arrived.size() < rv.parties) return;
 
   // Everyone is here: the transfer runs once, then completes on every rank.
-  std::vector<std::pair<int, uint32_t>> parties = std::move(rv.arrived);
+  std::vector<Arrival> parties = std::move(rv.arrived);
   rendezvous_.erase(key);
   std::sort(parties.begin(), parties.end());  // deterministic completion order
   if (std::string why = mismatch(parties); !why.empty()) {
@@ -174,10 +173,10 @@ void Replayer::arrive(int rank, uint32_t op_index) {
   }
   std::vector<int> ranks;
   ranks.reserve(parties.size());
-  for (const auto& p : parties) ranks.push_back(p.first);
-  const Op& first = graph_.program(parties.front().first).ops[parties.front().second];
+  for (const Arrival& a : parties) ranks.push_back(a.rank);
+  const Op& first = graph_.program(parties.front().rank).ops[parties.front().op];
   executor_.run_communication(first, ranks, [this, parties](Time, Time end) {
-    for (const auto& [r, i] : parties) finish(r, i, ranks_[static_cast<size_t>(r)].arrival[i], end);
+    for (const Arrival& a : parties) finish(a.rank, a.op, a.when, end);
   });
 }
 

@@ -75,7 +75,6 @@ class Replayer {
     std::vector<uint32_t> waiting_on;               // unfinished deps per op
     std::vector<uint32_t> stream_head;              // next position per stream
     std::vector<uint8_t> stream_busy;
-    std::vector<Time> arrival;                      // when each comm op was issued here
     std::vector<uint32_t> collective_seq;           // collectives issued per comm slot
     std::vector<uint32_t> send_seq, recv_seq;       // p2p issued per peer slot
   };
@@ -93,13 +92,21 @@ class Replayer {
       return static_cast<size_t>(h ^ (static_cast<uint64_t>(k.seq) << 1 | k.collective));
     }
   };
+  // A party at a rendezvous; only ops in flight are stored, not one time
+  // per op per rank.
+  struct Arrival {
+    int rank;
+    uint32_t op;
+    Time when;
+    bool operator<(const Arrival& o) const { return rank != o.rank ? rank < o.rank : op < o.op; }
+  };
   struct Rendezvous {
-    std::vector<std::pair<int, uint32_t>> arrived;  // (rank, op index)
+    std::vector<Arrival> arrived;
     size_t parties = 0;
   };
   RendezvousKey key_for(int rank, const workloads::Op& op);
   // "" when every party's op agrees on kind and size, else the mismatch.
-  std::string mismatch(const std::vector<std::pair<int, uint32_t>>& parties) const;
+  std::string mismatch(const std::vector<Arrival>& parties) const;
 
   void try_issue_stream(int rank, uint16_t stream);
   void issue(int rank, uint32_t op_index);

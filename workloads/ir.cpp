@@ -78,6 +78,13 @@ std::vector<int> WorkloadGraph::participants(int rank, const Op& op) const {
   return {rank};
 }
 
+size_t WorkloadGraph::participant_count(int rank, const Op& op) const {
+  if (const auto* c = std::get_if<CollectiveOp>(&op.payload)) {
+    return communicator(communicator_of(rank, *c)).size();
+  }
+  return std::holds_alternative<P2pOp>(op.payload) ? 2 : 1;
+}
+
 uint32_t WorkloadGraph::intern_name(const std::string& name) {
   auto [it, inserted] = name_ids_.emplace(name, static_cast<uint32_t>(names_.size()));
   if (inserted) names_.push_back(name);

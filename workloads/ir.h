@@ -109,6 +109,7 @@ class WorkloadGraph {
   int peer_of(int rank, const P2pOp& p) const;
   // Ranks that take part in a communication op seen from `rank`.
   std::vector<int> participants(int rank, const Op& op) const;
+  size_t participant_count(int rank, const Op& op) const;
 
   uint32_t intern_name(const std::string& name);
   uint16_t intern_stream(const std::string& stream);
