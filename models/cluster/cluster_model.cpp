@@ -1,5 +1,6 @@
 #include "models/cluster/cluster_model.h"
 
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "models/gpu/kernel_cost_model.h"
@@ -10,6 +11,10 @@ using workloads::CollectiveKind;
 using workloads::Op;
 
 namespace {
+// After every ordinary event of an instant (priority 0) and before the
+// GPUs' scheduling pass (priority 1'000'000, see GpuOptions).
+constexpr int32_t kHoldRequestPriority = 999'999;
+
 network::CollectiveAlgo algo_for(CollectiveKind k) {
   switch (k) {
     case CollectiveKind::all_reduce: return network::CollectiveAlgo::all_reduce;
@@ -66,15 +71,41 @@ void ClusterModel::run_communication(const Op& op, const std::vector<int>& ranks
   // NCCL kernels occupy SMs (channels) on every GPU of the group while data
   // moves; p2p here is modelled as a copy-engine transfer that holds none.
   const int sms = op.kind == workloads::OpKind::collective ? config_.collective_sms : 0;
-  if (sms > 0) {
-    for (int r : ranks) gpus_[static_cast<size_t>(r)]->hold_sms(sms);
+  if (sms == 0) {
+    sim_.call_in(d, [this, start, done = std::move(done)] { done(start, sim_.now()); });
+    return;
   }
-  sim_.call_in(d, [this, ranks, sms, start, done = std::move(done)] {
-    if (sms > 0) {
-      for (int r : ranks) gpus_[static_cast<size_t>(r)]->release_sms(sms);
-    }
-    done(start, sim_.now());
-  });
+  // Data moves only once every GPU's channel blocks are resident: each rank
+  // waits for the SMs of its own GPU (Gpu::hold_sms), the collective for
+  // the last of them (measured: an all-reduce beside a persistent GEMM
+  // starts when that GEMM ends). The op still reports its start as each
+  // rank's arrival (the replayer); it ends d after the last grant.
+  struct Pending {
+    std::vector<int> ranks;
+    int sms = 0;
+    sim::Duration d;
+    sim::Time start;
+    sim::OpDone done;
+    size_t waiting = 0;  // GPUs whose hold is not yet granted
+  };
+  auto p = std::make_shared<Pending>(Pending{ranks, sms, d, start, std::move(done), ranks.size()});
+  // The holds are requested after every other event of this instant, so
+  // that kernels launched at this instant (on any stream, by any rank) are
+  // ahead of them whatever order the replayer issued things in.
+  sim_.call_at(
+      start,
+      [this, p] {
+        for (int r : p->ranks) {
+          gpus_[static_cast<size_t>(r)]->hold_sms(p->sms, [this, p] {
+            if (--p->waiting > 0) return;
+            sim_.call_in(p->d, [this, p] {
+              for (int rr : p->ranks) gpus_[static_cast<size_t>(rr)]->release_sms(p->sms);
+              p->done(p->start, sim_.now());
+            });
+          });
+        }
+      },
+      kHoldRequestPriority);
 }
 
 sim::OpExecutor::MemoryResult ClusterModel::apply_memory(int rank, sim::Bytes delta) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "models/gpu/hbm.h"
@@ -69,6 +70,9 @@ class Gpu::Impl : public sim::EventHandler {
     const uint32_t run = runs_.add(std::move(r));
     const sim::Time arrival = sim_.now() + spec_.kernel_launch_latency;
     sim_.schedule_at(arrival, *this, tag_of(kArrive, run));
+    // Holds requested from now until it lands wait for it (hold()).
+    ++unlanded_;
+    last_arrival_ = arrival;
     if (coalesce_) {
       // Batches end no later than the arrivals known when they start
       // (start_batch); this one is new, so a batch reaching it is split now.
@@ -84,13 +88,56 @@ class Gpu::Impl : public sim::EventHandler {
     }
   }
 
-  void hold(int count) {
+  void hold(int count, std::function<void()> granted) {
+    if (count < 0) throw std::invalid_argument("cannot hold a negative number of SMs");
+    const int promised = sms_.held() + sms_.debt() + deferred_sms_;
+    if (promised + count > sms_.total()) {
+      throw std::invalid_argument("holding " + std::to_string(count) + " SMs would exceed the " +
+                                  std::to_string(sms_.total()) + " SMs of the GPU (already held " +
+                                  std::to_string(promised) + ")");
+    }
     if (coalesce_) split_all();
-    sms_.hold(count);
+    if (unlanded_ > 0) {
+      // Behind the kernels launched before it: served in the pass where the
+      // last of them lands (kernels land in launch order, a fixed latency
+      // after it). That pass is due at their arrival, which also bounds
+      // every batch (start_batch), so nothing is coalesced across it.
+      deferred_.push_back(Hold{count, std::move(granted), last_arrival_});
+      deferred_sms_ += count;
+      return;
+    }
+    serve(Hold{count, std::move(granted), sim_.now()});
   }
+
   void release(int count) {
+    if (count < 0) throw std::invalid_argument("cannot release a negative number of SMs");
+    if (count > sms_.held() + sms_.debt() + deferred_sms_) {
+      throw std::invalid_argument("releasing more SMs than are held");
+    }
     if (coalesce_) split_all();
-    sms_.release(count);
+    // More than is held: the newest holds' parts not yet held are cancelled
+    // (deferred holds, then owed SMs), their `granted` dropped if nothing
+    // is left of them.
+    int cancel = std::max(0, count - sms_.held());
+    const int from_held = count - cancel;
+    while (cancel > 0 && !deferred_.empty()) {
+      Hold& h = deferred_.back();
+      const int c = std::min(cancel, h.owed);
+      h.owed -= c;
+      deferred_sms_ -= c;
+      cancel -= c;
+      if (h.owed == 0) deferred_.pop_back();
+    }
+    while (cancel > 0) {
+      Hold& h = owed_.back();
+      const int c = std::min(cancel, h.owed);
+      h.owed -= c;
+      sms_.cancel_debt(c);
+      cancel -= c;
+      if (h.owed == 0) owed_.pop_back();
+    }
+    // Held SMs go to the holds still owed SMs, oldest first; the rest free.
+    grant_repaid(sms_.release_held(from_held));
     request_schedule();
   }
 
@@ -109,7 +156,7 @@ class Gpu::Impl : public sim::EventHandler {
     }
   }
 
-  SmArray& sms() { return sms_; }
+  const SmArray& sms() const { return sms_; }
   Hbm& hbm() { return hbm_; }
 
  private:
@@ -121,8 +168,22 @@ class Gpu::Impl : public sim::EventHandler {
     int sms_in_use = 0;      // SMs running its tiles now
     int waves_in_flight = 0;
     bool started = false;
+    // Persistent: the SMs it took at its first pass and keeps to its end (0
+    // before). Those not running its tiles are reserved in the SM array.
+    int kept = 0;
     sim::Time first_start;
     std::vector<uint32_t> waves;  // its waves (and batches) in flight
+  };
+  // A hold not yet wholly granted: `owed` SMs still to come. Served (in
+  // owed_: its owed SMs are part of the SM array's debt), or deferred behind
+  // kernels launched before it (in deferred_), to be served in the pass at
+  // `due`. Every deferred hold is newer than every served one: a hold asked
+  // for while one is deferred finds the same kernel still unlanded, so is
+  // deferred too, and no later than it.
+  struct Hold {
+    int owed = 0;
+    std::function<void()> granted;
+    sim::Time due;
   };
   // One wave, or with count > 1 a batch: `count` identical back-to-back
   // waves standing for as many of the per-wave schedule's (coalescing
@@ -164,7 +225,11 @@ class Gpu::Impl : public sim::EventHandler {
       arrivals_.pop_front();
       split_all();  // a no-op in practice: batches end no later than arrivals
     }
-    if (runs_[run].tiles_left == 0) {  // an empty grid: nothing to run
+    ++arrived_;  // it lands in this instant's pass
+    if (runs_[run].tiles_left == 0) {
+      // An empty grid: nothing to run, but it lands in that pass all the
+      // same (holds may wait for it).
+      request_schedule(true);
       finish(run);
       return;
     }
@@ -182,9 +247,18 @@ class Gpu::Impl : public sim::EventHandler {
     Run& r = runs_[w.run];
     // A batch's later waves started on time at its boundaries: their tiles.
     r.tiles_left -= (w.count - 1) * w.sms;
-    sms_.finish_tiles(w.sms);  // repays communication holds first
     r.sms_in_use -= w.sms;
     --r.waves_in_flight;
+    if (!r.kernel.persistent) {
+      grant_repaid(sms_.finish_tiles(w.sms));  // repays communication holds first
+    } else if (r.tiles_left > 0) {
+      sms_.keep_tiles(w.sms);  // for its next wave: no hold or kernel gets them
+    } else {
+      // Its end (one wave at a time: this was the last): every SM it kept
+      // comes free, repaying holds first.
+      grant_repaid(sms_.finish_tiles(w.sms) + sms_.release_kept(r.kept - w.sms));
+      r.kept = 0;
+    }
     if (!coalesce_) {
       request_schedule();
     } else if (!start_batch(w)) {
@@ -204,11 +278,12 @@ class Gpu::Impl : public sim::EventHandler {
     if (done) done(start, sim_.now());
   }
 
-  void request_schedule() {
+  // `always`: even with nothing waiting (a kernel lands in it).
+  void request_schedule(bool always = false) {
     if (schedule_pending_) return;
-    // With nothing waiting the pass would do nothing (an arrival requests
-    // its own); skipping it only saves the event.
-    if (coalesce_ && waiting_.empty()) return;
+    // With nothing waiting and no hold deferred the pass would do nothing
+    // (an arrival requests its own); skipping it only saves the event.
+    if (coalesce_ && !always && waiting_.empty() && deferred_.empty()) return;
     schedule_pending_ = true;
     sim_.schedule_at(sim_.now(), *this, tag_of(kSchedule, 0), kSchedulePriority);
   }
@@ -218,29 +293,43 @@ class Gpu::Impl : public sim::EventHandler {
   }
   // SMs a waiting kernel would take from a pass if they were free.
   int64_t want(const Run& r, int64_t tiles_left) const {
+    if (r.kept > 0) return 0;  // persistent and started: keeps its SMs, takes no more
     return std::min<int64_t>(tiles_left, std::max(0, cap(r) - r.sms_in_use));
   }
 
-  // Splits the free SMs evenly among the waiting kernels (earlier launches
-  // get the remainder), each bounded by its unstarted tiles and max_sms, and
-  // starts one wave per kernel that got SMs.
+  // The scheduling pass. Persistent kernels between waves restart on the
+  // SMs they keep; the free SMs are split evenly among the other waiting
+  // kernels (earlier launches get the remainder), each bounded by its
+  // unstarted tiles and max_sms; one wave starts per kernel that got SMs.
+  // Then the holds deferred to this instant take what is left.
   void schedule() {
     schedule_pending_ = false;
     if (coalesce_) split_all();  // none is live here: every pass follows a split
+    unlanded_ -= arrived_;       // the kernels that arrived this instant land here
+    arrived_ = 0;
     int left = sms_.free();
-    if (left == 0 || waiting_.empty()) return;
     // Scratch vectors kept as members: this runs after every wave.
     std::vector<int>& grant = grant_;
     std::vector<int>& want = want_;
     grant.assign(waiting_.size(), 0);
     want.assign(waiting_.size(), 0);
+    bool any = false;
     for (size_t i = 0; i < waiting_.size(); ++i) {
       const Run& r = runs_[waiting_[i]];
-      want[i] = static_cast<int>(this->want(r, r.tiles_left));
+      if (r.kept > 0) {
+        // Persistent, between waves: its next wave, on its own SMs.
+        if (r.waves_in_flight == 0) {
+          grant[i] = static_cast<int>(std::min<int64_t>(r.kept, r.tiles_left));
+        }
+        want[i] = grant[i];
+      } else {
+        want[i] = static_cast<int>(this->want(r, r.tiles_left));
+      }
+      any = any || want[i] > 0;
     }
     // Water-filling: each round offers every unsatisfied kernel an equal
     // share; a kernel that needs less frees the rest for the next round.
-    for (;;) {
+    while (any) {
       int hungry = 0;
       for (size_t i = 0; i < grant.size(); ++i) hungry += grant[i] < want[i];
       if (left == 0 || hungry == 0) break;
@@ -255,7 +344,15 @@ class Gpu::Impl : public sim::EventHandler {
         left -= take;
       }
     }
-    for (size_t i = 0; i < grant.size(); ++i) sms_.start_tiles(grant[i]);
+    for (size_t i = 0; i < grant.size(); ++i) {
+      Run& r = runs_[waiting_[i]];
+      if (r.kept > 0) {
+        sms_.resume_tiles(grant[i]);
+      } else {
+        sms_.start_tiles(grant[i]);
+        if (r.kernel.persistent) r.kept = grant[i];  // its SMs from now to its end
+      }
+    }
     // HBM share: every SM running tiles once these waves start.
     const int active = sms_.busy();
     const sim::Time now = sim_.now();
@@ -274,6 +371,45 @@ class Gpu::Impl : public sim::EventHandler {
       schedule_end(add_wave(Wave{run, grant[i], active, now, length, 1, 0}), now + length);
     }
     std::erase_if(waiting_, [this](uint32_t run) { return runs_[run].tiles_left == 0; });
+    // Holds that waited for the kernels landing now: after them, in order.
+    while (!deferred_.empty() && deferred_.front().due <= now) {
+      Hold h = std::move(deferred_.front());
+      deferred_.pop_front();
+      deferred_sms_ -= h.owed;
+      serve(std::move(h));
+    }
+  }
+
+  // A hold takes the free SMs now; the rest it is owed, after older holds.
+  void serve(Hold h) {
+    h.owed -= sms_.hold(h.owed);
+    if (h.owed == 0) {
+      notify(std::move(h.granted));
+    } else {
+      owed_.push_back(std::move(h));
+    }
+  }
+
+  // `count` SMs repaid the debt: they go to the owed holds, oldest first.
+  void grant_repaid(int count) {
+    while (count > 0) {
+      if (owed_.empty()) throw std::logic_error("SMs repaid to no owed hold");
+      Hold& h = owed_.front();
+      const int g = std::min(count, h.owed);
+      h.owed -= g;
+      count -= g;
+      if (h.owed == 0) {
+        std::function<void()> granted = std::move(h.granted);
+        owed_.pop_front();
+        notify(std::move(granted));
+      }
+    }
+  }
+
+  // Calls a hold's `granted` from an event at this instant, so that it may
+  // launch, hold and release as any other event does.
+  void notify(std::function<void()> granted) {
+    if (granted) sim_.call_at(sim_.now(), std::move(granted));
   }
 
   uint32_t add_wave(const Wave& w) {
@@ -294,10 +430,12 @@ class Gpu::Impl : public sim::EventHandler {
 
   // ---- coalescing ----------------------------------------------------------
   //
-  // A kernel alone on the GPU (or beside held SMs, or beside kernels at
-  // their max_sms) restarts every wave that ends on the same SMs: the pass
-  // at its end gives the freed SMs straight back to it, with the same number
-  // of SMs active, so the same HBM share and length. After an overlap or a
+  // A persistent kernel restarts every wave on the SMs it keeps, holds owed
+  // SMs or not (its SMs never come free before its end). Any other kernel
+  // alone on the GPU (or beside held SMs, or beside kernels at their
+  // max_sms) restarts every wave that ends on the same SMs: the pass at its
+  // end gives the freed SMs straight back to it, with the same number of
+  // SMs active, so the same HBM share and length. After an overlap or a
   // release it may run as several such lanes of different widths and
   // phases. Each lane's identical waves become one batch, started at the end
   // of a real wave in place of the pass that would restart it. Anything else
@@ -327,13 +465,16 @@ class Gpu::Impl : public sim::EventHandler {
     // Something else happened this instant (the pass will see it), holds
     // are owed SMs (the next finishing wave repays them, not this kernel),
     // or zero-length waves (all at one instant: nothing to gain).
-    if (schedule_pending_ || sms_.debt() != 0 || ended.length <= sim::Duration::zero()) {
+    Run& r = runs_[ended.run];
+    // A persistent kernel's waves never repay holds (its SMs stay with it),
+    // so owed holds do not stop its batches.
+    if (schedule_pending_ || (sms_.debt() != 0 && r.kept == 0) ||
+        ended.length <= sim::Duration::zero()) {
       return false;
     }
     for (const uint32_t wave : batches_) {
       if (waves_[wave].run != ended.run) return false;
     }
-    Run& r = runs_[ended.run];
     const sim::Time now = sim_.now();
     const int width = ended.sms;
     const int64_t tiles = unstarted(r, now);
@@ -343,9 +484,17 @@ class Gpu::Impl : public sim::EventHandler {
     // pass gives this one min(want, free): the same at every later boundary
     // while its unstarted tiles stay >= width.
     for (const uint32_t other : waiting_) {
-      if (other != ended.run && want(runs_[other], runs_[other].tiles_left) > 0) return false;
+      if (other == ended.run) continue;
+      const Run& o = runs_[other];
+      if (want(o, o.tiles_left) > 0) return false;
+      if (o.kept > 0 && o.waves_in_flight == 0) return false;  // a persistent restart due
     }
-    if (std::min<int64_t>(want(r, tiles), sms_.free()) != width) return false;
+    if (r.kept > 0) {
+      // Persistent: the pass would restart it on the SMs it keeps.
+      if (width != r.kept) return false;
+    } else if (std::min<int64_t>(want(r, tiles), sms_.free()) != width) {
+      return false;
+    }
     if (sms_.busy() + width != ended.active) return false;
     const int64_t length = ended.length.ps();
     // End no later than the next known arrival (its pass shares the SMs),
@@ -355,7 +504,11 @@ class Gpu::Impl : public sim::EventHandler {
     if (limit < 2) return false;
     const int64_t count = funded_waves(r, width, now, ended.length, tiles, limit);
     if (count < 2) return false;
-    sms_.start_tiles(width);
+    if (r.kept > 0) {
+      sms_.resume_tiles(width);
+    } else {
+      sms_.start_tiles(width);
+    }
     r.tiles_left -= width;  // the first wave; the rest when the batch ends or splits
     r.sms_in_use += width;
     ++r.waves_in_flight;
@@ -427,7 +580,11 @@ class Gpu::Impl : public sim::EventHandler {
       // The batch started at this instant, at its predecessor's end, in
       // place of the pass that would restart it: undo that start and let
       // the pass, which will also see what changed, decide.
-      sms_.finish_tiles(w.sms);  // no debt: start_batch required none, holds split first
+      if (r.kept > 0) {
+        sms_.keep_tiles(w.sms);  // back to the persistent kernel's kept SMs
+      } else {
+        sms_.finish_tiles(w.sms);  // no debt: start_batch required none, holds split first
+      }
       r.tiles_left += w.sms;
       r.sms_in_use -= w.sms;
       --r.waves_in_flight;
@@ -469,6 +626,14 @@ class Gpu::Impl : public sim::EventHandler {
   // the arrival times of launched kernels not yet arrived, earliest first.
   std::vector<uint32_t> batches_, splitting_;
   std::deque<sim::Time> arrivals_;
+  // Holds: owed SMs (served, oldest first; their owed SMs sum to the SM
+  // array's debt) and deferred (not yet served, oldest first).
+  std::deque<Hold> owed_, deferred_;
+  int deferred_sms_ = 0;  // SMs the deferred holds will ask for
+  // Kernels launched and not yet through the pass at their arrival (those
+  // arrived among them: arrived_), and the latest launch's arrival time.
+  int64_t unlanded_ = 0, arrived_ = 0;
+  sim::Time last_arrival_;
 };
 
 Gpu::Gpu(sim::Simulator& sim, const GpuSpec& spec, int rank, GpuOptions options)
@@ -479,11 +644,14 @@ Gpu::~Gpu() = default;
 void Gpu::launch(const KernelDesc& kernel, KernelDone done) {
   impl_->launch(kernel, std::move(done));
 }
-void Gpu::hold_sms(int count) { impl_->hold(count); }
+void Gpu::hold_sms(int count, std::function<void()> granted) {
+  impl_->hold(count, std::move(granted));
+}
 void Gpu::release_sms(int count) { impl_->release(count); }
 int Gpu::free_sms() const { return impl_->sms().free(); }
 int Gpu::held_sms() const { return impl_->sms().held(); }
 int Gpu::busy_sms() const { return impl_->sms().busy(); }
+int Gpu::reserved_sms() const { return impl_->sms().reserved(); }
 bool Gpu::allocate(sim::Bytes bytes) { return impl_->hbm().allocate(bytes); }
 void Gpu::free(sim::Bytes bytes) { impl_->hbm().free(bytes); }
 sim::Bytes Gpu::memory_used() const { return impl_->hbm().used(); }

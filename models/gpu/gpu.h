@@ -1,7 +1,10 @@
 // One GPU: an SM array and an HBM stack shared by the kernels running on it,
 // and an HBM capacity ledger. Kernels run as waves of tiles over the SMs that
 // are free when each wave starts, so wave quantization and the slowdown of a
-// GEMM beside an SM-holding communication kernel both appear.
+// GEMM beside an SM-holding communication kernel both appear. A persistent
+// kernel (KernelDesc::persistent: Hopper cuBLAS GEMMs) keeps the SMs of its
+// first wave until it ends, so a communication kernel asking for SMs
+// meanwhile waits for that end.
 //
 // Identical consecutive waves of a kernel (same SMs, same HBM share, nothing
 // else changing on the GPU) are coalesced into one simulator event, a batch;
@@ -39,7 +42,8 @@ struct GpuOptions {
   //    the ending wave as still running (after the pass they agree);
   //  - launch, hold_sms and release_sms must be called from events that run
   //    before the GPU's scheduling pass of their instant (priority below
-  //    1'000'000; the default 0 is, as in the cluster model).
+  //    1'000'000; the default 0 is, as in the cluster model), or from a
+  //    `granted` callback of a hold served in a pass.
   bool coalesce_waves = true;
 };
 
@@ -59,16 +63,35 @@ class Gpu {
   void launch(const KernelDesc& kernel, KernelDone done);
 
   // Communication kernels hold SMs (one per NCCL channel) for their whole
-  // duration; GEMMs launched meanwhile see fewer free SMs. SMs not free now
-  // are taken from the next compute waves that finish, before any waiting
-  // kernel gets them. Throws std::invalid_argument if holds would exceed
-  // the GPU's SMs.
-  void hold_sms(int count);
-  // Gives back SMs of earlier holds (a part not yet granted is cancelled).
+  // duration; GEMMs launched meanwhile see fewer free SMs. `granted` is
+  // called, from a simulator event at the instant it happens, once all
+  // `count` SMs are held (count 0: at once). A hold is served:
+  //  - at once if no compute kernel launched on this GPU before it is still
+  //    on its way (in its launch latency, or arrived and waiting for this
+  //    instant's scheduling pass): it takes the free SMs now;
+  //  - otherwise at the end of the scheduling pass in which the last of
+  //    those kernels lands, after they have taken their SMs. Measured on
+  //    2x H200 (calibration/measurements/h200-x2): an NCCL all-reduce
+  //    released at the same instant as an 8192^3 cuBLAS GEMM, even one
+  //    enqueued before it, got its SMs only when that GEMM ended.
+  // SMs not free when it is served are owed: repaid, holds first come first
+  // served, from the next SMs that come free (a compute wave's end, a
+  // persistent kernel's end, a release), before any waiting kernel gets
+  // them. A persistent kernel's SMs come free only at its end. Throws
+  // std::invalid_argument if holds would exceed the GPU's SMs.
+  void hold_sms(int count, std::function<void()> granted);
+  void hold_sms(int count) { hold_sms(count, nullptr); }
+  // Gives back `count` SMs of earlier holds. SMs already held go first to
+  // the holds still owed SMs (oldest first), the rest come free; releasing
+  // more than are held cancels the parts not yet held of the newest holds,
+  // whose `granted` is then never called (meant for giving back a hold
+  // before it was granted; a hold released so is indistinguishable from
+  // another, so release only what was granted when callbacks matter).
   void release_sms(int count);
-  int free_sms() const;  // neither running tiles nor held
-  int held_sms() const;  // held by communication kernels (granted so far)
-  int busy_sms() const;  // running compute tiles
+  int free_sms() const;      // neither running tiles, kept nor held
+  int held_sms() const;      // held by communication kernels (granted so far)
+  int busy_sms() const;      // running compute tiles
+  int reserved_sms() const;  // kept idle by persistent kernels (between waves, last wave)
 
   // HBM capacity ledger (bytes). allocate() returns false when the request
   // would exceed capacity; the caller reports the OOM.

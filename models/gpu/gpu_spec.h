@@ -54,6 +54,9 @@ struct GpuSpec {
   // even share hbm_bandwidth / sm_count: > 1 lets a kernel on part of the
   // chip still approach full bandwidth.
   double sm_bandwidth_headroom = 2.0;
+  // GEMMs run as persistent kernels (KernelDesc::persistent): cuBLAS on
+  // Hopper and later sizes the grid to the SMs and keeps them to the end.
+  bool persistent_gemm = false;
   GpuEfficiency efficiency;
 
   sim::FlopRate tensor_peak_for(Dtype d) const { return tensor_peak[static_cast<size_t>(d)]; }

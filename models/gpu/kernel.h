@@ -24,6 +24,14 @@ struct KernelDesc {
   // pattern reaches (1 for copies and elementwise ops).
   double bandwidth_efficiency = 1.0;
   int max_sms = 0;             // cap on SMs it may occupy (0 = all)
+  // A persistent kernel (Hopper cuBLAS/CUTLASS GEMMs: at most one CTA per
+  // SM, each looping over tiles) takes min(tiles, free SMs, max_sms) SMs at
+  // the scheduling pass that first gives it any, and keeps exactly those
+  // until its end: its waves all have that width (the last one may run
+  // fewer tiles; its idle SMs stay with the kernel), and it neither gives
+  // SMs back nor takes more at wave boundaries. Otherwise the freed SMs of
+  // every wave are shared anew among the waiting kernels and holds.
+  bool persistent = false;
   double total_flops() const { return flops_per_tile * static_cast<double>(tiles); }
   double total_bytes() const { return bytes_per_tile * static_cast<double>(tiles); }
 };

@@ -52,6 +52,7 @@ KernelDesc gemm_kernel_with_tile(const GpuSpec& spec, const GemmShape& s, GemmTi
   k.unit = matmul_unit(spec, s.dtype, "gemm");
   k.dtype = s.dtype;
   k.efficiency = spec.efficiency.tensor_for(s.dtype);
+  k.persistent = spec.persistent_gemm;
   // Partial edge tiles cost a full tile: the CTA runs its whole mainloop.
   k.tiles = s.batch * ceil_div(s.m, tile.m) * ceil_div(s.n, tile.n);
   k.flops_per_tile =

@@ -67,7 +67,8 @@ int wave_width(const GpuSpec& spec, const KernelDesc& kernel, int sms_available)
 // Number of waves alone on `sms_available` SMs.
 int64_t wave_count(const GpuSpec& spec, const KernelDesc& kernel, int sms_available);
 
-// The closed form the simulator reproduces for a kernel alone:
+// The closed form the simulator reproduces for a kernel alone, persistent
+// or not (alone, a persistent kernel's waves are the same):
 // launch latency + sum over waves of wave_time(SMs active in that wave).
 sim::Duration isolated_time(const GpuSpec& spec, const KernelDesc& kernel, int sms_available);
 

@@ -18,12 +18,35 @@ void SmArray::start_tiles(int count) {
   busy_ += count;
 }
 
-void SmArray::finish_tiles(int count) {
+int SmArray::repay(int count) {
+  const int repaid = std::min(count, debt_);
+  debt_ -= repaid;
+  held_ += repaid;
+  return repaid;
+}
+
+int SmArray::finish_tiles(int count) {
   if (count < 0 || count > busy_) throw std::logic_error("finishing more tiles than are running");
   busy_ -= count;
-  const int repay = std::min(count, debt_);
-  debt_ -= repay;
-  held_ += repay;
+  return repay(count);
+}
+
+void SmArray::keep_tiles(int count) {
+  if (count < 0 || count > busy_) throw std::logic_error("keeping more SMs than run tiles");
+  busy_ -= count;
+  reserved_ += count;
+}
+
+void SmArray::resume_tiles(int count) {
+  if (count < 0 || count > reserved_) throw std::logic_error("resuming on more SMs than are kept");
+  reserved_ -= count;
+  busy_ += count;
+}
+
+int SmArray::release_kept(int count) {
+  if (count < 0 || count > reserved_) throw std::logic_error("releasing more SMs than are kept");
+  reserved_ -= count;
+  return repay(count);
 }
 
 int SmArray::hold(int count) {
@@ -45,6 +68,17 @@ void SmArray::release(int count) {
   const int cancelled = std::min(count, debt_);
   debt_ -= cancelled;
   held_ -= count - cancelled;
+}
+
+int SmArray::release_held(int count) {
+  if (count < 0 || count > held_) throw std::logic_error("releasing more SMs than are held");
+  held_ -= count;
+  return repay(count);
+}
+
+void SmArray::cancel_debt(int count) {
+  if (count < 0 || count > debt_) throw std::logic_error("cancelling more SMs than are owed");
+  debt_ -= count;
 }
 
 }  // namespace gcsim::models::gpu

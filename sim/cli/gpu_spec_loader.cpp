@@ -120,6 +120,9 @@ GpuSpec read_gpu_fields(ConfigReader& r, const GpuSpec* base) {
   s.sm_bandwidth_headroom = r.get_double("sm_bandwidth_headroom", s.sm_bandwidth_headroom,
                                          "one SM's HBM reach as a multiple of its even share");
   if (!(s.sm_bandwidth_headroom >= 1.0)) r.fail("sm_bandwidth_headroom", "must be >= 1");
+  s.persistent_gemm =
+      r.get_bool("persistent_gemm", s.persistent_gemm,
+                 "GEMMs keep the SMs they start on until they end (cuBLAS on Hopper and later)");
   ConfigReader eff = r.child("efficiency", "achieved fractions of the peaks");
   read_efficiency(eff, s.efficiency);
   eff.finish();
@@ -192,6 +195,7 @@ Json gpu_spec_json(const GpuSpec& s) {
   j["pcie"] = {{"bandwidth", sim::format_bandwidth(s.pcie_bandwidth)}};
   j["kernel_launch_latency"] = sim::format_duration(s.kernel_launch_latency);
   j["sm_bandwidth_headroom"] = s.sm_bandwidth_headroom;
+  j["persistent_gemm"] = s.persistent_gemm;
   const auto& e = s.efficiency;
   Json eff_tensor = Json::object();
   for (Dtype d : models::gpu::kAllDtypes) {

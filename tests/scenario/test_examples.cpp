@@ -151,7 +151,7 @@ TEST_CASE("gcsim check prints the resolved config with docs, and it round-trips"
   CHECK(contains(c.out, "gpu: h100-sxm"));
   // Defaults filled in, each key with its one-line doc on its own line.
   CHECK(contains(c.out, "nodes: 1  # number of nodes"));
-  CHECK(contains(c.out, "collective_sms: 16  # SMs a collective kernel holds per GPU"));
+  CHECK(contains(c.out, "collective_sms: 24  # SMs a collective kernel holds per GPU"));
   CHECK(contains(c.out, "model: analytical"));
   // Units in canonical spelling: 400Gbps prints as 50GB/s.
   CHECK(contains(c.out, "nic_bandwidth: 50GB/s"));

@@ -226,12 +226,17 @@ TEST_CASE("figures: a collective's SMs slow the GEMM beside it by whole waves", 
   // held (copy-engine transfers) the two GEMMs take the same time.
   // The all-reduce (8 ranks, 1 GiB) takes 14*0.6 us + 1.75*2^30/450e9 s
   // = 4.184063 ms, longer than the GEMM, so it holds its SMs throughout.
+  // `beside` is launched 1 us after it (`settle`), once its SMs are held: a
+  // GEMM launched at the same instant would land first and, persistent on
+  // the H100, keep every SM while the all-reduce waits for its end, as
+  // measured (tests/scenario/test_gemm_beside_nccl.cpp).
   const std::string config = R"(
 cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 8}
 workload:
   kind: graph
   ops:
     - {name: sync, op: all_reduce, ranks: all, bytes: 1GiB}
+    - {name: settle, rank: 0, op: delay, duration: 1us, stream: compute}
     - {name: beside, rank: 0, op: gemm, m: 8192, n: 8192, k: 8192, stream: compute}
     - {name: alone, rank: 0, op: gemm, m: 8192, n: 8192, k: 8192, after: [sync]}
 )";

@@ -79,9 +79,18 @@ TEST_CASE("a kernel alone reproduces isolated_time to the picosecond", "[gpu]") 
       gpu::attention_kernel(h100, prefill),
       gpu::attention_kernel(h100, decode),
       capped};
-  for (const gpu::KernelDesc& k : kernels) {
+  // Each also as a persistent kernel (KernelDesc::persistent): alone, it
+  // runs the same waves, of width min(tiles, 132, max_sms) until the last.
+  std::vector<gpu::KernelDesc> both;
+  for (gpu::KernelDesc k : kernels) {
+    both.push_back(k);
+    k.persistent = true;
+    both.push_back(k);
+  }
+  for (const gpu::KernelDesc& k : both) {
     for (const bool coalesce : {false, true}) {
-      INFO(k.name << (coalesce ? ", waves coalesced" : ", one event per wave"));
+      INFO(k.name << (k.persistent ? ", persistent" : "")
+                  << (coalesce ? ", waves coalesced" : ", one event per wave"));
       sim::Simulator s;
       gpu::GpuOptions options;
       options.coalesce_waves = coalesce;
@@ -103,6 +112,7 @@ TEST_CASE("a kernel alone reproduces isolated_time to the picosecond", "[gpu]") 
         CHECK(s.events_executed() <= 7);
       }
       CHECK(g.free_sms() == 132);
+      CHECK(g.reserved_sms() == 0);
     }
   }
 }

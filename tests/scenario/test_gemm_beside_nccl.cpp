@@ -1,0 +1,189 @@
+// The 2x H200 measurement of a GEMM beside an NCCL all-reduce
+// (calibration/measurements/h200-x2/, gemm_beside_nccl_2026-11-22.json,
+// NCCL 2.28.9, 24-channel ring over NV18), replayed through `gcsim run`:
+// what the model predicts, checked exactly against a hand computation, and
+// how that compares with what was measured.
+//
+// The graph is the measurement's "single" release: on each of 2 ranks a
+// chain of 8192^3 bf16 GEMMs on the compute stream and, on the comm stream,
+// one all-reduce released at t = 0 beside them, listed first (the harness
+// enqueued it first too). The model, h200-sxm preset:
+//  - GEMMs are persistent (persistent_gemm: true): the first lands at 2 us
+//    on all 132 SMs and keeps them to its end;
+//  - the all-reduce holds network.collective_sms = 24 SMs per GPU (the
+//    default: NCCL's 24 channels) and moves data only once both GPUs have
+//    granted them: at the first GEMM's end, on both GPUs at once;
+//  - the second GEMM, launched at that end, lands 2 us later on the 108 SMs
+//    left: ceil(2048/108) = 19 waves instead of ceil(2048/132) = 16.
+//
+// Hand computation (h200-sxm: 989.4 TF/s bf16 x 0.80 tensor efficiency,
+// 132 SMs, 1 us per wave, 2 us launch latency; NVLink alpha 0.6 us, beta
+// 450 GB/s). An 8192^3 GEMM is 2048 tiles of 128x256 (or 256x128), each
+// 2*128*256*8192 flops at 989.4e12*0.8/132 flop/s per SM, compute bound:
+//   W = 89.532748 us + 1 us = 90.532748 us per wave;
+//   GEMM alone: 16 W = 1448.523968 us (first tile to end), ending at
+//   T1 = 2 + 16 W = 1450.523968 us;
+//   ring all-reduce, 2 ranks: 2(n-1) alpha + 2(n-1)/n S / beta
+//   = 1.2 us + S / 450e9 B/s: 1 GiB 2387.292942 us, 256 MiB 597.723235 us;
+//   all-reduce as reported (release to end) = T1 + that;
+//   second GEMM: 19 W = 1720.122212 us = 19/16 of the first.
+//
+// Predicted against measured (rank 0 medians, us; the "single" cases):
+//
+//   case                         predicted   measured      ratio p/m
+//   GEMM alone                     1448.5     1432.6        1.01
+//   1 GiB   AR alone (alpha-beta)  2387.3     3283.3 loop   0.73
+//   1 GiB   AR beside GEMMs        3837.8     5005.8        0.77
+//           ... / AR alone          1.608      1.526 (same harness 3280.4)
+//   1 GiB   GEMM during AR         1720.1     1876.4        0.92
+//           ... / GEMM alone        1.1875     1.310
+//   256 MiB AR alone (alpha-beta)   597.7      889.2 loop   0.67
+//   256 MiB AR beside GEMMs        2048.2     2290.1        0.89
+//           ... / AR alone          3.43       2.27 (same harness 1010.3)
+//   wait for the first GEMM        1450.5     1722.5 (1 GiB), 1400.9 (256 MiB)
+//     (AR beside GEMMs - AR alone loop: the measured one also holds the
+//      all-reduce's own slowdown under load, ~1.1 for 1 GiB)
+//
+// The known gaps: alpha-beta at 450 GB/s (NVLink datasheet) against the
+// 327 GB/s bus bandwidth NCCL reached for 1 GiB (300 GB/s for 256 MiB), so
+// the all-reduces are 27-33 % short and the fixed wait for the GEMM weighs
+// more in their ratios (256 MiB: 3.43 against 2.27); and the GEMM beside
+// NCCL also ran at a power-capped SM clock (NVML: 1800-1850 MHz against
+// 1980 MHz alone), not modelled, so 19/16 = 1.19 from the SMs alone
+// against 1.31 measured.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "catch.h"
+#include "scenario/run_gcsim.h"
+
+using gcsim::test::GcsimResult;
+using gcsim::test::read_json;
+using gcsim::test::run_gcsim;
+using gcsim::test::TempDir;
+using gcsim::test::write_text;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr int64_t kUs = 1'000'000;  // ps per microsecond
+
+Json run_config(const std::string& yaml) {
+  TempDir tmp;
+  write_text(tmp / "config.yaml", yaml);
+  const GcsimResult r =
+      run_gcsim({"run", (tmp / "config.yaml").string(), "-o", (tmp / "out").string(), "-q"});
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_status == 0);
+  return read_json(tmp / "out" / "summary.json");
+}
+
+int64_t ps(double seconds) { return std::llround(seconds * 1e12); }
+
+struct Span {
+  int64_t start = -1, end = -1;  // ps
+  int64_t length() const { return end - start; }
+};
+
+Span op(const Json& summary, const std::string& name, int rank) {
+  for (const auto& o : summary["ops"]) {
+    if (o["name"] == name && o["rank"] == rank) {
+      return {ps(o["start_s"].get<double>()), ps(o["end_s"].get<double>())};
+    }
+  }
+  FAIL("op " << name << " on rank " << rank << " not found");
+  return {};
+}
+
+// The measurement's graph: the all-reduce of `bytes` first, then three
+// GEMMs per rank (g1..g3 on rank 0, h1..h3 on rank 1).
+std::string gemm_beside_allreduce(const std::string& bytes) {
+  std::string yaml =
+      "cluster: {gpu: h200-sxm, nodes: 1, gpus_per_node: 2}\n"
+      "workload:\n  kind: graph\n  ops:\n"
+      "    - {name: ar, op: all_reduce, ranks: all, bytes: " +
+      bytes + "}\n";
+  for (const char* prefix : {"g", "h"}) {
+    for (int i = 1; i <= 3; ++i) {
+      yaml += "    - {name: " + std::string(prefix) + std::to_string(i) +
+              ", rank: " + (prefix[0] == 'g' ? "0" : "1") +
+              ", op: gemm, m: 8192, n: 8192, k: 8192, dtype: bf16}\n";
+    }
+  }
+  return yaml;
+}
+
+// |predicted / measured - 1| <= 25 %.
+bool within_quarter(double predicted, double measured) {
+  return std::abs(predicted / measured - 1.0) <= 0.25;
+}
+
+}  // namespace
+
+TEST_CASE("GEMM beside NCCL: the all-reduce waits for the GEMM, the next GEMM gets 108 SMs",
+          "[scenario]") {
+  // One wave of an 8192^3 tile: 2*128*256*8192 flops at 989.4e12*0.8/132
+  // flop/s per SM, rounded once to 1 ps as the model does, + 1 us.
+  const double tile_flops = 2.0 * 128 * 256 * 8192;
+  const int64_t wave = std::llround(tile_flops / (989.4e12 * 0.8 / 132) * 1e12) + kUs;
+  REQUIRE(wave == 90'532'748);
+  const int64_t t1 = 2 * kUs + 16 * wave;  // the first GEMM's end
+  REQUIRE(t1 == 1'450'523'968);
+
+  struct Case {
+    const char* bytes;
+    double size;                 // bytes
+    double measured_ar_loop;     // all-reduce alone, 20-loop, us
+    double measured_ar_harness;  // all-reduce alone, same release harness, us
+    double measured_ar_beside;   // all-reduce with the GEMMs, us
+  };
+  const std::vector<Case> cases = {{"1GiB", 1073741824.0, 3283.28, 3280.42, 5005.76},
+                                   {"256MiB", 268435456.0, 889.15, 1010.29, 2290.10}};
+  for (const Case& c : cases) {
+    INFO("all-reduce of " << c.bytes);
+    const Json s = run_config(gemm_beside_allreduce(c.bytes));
+    CHECK(s["config"]["network"]["collective_sms"] == 24);
+    const int64_t ar_alone = 1'200'000 + std::llround(c.size / 450e9 * 1e12);
+    for (int rank = 0; rank < 2; ++rank) {
+      INFO("rank " << rank);
+      const char* p = rank == 0 ? "g" : "h";
+      const Span ar = op(s, "ar", rank), g1 = op(s, std::string(p) + "1", rank),
+                 g2 = op(s, std::string(p) + "2", rank);
+      // The first GEMM took every SM at 2 us: 16 waves, alone.
+      CHECK(g1.start == 2 * kUs);
+      CHECK(g1.end == t1);
+      // The all-reduce, released at 0, moves data from the first GEMM's end.
+      CHECK(ar.start == 0);
+      CHECK(std::llabs(ar.end - (t1 + ar_alone)) <= 2);
+      // The second GEMM lands 2 us after the first on 132 - 24 = 108 SMs:
+      // 19 waves, 19/16 of the first.
+      CHECK(g2.start == t1 + 2 * kUs);
+      CHECK(g2.length() == 19 * wave);
+      CHECK(static_cast<double>(g2.length()) / static_cast<double>(g1.length()) ==
+            Approx(19.0 / 16.0).epsilon(1e-12));
+    }
+    const Span ar = op(s, "ar", 0), g1 = op(s, "g1", 0), g2 = op(s, "g2", 0);
+    const double ar_beside_us = static_cast<double>(ar.end - ar.start) / kUs;
+    const double ar_alone_us = static_cast<double>(ar_alone) / kUs;
+    const double wait_us = ar_beside_us - ar_alone_us;
+    // Against the measurement, loosely (header table; known gaps there).
+    CHECK(within_quarter(static_cast<double>(g1.length()) / kUs, 1432.56));  // GEMM alone
+    CHECK(within_quarter(ar_beside_us, c.measured_ar_beside));
+    CHECK(within_quarter(wait_us, c.measured_ar_beside - c.measured_ar_loop));
+    if (c.size > 5e8) {
+      // 1 GiB: the GEMM wholly inside the all-reduce, and the ratios.
+      CHECK(g2.end < ar.end);
+      CHECK(within_quarter(static_cast<double>(g2.length()) / kUs, 1876.42));
+      CHECK(within_quarter(19.0 / 16.0, 1.3098));  // GEMM during AR / alone
+      CHECK(
+          within_quarter(ar_beside_us / ar_alone_us, c.measured_ar_beside / c.measured_ar_harness));
+      CHECK(ar_beside_us / ar_alone_us == Approx(1.6076).epsilon(1e-4));
+    } else {
+      // 256 MiB: alpha-beta's all-reduce is a third short of the measured
+      // one, so the same 1.45 ms wait makes its ratio 3.43 against 2.27.
+      CHECK(ar_beside_us / ar_alone_us == Approx(3.4268).epsilon(1e-4));
+      CHECK(ar_beside_us / ar_alone_us > c.measured_ar_beside / c.measured_ar_harness);
+    }
+  }
+}
