@@ -51,9 +51,17 @@ ClusterModel::ClusterModel(sim::Simulator& sim, ClusterModelConfig config)
   }
 }
 
+const gpu::KernelDesc& ClusterModel::kernel_of(const Op& op) {
+  auto it = kernels_.find(&op);
+  if (it == kernels_.end()) {
+    it = kernels_.emplace(&op, kernel_for(config_.gpu, std::get<workloads::ComputeOp>(op.payload)))
+             .first;
+  }
+  return it->second;
+}
+
 void ClusterModel::run_compute(int rank, const Op& op, sim::OpDone done) {
-  const auto& compute = std::get<workloads::ComputeOp>(op.payload);
-  gpus_[static_cast<size_t>(rank)]->launch(kernel_for(config_.gpu, compute), std::move(done));
+  gpus_[static_cast<size_t>(rank)]->launch(kernel_of(op), std::move(done));
 }
 
 sim::Duration ClusterModel::communication_time(const Op& op, const std::vector<int>& ranks) const {

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "models/gpu/gpu.h"
@@ -56,6 +57,11 @@ class ClusterModel : public sim::OpExecutor {
   ClusterModelConfig config_;
   std::vector<std::unique_ptr<gpu::Gpu>> gpus_;
   MemoryListener memory_listener_;
+  // Kernels costed once per op of a program, however many ranks run it:
+  // building a KernelDesc (tile choice, its name) dominated replay time.
+  // Keyed by the op's address, so the graph must outlive the run.
+  std::unordered_map<const workloads::Op*, gpu::KernelDesc> kernels_;
+  const gpu::KernelDesc& kernel_of(const workloads::Op& op);
 };
 
 }  // namespace gcsim::models::cluster
