@@ -11,6 +11,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "catch.h"
+
 namespace gcsim::test {
 
 namespace fs = std::filesystem;
@@ -90,6 +92,18 @@ GcsimResult run_gcsim(const std::vector<std::string>& args) {
   r.out = read_text(out_path);
   r.err = read_text(err_path);
   return r;
+}
+
+nlohmann::ordered_json run_summary(const std::string& yaml, std::vector<std::string> extra) {
+  TempDir tmp;
+  write_text(tmp / "config.yaml", yaml);
+  std::vector<std::string> args{"run", (tmp / "config.yaml").string(), "-o",
+                                (tmp / "out").string(), "-q"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const GcsimResult r = run_gcsim(args);
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_status == 0);
+  return read_json(tmp / "out" / "summary.json");
 }
 
 }  // namespace gcsim::test

@@ -44,4 +44,8 @@ void write_text(const std::filesystem::path& path, const std::string& text);
 // Parses a JSON file, keeping key order (so re-dumping is byte-stable).
 nlohmann::ordered_json read_json(const std::filesystem::path& path);
 
+// Writes `yaml` to a temporary config, runs `gcsim run` on it (quiet, plus
+// `extra` arguments), requires exit status 0 and returns its summary.json.
+nlohmann::ordered_json run_summary(const std::string& yaml, std::vector<std::string> extra = {});
+
 }  // namespace gcsim::test

@@ -69,15 +69,7 @@ namespace {
 
 constexpr int64_t kUs = 1'000'000;  // ps per microsecond
 
-Json run_config(const std::string& yaml) {
-  TempDir tmp;
-  write_text(tmp / "config.yaml", yaml);
-  const GcsimResult r =
-      run_gcsim({"run", (tmp / "config.yaml").string(), "-o", (tmp / "out").string(), "-q"});
-  INFO("stderr: " << r.err);
-  REQUIRE(r.exit_status == 0);
-  return read_json(tmp / "out" / "summary.json");
-}
+Json run_config(const std::string& yaml) { return gcsim::test::run_summary(yaml); }
 
 int64_t ps(double seconds) { return std::llround(seconds * 1e12); }
 

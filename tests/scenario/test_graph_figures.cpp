@@ -34,15 +34,7 @@ constexpr int64_t kMs = 1'000'000'000;     // ps per millisecond
 // Writes `yaml` as a config, runs it (plus `extra` arguments) and returns
 // summary.json. Fails the test if the run does not exit 0.
 Json run_config(const std::string& yaml, std::vector<std::string> extra = {}) {
-  TempDir tmp;
-  write_text(tmp / "config.yaml", yaml);
-  std::vector<std::string> args{"run", (tmp / "config.yaml").string(), "-o",
-                                (tmp / "out").string(), "-q"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  const GcsimResult r = run_gcsim(args);
-  INFO("stderr: " << r.err);
-  REQUIRE(r.exit_status == 0);
-  return read_json(tmp / "out" / "summary.json");
+  return gcsim::test::run_summary(yaml, std::move(extra));
 }
 
 int64_t ps(double seconds) { return std::llround(seconds * 1e12); }
