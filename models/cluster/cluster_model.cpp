@@ -129,10 +129,6 @@ sim::OpExecutor::MemoryResult ClusterModel::apply_memory(int rank, sim::Bytes de
   return MemoryResult::ok;
 }
 
-}  // namespace gcsim::models::cluster
-
-namespace gcsim::models::cluster {
-
 std::string ClusterModel::describe(const Op& op) const {
   nlohmann::ordered_json j;
   if (const auto* c = std::get_if<workloads::ComputeOp>(&op.payload)) {
