@@ -298,7 +298,8 @@ class Gpu::Impl : public sim::EventHandler {
   }
 
   // The scheduling pass. Persistent kernels between waves restart on the
-  // SMs they keep; the free SMs are split evenly among the other waiting
+  // SMs they keep; persistent kernels about to start take the free SMs they
+  // want in launch order; the rest are split evenly among the other waiting
   // kernels (earlier launches get the remainder), each bounded by its
   // unstarted tiles and max_sms; one wave starts per kernel that got SMs.
   // Then the holds deferred to this instant take what is left.
@@ -327,8 +328,19 @@ class Gpu::Impl : public sim::EventHandler {
       }
       any = any || want[i] > 0;
     }
-    // Water-filling: each round offers every unsatisfied kernel an equal
-    // share; a kernel that needs less frees the rest for the next round.
+    // A persistent kernel about to start takes what it wants first, in
+    // launch order: its CTAs fill whole SMs, and on an H100 a GEMM enqueued
+    // beside a copy or a layer norm ran at full width while the other op
+    // waited (calibration/measurements/h100-sxm/concurrent_kernels_*).
+    for (size_t i = 0; i < waiting_.size(); ++i) {
+      const Run& r = runs_[waiting_[i]];
+      if (!r.kernel.persistent || r.kept > 0 || want[i] == 0) continue;
+      grant[i] = std::min(want[i], left);
+      want[i] = grant[i];
+      left -= grant[i];
+    }
+    // Water-filling among the others: each round offers every unsatisfied
+    // kernel an equal share; a kernel that needs less frees the rest.
     while (any) {
       int hungry = 0;
       for (size_t i = 0; i < grant.size(); ++i) hungry += grant[i] < want[i];

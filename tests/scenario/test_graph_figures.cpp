@@ -184,8 +184,11 @@ TEST_CASE("figures: kernels on one stream serialise, on two streams overlap", "[
   // h2 starts before h1 ends. Sharing the SMs, neither of h1, h2 can be
   // faster than the GEMM alone (g1), and the pair together cannot beat two
   // back-to-back GEMMs by more than the one launch latency they overlap.
+  // GEMMs here are not persistent (persistent_gemm: false, an A100-style
+  // grid of one CTA per tile), so the two streams share SMs wave by wave;
+  // persistent GEMMs take their SMs in launch order (test_concurrent_kernels).
   const Json s = run_config(R"(
-cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1, scale_up: {kind: none}}
+cluster: {gpu: {preset: h100-sxm, persistent_gemm: false}, nodes: 1, gpus_per_node: 1, scale_up: {kind: none}}
 workload:
   kind: graph
   ops:

@@ -281,11 +281,13 @@ TEST_CASE("a persistent kernel keeps its first SMs: no re-sharing at wave bounda
         }
       }
     }
-    SECTION("two landing together split the SMs and keep their halves") {
-      // A (660 tiles) and B (66 tiles) land together at 2 us: 66 SMs each.
-      // B ends at 13 us. Persistent A keeps its 66: 10 waves, ends at 112
-      // us with 66 SMs idle from 13 us. With one CTA per tile A takes all
-      // 132 from 13 us: 594 tiles, 5 waves (4 of 132, one of 66): 68 us.
+    SECTION("landing together: persistent kernels take their SMs in launch order") {
+      // A (660 tiles) and B (66 tiles) land together at 2 us, A launched
+      // first. Persistent, A takes all 132 SMs (measured on an H100: a GEMM
+      // enqueued first runs at full width beside another op): 5 waves of
+      // 11 us, ends at 57 us; B waits for it and ends at 68 us. With one
+      // CTA per tile they split 66 / 66: B ends at 13 us, then A takes all
+      // 132: 594 tiles, 5 waves (4 of 132, one of 66): 68 us.
       for (const bool persistent : {true, false}) {
         INFO((persistent ? "persistent" : "one CTA per tile"));
         sim::Simulator s;
@@ -296,9 +298,9 @@ TEST_CASE("a persistent kernel keeps its first SMs: no re-sharing at wave bounda
         Sms at_50us;
         sample_at(s, g, 50 * kUs, at_50us);
         s.run();
-        CHECK(b.end == 13 * kUs);
-        CHECK(a.end == (persistent ? 112 : 68) * kUs);
-        CHECK(at_50us == (persistent ? Sms{66, 66, 0, 0} : Sms{0, 132, 0, 0}));
+        CHECK(b.end == (persistent ? 68 : 13) * kUs);
+        CHECK(a.end == (persistent ? 57 : 68) * kUs);
+        CHECK(at_50us == Sms{0, 132, 0, 0});
       }
     }
     SECTION("landing on few free SMs, it stays that narrow") {
