@@ -79,6 +79,22 @@ class HoldHandler final : public EventHandler {
 // Events per timed iteration: enough that stop/restart overhead vanishes.
 constexpr uint64_t kBatch = 1 << 16;
 
+// Runs a hold model whose n events are already scheduled on ring.sim: first
+// untimed until each has fired about twice, so the queue holds the
+// steady-state spread of times rather than the initial one, then kBatch
+// events per timed iteration.
+void run_hold_model(benchmark::State& state, Ring& ring, size_t n) {
+  ring.budget = 2 * n;
+  ring.sim.run();
+  uint64_t events = 0;
+  for (auto _ : state) {
+    ring.budget = kBatch;
+    events += ring.sim.run();
+  }
+  set_event_counters(state, events);
+  state.counters["queue"] = static_cast<double>(ring.sim.events_pending());
+}
+
 void BM_HoldHandlers(benchmark::State& state) {
   const auto n = static_cast<size_t>(state.range(0));
   Simulator sim(42);
@@ -87,18 +103,7 @@ void BM_HoldHandlers(benchmark::State& state) {
   for (size_t i = 0; i < n; ++i) {
     sim.schedule_at(Time::zero() + ring.next_delay(), handlers[i], i);
   }
-  // Warm up untimed until every handler has fired about twice, so the queue
-  // holds the steady-state spread of times rather than the initial one.
-  ring.budget = 2 * n;
-  sim.run();
-
-  uint64_t events = 0;
-  for (auto _ : state) {
-    ring.budget = kBatch;
-    events += sim.run();
-  }
-  set_event_counters(state, events);
-  state.counters["queue"] = static_cast<double>(sim.events_pending());
+  run_hold_model(state, ring, n);
 }
 BENCHMARK(BM_HoldHandlers)
     ->RangeMultiplier(10)
@@ -127,56 +132,28 @@ void BM_HoldTies(benchmark::State& state) {
   Ring ring(sim);
   std::vector<TiedHandler> handlers(n, TiedHandler(ring));
   for (size_t i = 0; i < n; ++i) sim.schedule_at(Time::zero(), handlers[i], i);
-  ring.budget = 2 * n;
-  sim.run();
-
-  uint64_t events = 0;
-  for (auto _ : state) {
-    ring.budget = kBatch;
-    events += sim.run();
-  }
-  set_event_counters(state, events);
-  state.counters["queue"] = static_cast<double>(sim.events_pending());
+  run_hold_model(state, ring, n);
 }
 BENCHMARK(BM_HoldTies)->RangeMultiplier(10)->Range(1'000, 100'000)->Unit(benchmark::kMillisecond);
 
 // ---------------------------------------------------------------------------
 // (b) The same hold model through closures: call_in(delay, lambda).
 
-struct ClosureRing {
-  explicit ClosureRing(Simulator& s) : sim(s), rng(s.random_stream("bench/hold")) {}
-  Simulator& sim;
-  RandomStream rng;
-  uint64_t budget = 0;
-
-  Duration next_delay() {
-    return Duration::from_ps(1 + static_cast<int64_t>(rng.uniform_int(kMaxDelayPs)));
-  }
-  // Each closure captures the ring and its own index (16 bytes: fits in
-  // std::function's small buffer, as typical glue-code lambdas do).
-  void fire(uint64_t index) {
-    sim.call_in(next_delay(), [this, index] { fire(index); });
-    if (--budget == 0) sim.stop();
-  }
-};
+// Each closure captures the ring and its own index (16 bytes: fits in
+// std::function's small buffer, as typical glue-code lambdas do).
+void fire_closure(Ring& ring, uint64_t index) {
+  ring.sim.call_in(ring.next_delay(), [&ring, index] { fire_closure(ring, index); });
+  if (--ring.budget == 0) ring.sim.stop();
+}
 
 void BM_HoldClosures(benchmark::State& state) {
   const auto n = static_cast<size_t>(state.range(0));
   Simulator sim(42);
-  ClosureRing ring(sim);
+  Ring ring(sim);
   for (size_t i = 0; i < n; ++i) {
-    sim.call_at(Time::zero() + ring.next_delay(), [&ring, i] { ring.fire(i); });
+    sim.call_at(Time::zero() + ring.next_delay(), [&ring, i] { fire_closure(ring, i); });
   }
-  ring.budget = 2 * n;
-  sim.run();
-
-  uint64_t events = 0;
-  for (auto _ : state) {
-    ring.budget = kBatch;
-    events += sim.run();
-  }
-  set_event_counters(state, events);
-  state.counters["queue"] = static_cast<double>(sim.events_pending());
+  run_hold_model(state, ring, n);
 }
 BENCHMARK(BM_HoldClosures)
     ->RangeMultiplier(10)
