@@ -70,9 +70,8 @@ GpuSpec read_gpu_fields(ConfigReader& r, const GpuSpec* base) {
   s.name = r.get_string("name", from(base, &GpuSpec::name), "preset name");
   s.source = r.get_string("source", from(base, &GpuSpec::source), "where the numbers come from");
   s.sm_count = static_cast<int>(
-      r.get_int("sm_count", base ? std::optional<int64_t>(base->sm_count) : std::nullopt,
-                "streaming multiprocessors"));
-  if (s.sm_count <= 0) r.fail("sm_count", "must be at least 1");
+      r.get_int_in("sm_count", base ? std::optional<int64_t>(base->sm_count) : std::nullopt,
+                   "streaming multiprocessors", 1, 100'000));
   s.sm_clock_ghz = r.get_double("sm_clock_ghz", from(base, &GpuSpec::sm_clock_ghz),
                                 "boost SM clock in GHz");
   if (!(s.sm_clock_ghz > 0)) r.fail("sm_clock_ghz", "must be positive");
@@ -103,8 +102,9 @@ GpuSpec read_gpu_fields(ConfigReader& r, const GpuSpec* base) {
   ConfigReader nvlink = r.child("nvlink", "scale-up links to the NVSwitch", !base);
   s.nvlink_bandwidth = nvlink.get_bandwidth("bandwidth", from(base, &GpuSpec::nvlink_bandwidth),
                                             "per GPU, each direction");
-  s.nvlink_links = static_cast<int>(nvlink.get_int(
-      "links", base ? std::optional<int64_t>(base->nvlink_links) : std::nullopt, "link count"));
+  s.nvlink_links = static_cast<int>(nvlink.get_int_in(
+      "links", base ? std::optional<int64_t>(base->nvlink_links) : std::nullopt, "link count", 0,
+      1'000));
   s.nvlink_latency =
       nvlink.get_duration("latency", from(base, &GpuSpec::nvlink_latency), "one-hop latency");
   s.has_nvls = nvlink.get_bool("nvls", base ? base->has_nvls : false,

@@ -58,13 +58,6 @@ Dtype read_dtype(ConfigReader& r) {
       r.get_choice("dtype", dtype_names(), std::string("bf16"), "element type"));
 }
 
-int64_t positive(ConfigReader& r, const std::string& key, std::optional<int64_t> fallback,
-                 const char* doc) {
-  int64_t v = r.get_int(key, fallback, doc);
-  if (v <= 0) r.fail(key, "must be at least 1, got " + std::to_string(v));
-  return v;
-}
-
 int read_rank(ConfigReader& r, const std::string& key, int num_ranks, const char* doc) {
   int64_t v = r.get_int(key, std::nullopt, doc);
   if (v < 0 || v >= num_ranks) {
@@ -134,22 +127,22 @@ ParsedOp parse_op(ConfigReader r, int num_ranks, WorkloadGraph& graph) {
 
   if (kind == "gemm") {
     GemmShape s;
-    s.m = positive(r, "m", std::nullopt, "rows of A and C");
-    s.n = positive(r, "n", std::nullopt, "columns of B and C");
-    s.k = positive(r, "k", std::nullopt, "inner dimension");
-    s.batch = positive(r, "batch", 1, "independent products (batched GEMM)");
+    s.m = r.get_int_in("m", std::nullopt, "rows of A and C", 1);
+    s.n = r.get_int_in("n", std::nullopt, "columns of B and C", 1);
+    s.k = r.get_int_in("k", std::nullopt, "inner dimension", 1);
+    s.batch = r.get_int_in("batch", 1, "independent products (batched GEMM)", 1);
     s.dtype = read_dtype(r);
     local(OpKind::compute, workloads::ComputeOp{s});
   } else if (kind == "attention") {
     AttentionShape s;
-    s.batch = positive(r, "batch", std::nullopt, "sequences");
-    s.heads = positive(r, "heads", std::nullopt, "query heads");
-    s.kv_heads = positive(r, "kv_heads", s.heads, "key/value heads (GQA when < heads)");
+    s.batch = r.get_int_in("batch", std::nullopt, "sequences", 1);
+    s.heads = r.get_int_in("heads", std::nullopt, "query heads", 1);
+    s.kv_heads = r.get_int_in("kv_heads", s.heads, "key/value heads (GQA when < heads)", 1);
     if (s.heads % s.kv_heads != 0) r.fail("kv_heads", "heads must be a multiple of kv_heads");
-    s.q_len = positive(r, "q_len", std::nullopt, "query tokens per sequence (1 = decode)");
-    s.kv_len = positive(r, "kv_len", s.q_len, "key tokens per sequence");
+    s.q_len = r.get_int_in("q_len", std::nullopt, "query tokens per sequence (1 = decode)", 1);
+    s.kv_len = r.get_int_in("kv_len", s.q_len, "key tokens per sequence", 1);
     if (s.kv_len < s.q_len) r.fail("kv_len", "kv_len must be at least q_len");
-    s.head_dim = positive(r, "head_dim", std::nullopt, "dimension per head");
+    s.head_dim = r.get_int_in("head_dim", std::nullopt, "dimension per head", 1);
     s.causal = r.get_bool("causal", false, "causal mask");
     s.backward = r.get_choice("pass", {"fwd", "bwd"}, std::string("fwd"), "forward or backward") ==
                  "bwd";
@@ -160,8 +153,8 @@ ParsedOp parse_op(ConfigReader r, int num_ranks, WorkloadGraph& graph) {
     s.kind = kind == "layer_norm" ? MemoryOpKind::layer_norm
              : kind == "rms_norm" ? MemoryOpKind::rms_norm
                                   : MemoryOpKind::softmax;
-    s.rows = positive(r, "tokens", std::nullopt, "rows (tokens)");
-    s.cols = positive(r, "hidden", std::nullopt, "row length (hidden size)");
+    s.rows = r.get_int_in("tokens", std::nullopt, "rows (tokens)", 1);
+    s.cols = r.get_int_in("hidden", std::nullopt, "row length (hidden size)", 1);
     s.elements = s.rows * s.cols;
     s.flops_per_element = kind == "softmax" ? 5 : 8;
     s.dtype = read_dtype(r);
@@ -174,7 +167,7 @@ ParsedOp parse_op(ConfigReader r, int num_ranks, WorkloadGraph& graph) {
                                   [&](const auto& x) { return x.name == which; });
     MemoryOpShape s;
     s.kind = MemoryOpKind::elementwise;
-    s.elements = positive(r, "elements", std::nullopt, "output elements");
+    s.elements = r.get_int_in("elements", std::nullopt, "output elements", 1);
     s.inputs = e.inputs;
     s.flops_per_element = e.flops;
     s.dtype = read_dtype(r);

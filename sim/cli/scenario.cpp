@@ -37,14 +37,11 @@ std::vector<std::string> names_of(const std::vector<Registered>& r) {
 ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes) {
   ClusterConfig cluster;
   cluster.gpu = read_gpu(c);
-  // Range-checked as int64 before narrowing, so 2^32 + 1 is not read as 1.
-  const int64_t nodes = c.get_int("nodes", 1, "number of nodes");
-  if (nodes < 1) c.fail("nodes", "must be at least 1, got " + std::to_string(nodes));
-  const int64_t gpus_per_node = c.get_int("gpus_per_node", 8, "GPUs per node");
-  if (gpus_per_node < 1) {
-    c.fail("gpus_per_node", "must be at least 1, got " + std::to_string(gpus_per_node));
-  }
-  if (nodes > 1'000'000 || gpus_per_node > 1'000'000 || nodes * gpus_per_node > 1'000'000) {
+  constexpr int64_t kMaxGpus = 1'000'000;  // beyond this simulator's design
+  const int64_t nodes = c.get_int_in("nodes", 1, "number of nodes", 1);
+  const int64_t gpus_per_node = c.get_int_in("gpus_per_node", 8, "GPUs per node", 1);
+  // Each bound first, so that the product cannot overflow.
+  if (nodes > kMaxGpus || gpus_per_node > kMaxGpus || nodes * gpus_per_node > kMaxGpus) {
     c.fail(nodes > gpus_per_node ? "nodes" : "gpus_per_node",
            "more than a million GPUs is beyond this simulator's design");
   }
@@ -75,9 +72,8 @@ ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes) {
   cluster.scale_out.topology =
       out.get_choice("topology", {"fat-tree", "rail-optimized", "multi-plane", "none"},
                      std::string(cluster.nodes > 1 ? "fat-tree" : "none"), "fabric between nodes");
-  const int64_t tiers = out.get_int("tiers", 2, "switch tiers (2 or 3)");
-  if (tiers < 2 || tiers > 3) out.fail("tiers", "a fat-tree has 2 or 3 tiers");
-  cluster.scale_out.tiers = static_cast<int>(tiers);
+  cluster.scale_out.tiers =
+      static_cast<int>(out.get_int_in("tiers", 2, "switch tiers (2 or 3)", 2, 3));
   cluster.scale_out.nic_bandwidth = out.get_bandwidth(
       "nic_bandwidth", sim::Bandwidth::gbps(400), "per GPU (one NIC per GPU, rail)");
   cluster.scale_out.oversubscription =
@@ -120,14 +116,11 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
   ConfigReader net = top.child("network", "how communication is simulated");
   s.network.model = net.get_choice("model", names_of(network_models()), std::string("analytical"),
                                    "network model");
-  const int64_t collective_sms =
-      net.get_int("collective_sms", 24,
-                  "SMs a collective kernel holds per GPU (NCCL channels; 24 measured for NCCL "
-                  "2.28 ring on 2x H200)");
-  if (collective_sms < 0 || collective_sms >= s.cluster.gpu.sm_count) {
-    net.fail("collective_sms", "must lie in [0, " + std::to_string(s.cluster.gpu.sm_count) + ")");
-  }
-  s.network.collective_sms = static_cast<int>(collective_sms);
+  s.network.collective_sms = static_cast<int>(
+      net.get_int_in("collective_sms", 24,
+                     "SMs a collective kernel holds per GPU (NCCL channels; 24 measured for NCCL "
+                     "2.28 ring on 2x H200)",
+                     0, s.cluster.gpu.sm_count - 1));
   net.finish();
 
   ConfigReader sim_cfg = top.child("simulation", "engine settings");

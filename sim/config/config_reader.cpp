@@ -125,6 +125,18 @@ int64_t ConfigReader::get_int(const std::string& key, std::optional<int64_t> fal
   return get_scalar(key, fallback, doc, "an integer");
 }
 
+int64_t ConfigReader::get_int_in(const std::string& key, std::optional<int64_t> fallback,
+                                 const char* doc, int64_t lo, int64_t hi) {
+  const int64_t v = get_int(key, fallback, doc);
+  if (v < lo || v > hi) {
+    fail(key, (hi == std::numeric_limits<int64_t>::max()
+                   ? "must be at least " + std::to_string(lo)
+                   : "must lie in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]") +
+                  ", got " + std::to_string(v));
+  }
+  return v;
+}
+
 double ConfigReader::get_double(const std::string& key, std::optional<double> fallback,
                                 const char* doc) {
   return get_scalar(key, fallback, doc, "a number");

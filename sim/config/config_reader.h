@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -45,6 +46,10 @@ class ConfigReader {
 
   // Each getter: `fallback` nullopt means the key is required.
   int64_t get_int(const std::string& key, std::optional<int64_t> fallback, const char* doc);
+  // An integer that must lie in [lo, hi]; checked before any narrowing, so
+  // 2^32 + 1 is refused rather than read as 1.
+  int64_t get_int_in(const std::string& key, std::optional<int64_t> fallback, const char* doc,
+                     int64_t lo, int64_t hi = std::numeric_limits<int64_t>::max());
   double get_double(const std::string& key, std::optional<double> fallback, const char* doc);
   bool get_bool(const std::string& key, std::optional<bool> fallback, const char* doc);
   std::string get_string(const std::string& key, std::optional<std::string> fallback,
