@@ -51,7 +51,7 @@ ClusterModel::ClusterModel(sim::Simulator& sim, ClusterModelConfig config)
   }
 }
 
-const gpu::KernelDesc& ClusterModel::kernel_of(const Op& op) {
+const gpu::KernelDesc& ClusterModel::kernel_of(const Op& op) const {
   auto it = kernels_.find(&op);
   if (it == kernels_.end()) {
     it = kernels_.emplace(&op, kernel_for(config_.gpu, std::get<workloads::ComputeOp>(op.payload)))
@@ -131,8 +131,8 @@ sim::OpExecutor::MemoryResult ClusterModel::apply_memory(int rank, sim::Bytes de
 
 std::string ClusterModel::describe(const Op& op) const {
   nlohmann::ordered_json j;
-  if (const auto* c = std::get_if<workloads::ComputeOp>(&op.payload)) {
-    const gpu::KernelDesc k = kernel_for(config_.gpu, *c);
+  if (std::holds_alternative<workloads::ComputeOp>(op.payload)) {
+    const gpu::KernelDesc& k = kernel_of(op);
     const int sms = config_.gpu.sm_count;
     const gpu::TileCost tile = gpu::tile_cost(config_.gpu, k, std::min<int64_t>(k.tiles, sms));
     j["kernel"] = k.name;

@@ -60,8 +60,9 @@ class ClusterModel : public sim::OpExecutor {
   // Kernels costed once per op of a program, however many ranks run it:
   // building a KernelDesc (tile choice, its name) dominated replay time.
   // Keyed by the op's address, so the graph must outlive the run.
-  std::unordered_map<const workloads::Op*, gpu::KernelDesc> kernels_;
-  const gpu::KernelDesc& kernel_of(const workloads::Op& op);
+  // A cache, so mutable: describe() (const) shares it.
+  mutable std::unordered_map<const workloads::Op*, gpu::KernelDesc> kernels_;
+  const gpu::KernelDesc& kernel_of(const workloads::Op& op) const;
 };
 
 }  // namespace gcsim::models::cluster
