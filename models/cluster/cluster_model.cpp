@@ -79,6 +79,19 @@ void ClusterModel::run_communication(const Op& op, const std::vector<int>& ranks
   // NCCL kernels occupy SMs (channels) on every GPU of the group while data
   // moves; p2p here is modelled as a copy-engine transfer that holds none.
   const int sms = op.kind == workloads::OpKind::collective ? config_.collective_sms : 0;
+  const bool p2p = op.kind == workloads::OpKind::send || op.kind == workloads::OpKind::recv;
+  if (network_ != nullptr && p2p) {
+    // `ranks` is sorted; `op` is the lower rank's half of the pair.
+    const auto& p = std::get<workloads::P2pOp>(op.payload);
+    const bool lower_sends = op.kind == workloads::OpKind::send;
+    network::Transfer t;
+    t.src_rank = lower_sends ? ranks.front() : ranks.back();
+    t.dst_rank = lower_sends ? ranks.back() : ranks.front();
+    t.bytes = p.bytes;
+    t.qp = next_qp_++;
+    network_->start(t, [this, start, done = std::move(done)] { done(start, sim_.now()); });
+    return;
+  }
   if (sms == 0) {
     sim_.call_in(d, [this, start, done = std::move(done)] { done(start, sim_.now()); });
     return;

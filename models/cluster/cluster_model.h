@@ -11,6 +11,7 @@
 #include "models/gpu/gpu.h"
 #include "models/gpu/gpu_spec.h"
 #include "models/network/alpha_beta.h"
+#include "models/network/network_model.h"
 #include "sim/replayer.h"
 
 namespace gcsim::models::cluster {
@@ -40,6 +41,10 @@ class ClusterModel : public sim::OpExecutor {
   MemoryResult apply_memory(int rank, sim::Bytes delta) override;
 
   void set_memory_listener(MemoryListener l) { memory_listener_ = std::move(l); }
+  // Point-to-point ops then move over this fabric model (analytical, flow
+  // or packet) instead of the closed α-β form. Must outlive the run.
+  void attach_network(network::NetworkModel& n) { network_ = &n; }
+  network::NetworkModel* network() const { return network_; }
   const gpu::Gpu& gpu(int rank) const { return *gpus_.at(static_cast<size_t>(rank)); }
   int num_ranks() const { return static_cast<int>(gpus_.size()); }
   const ClusterModelConfig& config() const { return config_; }
@@ -57,6 +62,10 @@ class ClusterModel : public sim::OpExecutor {
   ClusterModelConfig config_;
   std::vector<std::unique_ptr<gpu::Gpu>> gpus_;
   MemoryListener memory_listener_;
+  network::NetworkModel* network_ = nullptr;
+  // Queue-pair numbers for p2p transfers, so that successive transfers of
+  // one rank pair may hash onto different paths (as NCCL's do).
+  uint32_t next_qp_ = 0;
   // Kernels costed once per op of a program, however many ranks run it:
   // building a KernelDesc (tile choice, its name) dominated replay time.
   // Keyed by the op's address, so the graph must outlive the run.
