@@ -43,8 +43,13 @@ class ClusterModel : public sim::OpExecutor {
   void set_memory_listener(MemoryListener l) { memory_listener_ = std::move(l); }
   // Point-to-point ops then move over this fabric model (analytical, flow
   // or packet) instead of the closed α-β form. Must outlive the run.
-  void attach_network(network::NetworkModel& n) { network_ = &n; }
+  // `fabric` is the graph the model runs on (hosts, NICs, switches).
+  void attach_network(network::NetworkModel& n, const network::Fabric& fabric) {
+    network_ = &n;
+    fabric_ = &fabric;
+  }
   network::NetworkModel* network() const { return network_; }
+  const network::Fabric* fabric() const { return fabric_; }
   const gpu::Gpu& gpu(int rank) const { return *gpus_.at(static_cast<size_t>(rank)); }
   int num_ranks() const { return static_cast<int>(gpus_.size()); }
   const ClusterModelConfig& config() const { return config_; }
@@ -63,6 +68,7 @@ class ClusterModel : public sim::OpExecutor {
   std::vector<std::unique_ptr<gpu::Gpu>> gpus_;
   MemoryListener memory_listener_;
   network::NetworkModel* network_ = nullptr;
+  const network::Fabric* fabric_ = nullptr;
   // Queue-pair numbers for p2p transfers, so that successive transfers of
   // one rank pair may hash onto different paths (as NCCL's do).
   uint32_t next_qp_ = 0;
