@@ -1,0 +1,54 @@
+#include "topologies/topology_spec.h"
+
+namespace gcsim::topologies {
+
+std::string_view scale_up_kind_name(ScaleUpKind k) {
+  switch (k) {
+    case ScaleUpKind::nvswitch: return "nvswitch";
+    case ScaleUpKind::pcie: return "pcie";
+    case ScaleUpKind::none: return "none";
+  }
+  return "?";
+}
+
+std::string_view topology_name(ScaleOutTopology t) {
+  switch (t) {
+    case ScaleOutTopology::none: return "none";
+    case ScaleOutTopology::fat_tree: return "fat-tree";
+    case ScaleOutTopology::rail_optimized: return "rail-optimized";
+    case ScaleOutTopology::multi_plane: return "multi-plane";
+    case ScaleOutTopology::custom: return "custom";
+  }
+  return "?";
+}
+
+std::string_view plane_attachment_name(PlaneAttachment a) {
+  switch (a) {
+    case PlaneAttachment::port_per_plane: return "port-per-plane";
+    case PlaneAttachment::nic_per_plane: return "nic-per-plane";
+  }
+  return "?";
+}
+
+std::string gpu_name(int host, int gpu) {
+  return "node" + std::to_string(host) + "/gpu" + std::to_string(gpu);
+}
+
+std::string nic_name(int host, int gpu) {
+  return "node" + std::to_string(host) + "/nic" + std::to_string(gpu);
+}
+
+std::string scale_up_switch_name(int host, ScaleUpKind kind) {
+  return "node" + std::to_string(host) + (kind == ScaleUpKind::pcie ? "/pcie" : "/nvswitch");
+}
+
+std::string switch_name(std::string_view prefix, std::string_view role, int index) {
+  std::string s(prefix);
+  s += role;
+  s += std::to_string(index);
+  return s;
+}
+
+std::string plane_prefix(int plane) { return "p" + std::to_string(plane) + "/"; }
+
+}  // namespace gcsim::topologies
