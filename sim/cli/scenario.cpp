@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "sim/cli/fabric_loader.h"
 #include "sim/cli/gpu_spec_loader.h"
 #include "sim/cli/graph_workload_loader.h"
 #include "sim/unit_parse.h"
@@ -34,7 +35,8 @@ std::vector<std::string> names_of(const std::vector<Registered>& r) {
   return v;
 }
 
-ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes) {
+ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes,
+                           topologies::TopologySpec& topology) {
   ClusterConfig cluster;
   cluster.gpu = read_gpu(c);
   constexpr int64_t kMaxGpus = 1'000'000;  // beyond this simulator's design
@@ -53,42 +55,7 @@ ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes) {
     apply_calibration_profile(cluster.calibration, cluster.gpu, c);
   }
 
-  ConfigReader up = c.child("scale_up", "links inside a node");
-  cluster.scale_up.kind = up.get_choice("kind", {"nvswitch", "pcie", "none"},
-                                        std::string("nvswitch"), "intra-node interconnect");
-  const bool pcie = cluster.scale_up.kind == "pcie";
-  cluster.scale_up.bandwidth =
-      up.get_bandwidth("bandwidth", pcie ? cluster.gpu.pcie_bandwidth : cluster.gpu.nvlink_bandwidth,
-                       "per GPU, each direction (default: the GPU preset's)");
-  cluster.scale_up.latency = up.get_duration(
-      "latency", pcie ? sim::us(int64_t{2}) : cluster.gpu.nvlink_latency, "one hop");
-  if (cluster.scale_up.kind == "none" && cluster.gpus_per_node > 1) {
-    up.fail("kind", "a node of " + std::to_string(cluster.gpus_per_node) +
-                        " GPUs needs a scale-up interconnect (nvswitch or pcie)");
-  }
-  up.finish();
-
-  ConfigReader out = c.child("scale_out", "network between nodes");
-  cluster.scale_out.topology =
-      out.get_choice("topology", {"fat-tree", "rail-optimized", "multi-plane", "none"},
-                     std::string(cluster.nodes > 1 ? "fat-tree" : "none"), "fabric between nodes");
-  cluster.scale_out.tiers =
-      static_cast<int>(out.get_int_in("tiers", 2, "switch tiers (2 or 3)", 2, 3));
-  cluster.scale_out.nic_bandwidth = out.get_bandwidth(
-      "nic_bandwidth", sim::Bandwidth::gbps(400), "per GPU (one NIC per GPU, rail)");
-  cluster.scale_out.oversubscription =
-      out.get_double("oversubscription", 1.0, "downlink:uplink bandwidth ratio per tier");
-  if (!(cluster.scale_out.oversubscription >= 1.0)) {
-    out.fail("oversubscription", "must be >= 1 (1 = non-blocking)");
-  }
-  cluster.scale_out.latency =
-      out.get_duration("latency", sim::us(int64_t{2}), "NIC to NIC through the fabric");
-  out.finish();
-  if (cluster.nodes > 1 && cluster.scale_out.topology == "none") {
-    c.fail("scale_out", "there are " + std::to_string(cluster.nodes) +
-                            " nodes but scale_out.topology is none: choose fat-tree, "
-                            "rail-optimized or multi-plane");
-  }
+  topology = read_topology(c, cluster);
   if (cluster.scale_out.topology != "none") {
     notes.push_back("scale_out.topology '" + cluster.scale_out.topology +
                     "' is simulated as alpha-beta over nic_bandwidth (" +
@@ -110,7 +77,7 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
   ConfigReader top(root, "", s.source, &s.resolved);
 
   ConfigReader cluster = top.child("cluster", "the machines", true);
-  s.cluster = read_cluster(cluster, s.notes);
+  s.cluster = read_cluster(cluster, s.notes, s.topology);
   cluster.finish();
 
   ConfigReader net = top.child("network", "how communication is simulated");
@@ -121,6 +88,7 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
                      "SMs a collective kernel holds per GPU (NCCL channels; 24 measured for NCCL "
                      "2.28 ring on 2x H200)",
                      0, s.cluster.gpu.sm_count - 1));
+  s.faults = read_faults(net, s.topology);
   net.finish();
 
   ConfigReader sim_cfg = top.child("simulation", "engine settings");

@@ -12,22 +12,24 @@
 
 #include "models/gpu/gpu_spec.h"
 #include "sim/config/config_reader.h"
+#include "topologies/fault_schedule.h"
+#include "topologies/topology_spec.h"
 #include "workloads/ir.h"
 
 namespace gcsim::cli {
 
 struct ScaleUpConfig {
-  std::string kind;          // nvswitch | none
+  std::string kind;          // nvswitch | pcie | none
   sim::Bandwidth bandwidth;  // per GPU, each direction
   sim::Duration latency;
 };
 
 struct ScaleOutConfig {
-  std::string topology;           // fat-tree | rail-optimized | multi-plane | none
+  std::string topology;           // fat-tree | rail-optimized | multi-plane | custom | none
   int tiers = 2;
   sim::Bandwidth nic_bandwidth;   // per GPU
   double oversubscription = 1.0;
-  sim::Duration latency;          // NIC to NIC, end to end
+  sim::Duration latency;          // NIC to NIC through the top tier (2 x tiers hop latencies)
 };
 
 struct ClusterConfig {
@@ -52,6 +54,8 @@ struct Scenario {
   std::string workload_kind;
   std::unique_ptr<workloads::WorkloadGraph> graph;
   uint64_t seed = 1;
+  topologies::TopologySpec topology;          // cluster.scale_up/scale_out, for build_fabric()
+  std::vector<topologies::FaultSpec> faults;  // network.faults, in list order
   sim::config::Json resolved;                         // fully resolved config
   std::shared_ptr<sim::config::ConfigSource> source;  // docs, overrides
   std::vector<std::string> notes;  // modelling caveats to show the user
