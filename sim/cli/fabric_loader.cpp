@@ -1,6 +1,7 @@
 #include "sim/cli/fabric_loader.h"
 
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "sim/unit_parse.h"
@@ -17,6 +18,13 @@ using topologies::TopologyError;
 using topologies::TopologySpec;
 
 namespace {
+
+// 1.5, not 1.500000.
+std::string number(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
 
 ScaleUpKind scale_up_kind(const std::string& s) {
   if (s == "pcie") return ScaleUpKind::pcie;
@@ -75,7 +83,7 @@ void read_oversubscription(ConfigReader& out, topologies::ScaleOutSpec& o) {
     for (const char* key : {"leaf", "spine"}) {
       const double r = std::string(key) == "leaf" ? o.leaf_oversubscription
                                                   : o.spine_oversubscription;
-      if (!(r >= 1.0)) per_tier.fail(key, "must be >= 1 (1 = non-blocking), got " + std::to_string(r));
+      if (!(r >= 1.0)) per_tier.fail(key, "must be >= 1 (1 = non-blocking), got " + number(r));
     }
     if (o.tiers == 2 && o.spine_oversubscription != 1.0) {
       per_tier.fail("spine", "with 2 tiers the spines have no uplinks: spine oversubscription "
@@ -259,7 +267,7 @@ std::vector<topologies::FaultSpec> read_faults(ConfigReader& network,
                                           "share of the nominal bandwidth left, in (0, 1]");
       if (!(f.bandwidth_fraction > 0.0 && f.bandwidth_fraction <= 1.0)) {
         r.fail("bandwidth_fraction", "must lie in (0, 1] (0 would be down), got " +
-                                         std::to_string(f.bandwidth_fraction));
+                                         number(f.bandwidth_fraction));
       }
     } else if (r.has("bandwidth_fraction")) {
       r.fail("bandwidth_fraction", "applies only to state: degraded");
