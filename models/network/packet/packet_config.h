@@ -1,0 +1,111 @@
+// Settings of the packet-level network model (network.model: packet). The
+// defaults follow common 400G RoCE practice; each field names its source.
+// YAML maps onto these structs in sim/cli/packet_config_loader.cpp.
+#pragma once
+
+#include <optional>
+
+#include "sim/time.h"
+#include "sim/units.h"
+
+namespace gcsim::models::network {
+
+// IEEE 802.1Qbb priority flow control, per ingress port and priority.
+struct PfcConfig {
+  // Lossless fabric (NVIDIA Onyx / Cumulus `roce` defaults to lossless
+  // mode). Off: a packet that does not fit the buffer is dropped.
+  bool enabled = true;
+  // An ingress port-priority sends Xoff upstream when its buffered bytes
+  // exceed min(xoff, dt_alpha × free shared buffer): the static cap, and the
+  // dynamic threshold shared-buffer switches apply to lossless priority
+  // groups. 2 MiB lies above ecn.kmax so that ECN marks (and DCQCN acts)
+  // before PFC pauses, as Zhu et al. (SIGCOMM 2015, §4) require.
+  sim::Bytes xoff = sim::MiB(2);
+  // Xon once the buffered bytes fall to xon × (threshold now / xoff), i.e.
+  // `xon` when the static cap governs. Half of xoff: 1 MiB drains in 21 us at
+  // 400G, far longer than the pause frame's trip, so the queue never runs
+  // dry between Xon and the upstream's restart. Chosen, not a vendor figure.
+  sim::Bytes xon = sim::MiB(1);
+  // Buffer reserved per ingress port for what still arrives after Xoff.
+  // nullopt = auto: 3 × rate × link delay (the rule), and never less
+  // than 2 × rate × delay + 2 × MTU, the most this model can deliver after
+  // an Xoff (bytes on the wire, bytes sent while the pause travels, and a
+  // packet mid-serialization), so that PFC is lossless whatever the delay.
+  std::optional<sim::Bytes> headroom;
+  // How often, while ports are paused, the wait-for graph of paused ports is
+  // searched for a cycle (PFC deadlock); also the quiet time after which a
+  // fabric with paused ports and no transmission at all is declared stuck.
+  sim::Duration deadlock_check = sim::us(int64_t{100});
+};
+
+// RED-like ECN marking at switch egress queues (instantaneous queue length,
+// as DCQCN's congestion point uses).
+struct EcnConfig {
+  bool enabled = true;
+  // Marking starts above kmin bytes queued (per egress port and priority)
+  // and is certain above kmax. NVIDIA Onyx `roce lossless` default: ECN
+  // absolute thresholds min 150 KB, max 1500 KB (Onyx user manual, RoCE
+  // commands, `show roce`).
+  sim::Bytes kmin = sim::KiB(150);
+  sim::Bytes kmax = sim::KiB(1500);
+  // Marking probability at kmax, rising linearly from 0 at kmin. 1% as in
+  // DCQCN (Zhu et al., SIGCOMM 2015, §5 "Pmax = 1%").
+  double pmax = 0.01;
+};
+
+// DCQCN reaction point at the sending NIC (Zhu et al., SIGCOMM 2015,
+// Algorithm 1) and its notification point at the receiver. Where NVIDIA
+// ConnectX firmware documents a default (mlxconfig / sysfs cc_params:
+// rpg_time_reset 300, rpg_byte_reset 32767, rpg_threshold 1, rpg_ai_rate 5,
+// rpg_hai_rate 50, rpg_min_rate 1, initial_alpha_value 1023,
+// rate_reduce_monitor_period 4) it is used; the alpha gain and period,
+// whose firmware encoding is not documented, come from the paper.
+struct DcqcnConfig {
+  bool enabled = true;
+  // alpha ← (1 − g) alpha + g on a CNP, alpha ← (1 − g) alpha per period
+  // without one. Paper: g = 1/256, K = 55 us.
+  double g = 1.0 / 256.0;
+  sim::Duration alpha_period = sim::us(int64_t{55});
+  // Rate-increase events: one per `rate_increase_period` (ConnectX
+  // rpg_time_reset = 300 us) and one per `byte_counter` bytes sent
+  // (rpg_byte_reset = 32767 B).
+  sim::Duration rate_increase_period = sim::us(int64_t{300});
+  sim::Bytes byte_counter = sim::Bytes(32767);
+  // Increase events before additive increase starts (paper F = 5; ConnectX
+  // rpg_threshold = 1).
+  int fast_recovery_steps = 1;
+  // Additive and hyper-additive increase steps of the target rate
+  // (ConnectX rpg_ai_rate = 5 Mb/s, rpg_hai_rate = 50 Mb/s).
+  sim::Bandwidth ai_rate = sim::Bandwidth::bits_per_s(5e6);
+  sim::Bandwidth hai_rate = sim::Bandwidth::bits_per_s(50e6);
+  // Floor of the current rate (ConnectX rpg_min_rate = 1 Mb/s).
+  sim::Bandwidth min_rate = sim::Bandwidth::bits_per_s(1e6);
+  // The receiver sends at most one CNP per flow per interval (ConnectX RP
+  // cuts at most once per rate_reduce_monitor_period = 4 us: same effect).
+  sim::Duration cnp_interval = sim::us(int64_t{4});
+};
+
+struct PacketConfig {
+  // Payload bytes per packet (RoCE / InfiniBand path MTU 4096, what NCCL
+  // uses over jumbo-frame fabrics). Headers are not modelled.
+  sim::Bytes mtu = sim::Bytes(4096);
+  // Shared packet buffer of every forwarding node (network switch, NIC,
+  // NVSwitch, PCIe switch). 32 MiB: the order of a 12.8-25.6 Tb/s
+  // shared-buffer switch (vendor briefs give tens of MB).
+  sim::Bytes buffer = sim::MiB(32);
+  // Choudhury-Hahne dynamic threshold (IEEE/ACM ToN 1998): a queue may grow
+  // to dt_alpha × the free shared buffer. 1: a lone congested queue takes at
+  // most half of the buffer.
+  double dt_alpha = 1.0;
+  PfcConfig pfc;
+  EcnConfig ecn;
+  DcqcnConfig dcqcn;
+  // Without PFC a dropped packet is resent this long after it was first sent
+  // (selective repeat, as IRN: Mittal et al., SIGCOMM 2018, RTO_high 320 us).
+  sim::Duration rto = sim::us(int64_t{320});
+  // Trace counters (utilization, queue depth) are sampled this often, and
+  // only while a counter listener is set.
+  sim::Duration counter_interval = sim::us(int64_t{10});
+};
+
+}  // namespace gcsim::models::network

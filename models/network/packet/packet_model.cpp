@@ -1,0 +1,757 @@
+#include "models/network/packet/packet_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace gcsim::models::network {
+
+namespace {
+
+// An event's tag: its kind in the top bits, its subject below.
+enum Kind : uint64_t {
+  kTxDone = 1,     // a link finished serializing its packet; payload: link
+  kArrive,         // a packet reached the far end of its link; payload: packet
+  kPause,          // a PFC frame reached the upstream port; payload: link, priority, on
+  kFlowWake,       // a paced flow may send again; payload: flow, generation
+  kCnp,            // a CNP reached the sender; payload: flow, generation
+  kRetransmit,     // a lost packet's timer fired; payload: packet
+  kDeadlockCheck,  // search paused ports for a cycle
+  kCounterTick,    // sample trace counters
+};
+constexpr int kKindShift = 59;
+constexpr uint64_t kPayloadMask = (uint64_t{1} << kKindShift) - 1;
+
+uint64_t tag_of(Kind k, uint64_t payload) { return (static_cast<uint64_t>(k) << kKindShift) | payload; }
+uint64_t flow_payload(uint32_t flow, uint32_t generation) {
+  return (static_cast<uint64_t>(generation & 0x7FFFFFF) << 32) | flow;
+}
+uint64_t pause_payload(LinkId l, int priority, bool on) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(l)) << 4) |
+         (static_cast<uint64_t>(priority) << 1) | (on ? 1u : 0u);
+}
+
+bool is_forwarding(NodeKind k) { return k != NodeKind::gpu; }
+
+}  // namespace
+
+PacketModel::PacketModel(sim::Simulator& sim, Fabric& fabric, const Routing& routing,
+                         PacketConfig config, RoutingPolicy policy)
+    : sim_(sim),
+      fabric_(fabric),
+      routing_(routing),
+      cfg_(std::move(config)),
+      policy_(policy),
+      mtu_(cfg_.mtu.count()),
+      ecn_(cfg_.ecn),
+      rng_(sim.random_stream("network/packet/ecn")),
+      hops_(routing),
+      ledger_(fabric) {
+  if (mtu_ <= 0) throw std::invalid_argument("packet model: mtu must be positive");
+  if (cfg_.pfc.enabled && !(cfg_.pfc.xon <= cfg_.pfc.xoff && cfg_.pfc.xoff.count() > 0)) {
+    throw std::invalid_argument("packet model: PFC needs 0 < xon <= xoff");
+  }
+  const size_t nl = fabric.num_links(), nn = fabric.num_nodes();
+  links_.resize(nl);
+  ports_.resize(nl);
+  source_index_.assign(nl, -1);
+  headroom_.assign(nl, 0);
+  pause_since_ps_.assign(nl * kPriorities, 0);
+  pause_total_ps_.assign(nl, 0);
+  is_gpu_.resize(nn);
+  for (size_t n = 0; n < nn; ++n) {
+    is_gpu_[n] = fabric.node(static_cast<NodeId>(n)).kind == NodeKind::gpu;
+  }
+  std::vector<int64_t> headroom_in(nn, 0);  // per node, reserved over its ingress ports
+  for (size_t i = 0; i < nl; ++i) {
+    const auto l = static_cast<LinkId>(i);
+    const Link& link = fabric.link(l);
+    LinkInfo& info = links_[i];
+    info.from = link.from;
+    info.to = link.to;
+    info.network = link.kind == LinkKind::network;
+    info.from_gpu = is_gpu_[static_cast<size_t>(link.from)];
+    info.marks_ecn = fabric.node(link.from).kind == NodeKind::network_switch;
+    refresh_link(l);
+    if (info.from_gpu) {
+      source_index_[i] = static_cast<int32_t>(sources_.size());
+      sources_.emplace_back();
+    }
+    if (cfg_.pfc.enabled && is_forwarding(fabric.node(link.to).kind)) {
+      int64_t h;
+      if (cfg_.pfc.headroom) {
+        h = cfg_.pfc.headroom->count();
+      } else {
+        // Bytes one link delay holds at the nominal rate.
+        const double wire = link.bandwidth.bytes_per_s() * link.latency.seconds();
+        h = static_cast<int64_t>(std::ceil(std::max(3.0 * wire, 2.0 * wire + 2.0 * static_cast<double>(mtu_))));
+      }
+      headroom_[i] = h;
+      headroom_in[static_cast<size_t>(link.to)] += h;
+    }
+  }
+  buffers_.resize(nn);
+  for (size_t n = 0; n < nn; ++n) {
+    if (!is_gpu_[n]) buffers_[n] = SwitchBuffer(cfg_.buffer.count() - headroom_in[n]);
+  }
+  if (cfg_.pfc.enabled) {
+    pfc_ = PfcIngress(headroom_, {cfg_.pfc.xoff.count(), cfg_.pfc.xon.count(), cfg_.dt_alpha});
+  }
+}
+
+void PacketModel::refresh_link(LinkId l) {
+  const Link& link = fabric_.link(l);
+  LinkInfo& info = links_[static_cast<size_t>(l)];
+  const bool was_usable = info.usable;
+  info.usable = link.usable();
+  if (was_usable && !info.usable) ++info.gen;
+  info.latency_ps = link.latency.ps();
+  info.bandwidth = link.effective_bandwidth();
+  info.mtu_ser_ps = sim::transfer_time(cfg_.mtu, info.bandwidth).ps();
+}
+
+// ---------------------------------------------------------------- transfers
+
+void PacketModel::start(const Transfer& t, TransferDone done) {
+  if (t.src_rank == t.dst_rank) {
+    sim_.call_in(sim::Duration::zero(), std::move(done));
+    return;
+  }
+  if (t.priority < 0 || t.priority >= kPriorities) {
+    throw std::invalid_argument("packet model: a transfer's priority lies in 0..7");
+  }
+  if (t.bytes.count() < 0) throw std::invalid_argument("packet model: negative transfer size");
+  const FlowKey key{t.src_rank, t.dst_rank, t.qp};
+  std::vector<LinkId> path = routing_.ecmp_path(key);
+  if (path.empty()) {
+    ++unroutable_;
+    return;
+  }
+  uint32_t id;
+  if (!free_flows_.empty()) {
+    id = free_flows_.back();
+    free_flows_.pop_back();
+  } else {
+    id = static_cast<uint32_t>(flows_.size());
+    flows_.emplace_back();
+  }
+  Flow& f = flows_[id];
+  const uint32_t generation = f.generation;
+  f = Flow{};
+  f.generation = generation;
+  f.transfer = t;
+  f.done = std::move(done);
+  f.key = key;
+  f.src_node = fabric_.gpu_node(t.src_rank);
+  f.dst_node = fabric_.gpu_node(t.dst_rank);
+  f.total_bytes = t.bytes.count();
+  const int64_t n = (f.total_bytes + mtu_ - 1) / mtu_;
+  if (n >= int64_t{UINT32_MAX}) throw std::invalid_argument("packet model: transfer too large");
+  f.packets = static_cast<uint32_t>(std::max<int64_t>(1, n));  // an empty transfer is one empty packet
+  f.feedback_delay = routing_.latency(path);
+  for (LinkId l : path) {
+    if (fabric_.link(l).kind != LinkKind::network) continue;
+    f.ecn_capable = true;
+    if (cfg_.dcqcn.enabled && !f.rate_controlled) {
+      // The line rate is the sending NIC's: the first network link.
+      f.rate_controlled = true;
+      f.cc = DcqcnRateControl(cfg_.dcqcn, fabric_.link(l).bandwidth.bytes_per_s(), sim_.now());
+    }
+  }
+  f.path = std::move(path);
+  f.next_send = sim_.now();
+  f.active = true;
+  ++active_flows_;
+  make_ready(id);
+}
+
+uint32_t PacketModel::packet_bytes(const Flow& f, uint32_t seq) const {
+  if (seq + 1 < f.packets) return static_cast<uint32_t>(mtu_);
+  return static_cast<uint32_t>(f.total_bytes - static_cast<int64_t>(f.packets - 1) * mtu_);
+}
+
+LinkId PacketModel::first_hop(Flow& f) {
+  if (policy_ == RoutingPolicy::ecmp) {
+    if (f.path.empty() || !links_[static_cast<size_t>(f.path.front())].usable) return kNoLink;
+    return f.path.front();
+  }
+  NextHopCache::Entry& e = hops_.lookup(f.src_node, f.transfer.dst_rank);
+  if (e.links.empty()) return kNoLink;
+  if (policy_ == RoutingPolicy::spray) return e.links[e.cursor++ % e.links.size()];
+  // Adaptive: an idle port first, then the one with the least queued.
+  LinkId best = e.links.front();
+  int64_t best_load = INT64_MAX;
+  for (LinkId l : e.links) {
+    const int64_t load = queued_bytes(l);
+    if (load < best_load) {
+      best = l;
+      best_load = load;
+    }
+  }
+  return best;
+}
+
+void PacketModel::make_ready(uint32_t id) {
+  Flow& f = flows_[id];
+  if (!f.active || f.ready || f.waiting || !has_data(f)) return;
+  const LinkId l = first_hop(f);
+  if (l == kNoLink) return;  // partitioned: a link coming up re-readies it
+  SourceQueue& q = sources_[static_cast<size_t>(source_index_[static_cast<size_t>(l)])];
+  const int p = f.transfer.priority;
+  f.ready = true;
+  f.ready_next = UINT32_MAX;
+  if (q.tail[static_cast<size_t>(p)] == UINT32_MAX) {
+    q.head[static_cast<size_t>(p)] = id;
+  } else {
+    flows_[q.tail[static_cast<size_t>(p)]].ready_next = id;
+  }
+  q.tail[static_cast<size_t>(p)] = id;
+  q.nonempty |= static_cast<uint8_t>(1u << p);
+  try_start(l);
+}
+
+void PacketModel::schedule_wake(uint32_t id) {
+  Flow& f = flows_[id];
+  f.waiting = true;
+  sim_.schedule_at(f.next_send, *this, tag_of(kFlowWake, flow_payload(id, f.generation)));
+}
+
+// ---------------------------------------------------------------- links
+
+void PacketModel::try_start(LinkId l) {
+  EgressPort& port = ports_[static_cast<size_t>(l)];
+  const LinkInfo& info = links_[static_cast<size_t>(l)];
+  if (port.busy() || !info.usable) return;
+  const bool source = info.from_gpu;
+  const uint32_t pk = source ? next_source_packet(l) : port.dequeue(pool_);
+  if (pk == kNilPacket) return;
+  Packet& p = pool_[pk];
+  p.link = l;
+  p.link_gen = info.gen;
+  port.set_in_service(pk);
+  const int64_t ser = p.bytes == static_cast<uint32_t>(mtu_)
+                          ? info.mtu_ser_ps
+                          : sim::transfer_time(sim::Bytes(p.bytes), info.bandwidth).ps();
+  sim_.schedule_at(sim_.now() + sim::Duration::from_ps(ser), *this,
+                   tag_of(kTxDone, static_cast<uint64_t>(l)));
+  if (source) after_source_send(p.flow, p.bytes);
+}
+
+uint32_t PacketModel::next_source_packet(LinkId l) {
+  SourceQueue& q = sources_[static_cast<size_t>(source_index_[static_cast<size_t>(l)])];
+  const int prio = next_priority_round_robin(
+      q.nonempty & static_cast<uint8_t>(~ports_[static_cast<size_t>(l)].paused_mask()), q.last);
+  if (prio < 0) return kNilPacket;
+  const auto ps = static_cast<size_t>(prio);
+  q.last = static_cast<uint8_t>(prio);
+  const uint32_t id = q.head[ps];
+  Flow& f = flows_[id];
+  q.head[ps] = f.ready_next;
+  if (q.head[ps] == UINT32_MAX) {
+    q.tail[ps] = UINT32_MAX;
+    q.nonempty &= static_cast<uint8_t>(~(1u << prio));
+  }
+  f.ready = false;
+  uint32_t pk;
+  if (!f.retransmit.empty()) {
+    pk = f.retransmit.pop(pool_);
+    Packet& p = pool_[pk];
+    p.flags = 0;
+  } else {
+    pk = pool_.allocate();
+    Packet& p = pool_[pk];
+    p.flow = id;
+    p.seq = f.next_seq++;
+    p.bytes = packet_bytes(f, p.seq);
+    p.priority = static_cast<uint8_t>(prio);
+  }
+  Packet& p = pool_[pk];
+  p.sent_ps = sim_.now().ps();
+  p.in_link = kNoLink;
+  // ECMP packets follow the flow's path; index 1 is the next link.
+  p.hop = (!f.path.empty() && f.path.front() == l) ? 1 : 0;
+  return pk;
+}
+
+void PacketModel::after_source_send(uint32_t id, uint32_t bytes) {
+  Flow& f = flows_[id];
+  const sim::Time now = sim_.now();
+  f.last_send = now;
+  if (f.rate_controlled) {
+    f.cc.on_sent(bytes, now);
+    // The pacing gap for a full packet changes only with the rate.
+    if (f.cc.rate() != f.paced_rate) {
+      f.paced_rate = f.cc.rate();
+      f.paced_mtu_ps = sim::transfer_time(cfg_.mtu, sim::Bandwidth::bytes_per_s(f.paced_rate)).ps();
+    }
+    const int64_t gap =
+        bytes == static_cast<uint32_t>(mtu_)
+            ? f.paced_mtu_ps
+            : sim::transfer_time(sim::Bytes(bytes), sim::Bandwidth::bytes_per_s(f.paced_rate)).ps();
+    f.next_send = now + sim::Duration::from_ps(gap);
+  }
+  if (!has_data(f)) return;
+  if (f.rate_controlled && f.next_send > now) {
+    schedule_wake(id);
+  } else {
+    make_ready(id);
+  }
+}
+
+void PacketModel::on_tx_done(LinkId l) {
+  EgressPort& port = ports_[static_cast<size_t>(l)];
+  const LinkInfo& info = links_[static_cast<size_t>(l)];
+  const uint32_t pk = port.in_service();
+  port.set_in_service(kNilPacket);
+  Packet& p = pool_[pk];
+  if (!info.from_gpu) {
+    port.finish(p.priority, p.bytes);
+    release_from_node(info.from, p);
+  }
+  ledger_.add(l, static_cast<double>(p.bytes));
+  ++packet_hops_;
+  if (counters_) {
+    if (interval_bytes_[static_cast<size_t>(l)] == 0) touched_links_.push_back(l);
+    interval_bytes_[static_cast<size_t>(l)] += p.bytes;
+  }
+  if (info.usable && p.link_gen == info.gen) {
+    p.in_link = l;
+    sim_.schedule_at(sim_.now() + sim::Duration::from_ps(info.latency_ps), *this,
+                     tag_of(kArrive, pk));
+  } else {
+    lose(pk);
+  }
+  try_start(l);
+}
+
+void PacketModel::release_from_node(NodeId node, const Packet& p) {
+  SwitchBuffer& buf = buffers_[static_cast<size_t>(node)];
+  if (!cfg_.pfc.enabled) {
+    buf.give_back(p.bytes);
+    return;
+  }
+  if (pfc_.release(p.in_link, p.priority, p.bytes, p.flags & Packet::kInHeadroom, buf)) {
+    send_pause(p.in_link, p.priority, false);
+  }
+}
+
+void PacketModel::on_arrive(uint32_t pk) {
+  Packet& p = pool_[pk];
+  const LinkId in = p.link;
+  const LinkInfo& info = links_[static_cast<size_t>(in)];
+  if (!info.usable || p.link_gen != info.gen) {
+    lose(pk);  // the link went down under it
+    return;
+  }
+  const NodeId at = info.to;
+  Flow& f = flows_[p.flow];
+  if (at == f.dst_node) {
+    deliver(pk);
+    return;
+  }
+  if (is_gpu_[static_cast<size_t>(at)]) {
+    throw std::logic_error("packet model: a packet reached a GPU that is not its destination");
+  }
+  const LinkId out = route(p, at);
+  if (out == kNoLink) {
+    lose(pk);
+    return;
+  }
+  SwitchBuffer& buf = buffers_[static_cast<size_t>(at)];
+  EgressPort& port = ports_[static_cast<size_t>(out)];
+  if (cfg_.pfc.enabled) {
+    const PfcIngress::Admission a = pfc_.admit(in, p.priority, p.bytes, buf);
+    if (!a.accepted) {
+      ++drops_;
+      lose(pk);
+      return;
+    }
+    if (a.in_headroom) p.flags |= Packet::kInHeadroom;
+    if (a.send_xoff) send_pause(in, p.priority, true);
+  } else {
+    if (!buf.admits(port.queued_bytes(p.priority), p.bytes, cfg_.dt_alpha)) {
+      ++drops_;
+      lose(pk);
+      return;
+    }
+    buf.take(p.bytes);
+  }
+  if (f.ecn_capable && links_[static_cast<size_t>(out)].marks_ecn &&
+      !(p.flags & Packet::kEcnMarked) && ecn_.mark(port.queued_bytes(p.priority), rng_)) {
+    p.flags |= Packet::kEcnMarked;
+    ++ecn_marks_;
+  }
+  p.link = out;
+  port.enqueue(pool_, pk);
+  try_start(out);
+}
+
+LinkId PacketModel::route(Packet& p, NodeId at) {
+  Flow& f = flows_[p.flow];
+  if (policy_ == RoutingPolicy::ecmp) {
+    if (p.hop < f.path.size()) {
+      const LinkId l = f.path[p.hop];
+      const LinkInfo& info = links_[static_cast<size_t>(l)];
+      if (info.from == at && info.usable) {
+        ++p.hop;
+        return l;
+      }
+    }
+    // Off the flow's path (it changed under the packet): hash here.
+    p.hop = UINT16_MAX;
+    NextHopCache::Entry& e = hops_.lookup(at, f.transfer.dst_rank);
+    if (e.links.empty()) return kNoLink;
+    return e.links[routing_.hash_at(at, f.key) % e.links.size()];
+  }
+  NextHopCache::Entry& e = hops_.lookup(at, f.transfer.dst_rank);
+  if (e.links.empty()) return kNoLink;
+  if (policy_ == RoutingPolicy::spray) return e.links[e.cursor++ % e.links.size()];
+  LinkId best = e.links.front();
+  int64_t best_load = INT64_MAX;
+  for (LinkId l : e.links) {
+    const int64_t load = queued_bytes(l);
+    if (load < best_load) {
+      best = l;
+      best_load = load;
+    }
+  }
+  return best;
+}
+
+void PacketModel::deliver(uint32_t pk) {
+  const Packet& p = pool_[pk];
+  const uint32_t id = p.flow;
+  Flow& f = flows_[id];
+  f.delivered += p.bytes;
+  ++f.arrived;
+  bytes_delivered_ += sim::Bytes(p.bytes);
+  if ((p.flags & Packet::kEcnMarked) && f.rate_controlled &&
+      (!f.cnp_sent || sim_.now() - f.last_cnp >= cfg_.dcqcn.cnp_interval)) {
+    // The notification point: at most one CNP per flow per interval.
+    f.cnp_sent = true;
+    f.last_cnp = sim_.now();
+    sim_.schedule_at(sim_.now() + f.feedback_delay, *this,
+                     tag_of(kCnp, flow_payload(id, f.generation)));
+  }
+  pool_.release(pk);
+  if (f.arrived < f.packets) return;
+  ++transfers_;
+  TransferDone done = std::move(f.done);
+  f.done = nullptr;
+  f.active = false;
+  f.path.clear();
+  ++f.generation;
+  free_flows_.push_back(id);
+  --active_flows_;
+  if (done) done();
+}
+
+void PacketModel::lose(uint32_t pk) {
+  const Packet& p = pool_[pk];
+  const sim::Time resend =
+      std::max(sim_.now(), sim::Time::from_ps(p.sent_ps) + cfg_.rto);
+  sim_.schedule_at(resend, *this, tag_of(kRetransmit, pk));
+}
+
+void PacketModel::on_retransmit(uint32_t pk) {
+  Packet& p = pool_[pk];
+  p.flags = 0;
+  Flow& f = flows_[p.flow];
+  f.retransmit.push(pool_, pk);
+  make_ready(p.flow);
+}
+
+// ---------------------------------------------------------------- PFC
+
+void PacketModel::send_pause(LinkId ingress, int priority, bool on) {
+  const LinkInfo& info = links_[static_cast<size_t>(ingress)];
+  if (on && info.network) ++pfc_pauses_;
+  sim_.schedule_at(sim_.now() + sim::Duration::from_ps(info.latency_ps), *this,
+                   tag_of(kPause, pause_payload(ingress, priority, on)));
+}
+
+void PacketModel::on_pause(LinkId l, int priority, bool on) {
+  EgressPort& port = ports_[static_cast<size_t>(l)];
+  const size_t i = static_cast<size_t>(l) * kPriorities + static_cast<size_t>(priority);
+  if (on) {
+    if (port.paused(priority)) return;
+    port.pause(priority);
+    pause_since_ps_[i] = sim_.now().ps();
+    arm_deadlock_check();
+    return;
+  }
+  if (!port.paused(priority)) return;
+  port.resume(priority);
+  pause_total_ps_[static_cast<size_t>(l)] += sim_.now().ps() - pause_since_ps_[i];
+  try_start(l);
+}
+
+void PacketModel::arm_deadlock_check() {
+  if (deadlock_check_armed_) return;
+  deadlock_check_armed_ = true;
+  hops_at_last_check_ = packet_hops_;
+  sim_.schedule_in(cfg_.pfc.deadlock_check, *this, tag_of(kDeadlockCheck, 0));
+}
+
+void PacketModel::on_deadlock_check() {
+  deadlock_check_armed_ = false;
+  const int64_t now = sim_.now().ps();
+  const int64_t quiet = cfg_.pfc.deadlock_check.ps();
+  // Ports paused for at least a whole check interval.
+  auto long_paused = [&](LinkId l, int prio) {
+    return ports_[static_cast<size_t>(l)].paused(prio) &&
+           now - pause_since_ps_[static_cast<size_t>(l) * kPriorities + static_cast<size_t>(prio)] >= quiet;
+  };
+  bool any_paused = false;
+  std::vector<std::pair<WaitPort, WaitPort>> waits;
+  for (size_t i = 0; i < ports_.size(); ++i) {
+    const uint8_t mask = ports_[i].paused_mask();
+    if (mask == 0) continue;
+    any_paused = true;
+    const auto l = static_cast<LinkId>(i);
+    const NodeId down = links_[i].to;
+    for (int prio = 0; prio < kPriorities; ++prio) {
+      if (!long_paused(l, prio)) continue;
+      // Port l waits on the ports of its downstream node that hold packets
+      // which came in through l and are paused themselves.
+      for (LinkId m : fabric_.out_links(down)) {
+        if (!long_paused(m, prio)) continue;
+        bool holds = false;
+        const PacketFifo& q = ports_[static_cast<size_t>(m)].queue(prio);
+        for (uint32_t pk = q.head; pk != kNilPacket && !holds; pk = pool_[pk].next) {
+          holds = pool_[pk].in_link == l;
+        }
+        if (holds) waits.push_back({{l, prio}, {m, prio}});
+      }
+    }
+  }
+  for (std::vector<WaitPort>& cycle : find_wait_cycles(waits)) {
+    std::vector<WaitPort> key = cycle;
+    std::sort(key.begin(), key.end());
+    if (std::find(reported_cycles_.begin(), reported_cycles_.end(), key) != reported_cycles_.end()) {
+      continue;
+    }
+    reported_cycles_.push_back(std::move(key));
+    Deadlock d;
+    d.detected_at = sim_.now();
+    d.priority = cycle.front().priority;
+    for (const WaitPort& w : cycle) d.ports.push_back(fabric_.link(w.link).name);
+    deadlocks_.push_back(std::move(d));
+  }
+  // Keep watching while ports are paused and packets still move somewhere;
+  // paused ports with no transmission for a whole interval never resume, so
+  // stop there and let the simulator run out of events.
+  const bool moved = packet_hops_ != hops_at_last_check_;
+  if (any_paused && moved) arm_deadlock_check();
+}
+
+// ---------------------------------------------------------------- flows
+
+void PacketModel::on_flow_wake(uint32_t id, uint32_t generation) {
+  Flow& f = flows_[id];
+  if (!f.active || (f.generation & 0x7FFFFFF) != generation) return;
+  f.waiting = false;
+  if (f.next_send > sim_.now()) {
+    schedule_wake(id);  // a CNP slowed it since
+    return;
+  }
+  make_ready(id);
+}
+
+void PacketModel::on_cnp(uint32_t id, uint32_t generation) {
+  Flow& f = flows_[id];
+  if (!f.active || (f.generation & 0x7FFFFFF) != generation) return;
+  ++f.cnps;
+  f.cc.on_cnp(sim_.now());
+  // The slower rate spaces the next packet from the last one sent.
+  const sim::Time next =
+      f.last_send + sim::transfer_time(cfg_.mtu, sim::Bandwidth::bytes_per_s(f.cc.rate()));
+  if (next > f.next_send) f.next_send = next;
+}
+
+// ---------------------------------------------------------------- faults
+
+void PacketModel::on_link_state_changed(LinkId l) {
+  const bool was_usable = links_[static_cast<size_t>(l)].usable;
+  refresh_link(l);
+  const LinkInfo& info = links_[static_cast<size_t>(l)];
+  std::vector<uint32_t> unready;
+  if (was_usable && !info.usable) {
+    if (info.from_gpu) {
+      // Flows waiting to send on it choose again below.
+      SourceQueue& q = sources_[static_cast<size_t>(source_index_[static_cast<size_t>(l)])];
+      for (size_t p = 0; p < kPriorities; ++p) {
+        for (uint32_t id = q.head[p]; id != UINT32_MAX;) {
+          const uint32_t next = flows_[id].ready_next;
+          flows_[id].ready = false;
+          unready.push_back(id);
+          id = next;
+        }
+        q.head[p] = q.tail[p] = UINT32_MAX;
+      }
+      q.nonempty = 0;
+    } else {
+      // Packets queued for it are rerouted by the node that holds them.
+      PacketFifo queued = ports_[static_cast<size_t>(l)].take_all(pool_);
+      while (!queued.empty()) {
+        const uint32_t pk = queued.pop(pool_);
+        Packet& p = pool_[pk];
+        const LinkId out = route(p, info.from);
+        if (out == kNoLink) {
+          release_from_node(info.from, p);
+          lose(pk);
+          continue;
+        }
+        p.link = out;
+        ports_[static_cast<size_t>(out)].enqueue(pool_, pk);
+        try_start(out);
+      }
+    }
+  }
+  // ECMP flows take their new paths.
+  for (uint32_t id = 0; id < flows_.size(); ++id) {
+    Flow& f = flows_[id];
+    if (!f.active) continue;
+    std::vector<LinkId> path = routing_.ecmp_path(f.key);
+    if (path != f.path) {
+      const bool lost_link = std::any_of(f.path.begin(), f.path.end(), [&](LinkId x) {
+        return !links_[static_cast<size_t>(x)].usable;
+      });
+      if (lost_link && policy_ == RoutingPolicy::ecmp) ++reroutes_;
+      if (!path.empty()) f.feedback_delay = routing_.latency(path);
+      f.path = std::move(path);
+    }
+  }
+  for (uint32_t id : unready) make_ready(id);
+  // Flows stuck without a route, or ready on a port that came back.
+  for (uint32_t id = 0; id < flows_.size(); ++id) make_ready(id);
+  try_start(l);
+}
+
+// ---------------------------------------------------------------- counters
+
+void PacketModel::set_counter_listener(LinkCounterListener l) {
+  NetworkModel::set_counter_listener(std::move(l));
+  interval_bytes_.assign(links_.size(), 0);
+  last_queue_sample_.assign(links_.size(), 0);
+  touched_links_.clear();
+  if (counters_) arm_counter_tick();
+}
+
+void PacketModel::arm_counter_tick() {
+  if (counter_tick_armed_) return;
+  counter_tick_armed_ = true;
+  sim_.schedule_in(cfg_.counter_interval, *this, tag_of(kCounterTick, 0));
+}
+
+void PacketModel::on_counter_tick() {
+  counter_tick_armed_ = false;
+  if (!counters_) return;
+  const double interval_s = cfg_.counter_interval.seconds();
+  // Links that sent in the interval, and those whose queue changed.
+  for (size_t i = 0; i < links_.size(); ++i) {
+    const int64_t q = queued_bytes(static_cast<LinkId>(i));
+    const int64_t b = interval_bytes_[i];
+    if (b == 0 && q == last_queue_sample_[i]) continue;
+    LinkCounterSample s;
+    s.link = static_cast<LinkId>(i);
+    s.when = sim_.now();
+    s.utilization = static_cast<double>(b) / (links_[i].bandwidth.bytes_per_s() * interval_s);
+    s.queue_bytes = q;
+    counters_(s);
+    last_queue_sample_[i] = q;
+    interval_bytes_[i] = 0;
+  }
+  touched_links_.clear();
+  if (active_flows_ > 0 || pool_.in_use() > 0) arm_counter_tick();
+}
+
+// ---------------------------------------------------------------- reports
+
+int64_t PacketModel::queued_bytes(LinkId l) const {
+  const EgressPort& port = ports_[static_cast<size_t>(l)];
+  int64_t q = static_cast<int64_t>(port.queued_bytes());
+  // Source ports keep no queue; the packet on their wire still counts.
+  if (links_[static_cast<size_t>(l)].from_gpu && port.busy()) q += pool_[port.in_service()].bytes;
+  return q;
+}
+
+double PacketModel::open_pause_ps(LinkId l) const {
+  double open = 0.0;
+  const EgressPort& port = ports_[static_cast<size_t>(l)];
+  for (int prio = 0; prio < kPriorities; ++prio) {
+    if (port.paused(prio)) {
+      open += static_cast<double>(
+          sim_.now().ps() -
+          pause_since_ps_[static_cast<size_t>(l) * kPriorities + static_cast<size_t>(prio)]);
+    }
+  }
+  return open;
+}
+
+double PacketModel::pause_seconds(LinkId l) const {
+  return (static_cast<double>(pause_total_ps_[static_cast<size_t>(l)]) + open_pause_ps(l)) * 1e-12;
+}
+
+NetworkStats PacketModel::stats(sim::Duration elapsed) const {
+  NetworkStats s;
+  s.model = "packet";
+  s.bytes_delivered = bytes_delivered_;
+  s.transfers = transfers_;
+  s.pfc_pauses = pfc_pauses_;
+  s.ecn_marks = ecn_marks_;
+  s.drops = drops_;
+  s.deadlocks = static_cast<int64_t>(deadlocks_.size());
+  s.reroutes = reroutes_;
+  s.unroutable = unroutable_;
+  double pause = 0.0;
+  for (size_t i = 0; i < links_.size(); ++i) {
+    if (links_[i].network) pause += pause_seconds(static_cast<LinkId>(i));
+  }
+  s.pfc_pause_time_s = pause;
+  ledger_.fill(s, elapsed);
+  for (LinkLoad& load : s.busiest_links) load.pfc_pause_s = pause_seconds(load.link);
+  return s;
+}
+
+std::vector<PacketModel::FlowState> PacketModel::active_flows() const {
+  std::vector<FlowState> v;
+  for (const Flow& f : flows_) {
+    if (!f.active) continue;
+    FlowState s;
+    s.src_rank = f.transfer.src_rank;
+    s.dst_rank = f.transfer.dst_rank;
+    s.qp = f.transfer.qp;
+    s.bytes = f.total_bytes;
+    s.delivered = f.delivered;
+    s.rate_controlled = f.rate_controlled;
+    s.rate_bytes_per_s = f.rate_controlled ? f.cc.rate() : 0.0;
+    s.cnps = f.cnps;
+    v.push_back(s);
+  }
+  return v;
+}
+
+// ---------------------------------------------------------------- dispatch
+
+void PacketModel::handle_event(uint64_t tag) {
+  const uint64_t payload = tag & kPayloadMask;
+  switch (static_cast<Kind>(tag >> kKindShift)) {
+    case kTxDone: on_tx_done(static_cast<LinkId>(payload)); return;
+    case kArrive: on_arrive(static_cast<uint32_t>(payload)); return;
+    case kPause:
+      on_pause(static_cast<LinkId>(payload >> 4), static_cast<int>((payload >> 1) & 7),
+               payload & 1);
+      return;
+    case kFlowWake:
+      on_flow_wake(static_cast<uint32_t>(payload), static_cast<uint32_t>(payload >> 32));
+      return;
+    case kCnp: on_cnp(static_cast<uint32_t>(payload), static_cast<uint32_t>(payload >> 32)); return;
+    case kRetransmit: on_retransmit(static_cast<uint32_t>(payload)); return;
+    case kDeadlockCheck: on_deadlock_check(); return;
+    case kCounterTick: on_counter_tick(); return;
+  }
+  throw std::logic_error("packet model: unknown event");
+}
+
+}  // namespace gcsim::models::network
