@@ -87,6 +87,7 @@ void MaxMinSolver::remove_flow(FlowId f) {
     }
     // The flows this link held back may now go faster.
     for (FlowId g : ls.bottlenecked) seed(g);
+    if (fs.rate != 0.0) unloaded_.push_back(h.link);
   }
   fs.hops.clear();
   fs.rate = 0.0;
@@ -106,15 +107,31 @@ std::vector<WeightedLink> MaxMinSolver::links_of(FlowId f) const {
   return v;
 }
 
-const std::vector<MaxMinSolver::RateChange>& MaxMinSolver::solve() {
+void MaxMinSolver::begin_solve() {
   changes_.clear();
   changed_links_.clear();
-  if (pending_.empty()) return changes_;
-  if (++s_epoch_ == 0) {  // wrapped: forget every stamp
+  if (++change_epoch_ == 0) {  // wrapped: forget every stamp
+    for (LinkState& ls : links_) ls.changed_epoch = 0;
+    change_epoch_ = 1;
+  }
+  for (LinkId l : unloaded_) mark_changed(l);
+  unloaded_.clear();
+  if (++s_epoch_ == 0) {
     for (FlowState& fs : flows_) fs.in_s = 0;
     s_epoch_ = 1;
   }
   s_.clear();
+}
+
+void MaxMinSolver::mark_changed(LinkId l) {
+  LinkState& ls = links_[idx(l)];
+  if (ls.changed_epoch == change_epoch_) return;
+  ls.changed_epoch = change_epoch_;
+  changed_links_.push_back(l);
+}
+
+const std::vector<MaxMinSolver::RateChange>& MaxMinSolver::solve() {
+  begin_solve();
   for (FlowId f : pending_) {
     if (contains(f) && flows_[idx(f)].in_s != s_epoch_) add_to_s(f);
   }
@@ -124,14 +141,8 @@ const std::vector<MaxMinSolver::RateChange>& MaxMinSolver::solve() {
 }
 
 const std::vector<MaxMinSolver::RateChange>& MaxMinSolver::solve_full() {
-  changes_.clear();
-  changed_links_.clear();
+  begin_solve();
   pending_.clear();
-  if (++s_epoch_ == 0) {
-    for (FlowState& fs : flows_) fs.in_s = 0;
-    s_epoch_ = 1;
-  }
-  s_.clear();
   for (size_t f = 0; f < flows_.size(); ++f) {
     if (flows_[f].active) add_to_s(static_cast<FlowId>(f));
   }
@@ -323,7 +334,7 @@ void MaxMinSolver::commit() {
   counters_.rates_changed += static_cast<int64_t>(changes_.size());
   for (const Local& lc : locals_) {
     LinkState& ls = links_[idx(lc.link)];
-    if (lc.s_new_load != lc.s_old_load) changed_links_.push_back(lc.link);
+    if (lc.s_new_load != lc.s_old_load) mark_changed(lc.link);
     ls.load = lc.outside + lc.s_new_load;
     if (++ls.updates >= kRefreshEvery) refresh_load(ls);
     if (lc.froze_here) ls.level = lc.level;

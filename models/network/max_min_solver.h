@@ -121,6 +121,7 @@ class MaxMinSolver {
     uint32_t local_epoch = 0;          // == round_epoch_ while `local` is valid
     int32_t local = -1;
     uint32_t updates = 0;  // incremental load updates since the last exact sum
+    uint32_t changed_epoch = 0;  // == change_epoch_ once listed in changed_links_
   };
   // A link touched by S in the current round.
   struct Local {
@@ -156,6 +157,8 @@ class MaxMinSolver {
   void commit();
   void set_bottleneck(FlowId f, LinkId l);
   void refresh_load(LinkState& ls);
+  void begin_solve();
+  void mark_changed(LinkId l);
 
   std::vector<FlowState> flows_;
   std::vector<LinkState> links_;
@@ -170,6 +173,8 @@ class MaxMinSolver {
   uint32_t round_epoch_ = 0;
   std::vector<RateChange> changes_;
   std::vector<LinkId> changed_links_;
+  std::vector<LinkId> unloaded_;  // links that lost a flow since the last solve
+  uint32_t change_epoch_ = 0;
   Counters counters_;
 };
 
