@@ -2,6 +2,23 @@
 
 namespace gcsim::topologies {
 
+const std::vector<TopologyInfo>& topology_catalog() {
+  static const std::vector<TopologyInfo> catalog{
+      {ScaleOutTopology::fat_tree,
+       "NICs of a node on one leaf (top of rack); 2 or 3 tiers of radix-k switches, "
+       "oversubscription per tier"},
+      {ScaleOutTopology::rail_optimized,
+       "NIC i of every node on rail leaf i (rail groups when a rail outgrows a leaf); spines "
+       "join the rails"},
+      {ScaleOutTopology::multi_plane,
+       "independent fat-tree planes: each NIC's ports split over the planes (Alibaba HPN) or "
+       "NIC i in plane i mod planes (DeepSeek-V3)"},
+      {ScaleOutTopology::custom, "switches and cables listed under scale_out.switches and links"},
+      {ScaleOutTopology::none, "a single node: no NICs, no network"},
+  };
+  return catalog;
+}
+
 std::string_view scale_up_kind_name(ScaleUpKind k) {
   switch (k) {
     case ScaleUpKind::nvswitch: return "nvswitch";

@@ -99,6 +99,14 @@ struct TopologySpec {
   int total_gpus() const { return nodes * gpus_per_node; }
 };
 
+// Every scale-out topology with a one-line description, in the order
+// `gcsim list topologies` prints them.
+struct TopologyInfo {
+  ScaleOutTopology topology;
+  const char* description;
+};
+const std::vector<TopologyInfo>& topology_catalog();
+
 std::string_view scale_up_kind_name(ScaleUpKind k);
 std::string_view topology_name(ScaleOutTopology t);
 std::string_view plane_attachment_name(PlaneAttachment a);

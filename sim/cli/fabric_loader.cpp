@@ -33,12 +33,18 @@ ScaleUpKind scale_up_kind(const std::string& s) {
 }
 
 ScaleOutTopology topology_of(const std::string& s) {
-  for (auto t : {ScaleOutTopology::none, ScaleOutTopology::fat_tree,
-                 ScaleOutTopology::rail_optimized, ScaleOutTopology::multi_plane,
-                 ScaleOutTopology::custom}) {
-    if (topologies::topology_name(t) == s) return t;
+  for (const auto& t : topologies::topology_catalog()) {
+    if (topologies::topology_name(t.topology) == s) return t.topology;
   }
   return ScaleOutTopology::none;
+}
+
+std::vector<std::string> topology_names() {
+  std::vector<std::string> names;
+  for (const auto& t : topologies::topology_catalog()) {
+    names.emplace_back(topologies::topology_name(t.topology));
+  }
+  return names;
 }
 
 // A key that belongs to other topologies is an error, not silently unused.
@@ -172,7 +178,7 @@ TopologySpec read_topology(ConfigReader& c, ClusterConfig& cluster) {
 
   ConfigReader out = c.child("scale_out", "network between nodes");
   const std::string topology = out.get_choice(
-      "topology", {"fat-tree", "rail-optimized", "multi-plane", "custom", "none"},
+      "topology", topology_names(),
       std::string(cluster.nodes > 1 ? "fat-tree" : "none"), "fabric between nodes");
   topologies::ScaleOutSpec& o = spec.scale_out;
   o.topology = topology_of(topology);

@@ -8,6 +8,8 @@
 #include "sim/cli/presets.h"
 #include "sim/cli/scenario.h"
 #include "sim/config/did_you_mean.h"
+#include "topologies/clos_sizing.h"
+#include "topologies/topology_spec.h"
 
 namespace gcsim::cli {
 
@@ -38,6 +40,24 @@ void list_registered(std::ostream& out, const char* title, const std::vector<Reg
   for (const auto& r : items) out << "  " << r.name << " — " << r.description << "\n";
 }
 
+void list_topologies(std::ostream& out) {
+  out << "Scale-out topologies (cluster.scale_out.topology):\n";
+  for (const auto& t : topologies::topology_catalog()) {
+    char name[32];
+    std::snprintf(name, sizeof name, "  %-15s", std::string(topologies::topology_name(t.topology)).c_str());
+    out << name << " — " << t.description << "\n";
+  }
+  // Capacities from the builders' own sizing (topologies/clos_sizing.h).
+  const int k = 64;
+  const int d = topologies::split_ports(k, 1.0).down;
+  out << "  At radix " << k << ", non-blocking, a fat-tree holds " << k * d << " NICs with 2 tiers "
+      << "and " << k * d * d << " with 3 (one NIC per GPU).\n"
+      << "  Scale-up (cluster.scale_up.kind): nvswitch (bandwidth and latency from the GPU "
+         "preset), pcie, none.\n"
+      << "  Runs still simulate communication as alpha-beta over the NIC bandwidth until the\n"
+      << "  fabric model is wired in; `gcsim check` validates the topology and its faults.\n";
+}
+
 }  // namespace
 
 int list_command(const std::string& what, std::ostream& out) {
@@ -55,11 +75,7 @@ int list_command(const std::string& what, std::ostream& out) {
     out << "Model presets (configs/models/):" << (names.empty() ? " none yet\n" : "\n");
     for (const auto& n : names) out << "  " << n << "\n";
   }
-  if (what.empty() || what == "topologies") {
-    out << "Scale-out topologies (cluster.scale_out.topology):\n"
-           "  none, fat-tree, rail-optimized, multi-plane — simulated as alpha-beta over the\n"
-           "  NIC bandwidth until the fabric model lands\n";
-  }
+  if (what.empty() || what == "topologies") list_topologies(out);
   if (what.empty() || what == "workloads") list_registered(out, "Workload kinds", workload_kinds());
   if (what.empty() || what == "networks") list_registered(out, "Network models", network_models());
   return 0;

@@ -141,3 +141,13 @@ TEST_CASE("valid topologies load, and the resolved config shows their figures",
     CHECK(s["config"]["cluster"]["scale_out"]["links"][1]["bandwidth"] == "25GB/s");
   }
 }
+
+TEST_CASE("gcsim list topologies describes each topology", "[cli][topology]") {
+  const GcsimResult r = run_gcsim({"list", "topologies"});
+  CHECK(r.exit_status == 0);
+  for (const char* name : {"fat-tree", "rail-optimized", "multi-plane", "custom", "none"}) {
+    CHECK(contains(r.out, std::string("  ") + name + " "));
+  }
+  // k = 64, d = 32: 64 x 32 NICs with 2 tiers, 64 x 32 x 32 with 3.
+  CHECK(contains(r.out, "2048 NICs with 2 tiers and 65536 with 3"));
+}
