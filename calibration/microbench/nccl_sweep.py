@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""NCCL collectives through PyTorch (one process per GPU), nccl-tests style: time per call of
+all_reduce, all_gather, reduce_scatter, all_to_all and broadcast from --min-bytes to --max-bytes
+(x2 steps), with algbw = S / t and busbw = algbw x factor (nccl-tests doc/PERFORMANCE.md):
+2(n-1)/n all_reduce; (n-1)/n all_gather (S = output), reduce_scatter (S = input), all_to_all;
+1 broadcast.
+
+    NCCL_NVLS_ENABLE=0 torchrun --standalone --nproc_per_node=N calibration/microbench/nccl_sweep.py \
+        -o OUT.json [--ops all_reduce,...] [--probe]
+
+Timing: float32 data from torch.randn; per size 5 warm-up calls, then 5 timed loops of `iters`
+back-to-back calls (iters chosen for ~2 ms a loop, 5..200) with one CUDA event pair around each
+loop on the current stream (PyTorch's NCCL stream waits on it and it waits for the NCCL stream),
+the stream back-logged with torch.cuda._sleep so the host never throttles the loop; a barrier
+before each loop. time_us = median over loops of loop time / iters, and the reported value is
+the largest over ranks (the collective ends when its slowest rank does). Out-of-place where the
+PyTorch API is (all_gather_into_tensor, reduce_scatter_tensor, all_to_all_single), in-place for
+all_reduce and broadcast. NCCL_ALGO / NCCL_PROTO, if set, are recorded as forced.
+--probe runs each op and size once (for NCCL_DEBUG_SUBSYS=TUNING logs of NCCL's choices).
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_timing as tt  # noqa: E402
+
+VERSION = "nccl_sweep 1.0"
+# NVLink multicast stays off (device README: it can take the host's GPUs out of service).
+for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"), ("NVSHMEM_DISABLE_NVLS", "1")):
+    os.environ[_k] = _v
+
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")
+
+
+def bus_factor(op, n):
+    if op == "all_reduce":
+        return 2.0 * (n - 1) / n
+    if op in ("all_gather", "reduce_scatter", "all_to_all"):
+        return (n - 1) / n
+    return 1.0
+
+
+def make_call(op, nbytes, n):
+    elems = nbytes // 4
+    if op == "all_reduce":
+        t = torch.randn(elems, device="cuda")
+        return lambda: dist.all_reduce(t)
+    if op == "all_gather":
+        out = torch.empty(elems, device="cuda")
+        inp = torch.randn(elems // n, device="cuda")
+        return lambda: dist.all_gather_into_tensor(out, inp)
+    if op == "reduce_scatter":
+        inp = torch.randn(elems, device="cuda")
+        out = torch.empty(elems // n, device="cuda")
+        return lambda: dist.reduce_scatter_tensor(out, inp)
+    if op == "all_to_all":
+        inp = torch.randn(elems, device="cuda")
+        out = torch.empty(elems, device="cuda")
+        return lambda: dist.all_to_all_single(out, inp)
+    t = torch.randn(elems, device="cuda")
+    return lambda: dist.broadcast(t, src=0)
+
+
+def time_loop(call, iters):
+    dist.barrier()
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    tt.backlog(min(200_000.0, 40.0 * iters + 300.0))
+    s.record()
+    for _ in range(iters):
+        call()
+    e.record()
+    torch.cuda.synchronize()
+    return s.elapsed_time(e) * 1000.0 / iters
+
+
+def check_all_reduce(n, rank):
+    t = torch.full((1 << 20,), float(rank + 1), device="cuda")
+    dist.all_reduce(t)
+    want = n * (n + 1) / 2
+    return bool(torch.all(t == want).item())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-o", "--out", required=True)
+    ap.add_argument("--ops", default=",".join(OPS))
+    ap.add_argument("--min-bytes", type=int, default=1024)
+    ap.add_argument("--max-bytes", type=int, default=1 << 30)
+    ap.add_argument("--probe", action="store_true")
+    ap.add_argument("--label", default="")
+    a = ap.parse_args()
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local)
+    dev = torch.device("cuda", local)
+    dist.init_process_group("nccl", device_id=dev)
+    rank, n = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(rank)
+    ok = check_all_reduce(n, rank)
+    sizes = []
+    b = a.min_bytes
+    while b <= a.max_bytes:
+        sizes.append(b)
+        b *= 2
+    rows = []
+    for op in a.ops.split(","):
+        for nbytes in sizes:
+            call = make_call(op, nbytes, n)
+            if a.probe:
+                call()
+                torch.cuda.synchronize()
+                continue
+            for _ in range(5):
+                call()
+            torch.cuda.synchronize()
+            est = time_loop(call, 5)
+            iters = int(min(200, max(5, math.ceil(2000.0 / max(est, 1.0)))))
+            loops = [time_loop(call, iters) for _ in range(5)]
+            rows.append({"op": op, "bytes": nbytes, "iters": iters, "loop_us": loops,
+                         "time_us": statistics.median(loops)})
+            del call
+            torch.cuda.empty_cache()
+    gathered = [None] * n
+    dist.all_gather_object(gathered, {"rank": rank, "rows": rows, "check_ok": ok,
+                                      "device": torch.cuda.get_device_name(dev)})
+    if rank == 0 and not a.probe:
+        forced = {k: os.environ[k] for k in ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS",
+                                               "NCCL_MAX_NCHANNELS") if k in os.environ}
+        results = []
+        for i, r in enumerate(rows):
+            per_rank = [g["rows"][i]["time_us"] for g in gathered]
+            t = max(per_rank)
+            algbw = r["bytes"] / (t * 1e-6) / 1e9
+            results.append({"op": r["op"], "ranks": n, "bytes": r["bytes"], "time_us": t,
+                            "algbw_GBps": algbw, "busbw_GBps": algbw * bus_factor(r["op"], n),
+                            "per_rank_time_us": per_rank, "iters": r["iters"],
+                            "algorithm": forced.get("NCCL_ALGO", "default"),
+                            "protocol": forced.get("NCCL_PROTO", "default"), "in_place": r["op"] in ("all_reduce", "broadcast")})
+        meta = tt.provenance("calibration/microbench/nccl_sweep.py", VERSION)
+        meta.update({"nccl_version": ".".join(str(x) for x in torch.cuda.nccl.version()), "ranks": n,
+                     "label": a.label, "forced": forced, "dtype": "float32",
+                     "devices": [g["device"] for g in gathered],
+                     "env": {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "CUDA_VISIBLE", "TORCH_SYMM", "NVSHMEM"))},
+                     "correctness_all_reduce_ok": all(g["check_ok"] for g in gathered)})
+        with open(a.out, "w") as f:
+            json.dump({"schema": "gcsim.nccl_sweep.v1", "meta": meta, "results": results}, f, indent=1)
+        for r in results:
+            print("%-15s n=%d %11d B %10.2f us algbw %7.2f busbw %7.2f GB/s %s/%s" % (
+                r["op"], n, r["bytes"], r["time_us"], r["algbw_GBps"], r["busbw_GBps"], r["algorithm"], r["protocol"]))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
