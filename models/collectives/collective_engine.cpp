@@ -1,0 +1,423 @@
+#include "models/collectives/collective_engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace gcsim::models::collectives {
+
+namespace {
+sim::Duration seconds(double s) { return sim::Duration::from_seconds(s); }
+sim::Duration max_of(sim::Duration a, sim::Duration b) { return a < b ? b : a; }
+}  // namespace
+
+struct CollectiveEngine::RunState {
+  CollectiveRequest req;
+  const GroupLayout* layout = nullptr;
+  std::shared_ptr<const Schedule> schedule;  // held: the cache may drop it meanwhile
+  Plan plan;
+  Done done;
+  size_t phase = 0;
+  size_t pending = 0;
+  sim::Time phase_start;
+  PhaseCost cost;
+  // Stepwise rings: per channel and ring position, rounds sent, finished
+  // and received.
+  std::vector<std::vector<int>> orders;
+  std::vector<std::vector<int>> started, sent, received;
+  int rounds = 0;
+  double round_payload = 0.0;
+  int unfinished = 0;
+};
+
+CollectiveEngine::CollectiveEngine(sim::Simulator& sim, network::NetworkModel& network,
+                                   const network::Fabric& fabric, CollectiveParams params,
+                                   uint64_t seed)
+    : sim_(sim), network_(network), fabric_(fabric), params_(std::move(params)),
+      routing_(fabric, seed) {
+  const auto n = static_cast<size_t>(fabric.num_gpus());
+  sent_up_.assign(n, 0.0);
+  sent_out_.assign(n, 0.0);
+  recv_up_.assign(n, 0.0);
+  recv_out_.assign(n, 0.0);
+  channels_up_.assign(n, 0);
+  channels_out_.assign(n, 0);
+}
+
+std::string CollectiveEngine::check(const CollectiveRequest& req) const {
+  if (req.ranks.empty()) return "the group is empty";
+  std::vector<int> sorted = req.ranks;
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted.front() < 0 || sorted.back() >= fabric_.num_gpus()) {
+    return "rank " + std::to_string(sorted.front() < 0 ? sorted.front() : sorted.back()) +
+           " is not a GPU of the fabric (ranks 0.." + std::to_string(fabric_.num_gpus() - 1) +
+           ")";
+  }
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    return "a rank appears twice in the group";
+  }
+  if (req.bytes.count() <= 0) return "bytes must be positive";
+  if (req.root < 0 || req.root >= static_cast<int>(req.ranks.size())) {
+    return "root " + std::to_string(req.root) + " is not an index into the group";
+  }
+  const GroupLayout layout(fabric_, req.ranks);
+  if (req.algorithm) {
+    const std::string why = check_algorithm(req.op, *req.algorithm, layout, params_.nvls);
+    if (!why.empty()) return why;
+  }
+  if (req.protocol && req.algorithm == Algorithm::nvls && *req.protocol != Protocol::simple) {
+    return "nvls runs the Simple protocol only";
+  }
+  return "";
+}
+
+const GroupLayout& CollectiveEngine::layout_for(const std::vector<int>& ranks) {
+  auto it = layouts_.find(ranks);
+  if (it == layouts_.end()) {
+    it = layouts_.emplace(ranks, std::make_unique<GroupLayout>(fabric_, ranks)).first;
+  }
+  return *it->second;
+}
+
+std::shared_ptr<const Schedule> CollectiveEngine::schedule_for(const CollectiveRequest& req,
+                                                               Algorithm a, int channels) {
+  const GroupLayout& layout = layout_for(req.ranks);
+  const Key key{&layout, static_cast<uint8_t>(req.op), req.bytes.count(), req.root,
+                static_cast<int>(a), channels};
+  auto it = schedules_.find(key);
+  if (it == schedules_.end()) {
+    // Bounded: a sweep of many sizes must not hold every schedule at once.
+    if (schedules_.size() >= 64) schedules_.clear();
+    it = schedules_
+             .emplace(key, std::make_shared<const Schedule>(
+                               build_schedule(req, a, layout, channels, params_.pxn)))
+             .first;
+  }
+  return it->second;
+}
+
+int CollectiveEngine::channels_for(const CollectiveRequest& req, Algorithm a,
+                                   Protocol p) const {
+  // NCCL drops channels while a channel would get less than max_threads x
+  // thread_threshold bytes (the ring LL threshold grows with the group).
+  const ProtocolParams& pp = params_.protocol_of(p);
+  const int n = static_cast<int>(req.ranks.size());
+  const double per_channel = static_cast<double>(pp.max_threads) * pp.thread_threshold *
+                             (a == Algorithm::ring && p == Protocol::ll ? n : 1);
+  int nc = std::max(1, params_.channels);
+  while (nc > 1 && req.bytes.as_double() < nc * per_channel) --nc;
+  return nc;
+}
+
+CollectiveEngine::TierSample CollectiveEngine::sample(int src, int dst) const {
+  TierSample t;
+  const std::vector<network::LinkId> path = routing_.ecmp_path({src, dst, 0});
+  if (path.empty()) return t;
+  t.latency = routing_.latency(path);
+  t.bandwidth = routing_.bottleneck(path);
+  t.known = true;
+  return t;
+}
+
+CollectiveEngine::TierSample CollectiveEngine::tier(const GroupLayout& layout, bool inter) {
+  const auto key = std::make_pair(&layout, inter);
+  auto it = tiers_.find(key);
+  if (it != tiers_.end()) return it->second;
+  TierSample t;
+  const auto& hosts = layout.hosts();
+  if (inter && hosts.size() > 1) {
+    t = sample(hosts[0][0], hosts[1][0]);
+  } else if (!inter) {
+    for (const auto& h : hosts) {
+      if (h.size() > 1) {
+        t = sample(h[0], h[1]);
+        break;
+      }
+    }
+  }
+  tiers_.emplace(key, t);
+  return t;
+}
+
+double CollectiveEngine::tier_efficiency(bool inter) const {
+  return inter ? params_.scale_out_efficiency : params_.scale_up_efficiency;
+}
+
+double CollectiveEngine::algorithm_efficiency(Algorithm a) const {
+  if (a == Algorithm::tree) return params_.tree_efficiency;
+  if (a == Algorithm::nvls) return params_.nvls_efficiency;
+  return 1.0;
+}
+
+sim::Bandwidth CollectiveEngine::gpu_ceiling(Protocol p, int hosts) const {
+  const ProtocolParams& pp = params_.protocol_of(p);
+  if (hosts <= 1) return pp.max_per_gpu;
+  return hosts == 2 ? pp.max_per_gpu_two_nodes : pp.max_per_gpu_many_nodes;
+}
+
+sim::Bytes CollectiveEngine::wire_bytes(const Flow& f, const GroupLayout& layout, Algorithm a,
+                                        Protocol p) const {
+  const bool inter = !layout.same_host(f.src, f.dst);
+  const double factor = params_.protocol_of(p).wire_efficiency * tier_efficiency(inter) *
+                        algorithm_efficiency(a);
+  return sim::Bytes(std::max<int64_t>(1, std::llround(f.payload / factor)));
+}
+
+CollectiveEngine::PhaseCost CollectiveEngine::phase_cost(const Phase& phase,
+                                                         const GroupLayout& layout, Algorithm a,
+                                                         Protocol p, bool with_endpoints) {
+  PhaseCost c;
+  const StepLatency& lat = params_.latency_of(a, p);
+  const ProtocolParams& pp = params_.protocol_of(p);
+  const TierSample up = tier(layout, false);
+  const TierSample out = tier(layout, true);
+  bool has_inter = false;
+  for (const Flow& f : phase.flows) {
+    if (!layout.same_host(f.src, f.dst)) {
+      has_inter = true;
+      break;
+    }
+  }
+  // NCCL: (steps - inter steps) x intra latency + inter steps x inter latency.
+  const sim::Duration steps =
+      (lat.step_scale_up + up.latency) * phase.steps_scale_up +
+      (lat.step_scale_out + out.latency) * phase.steps_scale_out;
+  c.first_latency = has_inter ? out.latency : up.latency;
+  c.extra_latency = max_of(sim::Duration::zero(), steps - c.first_latency);
+
+  // Per GPU: payload sent and received over each tier, channel edges
+  // leaving it over each tier.
+  std::vector<int> touched;
+  touched.reserve(phase.flows.size() * 2);
+  double max_channel_payload = 0.0;
+  for (const Flow& f : phase.flows) {
+    const bool inter = !layout.same_host(f.src, f.dst);
+    const auto s = static_cast<size_t>(f.src), d = static_cast<size_t>(f.dst);
+    (inter ? sent_out_ : sent_up_)[s] += f.payload;
+    (inter ? recv_out_ : recv_up_)[d] += f.payload;
+    (inter ? channels_out_ : channels_up_)[s] += f.channels;
+    touched.push_back(f.src);
+    touched.push_back(f.dst);
+    max_channel_payload = std::max(max_channel_payload, f.payload / f.channels);
+  }
+  const double algo_eff = algorithm_efficiency(a) * pp.wire_efficiency;
+  const double bw_up = up.known ? up.bandwidth.bytes_per_s() * tier_efficiency(false) * algo_eff
+                                : 0.0;
+  const double bw_out =
+      out.known ? out.bandwidth.bytes_per_s() * tier_efficiency(true) * algo_eff : 0.0;
+  double max_sent = 0.0, endpoint_s = 0.0, channel_rate = std::numeric_limits<double>::max();
+  for (int r : touched) {
+    const auto i = static_cast<size_t>(r);
+    max_sent = std::max(max_sent, sent_up_[i] + sent_out_[i]);
+    if (bw_up > 0) {
+      endpoint_s = std::max({endpoint_s, sent_up_[i] / bw_up, recv_up_[i] / bw_up});
+      if (channels_up_[i] > 0) channel_rate = std::min(channel_rate, bw_up / channels_up_[i]);
+    }
+    if (bw_out > 0) {
+      endpoint_s = std::max({endpoint_s, sent_out_[i] / bw_out, recv_out_[i] / bw_out});
+      if (channels_out_[i] > 0) channel_rate = std::min(channel_rate, bw_out / channels_out_[i]);
+    }
+  }
+  for (int r : touched) {
+    const auto i = static_cast<size_t>(r);
+    sent_up_[i] = sent_out_[i] = recv_up_[i] = recv_out_[i] = 0.0;
+    channels_up_[i] = channels_out_[i] = 0;
+  }
+  if (with_endpoints) c.endpoint_time = seconds(endpoint_s);
+
+  // The SMs' ceilings: per channel and per GPU.
+  double sm_s = 0.0;
+  if (pp.max_per_channel.bytes_per_s() > 0) {
+    sm_s = std::max(sm_s, max_channel_payload / pp.max_per_channel.bytes_per_s());
+    channel_rate = std::min(channel_rate, pp.max_per_channel.bytes_per_s());
+  }
+  const sim::Bandwidth ceiling = gpu_ceiling(p, layout.num_hosts());
+  if (ceiling.bytes_per_s() > 0) sm_s = std::max(sm_s, max_sent / ceiling.bytes_per_s());
+  c.sm_time = seconds(sm_s);
+
+  // Pipeline start-up: fill hops of one slice (no larger than a step's
+  // payload per channel) at one channel's rate.
+  const double slice =
+      std::min(pp.slice.as_double(), std::max(0.0, phase.step_payload_per_channel));
+  if (phase.fill_hops > 0 && slice > 0 && channel_rate < std::numeric_limits<double>::max()) {
+    c.fill = seconds(phase.fill_hops * slice / channel_rate);
+  }
+  return c;
+}
+
+sim::Duration CollectiveEngine::estimate(const CollectiveRequest& req, Algorithm a, Protocol p) {
+  const GroupLayout& layout = layout_for(req.ranks);
+  if (layout.size() <= 1) return sim::Duration::zero();
+  const int channels = channels_for(req, a, p);
+  const std::shared_ptr<const Schedule> sch = schedule_for(req, a, channels);
+  sim::Duration t = params_.latency_of(a, p).base;
+  for (const Phase& ph : sch->phases) {
+    const PhaseCost c = phase_cost(ph, layout, a, p, true);
+    t += c.first_latency + max_of(c.endpoint_time, c.sm_time) + c.extra_latency + c.fill;
+  }
+  return t;
+}
+
+Plan CollectiveEngine::plan(const CollectiveRequest& req) {
+  const GroupLayout& layout = layout_for(req.ranks);
+  const PlanKey key{&layout,
+                    static_cast<uint8_t>(req.op),
+                    req.bytes.count(),
+                    req.root,
+                    req.algorithm ? static_cast<int>(*req.algorithm) : -1,
+                    req.protocol ? static_cast<int>(*req.protocol) : -1};
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return it->second;
+
+  std::vector<Algorithm> algos;
+  if (req.algorithm) {
+    algos.push_back(*req.algorithm);
+  } else {
+    for (Algorithm a : algorithms_for(req.op)) {
+      if (check_algorithm(req.op, a, layout, params_.nvls).empty()) algos.push_back(a);
+    }
+  }
+  if (algos.empty()) throw std::logic_error("collective: no algorithm can run this request");
+  Plan best;
+  bool have = false;
+  for (Algorithm a : algos) {
+    for (Protocol p : kAllProtocols) {
+      if (req.protocol && p != *req.protocol) continue;
+      if (a == Algorithm::nvls && p != Protocol::simple) continue;
+      const sim::Duration t = estimate(req, a, p);
+      if (!have || t < best.estimate) {
+        best = Plan{a, p, channels_for(req, a, p), t};
+        have = true;
+      }
+    }
+  }
+  if (!have) throw std::logic_error("collective: no protocol can run this request");
+  if (plans_.size() >= 4096) plans_.clear();
+  plans_.emplace(key, best);
+  return best;
+}
+
+void CollectiveEngine::run(const CollectiveRequest& req, Done done) {
+  auto st = std::make_shared<RunState>();
+  st->req = req;
+  st->layout = &layout_for(req.ranks);
+  st->done = std::move(done);
+  if (st->layout->size() <= 1) {
+    st->plan = Plan{};
+    sim_.call_in(sim::Duration::zero(), [st] { st->done(st->plan); });
+    return;
+  }
+  st->plan = plan(req);
+  const sim::Duration base = params_.latency_of(st->plan.algorithm, st->plan.protocol).base;
+  const bool stepwise = stepwise_rings_ && st->plan.algorithm == Algorithm::ring &&
+                        (req.op == CollectiveOp::all_reduce || req.op == CollectiveOp::all_gather ||
+                         req.op == CollectiveOp::reduce_scatter);
+  if (stepwise) {
+    if (params_.pxn && st->layout->num_hosts() > 1) {
+      throw std::logic_error("stepwise rings across hosts need pxn off");
+    }
+    sim_.call_in(base, [this, st] { run_stepwise_ring(st); });
+    return;
+  }
+  st->schedule = schedule_for(req, st->plan.algorithm, st->plan.channels);
+  sim_.call_in(base, [this, st] { run_phase(st); });
+}
+
+void CollectiveEngine::run_phase(std::shared_ptr<RunState> st) {
+  if (st->phase >= st->schedule->phases.size()) {
+    st->done(st->plan);
+    return;
+  }
+  const Phase& phase = st->schedule->phases[st->phase];
+  const Algorithm a = st->plan.algorithm;
+  const Protocol p = st->plan.protocol;
+  st->cost = phase_cost(phase, *st->layout, a, p, false);
+  st->phase_start = sim_.now();
+  st->pending = phase.flows.size();
+  auto finish = [this, st] {
+    // The SMs' ceiling holds the phase even if the network was faster.
+    const sim::Time floor = st->phase_start + st->cost.first_latency + st->cost.sm_time;
+    const sim::Time end = std::max(sim_.now(), floor) + st->cost.extra_latency + st->cost.fill;
+    ++st->phase;
+    sim_.call_at(end, [this, st] { run_phase(st); });
+  };
+  if (st->pending == 0) {
+    finish();
+    return;
+  }
+  std::vector<network::Transfer> transfers;
+  transfers.reserve(phase.flows.size());
+  for (const Flow& f : phase.flows) {
+    network::Transfer t;
+    t.src_rank = f.src;
+    t.dst_rank = f.dst;
+    t.bytes = wire_bytes(f, *st->layout, a, p);
+    t.qp = f.qp;
+    transfers.push_back(t);
+  }
+  for (const network::Transfer& t : transfers) {
+    ++transfers_started_;
+    network_.start(t, [st, finish] {
+      if (--st->pending == 0) finish();
+    });
+  }
+}
+
+void CollectiveEngine::run_stepwise_ring(std::shared_ptr<RunState> st) {
+  const GroupLayout& layout = *st->layout;
+  const int n = layout.size();
+  const int channels = st->plan.channels;
+  const Protocol p = st->plan.protocol;
+  st->rounds = st->req.op == CollectiveOp::all_reduce ? 2 * (n - 1) : n - 1;
+  st->round_payload = st->req.bytes.as_double() / n / channels;
+  st->orders.clear();
+  for (int c = 0; c < channels; ++c) st->orders.push_back(ring_order(layout, c));
+  const auto zeros = std::vector<int>(static_cast<size_t>(n), 0);
+  st->started.assign(static_cast<size_t>(channels), zeros);
+  st->sent.assign(static_cast<size_t>(channels), zeros);
+  st->received.assign(static_cast<size_t>(channels), zeros);
+  st->unfinished = channels * n;  // (channel, position) pairs with rounds left to receive
+
+  const StepLatency& lat = params_.latency_of(Algorithm::ring, p);
+  // A rank sends round j once it has sent round j-1 and received it (it
+  // forwards, reduced, what its predecessor sent).
+  auto advance = std::make_shared<std::function<void(int, int)>>();
+  std::weak_ptr<std::function<void(int, int)>> weak = advance;
+  *advance = [this, st, weak, n, &layout, p, lat](int c, int i) {
+    auto& started = st->started[static_cast<size_t>(c)][static_cast<size_t>(i)];
+    const int j = started;
+    if (j >= st->rounds) return;
+    if (st->sent[static_cast<size_t>(c)][static_cast<size_t>(i)] < j) return;
+    if (j > 0 && st->received[static_cast<size_t>(c)][static_cast<size_t>(i)] < j) return;
+    ++started;
+    const auto& order = st->orders[static_cast<size_t>(c)];
+    const int src = order[static_cast<size_t>(i)];
+    const int dst = order[static_cast<size_t>((i + 1) % n)];
+    const bool inter = !layout.same_host(src, dst);
+    Flow f{src, dst, st->round_payload, 1, static_cast<uint32_t>(c)};
+    network::Transfer t{src, dst, wire_bytes(f, layout, Algorithm::ring, p),
+                        static_cast<uint32_t>(c)};
+    auto self = weak.lock();
+    sim_.call_in(inter ? lat.step_scale_out : lat.step_scale_up, [this, st, self, t, c, i, n] {
+      ++transfers_started_;
+      network_.start(t, [st, self, c, i, n] {
+        const int next = (i + 1) % n;
+        ++st->sent[static_cast<size_t>(c)][static_cast<size_t>(i)];
+        int& got = st->received[static_cast<size_t>(c)][static_cast<size_t>(next)];
+        if (++got == st->rounds && --st->unfinished == 0) {
+          st->done(st->plan);
+          return;
+        }
+        (*self)(c, i);
+        (*self)(c, next);
+      });
+    });
+  };
+  // Keep the driver alive for the run: every pending event holds it.
+  for (int c = 0; c < channels; ++c) {
+    for (int i = 0; i < n; ++i) (*advance)(c, i);
+  }
+}
+
+}  // namespace gcsim::models::collectives

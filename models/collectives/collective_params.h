@@ -1,0 +1,99 @@
+// The numbers that turn NCCL's algorithms into time: per algorithm and
+// protocol a launch latency and a per-step cost, per protocol the share of
+// wire bytes that is payload and the ceilings of one channel (one SM) and
+// one GPU, the pipeline slice, and the payload share of each tier's links.
+//
+// Defaults follow NCCL 2.28's tuning model (src/graph/tuning.cc, confirmed
+// against the tuning table NCCL printed on 2x H200 in
+// calibration/measurements/h200-x2/nccl_info_2026-11-22.log): baseLat,
+// hwLat, llMaxBws, perChMaxRingLL128Bws, nvlsEfficiency, and NCCL's per-link
+// NVLink bandwidth (20.6 GB/s on Hopper: NVL[370.8] for 18 links in that
+// log). A calibration fit (models/collectives/collective_fit.h) replaces the
+// protocol and latency figures for a GPU it was measured on.
+#pragma once
+
+#include <array>
+#include <string>
+
+#include "models/collectives/collective.h"
+#include "models/gpu/gpu_spec.h"
+#include "sim/time.h"
+#include "sim/units.h"
+
+namespace gcsim::models::collectives {
+
+// NCCL's latency model for one (algorithm, protocol): time = base + per
+// step (the step's wire latency + the step overhead of its tier).
+struct StepLatency {
+  sim::Duration base;            // once per call (NCCL baseLat)
+  sim::Duration step_scale_up;   // per step over NVLink/PCIe, beyond the links' own latency
+  sim::Duration step_scale_out;  // per step over the network, beyond the links' own latency
+};
+
+struct ProtocolParams {
+  // Payload bytes per wire byte: LL 4 data bytes per 8-byte line (0.5),
+  // LL128 120 of 128 bytes, Simple 1.
+  double wire_efficiency = 1.0;
+  // Payload one channel (one SM) can move per second; 0 = no ceiling.
+  // NCCL perChMaxRingLL128Bw: 36.7 GB/s on Hopper.
+  sim::Bandwidth max_per_channel;
+  // Payload one GPU can move per second with this protocol, intra-node;
+  // 0 = no ceiling. NCCL llMaxBws: LL 141 GB/s on Hopper, 87.7 Ampere.
+  sim::Bandwidth max_per_gpu;
+  // The same ceiling once the group spans 2 nodes / more than 2 nodes
+  // (NCCL llMaxBws N2/N4, Intel hosts: 39 / 20.4 GB/s for LL); 0 = none.
+  sim::Bandwidth max_per_gpu_two_nodes;
+  sim::Bandwidth max_per_gpu_many_nodes;
+  // Payload per channel a pipeline stage must hold before it forwards: the
+  // start-up of a pipelined ring or tree costs fill hops of one slice each.
+  sim::Bytes slice;
+  // NCCL launches fewer channels for small messages: one channel per
+  // max_threads x thread_threshold bytes (x group size for ring LL).
+  int max_threads = 512;
+  int thread_threshold = 64;
+};
+
+struct CollectiveParams {
+  std::string source;  // where the numbers come from, for reports
+  std::array<std::array<StepLatency, kNumProtocols>, kNumAlgorithms> latency{};
+  std::array<ProtocolParams, kNumProtocols> protocol{};
+  // Payload share of a link's datasheet bandwidth once packet headers and
+  // flow control are paid: NVLink (NCCL models 20.6 of 25 GB/s per Hopper
+  // link), and the NIC (an NDR NIC delivers 46-48 of 50 GB/s: nccl-tests
+  // issue 290, ../shared/REFERENCE.md).
+  double scale_up_efficiency = 1.0;
+  double scale_out_efficiency = 1.0;
+  // NVLS: share of the in-switch reduction path NCCL reaches (nvlsEfficiency
+  // 0.85 on Hopper).
+  double nvls_efficiency = 1.0;
+  // Double binary tree all-reduce reaches this share of the links (NCCL 0.92).
+  double tree_efficiency = 1.0;
+  int channels = 24;   // rings/trees in parallel, one SM each (NCCL 2.28 on 2x H200: 24)
+  bool pxn = true;     // a ring leaves a node through the rail NIC of its entry GPU (NCCL PXN)
+  bool nvls = false;   // NVLink SHARP available and enabled
+
+  const StepLatency& latency_of(Algorithm a, Protocol p) const {
+    return latency[static_cast<size_t>(a)][static_cast<size_t>(p)];
+  }
+  StepLatency& latency_of(Algorithm a, Protocol p) {
+    return latency[static_cast<size_t>(a)][static_cast<size_t>(p)];
+  }
+  const ProtocolParams& protocol_of(Protocol p) const {
+    return protocol[static_cast<size_t>(p)];
+  }
+  ProtocolParams& protocol_of(Protocol p) { return protocol[static_cast<size_t>(p)]; }
+};
+
+// NCCL 2.28's constants for the GPU generation of `gpu` (Volta, Ampere,
+// Hopper, Blackwell, told apart by the preset name), NVLS per the preset.
+CollectiveParams nccl_default_params(const gpu::GpuSpec& gpu);
+
+// No latency, no ceilings, every byte payload: the schedule alone, for
+// tests against closed forms.
+CollectiveParams ideal_params(int channels);
+
+// The parameters to use for `gpu`: a calibration fit when one exists for
+// this preset (collective_fit.h), NCCL's defaults otherwise.
+CollectiveParams params_for(const gpu::GpuSpec& gpu);
+
+}  // namespace gcsim::models::collectives
