@@ -138,6 +138,15 @@ TEST_CASE("fat-tree, 2 tiers: counts for 128 nodes x 8 GPUs at radix 64", "[topo
     CHECK(leaf_of(f, "node3/nic7") == "leaf0");
     CHECK(leaf_of(f, "node4/nic0") == "leaf1");
     CHECK(leaf_of(f, "node127/nic7") == "leaf31");
+    Routing r(f, 1);
+    // Rank 0 to node1 (same leaf): GPU, NIC, leaf, NIC, GPU = 4 links.
+    CHECK(r.ecmp_path({0, 8, 0}).size() == 4);
+    CHECK(hops_at(f, r, "leaf0", 8) == 1);
+    // To node4 (leaf1): 6 links; any of the 32 spines, then one way down.
+    CHECK(r.ecmp_path({0, 32, 0}).size() == 6);
+    CHECK(hops_at(f, r, "leaf0", 32) == 32);
+    CHECK(hops_at(f, r, "spine17", 32) == 1);
+    CHECK(hops_at(f, r, "node0/nic0", 32) == 1);
   }
   SECTION("1:3 oversubscribed: leaves of 48 down + 16 up, 22 leaves, 16 spines") {
     // d = floor(64 x 3/4) = 48 = 6 nodes; 128 / 6 -> 22 leaves, the last with
@@ -369,6 +378,15 @@ TEST_CASE("custom: listed switches and cables", "[topology]") {
     const auto path = r.ecmp_path({0, 2, 0});
     CHECK(path.size() == 6);
     CHECK(r.latency(path) == sim::us(3.5));
+    // A second spine gives the top-of-rack switch two equal-cost next hops.
+    TopologySpec two = two_tor_custom();
+    two.scale_out.switches.push_back({"spine1", 2});
+    two.scale_out.links.push_back({"tor0", "spine1", {}, {}});
+    two.scale_out.links.push_back({"tor1", "spine1", {}, {}});
+    const Fabric g = build_fabric(two);
+    Routing rg(g, 1);
+    CHECK(hops_at(g, rg, "tor0", 2) == 2);
+    CHECK(rg.ecmp_path({0, 2, 0}).size() == 6);
   }
   SECTION("a cable to an unknown node names the cable and suggests") {
     TopologySpec s = two_tor_custom();
