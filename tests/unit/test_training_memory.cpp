@@ -1,0 +1,123 @@
+// Memory per GPU: ZeRO's model-state figures (Rajbhandari et al. 2020,
+// section 5: 7.5B parameters on 64 GPUs), Korthikanti et al. 2022's
+// activation formulas (Table 2) against the tensor-by-tensor count, and the
+// whole breakdown for a hand-computed case.
+#include <memory>
+
+#include "catch.h"
+#include "sim/cli/model_spec_loader.h"
+#include "workloads/models/model_formulas.h"
+#include "workloads/training/memory_model.h"
+
+using namespace gcsim;
+using namespace gcsim::workloads::training;
+
+namespace {
+
+workloads::models::ModelSpec preset(const std::string& name) {
+  auto source = std::make_shared<sim::config::ConfigSource>();
+  sim::config::ConfigReader nowhere(YAML::Node(), "", source, nullptr);
+  return cli::load_model_preset(name, nowhere, "model");
+}
+
+}  // namespace
+
+TEST_CASE("ZeRO model states: 7.5B on 64 GPUs is 120 / 31.4 / 16.6 / 1.9 GB",
+          "[training][memory]") {
+  // Rajbhandari et al. 2020, Figure 1: Psi = 7.5B, Nd = 64, K = 12:
+  // baseline 16 Psi = 120 GB; P_os 4 Psi + 12 Psi/Nd = 31.4 GB;
+  // P_os+g 2 Psi + 14 Psi/Nd = 16.6 GB; P_os+g+p 16 Psi/Nd = 1.9 GB.
+  const OptimizerConfig mixed{0, 2.0, 2.0, 12.0};
+  CHECK(zero_model_states(7.5e9, 64, 0, mixed).total() == Approx(120e9));
+  CHECK(zero_model_states(7.5e9, 64, 1, mixed).total() == Approx(31.40625e9));
+  CHECK(zero_model_states(7.5e9, 64, 2, mixed).total() == Approx(16.640625e9));
+  CHECK(zero_model_states(7.5e9, 64, 3, mixed).total() == Approx(1.875e9));
+  // Rounded as the paper prints them.
+  CHECK(std::round(zero_model_states(7.5e9, 64, 1, mixed).total() / 1e8) / 10 == 31.4);
+  CHECK(std::round(zero_model_states(7.5e9, 64, 2, mixed).total() / 1e8) / 10 == 16.6);
+  CHECK(std::round(zero_model_states(7.5e9, 64, 3, mixed).total() / 1e8) / 10 == 1.9);
+}
+
+TEST_CASE("activations per layer: the tensor count equals Korthikanti's formulas",
+          "[training][memory]") {
+  TrainingConfig c;
+  c.model = preset("gpt3-175b");  // dropout 0.1, GELU 4h, MHA
+  c.attention_impl = AttentionImpl::unfused;
+  c.batch.micro = 1;
+  const double s = 2048, b = 1, h = 12288, a = 96;
+  for (int t : {1, 2, 8}) {
+    for (bool sp : {false, true}) {
+      for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+        INFO("t " << t << " sp " << sp << " recompute " << recompute_name(r));
+        c.parallel.tp = t;
+        c.parallel.sequence_parallel = sp;
+        c.recompute = r;
+        CHECK(layer_activation_bytes(c, 0) == Approx(korthikanti_layer_bytes(s, b, h, a, t, sp, r)));
+      }
+    }
+  }
+  // By hand, t = 8 with SP and selective recompute: 34 s b h / t =
+  // 34 x 2048 x 12288 / 8 = 106,954,752 bytes per layer.
+  c.parallel.tp = 8;
+  c.parallel.sequence_parallel = true;
+  c.recompute = Recompute::selective;
+  CHECK(layer_activation_bytes(c, 0) == 106'954'752.0);
+  // Without any of the three, 34sbh + 5as^2b = 2.39 GB per layer.
+  CHECK(korthikanti_layer_bytes(s, b, h, a, 1, false, Recompute::none) ==
+        Approx(34 * s * b * h + 5 * a * s * s * b));
+}
+
+TEST_CASE("flash attention keeps no score matrix", "[training][memory]") {
+  TrainingConfig c;
+  c.model = preset("llama3-8b");  // no dropout, SwiGLU 14336, GQA 32/8
+  c.attention_impl = AttentionImpl::flash;
+  c.batch.micro = 1;
+  // s = 8192, h = 4096: norm in/out 2 x 2sh; Q 2s x 4096, K and V 2s x 1024
+  // each; LSE 4 x 32 x s; out-proj input 2sh; MLP norm in/out 2 x 2sh;
+  // SwiGLU gate+up 4 s f, down input 2 s f (f = 14336).
+  const double s = 8192, h = 4096, f = 14336;
+  const double expected = 4 * s * h + 2 * s * (4096 + 1024 + 1024) + 4 * 32 * s + 2 * s * h +
+                          4 * s * h + 6 * s * f;
+  CHECK(layer_activation_bytes(c, 0) == Approx(expected));
+}
+
+TEST_CASE("memory breakdown of a hand-computed 1F1B stage", "[training][memory]") {
+  // Llama 3 8B, TP 2, PP 4, DP 2, ZeRO 1, 1F1B, 16 micro-batches of 1,
+  // full recompute. Rank 0 (first stage) holds layers 0-7 and the embedding.
+  TrainingConfig c;
+  c.model = preset("llama3-8b");
+  c.parallel.tp = 2;
+  c.parallel.pp = 4;
+  c.parallel.dp = 2;
+  c.batch = {32, 1};
+  c.recompute = Recompute::full;
+  c.optimizer.zero_stage = 1;
+  const auto plan = build_pipeline(Schedule::one_f_one_b, 4, 1, 16);
+  const auto counts = workloads::models::count_params(c.model);
+  const double layer = counts.dense_layer.attention / 2 + counts.dense_layer.norms +
+                       counts.dense_layer.dense_mlp / 2;
+  const double params = 8 * layer + counts.embedding / 2;
+  const MemoryBreakdown mem = memory_for_rank(c, plan, 0);
+  CHECK(mem.params.dense == Approx(params));
+  CHECK(mem.weights == Approx(2 * params));
+  CHECK(mem.gradients == Approx(2 * params));
+  CHECK(mem.optimizer_states == Approx(12 * params / 2));
+  // Full recompute keeps each layer's input, 2 s h bytes (no SP), for the 4
+  // micro-batches 1F1B's first stage holds.
+  CHECK(mem.in_flight == Approx(4.0));
+  CHECK(mem.activations == Approx(4 * 8 * 2.0 * 8192 * 4096));
+  // Receive buffers for activations and gradients, double-buffered: 4 x 2sh/t.
+  CHECK(mem.communication_buffers == Approx(4 * 2.0 * 8192 * 4096 / 2));
+}
+
+TEST_CASE("DualPipe holds two stages' parameters", "[training][memory]") {
+  TrainingConfig c;
+  c.model = preset("llama3-8b");
+  c.parallel.pp = 8;
+  c.parallel.dp = 1;
+  c.batch = {16, 1};
+  const auto one = build_pipeline(Schedule::one_f_one_b, 8, 1, 16);
+  const auto dual = build_pipeline(Schedule::dualpipe, 8, 1, 16);
+  // Rank 3 (a middle rank, no embedding or head): stages 3 and 4.
+  CHECK(rank_params(c, dual, 3).total() == Approx(2 * rank_params(c, one, 3).total()));
+}

@@ -1,0 +1,221 @@
+#include "workloads/training/memory_model.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "workloads/models/model_formulas.h"
+
+namespace gcsim::workloads::training {
+
+using models::AttentionKind;
+using models::MlpKind;
+
+ModelStateBytes zero_model_states(double params, int data_ranks, int stage,
+                                  const OptimizerConfig& o) {
+  const double nd = std::max(1, data_ranks);
+  ModelStateBytes m;
+  m.weights = params * o.weight_bytes / (stage >= 3 ? nd : 1.0);
+  m.gradients = params * o.grad_bytes / (stage >= 2 ? nd : 1.0);
+  m.optimizer = params * o.state_bytes / (stage >= 1 ? nd : 1.0);
+  return m;
+}
+
+double korthikanti_layer_bytes(double s, double b, double h, double a, double t, bool sp,
+                               Recompute recompute) {
+  const double sbh = s * b * h;
+  if (recompute == Recompute::full) return 2.0 * sbh / (sp ? t : 1.0);
+  const double scores = recompute == Recompute::selective ? 0.0 : 5.0 * a * s / h;
+  if (sp) return sbh / t * (34.0 + scores);
+  return sbh * (10.0 + 24.0 / t + scores / t);
+}
+
+namespace {
+
+constexpr double kAct = 2.0;   // bytes of a 16-bit activation
+constexpr double kMask = 1.0;  // bytes of a dropout mask element (PyTorch bool)
+
+struct Shard {
+  double tokens;    // b x s / cp on this GPU (before SP)
+  double seq_q;     // local query length
+  double seq_kv;    // keys each query attends to in total
+  double t;         // tensor-parallel size
+  bool sp;
+  double rep(double x) const { return sp ? x / t : x; }  // replicated unless SP
+  double shard(double x) const { return x / t; }
+};
+
+Shard shard_of(const TrainingConfig& c) {
+  const auto& p = c.parallel;
+  Shard s;
+  s.seq_q = static_cast<double>(c.model.seq_len) / p.cp;
+  s.seq_kv = static_cast<double>(c.model.seq_len);
+  s.tokens = static_cast<double>(c.batch.micro) * s.seq_q;
+  s.t = p.tp;
+  s.sp = p.sequence_parallel;
+  return s;
+}
+
+}  // namespace
+
+double layer_activation_bytes(const TrainingConfig& c, int layer, double expert_load) {
+  const models::ModelSpec& m = c.model;
+  const Shard x = shard_of(c);
+  const double T = x.tokens, h = static_cast<double>(m.hidden);
+  const bool drop = m.dropout > 0.0;
+  if (c.recompute == Recompute::full) return x.rep(kAct * T * h);
+
+  double bytes = 0;
+  // Attention block: the norm's input and output (the projections' input).
+  bytes += x.rep(2.0 * kAct * T * h);
+  const double heads = m.heads;
+  double v_width = static_cast<double>(m.kv_width());
+  double k_width = static_cast<double>(m.kv_width());
+  double out_width = static_cast<double>(m.q_width());
+  if (m.attention == AttentionKind::mla) {
+    const auto& a = m.mla;
+    // Compressed query and key/value with their norms' inputs and outputs
+    // (the down-projections are replicated over TP).
+    bytes += x.rep(2.0 * kAct * T * static_cast<double>(a.q_lora_rank));
+    bytes += x.rep(kAct * T * static_cast<double>(a.kv_lora_rank + a.qk_rope_head_dim));
+    bytes += x.rep(kAct * T * static_cast<double>(a.kv_lora_rank));
+    k_width = static_cast<double>(m.q_width());
+    out_width = heads * static_cast<double>(a.v_head_dim);
+  }
+  // Q and K for the scores, V for the weighted sum, each split over TP.
+  bytes += x.shard(kAct * T * (static_cast<double>(m.q_width()) + k_width + v_width));
+  const double scores = heads * x.seq_q * x.seq_kv * c.batch.micro;  // score elements
+  if (c.attention_impl == AttentionImpl::unfused) {
+    if (c.recompute != Recompute::selective) {
+      bytes += x.shard(kAct * scores);                  // softmax output
+      if (drop) bytes += x.shard((kMask + kAct) * scores);  // dropout mask and output
+    }
+  } else {
+    bytes += x.shard(4.0 * heads * T);  // fp32 log-sum-exp per query row
+  }
+  bytes += x.shard(kAct * T * out_width);  // output projection input
+  if (drop) bytes += x.rep(kMask * T * h);
+
+  // MLP block: norm input and output.
+  bytes += x.rep(2.0 * kAct * T * h);
+  const double fc1_outputs = m.mlp == MlpKind::swiglu ? 2.0 : 1.0;  // gate and up
+  if (m.is_moe_layer(layer)) {
+    const auto& e = m.moe;
+    const double routed = T * e.top_k * expert_load;  // token copies this GPU's experts get
+    const double f = static_cast<double>(e.expert_ffn_hidden);
+    bytes += x.rep(4.0 * T * e.experts);                      // fp32 router probabilities
+    bytes += x.rep(2.0 * kAct * routed * h);                  // dispatched inputs, outputs
+    bytes += x.shard(kAct * routed * f * (fc1_outputs + 1.0));  // expert hidden
+    bytes += x.shard(kAct * T * e.shared_experts * f * (fc1_outputs + 1.0));
+  } else {
+    const double f = static_cast<double>(m.ffn_hidden);
+    bytes += x.shard(kAct * T * f * (fc1_outputs + 1.0));  // FC1 output, FC2 input
+  }
+  if (drop) bytes += x.rep(kMask * T * h);
+  return bytes;
+}
+
+std::vector<StageLayers> model_stage_layers(const TrainingConfig& c, const PipelinePlan& plan) {
+  std::vector<int> counts;
+  if (plan.model_stages == c.parallel.pp) {
+    counts = stage_layers(c);
+  } else {
+    counts.assign(static_cast<size_t>(plan.model_stages), c.model.layers / plan.model_stages);
+  }
+  std::vector<StageLayers> out;
+  int first = 0;
+  for (int n : counts) {
+    out.push_back({first, n});
+    first += n;
+  }
+  return out;
+}
+
+RankParams rank_params(const TrainingConfig& c, const PipelinePlan& plan, int r) {
+  const models::ModelSpec& m = c.model;
+  const auto counts = models::count_params(m);
+  const double t = c.parallel.tp, ep = c.parallel.ep;
+  const auto stages = model_stage_layers(c, plan);
+  RankParams p;
+  for (int k : plan.stages_of(r)) {
+    const StageLayers& s = stages[static_cast<size_t>(k)];
+    for (int l = s.first; l < s.first + s.count; ++l) {
+      const models::LayerParams& lp = m.is_moe_layer(l) ? counts.moe_layer : counts.dense_layer;
+      p.dense += lp.attention / t + lp.norms + lp.dense_mlp / t + lp.router +
+                 lp.shared_experts / t;
+      p.expert += lp.routed_experts / ep / t;
+    }
+    if (k == 0) p.dense += counts.embedding / t + counts.position;
+    if (k == plan.model_stages - 1) {
+      // A tied head still needs its own copy on another stage (Megatron
+      // keeps it and all-reduces the two gradients).
+      const bool copy = m.tied_embeddings && plan.model_stages > 1;
+      p.dense += (m.tied_embeddings ? (copy ? counts.embedding : 0.0) : counts.output_head) / t +
+                 counts.final_norm;
+    }
+  }
+  return p;
+}
+
+std::vector<double> stage_activation_bytes(const TrainingConfig& c, const PipelinePlan& plan,
+                                           double expert_load) {
+  const auto stages = model_stage_layers(c, plan);
+  const Shard x = shard_of(c);
+  const double T = x.tokens, h = static_cast<double>(c.model.hidden);
+  std::vector<double> bytes;
+  for (size_t k = 0; k < stages.size(); ++k) {
+    double b = 0;
+    for (int l = stages[k].first; l < stages[k].first + stages[k].count; ++l) {
+      b += layer_activation_bytes(c, l, expert_load);
+    }
+    if (k == 0 && c.model.dropout > 0.0) b += x.rep(kMask * T * h);  // embedding dropout mask
+    if (k + 1 == stages.size()) {
+      // Final norm input, head input, and the fp32 logits kept for the
+      // cross-entropy backward (vocabulary split over TP).
+      b += x.rep(kAct * T * h) + kAct * T * h +
+           4.0 * T * static_cast<double>(c.model.vocab) / x.t;
+    }
+    bytes.push_back(b);
+  }
+  return bytes;
+}
+
+MemoryBreakdown memory_for_rank(const TrainingConfig& c, const PipelinePlan& plan, int r,
+                                double expert_load) {
+  MemoryBreakdown mem;
+  const auto& p = c.parallel;
+  mem.params = rank_params(c, plan, r);
+  const int stage = c.optimizer.zero_stage;
+  const ModelStateBytes dense = zero_model_states(mem.params.dense, p.dp, stage, c.optimizer);
+  const ModelStateBytes expert =
+      zero_model_states(mem.params.expert, p.dp / p.ep, stage, c.optimizer);
+  mem.weights = dense.weights + expert.weights;
+  mem.gradients = dense.gradients + expert.gradients;
+  mem.optimizer_states = dense.optimizer + expert.optimizer;
+
+  const std::vector<double> per_stage = stage_activation_bytes(c, plan, expert_load);
+  mem.activations = peak_activations(plan, r, per_stage);
+  double mine = 0;
+  const auto stages = plan.stages_of(r);
+  for (int k : stages) mine += per_stage[static_cast<size_t>(k)];
+  mem.activations_per_micro_batch = mine / static_cast<double>(stages.size());
+  mem.in_flight = mem.activations_per_micro_batch > 0
+                      ? mem.activations / mem.activations_per_micro_batch
+                      : 0.0;
+
+  const Shard x = shard_of(c);
+  if (p.dp > 1 && stage >= 3) {
+    // The layer being computed and the one prefetched, gathered whole.
+    const auto counts = models::count_params(c.model);
+    const double layer = std::max(counts.dense_layer.total(), counts.moe_layer.total()) / p.tp;
+    mem.communication_buffers += 2.0 * layer * c.optimizer.weight_bytes;
+  }
+  if (p.dp > 1 && stage >= 2) mem.communication_buffers += 2.0 * static_cast<double>(p.dp_bucket_bytes);
+  if (p.pp > 1) {
+    // Activation and gradient receive buffers, double-buffered.
+    mem.communication_buffers += 4.0 * kAct * x.tokens * static_cast<double>(c.model.hidden) / x.t;
+  }
+  mem.reserved = static_cast<double>(c.memory_reserved);
+  return mem;
+}
+
+}  // namespace gcsim::workloads::training

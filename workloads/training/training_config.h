@@ -1,0 +1,89 @@
+// What a training step is: the model, the batch, how it is split over GPUs
+// (TP with optional sequence parallelism, CP, EP carved out of DP, PP with
+// its schedule, DP with a ZeRO stage), recompute, precision and optimizer.
+// Plain data with defaults; sim/cli reads YAML onto it and check_strategy()
+// says what is impossible.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "workloads/models/model_spec.h"
+
+namespace gcsim::workloads::training {
+
+enum class Schedule { gpipe, one_f_one_b, interleaved, zb1p, dualpipe };
+enum class Recompute { none, selective, full };
+enum class Precision { fp16, bf16, fp8 };
+// flash: FlashAttention kernels (stores only the output and log-sum-exp);
+// unfused: Megatron-LM's 2022 core attention (batched GEMMs, softmax and
+// dropout over the s x s scores, which are stored: Korthikanti's 5as/h).
+enum class AttentionImpl { flash, unfused };
+// How layers are spread over pipeline stages when pp does not divide them:
+// even refuses; fewer_at_ends takes the missing layers from the first and
+// last stages alternately (they also hold the embedding and the head, as
+// Llama 3 405B's 126 layers on 16 stages).
+enum class LayerSplit { even, fewer_at_ends };
+
+const char* schedule_name(Schedule s);
+const char* recompute_name(Recompute r);
+
+struct ParallelConfig {
+  int tp = 1;  // tensor parallel
+  int cp = 1;  // context parallel (ring attention over sequence shards)
+  int pp = 1;  // pipeline stages
+  int dp = 1;  // data parallel (EP is carved out of it)
+  int ep = 1;  // expert parallel, divides dp
+  bool sequence_parallel = false;
+  Schedule schedule = Schedule::one_f_one_b;
+  int virtual_stages = 1;  // model chunks per pipeline rank (interleaved)
+  LayerSplit layer_split = LayerSplit::even;
+  // Rank placement, innermost first: tp varies fastest between consecutive
+  // global ranks, so tp groups sit inside a node.
+  std::vector<std::string> order{"tp", "cp", "ep", "dp", "pp"};
+  int64_t dp_bucket_bytes = 40'000'000 * 2;  // gradient bucket (Megatron: 40M params)
+};
+
+struct BatchConfig {
+  int64_t global = 1;  // sequences per step
+  int64_t micro = 1;   // sequences per micro-batch
+};
+
+struct OptimizerConfig {
+  int zero_stage = 0;         // 0 plain DP, 1 optimizer states, 2 + gradients, 3 + weights (FSDP)
+  double weight_bytes = 2.0;  // working copy of a parameter (fp16/bf16)
+  double grad_bytes = 2.0;    // gradient per parameter
+  double state_bytes = 12.0;  // Adam: fp32 master weight + m + v
+};
+
+struct TrainingConfig {
+  models::ModelSpec model;
+  ParallelConfig parallel;
+  BatchConfig batch;
+  Recompute recompute = Recompute::none;
+  Precision precision = Precision::bf16;
+  AttentionImpl attention_impl = AttentionImpl::flash;
+  OptimizerConfig optimizer;
+  int64_t memory_reserved = 0;  // bytes per GPU outside the model: CUDA context, NCCL, workspaces
+
+  int gpus() const { return parallel.tp * parallel.cp * parallel.pp * parallel.dp; }
+  // Micro-batches each pipeline runs per step (gradient accumulation).
+  int64_t micro_batches() const { return batch.global / (batch.micro * parallel.dp); }
+  int64_t tokens_per_step() const { return batch.global * model.seq_len; }
+};
+
+// A constraint the strategy breaks: the config key (dotted below
+// `workload`, e.g. "parallelism.tp") and what is wrong, naming the
+// constraint. Empty key when the strategy is possible.
+struct StrategyProblem {
+  std::string key;
+  std::string message;
+  explicit operator bool() const { return !key.empty(); }
+};
+StrategyProblem check_strategy(const TrainingConfig& c, int cluster_gpus);
+
+// Layers of each pipeline stage (model stages, pp of them), per the split.
+std::vector<int> stage_layers(const TrainingConfig& c);
+
+}  // namespace gcsim::workloads::training
