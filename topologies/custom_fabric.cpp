@@ -1,5 +1,6 @@
 #include "topologies/custom_fabric.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 

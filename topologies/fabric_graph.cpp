@@ -1,5 +1,6 @@
 #include "topologies/fabric_graph.h"
 
+#include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/connected_components.hpp>
 #include <boost/graph/push_relabel_max_flow.hpp>

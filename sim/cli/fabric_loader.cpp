@@ -80,6 +80,10 @@ void read_oversubscription(ConfigReader& out, topologies::ScaleOutSpec& o) {
   const char* doc = "downlink:uplink ratio, >= 1 (1 = non-blocking): a number for the leaf tier, "
                     "or {leaf, spine} per tier";
   const YAML::Node n = out.raw("oversubscription", doc);
+  if (n.IsSequence()) {
+    out.fail("oversubscription", "give a number (the leaf tier) or per tier {leaf: 3, spine: 2}, "
+                                 "not a list");
+  }
   if (n.IsMap()) {
     ConfigReader per_tier = out.child("oversubscription", doc);
     o.leaf_oversubscription =
