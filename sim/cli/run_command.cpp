@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "models/cluster/cluster_model.h"
+#include "sim/cli/network_setup.h"
 #include "sim/cli/run_report.h"
 #include "sim/recorder.h"
 #include "sim/replayer.h"
@@ -69,6 +70,8 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
 
   sim::Simulator simulator(s.seed);
   models::cluster::ClusterModel cluster(simulator, cluster_model_config(s));
+  const std::unique_ptr<NetworkStack> network = build_network_stack(simulator, s);
+  cluster.attach_network(*network->model, network->fabric);
   sim::Recorder recorder(*s.graph, options.trace ? (dir / "trace.json").string() : "",
                          s.cluster.gpu.name);
   recorder.set_describer([&cluster](int, const workloads::Op& op) { return cluster.describe(op); });
@@ -119,6 +122,7 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
   fig.events = simulator.events_executed();
   fig.wall_time_s = wall_s;
   fig.oom = oom ? outcome.stuck : "";
+  fig.network = network->model->stats(outcome.makespan - sim::Time::zero());
   for (int r = 0; r < cluster.num_ranks(); ++r) {
     fig.memory_peak.push_back(cluster.gpu(r).memory_peak());
   }

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "sim/cli/gpu_spec_loader.h"
+#include "sim/cli/network_report.h"
 #include "sim/unit_parse.h"
 
 namespace gcsim::cli {
@@ -104,6 +105,7 @@ Json build_summary(const RunFigures& f) {
                    {"end_s", r.end.seconds()}});
   }
   j["ops"] = ops;
+  if (f.network) j["network"] = network_summary(*f.network);
   j["notes"] = s.notes;
   j["hardware"] = gpu_spec_json(s.cluster.gpu);
   j["config"] = s.resolved;
@@ -168,6 +170,7 @@ std::string build_report(const RunFigures& f) {
   o << "\n## Memory\n\nPeak HBM per GPU " << human_bytes(peak_memory(f).as_double()) << " of "
     << human_bytes(s.cluster.gpu.hbm_capacity.as_double()) << ": "
     << (f.oom.empty() ? "fits." : "**does not fit** (" + f.oom + ").") << "\n";
+  if (f.network) o << network_report_section(*f.network);
   if (!s.notes.empty()) {
     o << "\n## Modelling notes\n\n";
     for (const auto& n : s.notes) o << "- " << n << "\n";

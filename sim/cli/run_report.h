@@ -2,9 +2,11 @@
 // report.md (tables for people) and the short summary printed on stdout.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "models/network/network_model.h"
 #include "sim/cli/scenario.h"
 #include "sim/config/config_reader.h"
 #include "sim/recorder.h"
@@ -19,6 +21,7 @@ struct RunFigures {
   double wall_time_s = 0;
   std::vector<sim::Bytes> memory_peak;  // per rank
   std::string oom;                      // "" when everything fit
+  std::optional<models::network::NetworkStats> network;  // when a fabric was simulated
 };
 
 sim::config::Json build_summary(const RunFigures& f);

@@ -22,7 +22,9 @@ const std::vector<Registered>& workload_kinds() {
 
 const std::vector<Registered>& network_models() {
   static const std::vector<Registered> models{
-      {"analytical", "alpha-beta over the bottleneck tier (Hockney); no contention"},
+      {"analytical", "alpha-beta over each transfer's path bottleneck (Hockney); no contention"},
+      {"flow", "fluid max-min fair sharing of every link, incremental; ECMP collisions show"},
+      {"packet", "store-and-forward packets, shared buffers, PFC, ECN/DCQCN, deadlock detection"},
   };
   return models;
 }
@@ -88,6 +90,13 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
                      "SMs a collective kernel holds per GPU (NCCL channels; 24 measured for NCCL "
                      "2.28 ring on 2x H200)",
                      0, s.cluster.gpu.sm_count - 1));
+  const std::string routing = net.get_choice(
+      "routing", {"ecmp", "spray", "adaptive"}, std::string("ecmp"),
+      "path choice: ecmp (hash per flow), spray (per packet round robin), adaptive (least-loaded "
+      "next hop)");
+  s.network.routing = routing == "spray"      ? models::network::RoutingPolicy::spray
+                      : routing == "adaptive" ? models::network::RoutingPolicy::adaptive
+                                              : models::network::RoutingPolicy::ecmp;
   s.faults = read_faults(net, s.topology);
   net.finish();
 

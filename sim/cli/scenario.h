@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "models/gpu/gpu_spec.h"
+#include "models/network/network_model.h"
+#include "models/network/packet/packet_config.h"
 #include "sim/config/config_reader.h"
 #include "topologies/fault_schedule.h"
 #include "topologies/topology_spec.h"
@@ -45,6 +47,8 @@ struct ClusterConfig {
 struct NetworkConfig {
   std::string model;       // registered network model name
   int collective_sms = 0;  // SMs a collective holds per GPU
+  models::network::RoutingPolicy routing = models::network::RoutingPolicy::ecmp;
+  models::network::PacketConfig packet;  // network.model: packet only
 };
 
 struct Scenario {

@@ -1,0 +1,36 @@
+#include "sim/cli/network_setup.h"
+
+#include <stdexcept>
+
+#include "models/network/analytical_model.h"
+#include "models/network/flow_model.h"
+#include "models/network/packet/packet_model.h"
+#include "topologies/build_fabric.h"
+#include "topologies/fault_schedule.h"
+
+namespace gcsim::cli {
+
+namespace net = models::network;
+
+std::unique_ptr<NetworkStack> build_network_stack(sim::Simulator& sim, const Scenario& s) {
+  auto stack = std::make_unique<NetworkStack>();
+  stack->fabric = topologies::build_fabric(s.topology);
+  // ECMP hashing seeds derive from the run's seed, so --seed varies them.
+  stack->routing = std::make_unique<net::Routing>(stack->fabric, sim.random_stream("ecmp").next_u64());
+  const std::string& m = s.network.model;
+  if (m == "analytical") {
+    stack->model = std::make_unique<net::AnalyticalModel>(sim, stack->fabric, *stack->routing);
+  } else if (m == "flow") {
+    stack->model = std::make_unique<net::FlowModel>(sim, stack->fabric, *stack->routing,
+                                                    s.network.routing);
+  } else if (m == "packet") {
+    stack->model = std::make_unique<net::PacketModel>(sim, stack->fabric, *stack->routing,
+                                                      s.network.packet, s.network.routing);
+  } else {
+    throw std::logic_error("network model '" + m + "' is registered but not built");
+  }
+  topologies::schedule_faults(sim, stack->fabric, *stack->model, s.faults);
+  return stack;
+}
+
+}  // namespace gcsim::cli

@@ -1,0 +1,25 @@
+// Builds what a run's communication moves over: the Fabric from the
+// scenario's topology, routing on it, and the network model the config
+// names (analytical | flow | packet), with the config's link faults
+// scheduled. The stack must outlive the simulation that uses it.
+#pragma once
+
+#include <memory>
+
+#include "models/network/fabric.h"
+#include "models/network/network_model.h"
+#include "models/network/routing.h"
+#include "sim/cli/scenario.h"
+#include "sim/simulator.h"
+
+namespace gcsim::cli {
+
+struct NetworkStack {
+  models::network::Fabric fabric;
+  std::unique_ptr<models::network::Routing> routing;
+  std::unique_ptr<models::network::NetworkModel> model;
+};
+
+std::unique_ptr<NetworkStack> build_network_stack(sim::Simulator& sim, const Scenario& s);
+
+}  // namespace gcsim::cli
