@@ -14,8 +14,7 @@ constexpr uint32_t kNilPacket = UINT32_MAX;
 
 struct Packet {
   enum Flags : uint8_t {
-    kEcnMarked = 1,   // congestion experienced (CE) set by a switch
-    kInHeadroom = 2,  // admitted into its node's PFC headroom, not the shared pool
+    kEcnMarked = 1,  // congestion experienced (CE) set by a switch
   };
   int64_t sent_ps = 0;          // when its source put it on the wire (retransmission timer)
   uint32_t flow = 0;            // the flow (transfer) it belongs to

@@ -54,35 +54,35 @@ struct EcnConfig {
 };
 
 // DCQCN reaction point at the sending NIC (Zhu et al., SIGCOMM 2015,
-// Algorithm 1) and its notification point at the receiver. Where NVIDIA
-// ConnectX firmware documents a default (mlxconfig / sysfs cc_params:
-// rpg_time_reset 300, rpg_byte_reset 32767, rpg_threshold 1, rpg_ai_rate 5,
-// rpg_hai_rate 50, rpg_min_rate 1, initial_alpha_value 1023,
-// rate_reduce_monitor_period 4) it is used; the alpha gain and period,
-// whose firmware encoding is not documented, come from the paper.
+// Algorithm 1) and its notification point at the receiver. Timers, byte
+// counter, F and g are the paper's (§5; htsim's dcqcn.cpp uses the same).
+// The increase steps are scaled to the line rate: the paper's 40 Mb/s at
+// 40G would take seconds to regain 400G; htsim uses line/20 and line/10;
+// 1% and 10% of 400G are used here. NVIDIA ConnectX firmware ships other
+// values (rpg_time_reset 300 us, rpg_byte_reset 32767 B, rpg_ai_rate 5 Mb/s,
+// rpg_hai_rate 50 Mb/s) with a different target-rate rule (clamp_tgt_rate
+// off) that this paper-faithful reaction point does not reproduce; with them
+// it recovers from a cut too slowly (tests/unit/test_packet_congestion.cpp).
 struct DcqcnConfig {
   bool enabled = true;
-  // alpha ← (1 − g) alpha + g on a CNP, alpha ← (1 − g) alpha per period
+  // alpha <- (1 - g) alpha + g on a CNP, alpha <- (1 - g) alpha per period
   // without one. Paper: g = 1/256, K = 55 us.
   double g = 1.0 / 256.0;
   sim::Duration alpha_period = sim::us(int64_t{55});
-  // Rate-increase events: one per `rate_increase_period` (ConnectX
-  // rpg_time_reset = 300 us) and one per `byte_counter` bytes sent
-  // (rpg_byte_reset = 32767 B).
-  sim::Duration rate_increase_period = sim::us(int64_t{300});
-  sim::Bytes byte_counter = sim::Bytes(32767);
-  // Increase events before additive increase starts (paper F = 5; ConnectX
-  // rpg_threshold = 1).
-  int fast_recovery_steps = 1;
-  // Additive and hyper-additive increase steps of the target rate
-  // (ConnectX rpg_ai_rate = 5 Mb/s, rpg_hai_rate = 50 Mb/s).
-  sim::Bandwidth ai_rate = sim::Bandwidth::bits_per_s(5e6);
-  sim::Bandwidth hai_rate = sim::Bandwidth::bits_per_s(50e6);
+  // Rate-increase events: one per `rate_increase_period` (paper T = 55 us)
+  // and one per `byte_counter` bytes sent (paper B = 10 MB).
+  sim::Duration rate_increase_period = sim::us(int64_t{55});
+  sim::Bytes byte_counter = sim::Bytes(10'000'000);
+  // Increase events before additive increase starts (paper F = 5).
+  int fast_recovery_steps = 5;
+  // Additive and hyper-additive increase steps of the target rate: 1% and
+  // 10% of a 400G line.
+  sim::Bandwidth ai_rate = sim::Bandwidth::gbps(4);
+  sim::Bandwidth hai_rate = sim::Bandwidth::gbps(40);
   // Floor of the current rate (ConnectX rpg_min_rate = 1 Mb/s).
   sim::Bandwidth min_rate = sim::Bandwidth::bits_per_s(1e6);
-  // The receiver sends at most one CNP per flow per interval (ConnectX RP
-  // cuts at most once per rate_reduce_monitor_period = 4 us: same effect).
-  sim::Duration cnp_interval = sim::us(int64_t{4});
+  // The receiver sends at most one CNP per flow per interval (paper N = 50 us).
+  sim::Duration cnp_interval = sim::us(int64_t{50});
 };
 
 struct PacketConfig {

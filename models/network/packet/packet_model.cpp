@@ -330,7 +330,7 @@ void PacketModel::release_from_node(NodeId node, const Packet& p) {
     buf.give_back(p.bytes);
     return;
   }
-  if (pfc_.release(p.in_link, p.priority, p.bytes, p.flags & Packet::kInHeadroom, buf)) {
+  if (pfc_.release(p.in_link, p.priority, p.bytes, buf)) {
     send_pause(p.in_link, p.priority, false);
   }
 }
@@ -366,7 +366,6 @@ void PacketModel::on_arrive(uint32_t pk) {
       lose(pk);
       return;
     }
-    if (a.in_headroom) p.flags |= Packet::kInHeadroom;
     if (a.send_xoff) send_pause(in, p.priority, true);
   } else {
     if (!buf.admits(port.queued_bytes(p.priority), p.bytes, cfg_.dt_alpha)) {

@@ -38,6 +38,7 @@ class PfcIngress {
   PfcIngress(std::vector<int64_t> headroom, Thresholds t)
       : thresholds_(t),
         bytes_(headroom.size() * kPriorities, 0),
+        in_headroom_(headroom.size() * kPriorities, 0),
         xoff_(headroom.size(), 0),
         headroom_(std::move(headroom)),
         headroom_used_(headroom_.size(), 0) {}
@@ -52,6 +53,7 @@ class PfcIngress {
       // Paused (or the pool is full): the packet was already on its way.
       if (headroom_used_[l] + bytes > headroom_[l]) return a;  // headroom too small: lost
       headroom_used_[l] += bytes;
+      in_headroom_[i] += bytes;
       bytes_[i] += bytes;
       a.accepted = a.in_headroom = true;
       a.send_xoff = !(xoff_[l] & bit);
@@ -68,17 +70,18 @@ class PfcIngress {
     return a;
   }
 
-  // A packet that came in through `in` has left the node. True when the
-  // ingress priority must now send Xon.
-  bool release(LinkId in, int prio, int64_t bytes, bool in_headroom, SwitchBuffer& pool) {
+  // A packet that came in through `in` has left the node. Headroom drains
+  // first, as switches count it (the bytes above the pool's share are the
+  // headroom's, whichever packet leaves), so that it is empty again by the
+  // next Xoff. True when the ingress priority must now send Xon.
+  bool release(LinkId in, int prio, int64_t bytes, SwitchBuffer& pool) {
     const size_t i = index(in, prio);
     const auto l = static_cast<size_t>(in);
     bytes_[i] -= bytes;
-    if (in_headroom) {
-      headroom_used_[l] -= bytes;
-    } else {
-      pool.give_back(bytes);
-    }
+    const int64_t from_headroom = std::min(bytes, in_headroom_[i]);
+    in_headroom_[i] -= from_headroom;
+    headroom_used_[l] -= from_headroom;
+    pool.give_back(bytes - from_headroom);
     const uint8_t bit = static_cast<uint8_t>(1u << prio);
     if (!(xoff_[l] & bit)) return false;
     const double threshold = xoff_threshold(pool);
@@ -105,7 +108,8 @@ class PfcIngress {
   }
 
   Thresholds thresholds_;
-  std::vector<int64_t> bytes_;     // [link × 8 + priority]
+  std::vector<int64_t> bytes_;        // [link × 8 + priority], all buffered bytes
+  std::vector<int64_t> in_headroom_;  // [link × 8 + priority], the headroom's part
   std::vector<uint8_t> xoff_;      // per link, a bit per priority: Xoff sent
   std::vector<int64_t> headroom_;  // per link, reserved bytes
   std::vector<int64_t> headroom_used_;
