@@ -54,8 +54,8 @@ void list_topologies(std::ostream& out) {
       << "and " << k * d * d << " with 3 (one NIC per GPU).\n"
       << "  Scale-up (cluster.scale_up.kind): nvswitch (bandwidth and latency from the GPU "
          "preset), pcie, none.\n"
-      << "  Runs still simulate communication as alpha-beta over the NIC bandwidth until the\n"
-      << "  fabric model is wired in; `gcsim check` validates the topology and its faults.\n";
+      << "  Transfers run on the built fabric under network.model (analytical, flow, packet);\n"
+      << "  `gcsim check` validates the topology and its faults.\n";
 }
 
 }  // namespace

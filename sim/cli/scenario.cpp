@@ -58,13 +58,6 @@ ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes,
   }
 
   topology = read_topology(c, cluster);
-  if (cluster.scale_out.topology != "none") {
-    notes.push_back("scale_out.topology '" + cluster.scale_out.topology +
-                    "' is simulated as alpha-beta over nic_bandwidth (" +
-                    sim::format_bandwidth(cluster.scale_out.nic_bandwidth) +
-                    " per GPU): tiers, oversubscription and contention need the fabric "
-                    "model, which is not built yet");
-  }
   return cluster;
 }
 
