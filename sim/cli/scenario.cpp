@@ -5,6 +5,7 @@
 #include "sim/cli/fabric_loader.h"
 #include "sim/cli/gpu_spec_loader.h"
 #include "sim/cli/graph_workload_loader.h"
+#include "sim/cli/packet_config_loader.h"
 #include "sim/unit_parse.h"
 
 namespace gcsim::cli {
@@ -90,6 +91,7 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
   s.network.routing = routing == "spray"      ? models::network::RoutingPolicy::spray
                       : routing == "adaptive" ? models::network::RoutingPolicy::adaptive
                                               : models::network::RoutingPolicy::ecmp;
+  s.network.packet = read_packet_config(net);
   s.faults = read_faults(net, s.topology);
   net.finish();
 
