@@ -15,6 +15,18 @@ namespace {
 // GPUs' scheduling pass (priority 1'000'000, see GpuOptions).
 constexpr int32_t kHoldRequestPriority = 999'999;
 
+collectives::CollectiveOp op_for(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::all_reduce: return collectives::CollectiveOp::all_reduce;
+    case CollectiveKind::all_gather: return collectives::CollectiveOp::all_gather;
+    case CollectiveKind::reduce_scatter: return collectives::CollectiveOp::reduce_scatter;
+    case CollectiveKind::broadcast: return collectives::CollectiveOp::broadcast;
+    case CollectiveKind::reduce: return collectives::CollectiveOp::reduce;
+    case CollectiveKind::all_to_all: return collectives::CollectiveOp::all_to_all;
+  }
+  return collectives::CollectiveOp::all_reduce;
+}
+
 network::CollectiveAlgo algo_for(CollectiveKind k) {
   switch (k) {
     case CollectiveKind::all_reduce: return network::CollectiveAlgo::all_reduce;
@@ -72,10 +84,49 @@ sim::Duration ClusterModel::communication_time(const Op& op, const std::vector<i
   return network::p2p_time(config_.fabric, ranks.front(), ranks.back(), p.bytes);
 }
 
+void ClusterModel::attach_network(network::NetworkModel& n, const network::Fabric& fabric) {
+  network_ = &n;
+  fabric_ = &fabric;
+  build_engine();
+}
+
+void ClusterModel::set_collective_choice(const CollectiveChoice& choice) {
+  choice_ = choice;
+  if (network_ != nullptr) build_engine();
+}
+
+void ClusterModel::build_engine() {
+  collectives::CollectiveParams p;
+  if (config_.collective_params) {
+    p = *config_.collective_params;
+  } else {
+    p = collectives::params_for(config_.gpu);
+    // One channel per SM the collective kernel holds.
+    if (config_.collective_sms > 0) p.channels = config_.collective_sms;
+  }
+  if (choice_.nvls) p.nvls = p.nvls && *choice_.nvls;
+  engine_ = std::make_unique<collectives::CollectiveEngine>(sim_, *network_, *fabric_,
+                                                            std::move(p), sim_.seed());
+}
+
+collectives::CollectiveRequest ClusterModel::collective_request(
+    const Op& op, const std::vector<int>& ranks) const {
+  const auto& c = std::get<workloads::CollectiveOp>(op.payload);
+  collectives::CollectiveRequest req;
+  req.op = op_for(c.kind);
+  req.ranks = ranks;
+  req.bytes = c.bytes;
+  req.root = c.root;
+  if (choice_.algorithm && collectives::algorithm_supports(*choice_.algorithm, req.op)) {
+    req.algorithm = choice_.algorithm;
+  }
+  req.protocol = choice_.protocol;
+  return req;
+}
+
 void ClusterModel::run_communication(const Op& op, const std::vector<int>& ranks,
                                      sim::OpDone done) {
   const sim::Time start = sim_.now();
-  const sim::Duration d = communication_time(op, ranks);
   // NCCL kernels occupy SMs (channels) on every GPU of the group while data
   // moves; p2p here is modelled as a copy-engine transfer that holds none.
   const int sms = op.kind == workloads::OpKind::collective ? config_.collective_sms : 0;
@@ -89,11 +140,50 @@ void ClusterModel::run_communication(const Op& op, const std::vector<int>& ranks
     t.dst_rank = lower_sends ? ranks.back() : ranks.front();
     t.bytes = p.bytes;
     t.qp = next_qp_++;
+    if (engine_ != nullptr && choice_.p2p_as_nccl && p.bytes.count() > 0) {
+      collectives::CollectiveRequest req;
+      req.op = collectives::CollectiveOp::send_recv;
+      req.ranks = {t.src_rank, t.dst_rank};
+      req.bytes = p.bytes;
+      req.one_way = true;
+      req.protocol = choice_.protocol;
+      engine_->run(req, [this, start, name = op.name, ranks = req.ranks,
+                         done = std::move(done)](const collectives::Plan& plan) {
+        if (record_collectives_) {
+          collective_records_.push_back({name, ranks, plan, start, sim_.now()});
+        }
+        done(start, sim_.now());
+      });
+      return;
+    }
     network_->start(t, [this, start, done = std::move(done)] { done(start, sim_.now()); });
     return;
   }
+  // How the data moves once the SMs are held: NCCL's algorithms on the
+  // attached network, or the closed α-β form without one.
+  using Finished = std::function<void()>;
+  std::function<void(Finished)> move;
+  const bool on_engine = engine_ != nullptr && choice_.on_network &&
+                         op.kind == workloads::OpKind::collective &&
+                         std::get<workloads::CollectiveOp>(op.payload).bytes.count() > 0;
+  if (on_engine) {
+    move = [this, req = collective_request(op, ranks), name = op.name](Finished finished) {
+      const sim::Time began = sim_.now();
+      engine_->run(req, [this, began, name, ranks = req.ranks,
+                         finished = std::move(finished)](const collectives::Plan& plan) {
+        if (record_collectives_) {
+          collective_records_.push_back({name, ranks, plan, began, sim_.now()});
+        }
+        finished();
+      });
+    };
+  } else {
+    move = [this, d = communication_time(op, ranks)](Finished finished) {
+      sim_.call_in(d, std::move(finished));
+    };
+  }
   if (sms == 0) {
-    sim_.call_in(d, [this, start, done = std::move(done)] { done(start, sim_.now()); });
+    move([this, start, done = std::move(done)] { done(start, sim_.now()); });
     return;
   }
   // Data moves only once every GPU's channel blocks are resident: each rank
@@ -104,12 +194,13 @@ void ClusterModel::run_communication(const Op& op, const std::vector<int>& ranks
   struct Pending {
     std::vector<int> ranks;
     int sms = 0;
-    sim::Duration d;
+    std::function<void(Finished)> move;
     sim::Time start;
     sim::OpDone done;
     size_t waiting = 0;  // GPUs whose hold is not yet granted
   };
-  auto p = std::make_shared<Pending>(Pending{ranks, sms, d, start, std::move(done), ranks.size()});
+  auto p = std::make_shared<Pending>(
+      Pending{ranks, sms, std::move(move), start, std::move(done), ranks.size()});
   // The holds are requested after every other event of this instant, so
   // that kernels launched at this instant (on any stream, by any rank) are
   // ahead of them whatever order the replayer issued things in.
@@ -119,7 +210,7 @@ void ClusterModel::run_communication(const Op& op, const std::vector<int>& ranks
         for (int r : p->ranks) {
           gpus_[static_cast<size_t>(r)]->hold_sms(p->sms, [this, p] {
             if (--p->waiting > 0) return;
-            sim_.call_in(p->d, [this, p] {
+            p->move([this, p] {
               for (int rr : p->ranks) gpus_[static_cast<size_t>(rr)]->release_sms(p->sms);
               p->done(p->start, sim_.now());
             });

@@ -5,9 +5,11 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
+#include "models/collectives/collective_engine.h"
 #include "models/gpu/gpu.h"
 #include "models/gpu/gpu_spec.h"
 #include "models/network/alpha_beta.h"
@@ -23,6 +25,32 @@ struct ClusterModelConfig {
   // SMs a collective's kernel holds on each GPU while it moves data (NCCL
   // runs one channel per SM). 0 models copy-engine transfers.
   int collective_sms = 0;
+  // NCCL parameters of collectives on an attached network; nullopt:
+  // collectives::params_for(gpu) with collective_sms channels.
+  std::optional<collectives::CollectiveParams> collective_params;
+};
+
+// What the `collective` workload pins down for every collective: an
+// algorithm and protocol instead of the tuner's choice (ignored for an op
+// the algorithm does not implement), and NVLS off where the preset has it.
+struct CollectiveChoice {
+  // Collectives run on the engine when a network is attached; off, they
+  // keep the closed α-β form.
+  bool on_network = false;
+  std::optional<collectives::Algorithm> algorithm;
+  std::optional<collectives::Protocol> protocol;
+  std::optional<bool> nvls;
+  // p2p ops run as NCCL send/recv on the engine (protocol latency and wire
+  // efficiency) instead of a bare copy-engine transfer.
+  bool p2p_as_nccl = false;
+};
+
+// One collective as it ran on the attached network.
+struct CollectiveRecord {
+  uint32_t op_name = 0;  // the op's name id in the workload graph
+  std::vector<int> ranks;
+  collectives::Plan plan;
+  sim::Time start, end;  // data movement: from the last SM grant to the last byte
 };
 
 // Observes HBM use (bytes) per rank over time, for trace counters.
@@ -42,12 +70,17 @@ class ClusterModel : public sim::OpExecutor {
 
   void set_memory_listener(MemoryListener l) { memory_listener_ = std::move(l); }
   // Point-to-point ops then move over this fabric model (analytical, flow
-  // or packet) instead of the closed α-β form. Must outlive the run.
-  // `fabric` is the graph the model runs on (hosts, NICs, switches).
-  void attach_network(network::NetworkModel& n, const network::Fabric& fabric) {
-    network_ = &n;
-    fabric_ = &fabric;
-  }
+  // or packet) instead of the closed α-β form, and collectives run as
+  // NCCL's algorithms on it (collectives::CollectiveEngine). Must outlive
+  // the run. `fabric` is the graph the model runs on (hosts, NICs, switches).
+  void attach_network(network::NetworkModel& n, const network::Fabric& fabric);
+  void set_collective_choice(const CollectiveChoice& choice);
+  // Keeps a CollectiveRecord per collective run (off by default: a training
+  // run issues millions).
+  void record_collectives(bool on) { record_collectives_ = on; }
+  const std::vector<CollectiveRecord>& collective_records() const { return collective_records_; }
+  // The engine collectives run on; null until a network is attached.
+  collectives::CollectiveEngine* collective_engine() const { return engine_.get(); }
   network::NetworkModel* network() const { return network_; }
   const network::Fabric* fabric() const { return fabric_; }
   const gpu::Gpu& gpu(int rank) const { return *gpus_.at(static_cast<size_t>(rank)); }
@@ -61,6 +94,9 @@ class ClusterModel : public sim::OpExecutor {
 
   // The α-β duration of a communication op among `ranks`.
   sim::Duration communication_time(const workloads::Op& op, const std::vector<int>& ranks) const;
+  // A collective op among `ranks` as the engine's request.
+  collectives::CollectiveRequest collective_request(const workloads::Op& op,
+                                                    const std::vector<int>& ranks) const;
 
  private:
   sim::Simulator& sim_;
@@ -69,6 +105,11 @@ class ClusterModel : public sim::OpExecutor {
   MemoryListener memory_listener_;
   network::NetworkModel* network_ = nullptr;
   const network::Fabric* fabric_ = nullptr;
+  std::unique_ptr<collectives::CollectiveEngine> engine_;
+  CollectiveChoice choice_;
+  bool record_collectives_ = false;
+  std::vector<CollectiveRecord> collective_records_;
+  void build_engine();
   // Queue-pair numbers for p2p transfers, so that successive transfers of
   // one rank pair may hash onto different paths (as NCCL's do).
   uint32_t next_qp_ = 0;

@@ -73,6 +73,9 @@ struct CollectiveRequest {
   std::vector<int> ranks;
   sim::Bytes bytes;
   int root = 0;  // broadcast / reduce: an index into `ranks`
+  // send_recv: only ranks[0] sends, to ranks[1] (one ncclSend/ncclRecv
+  // pair) instead of every rank to the next.
+  bool one_way = false;
   std::optional<Algorithm> algorithm;  // nullopt: the tuner chooses
   std::optional<Protocol> protocol;    // nullopt: the tuner chooses
 };

@@ -58,6 +58,9 @@ std::string CollectiveEngine::check(const CollectiveRequest& req) const {
     return "a rank appears twice in the group";
   }
   if (req.bytes.count() <= 0) return "bytes must be positive";
+  if (req.one_way && (req.op != CollectiveOp::send_recv || req.ranks.size() != 2)) {
+    return "a one-way transfer is a send_recv between two ranks";
+  }
   if (req.root < 0 || req.root >= static_cast<int>(req.ranks.size())) {
     return "root " + std::to_string(req.root) + " is not an index into the group";
   }
@@ -84,7 +87,7 @@ std::shared_ptr<const Schedule> CollectiveEngine::schedule_for(const CollectiveR
                                                                Algorithm a, int channels) {
   const GroupLayout& layout = layout_for(req.ranks);
   const Key key{&layout, static_cast<uint8_t>(req.op), req.bytes.count(), req.root,
-                static_cast<int>(a), channels};
+                static_cast<int>(a), channels, req.one_way};
   auto it = schedules_.find(key);
   if (it == schedules_.end()) {
     // Bounded: a sweep of many sizes must not hold every schedule at once.
@@ -266,7 +269,8 @@ Plan CollectiveEngine::plan(const CollectiveRequest& req) {
                     req.bytes.count(),
                     req.root,
                     req.algorithm ? static_cast<int>(*req.algorithm) : -1,
-                    req.protocol ? static_cast<int>(*req.protocol) : -1};
+                    req.protocol ? static_cast<int>(*req.protocol) : -1,
+                    req.one_way};
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
 

@@ -315,11 +315,12 @@ Schedule all_to_all(const CollectiveRequest& req, Algorithm a, const GroupLayout
 }
 
 Schedule send_recv(const CollectiveRequest& req, const GroupLayout& layout, int channels) {
-  // nccl-tests sendrecv: rank i sends S to rank i+1 and receives from i-1.
+  // nccl-tests sendrecv: rank i sends S to rank i+1 and receives from i-1
+  // (one_way: only the first rank sends).
   const int n = layout.size();
   FlowSet set(layout, channels, false);
   bool crosses = false;
-  for (int i = 0; i < n; ++i) {
+  for (int i = 0; i < (req.one_way ? 1 : n); ++i) {
     const int src = req.ranks[static_cast<size_t>(i)];
     const int dst = req.ranks[static_cast<size_t>((i + 1) % n)];
     crosses = crosses || !layout.same_host(src, dst);
