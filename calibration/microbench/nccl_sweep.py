@@ -31,7 +31,7 @@ import torch.distributed as dist
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_timing as tt  # noqa: E402
 
-VERSION = "nccl_sweep 1.0"
+VERSION = "nccl_sweep 1.1"
 # NVLink multicast stays off (device README: it can take the host's GPUs out of service).
 for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"), ("NVSHMEM_DISABLE_NVLS", "1")):
     os.environ[_k] = _v
@@ -121,10 +121,16 @@ def main():
                 call()
             torch.cuda.synchronize()
             est = time_loop(call, 5)
-            iters = int(min(200, max(5, math.ceil(2000.0 / max(est, 1.0)))))
+            # Every rank must issue the same number of calls: agree on the slowest rank's estimate.
+            agreed = torch.tensor([est], device="cuda")
+            dist.all_reduce(agreed, op=dist.ReduceOp.MAX)
+            iters = int(min(200, max(5, math.ceil(2000.0 / max(agreed.item(), 1.0)))))
             loops = [time_loop(call, iters) for _ in range(5)]
             rows.append({"op": op, "bytes": nbytes, "iters": iters, "loop_us": loops,
                          "time_us": statistics.median(loops)})
+            if rank == 0:
+                print("progress %s %d B %d iters %.2f us (rank 0)" % (op, nbytes, iters, rows[-1]["time_us"]),
+                      flush=True)
             del call
             torch.cuda.empty_cache()
     gathered = [None] * n

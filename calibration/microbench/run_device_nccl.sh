@@ -19,7 +19,7 @@ launch() {  # n label outfile [args...]
   local n=$1 label=$2 file=$3; shift 3
   local vis=$(seq -s, 0 $((n - 1)))
   echo "=== $label: $n GPUs ($vis) $(date -u +%T) NCCL_ALGO=${NCCL_ALGO-} NCCL_PROTO=${NCCL_PROTO-}" | tee -a "$info"
-  CUDA_VISIBLE_DEVICES=$vis timeout 240 python3 -m torch.distributed.run --standalone --nproc_per_node=$n \
+  CUDA_VISIBLE_DEVICES=$vis timeout ${LAUNCH_TIMEOUT:-90} python3 -m torch.distributed.run --standalone --nproc_per_node=$n \
     "$here/nccl_sweep.py" -o "$file" --label "$label" "$@" > "$tmp/$label.log" 2>&1
   echo "rc=$? $(date -u +%T)" | tee -a "$info"
 }
@@ -32,6 +32,7 @@ if [ "$mode" = default ]; then
       "$tmp/default_n$n.log" >> "$info"
     grep -vE "NCCL INFO" "$tmp/default_n$n.log" | tail -120 >> "$info"
     runs+=("$tmp/default_n$n.json")
+    [ -n "${SKIP_PROBE:-}" ] && continue
     NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING,COLL launch $n "probe_n$n" "$tmp/probe_n$n.json" --probe
     grep -E "\[0\] NCCL INFO .* Bytes -> Algo" "$tmp/probe_n$n.log" | sed "s/^/n$n /" > "$tmp/tuning_n$n.log"
     grep -m1 -E "\[0\].*nranks" "$tmp/probe_n$n.log" | sed "s/^/n$n /" >> "$tmp/tuning_n$n.log"

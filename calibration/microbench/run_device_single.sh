@@ -20,10 +20,10 @@ mkdir -p build-device
 "$here/cuda/build.sh" build-device/gcsim_microbench 90 >> "$log" 2>&1 || echo "BUILD FAILED" >> "$log"
 echo "build took $(( $(date +%s) - t0 )) s" >> "$log"
 echo "== microbench" >> "$log"
-timeout 280 build-device/gcsim_microbench -o "$out/microbench_$tag.json" >> "$log" 2>&1; echo "microbench rc=$?" >> "$log"
+timeout ${MB_TIMEOUT:-280} build-device/gcsim_microbench -o "$out/microbench_$tag.json" >> "$log" 2>&1; echo "microbench rc=$?" >> "$log"
 echo "== attention" >> "$log"
-timeout 120 python3 "$here/attention_bench.py" -o "$out/attention_$tag.json" >> "$log" 2>&1; echo "attention rc=$?" >> "$log"
+timeout ${PY_TIMEOUT:-120} python3 "$here/attention_bench.py" -o "$out/attention_$tag.json" >> "$log" 2>&1; echo "attention rc=$?" >> "$log"
 echo "== layer" >> "$log"
-timeout 120 python3 "$here/layer_bench.py" -o "$out/layer_$tag.json" >> "$log" 2>&1; echo "layer rc=$?" >> "$log"
+timeout ${PY_TIMEOUT:-120} python3 "$here/layer_bench.py" -o "$out/layer_$tag.json" >> "$log" 2>&1; echo "layer rc=$?" >> "$log"
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv >> "$log" 2>&1
 grep -E "rc=|FAILED|took|check |Error|error" "$log" | head -40
