@@ -10,6 +10,7 @@
 #include "models/cluster/cluster_model.h"
 #include "sim/cli/network_setup.h"
 #include "sim/cli/run_report.h"
+#include "sim/cli/training_report.h"
 #include "sim/recorder.h"
 #include "sim/replayer.h"
 #include "sim/simulator.h"
@@ -77,7 +78,13 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
   recorder.set_describer([&cluster](int, const workloads::Op& op) { return cluster.describe(op); });
   cluster.set_memory_listener(
       [&recorder](int rank, sim::Time t, sim::Bytes used) { recorder.on_memory(rank, t, used); });
-  sim::Replayer replayer(simulator, *s.graph, cluster, recorder);
+  // Mirrored training ranks time their collectives over whole groups.
+  std::unique_ptr<sim::OpExecutor> training_executor;
+  if (s.training) training_executor = make_training_executor(*s.training, cluster);
+  sim::Replayer replayer(simulator, *s.graph,
+                         training_executor ? *training_executor
+                                           : static_cast<sim::OpExecutor&>(cluster),
+                         recorder);
   if (options.progress) {
     const size_t total_ops = s.graph->total_ops();
     simulator.set_progress([&recorder, total_ops](sim::Time now, uint64_t events) {
@@ -125,6 +132,13 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
   fig.network = network->model->stats(outcome.makespan - sim::Time::zero());
   for (int r = 0; r < cluster.num_ranks(); ++r) {
     fig.memory_peak.push_back(cluster.gpu(r).memory_peak());
+  }
+  if (s.training) {
+    const TrainingFigures t = training_figures(fig, *s.training);
+    write_file(dir / "summary.json", build_training_summary(fig, t).dump(2) + "\n");
+    write_file(dir / "report.md", build_training_report(fig, t));
+    out << training_human_summary(fig, t, dir.string(), options.trace);
+    return 0;
   }
   const Json summary = build_summary(fig);
   write_file(dir / "summary.json", summary.dump(2) + "\n");

@@ -6,6 +6,7 @@
 #include "sim/cli/gpu_spec_loader.h"
 #include "sim/cli/graph_workload_loader.h"
 #include "sim/cli/packet_config_loader.h"
+#include "sim/cli/training_workload_loader.h"
 #include "sim/unit_parse.h"
 
 namespace gcsim::cli {
@@ -17,6 +18,7 @@ using sim::config::Json;
 const std::vector<Registered>& workload_kinds() {
   static const std::vector<Registered> kinds{
       {"graph", "ops written by hand: kernels, p2p, collectives, delays, allocations"},
+      {"training", "one training step: model, batch, TP/SP, CP, EP, PP schedule, DP/ZeRO, recompute"},
   };
   return kinds;
 }
@@ -107,6 +109,10 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
       workload.get_choice("kind", names_of(workload_kinds()), std::nullopt, "workload kind");
   if (s.workload_kind == "graph") {
     s.graph = load_graph_workload(workload, s.cluster.total_gpus(), s.cluster.gpu);
+  } else if (s.workload_kind == "training") {
+    s.training = load_training_workload(workload, s.cluster.total_gpus(), s.cluster.gpus_per_node,
+                                        s.cluster.gpu, s.notes);
+    s.graph = std::move(s.training->workload.graph);
   }
   workload.finish();
   top.finish();

@@ -51,12 +51,15 @@ struct NetworkConfig {
   models::network::PacketConfig packet;  // network.model: packet only
 };
 
+struct TrainingRun;  // sim/cli/training_workload_loader.h
+
 struct Scenario {
   std::string config_path;
   ClusterConfig cluster;
   NetworkConfig network;
   std::string workload_kind;
   std::unique_ptr<workloads::WorkloadGraph> graph;
+  std::shared_ptr<TrainingRun> training;  // workload.kind: training
   uint64_t seed = 1;
   topologies::TopologySpec topology;          // cluster.scale_up/scale_out, for build_fabric()
   std::vector<topologies::FaultSpec> faults;  // network.faults, in list order
