@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "models/gpu/kernel_cost_model.h"
 #include "workloads/chakra/attributes.h"
 
 namespace gcsim::workloads::chakra {
@@ -82,6 +83,21 @@ Dtype need_dtype(const ChakraProtoMsg::Node& n) {
 }
 
 }  // namespace
+
+models::gpu::KernelDesc kernel_of(const models::gpu::GpuSpec& gpu, const ComputeOp& op) {
+  return std::visit(
+      [&](const auto& s) -> models::gpu::KernelDesc {
+        using S = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same_v<S, GemmShape>) {
+          return models::gpu::gemm_kernel(gpu, s);
+        } else if constexpr (std::is_same_v<S, AttentionShape>) {
+          return models::gpu::attention_kernel(gpu, s);
+        } else {
+          return models::gpu::memory_kernel(gpu, s);
+        }
+      },
+      op.shape);
+}
 
 void write_kernel_shape(ChakraProtoMsg::Node& node, const ComputeOp& op) {
   std::visit(Writer{node}, op.shape);

@@ -170,18 +170,7 @@ void NodeConverter::convert_compute(const Node& node, ImportedNode& out) {
     if (std::optional<ComputeOp> shape = read_kernel_shape(node)) {
       // Cost it once now, so that a shape the GPU cannot run (fp8 on an
       // A100) is refused at load time with its node.
-      std::visit(
-          [&](const auto& s) {
-            using S = std::decay_t<decltype(s)>;
-            if constexpr (std::is_same_v<S, models::gpu::GemmShape>) {
-              models::gpu::gemm_kernel(options_.gpu, s);
-            } else if constexpr (std::is_same_v<S, models::gpu::AttentionShape>) {
-              models::gpu::attention_kernel(options_.gpu, s);
-            } else {
-              models::gpu::memory_kernel(options_.gpu, s);
-            }
-          },
-          shape->shape);
+      kernel_of(options_.gpu, *shape);
       out.kind = OpKind::compute;
       out.payload = std::move(*shape);
       ++stats_.kernel_shape;
