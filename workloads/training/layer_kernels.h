@@ -1,0 +1,108 @@
+// The kernels and collectives of one micro-batch through one transformer
+// layer on one GPU, with the shapes of its shard: GEMMs split over TP
+// (column-parallel QKV and FC1, row-parallel output projection and FC2, as
+// Megatron-LM), attention by FlashAttention or Megatron's unfused core
+// (batched GEMMs, softmax, dropout), norms and activations, MoE router,
+// all-to-all dispatch and combine and grouped expert GEMMs, MLA's low-rank
+// projections, CP ring attention. TP all-reduces, or with sequence
+// parallelism reduce-scatter and all-gather, sit where Megatron puts them;
+// backward input-gradient collectives overlap the weight-gradient GEMMs.
+//
+// Backward can keep the weight-gradient GEMMs aside (zero-bubble schedules
+// and DualPipe run them later as a weight pass).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/gpu/kernel.h"
+#include "workloads/training/op_emitter.h"
+#include "workloads/training/training_config.h"
+
+namespace gcsim::workloads::training {
+
+// Weight-gradient GEMMs of one layer (or the head/embedding), to emit later.
+struct DeferredWeights {
+  int layer = 0;  // kHeadLayer / kEmbeddingLayer for those
+  std::vector<std::pair<std::string, gcsim::models::gpu::GemmShape>> gemms;
+  std::vector<uint32_t> deps;  // e.g. SP all-gathers of the inputs
+};
+inline constexpr int kHeadLayer = -2;
+inline constexpr int kEmbeddingLayer = -1;
+
+class LayerKernels {
+ public:
+  // `expert_load`: routed token copies this GPU's experts receive relative
+  // to a balanced router; `max_expert_load`: the most any EP rank receives
+  // (the all-to-all is as slow as its busiest receiver).
+  // `ep_spans_nodes`: the EP group crosses the scale-out network, where
+  // node-limited routing caps the copies of a token.
+  LayerKernels(const TrainingConfig& c, double expert_load, double max_expert_load,
+               bool ep_spans_nodes);
+
+  void embedding_forward(OpEmitter& e, const std::string& prefix) const;
+  void head_forward(OpEmitter& e, const std::string& prefix) const;
+  // `recompute`: this forward re-runs one for a backward (full recompute).
+  void layer_forward(OpEmitter& e, int layer, const std::string& prefix) const;
+
+  // Backward passes emit input-gradient kernels on the chain; with `defer`
+  // the weight-gradient GEMMs go to `deferred` instead of the chain.
+  // Return the op after which the layer's weight gradients are complete
+  // (kNoOp when deferred).
+  uint32_t head_backward(OpEmitter& e, const std::string& prefix, bool defer,
+                         std::vector<DeferredWeights>& deferred) const;
+  uint32_t layer_backward(OpEmitter& e, int layer, const std::string& prefix, bool defer,
+                          std::vector<DeferredWeights>& deferred) const;
+  uint32_t embedding_backward(OpEmitter& e, const std::string& prefix, bool defer,
+                              std::vector<DeferredWeights>& deferred) const;
+  // Emits deferred weight GEMMs on the chain; returns the last one.
+  uint32_t emit_weights(OpEmitter& e, const DeferredWeights& w) const;
+
+  // Bytes of one pipeline message (activation or its gradient) per GPU:
+  // each TP rank sends its 1/t slice (Megatron's scatter-gather, or SP).
+  int64_t pipeline_message_bytes() const;
+  // After receiving a pipeline message without SP, TP ranks all-gather the
+  // slices (Megatron's scatter-gather optimisation); returns kNoOp if none.
+  uint32_t pipeline_gather(OpEmitter& e, const std::string& prefix, uint32_t recv) const;
+
+  // Tokens of one micro-batch on this GPU (b x s / cp).
+  int64_t tokens() const { return tokens_; }
+
+ private:
+  gcsim::models::gpu::GemmShape gemm(int64_t m, int64_t n, int64_t k, bool low_precision = true,
+                              int64_t batch = 1) const;
+  gcsim::models::gpu::MemoryOpShape norm(int64_t rows) const;
+  gcsim::models::gpu::MemoryOpShape elementwise(int64_t elements, int inputs, double flops) const;
+
+  void attention_forward(OpEmitter& e, const std::string& p, bool scores_only) const;
+  void attention_backward(OpEmitter& e, const std::string& p) const;
+  void tp_forward_gather(OpEmitter& e, const std::string& p) const;  // SP all-gather
+  void tp_forward_reduce(OpEmitter& e, const std::string& p) const;  // AR or RS
+  void mlp_forward(OpEmitter& e, int layer, const std::string& p) const;
+  // Per-rank all-to-all buffer of a dispatch (or combine) in bytes.
+  int64_t dispatch_bytes(bool dispatch) const;
+  uint32_t mlp_backward(OpEmitter& e, int layer, const std::string& p, bool defer,
+                        DeferredWeights& w) const;
+  // The backward of a column-parallel linear block's input side: returns
+  // the async input-gradient collective (kNoOp without TP); the caller's
+  // next chain op must depend on it. `gathered` receives the SP all-gather
+  // of the forward input that the weight GEMM waits for.
+  uint32_t input_grad_collective(OpEmitter& e, const std::string& p) const;
+  uint32_t sp_regather(OpEmitter& e, const std::string& p) const;
+  void add_weight(OpEmitter& e, DeferredWeights& w, bool defer, const std::string& name,
+                  gcsim::models::gpu::GemmShape shape, std::vector<uint32_t> deps,
+                  uint32_t* last) const;
+
+  const TrainingConfig& c_;
+  gcsim::models::gpu::Dtype act_;   // activations and non-linear GEMMs (bf16 / fp16)
+  gcsim::models::gpu::Dtype gemm_;  // linear layers' GEMMs (fp8 when precision fp8)
+  int64_t t_, cp_, b_, h_, s_, sq_, tokens_, norm_rows_;
+  int64_t heads_, kv_heads_;  // per GPU
+  int64_t q_width_, k_width_, v_width_, out_width_;  // per GPU
+  int64_t head_dim_;          // for attention kernels
+  bool sp_, dropout_, rotary_, flash_;
+  double expert_load_, max_expert_load_;
+  bool ep_spans_nodes_;
+};
+
+}  // namespace gcsim::workloads::training

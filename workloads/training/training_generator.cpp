@@ -1,0 +1,646 @@
+#include "workloads/training/training_generator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <map>
+#include <set>
+
+#include "workloads/models/model_formulas.h"
+#include "workloads/training/layer_kernels.h"
+
+namespace gcsim::workloads::training {
+
+namespace {
+
+uint64_t slot_key(int rank, uint16_t slot) {
+  return static_cast<uint64_t>(rank) << 16 | slot;
+}
+
+// A pipeline message: the output of forward (k, j) or the input gradient of
+// backward (k, j).
+struct Message {
+  bool backward;
+  int stage, micro;
+  bool operator<(const Message& o) const {
+    return std::tie(backward, stage, micro) < std::tie(o.backward, o.stage, o.micro);
+  }
+};
+
+// Messages a pipeline rank sends, in the order its passes produce them,
+// with their destination pipeline rank.
+std::vector<std::pair<int, Message>> outgoing(const PipelinePlan& plan, int pr) {
+  std::vector<std::pair<int, Message>> out;
+  const int last = plan.model_stages - 1;
+  auto fwd = [&](const Work& w) {
+    if (w.stage < last) out.push_back({plan.rank_of(w.stage + 1, w.micro), {false, w.stage, w.micro}});
+  };
+  auto bwd = [&](const Work& w) {
+    if (w.stage > 0) out.push_back({plan.rank_of(w.stage - 1, w.micro), {true, w.stage, w.micro}});
+  };
+  for (const Pass& p : plan.passes[static_cast<size_t>(pr)]) {
+    switch (p.kind) {
+      case PassKind::forward: fwd(p.f); break;
+      case PassKind::backward:
+      case PassKind::backward_input: bwd(p.b); break;
+      case PassKind::weight: break;
+      case PassKind::forward_backward:
+        fwd(p.f);
+        bwd(p.b);
+        break;
+    }
+  }
+  return out;
+}
+
+// Parameters (per GPU, TP-sharded) of one unit of a gradient bucket.
+struct GradUnit {
+  int layer;  // or kHeadLayer / kEmbeddingLayer
+  double dense = 0, expert = 0;
+};
+
+struct Bucket {
+  double dense = 0, expert = 0;
+};
+
+// Everything one program's emission needs.
+class ProgramBuilder {
+ public:
+  ProgramBuilder(const TrainingConfig& c, const PipelinePlan& plan, const GeneratorOptions& o,
+                 WorkloadGraph& g, const TrainingStreams& streams, int pr, double expert_load,
+                 double max_expert_load, bool ep_spans_nodes, int dp_full, int edp_full)
+      : c_(c),
+        plan_(plan),
+        o_(o),
+        g_(g),
+        pr_(pr),
+        kernels_(c, expert_load, max_expert_load, ep_spans_nodes),
+        e_(g, program_, categories_, streams),
+        dp_full_(dp_full),
+        edp_full_(edp_full) {
+    stages_ = model_stage_layers(c, plan);
+    stage_bytes_ = stage_activation_bytes(c, plan, expert_load);
+    memory_ = memory_for_rank(c, plan, pr, expert_load);
+    const int pp = plan.ranks;
+    next_ = (pr + 1) % pp;
+    prev_ = (pr + pp - 1) % pp;
+  }
+
+  void build() {
+    if (o_.memory_ops) {
+      const double fixed = memory_.weights + memory_.gradients + memory_.optimizer_states +
+                           memory_.communication_buffers + memory_.reserved;
+      e_.memory("model states and buffers", static_cast<int64_t>(std::llround(fixed)), {});
+    }
+    post_receives();
+    plan_buckets();
+    std::vector<uint32_t> barrier;
+    for (const Pass& p : plan_.passes[static_cast<size_t>(pr_)]) {
+      std::vector<uint32_t> ends;
+      switch (p.kind) {
+        case PassKind::forward: ends = {forward(p.f, 0, barrier)}; break;
+        case PassKind::backward: ends = {backward(p.b, 0, false, barrier)}; break;
+        case PassKind::backward_input: ends = {backward(p.b, 0, true, barrier)}; break;
+        case PassKind::weight: ends = {weight(p.b, barrier)}; break;
+        case PassKind::forward_backward:
+          ends = {forward(p.f, 0, barrier), backward(p.b, 1, false, barrier)};
+          break;
+      }
+      barrier = ends;
+    }
+    optimizer(barrier);
+  }
+
+  RankProgram& program() { return program_; }
+  std::vector<OpCategory>& categories() { return categories_; }
+
+ private:
+  std::string prefix(char pass, const Work& w) const {
+    std::string p(1, pass);
+    if (plan_.stages_of(pr_).size() > 1) p += " s" + std::to_string(w.stage);
+    return p + " m" + std::to_string(w.micro);
+  }
+  uint16_t peer_slot(int dst_pr) const { return dst_pr == next_ ? kPeerPpNext : kPeerPpPrev; }
+
+  // Receives are posted up front, per sender in its production order, so
+  // that the n-th send of a pair meets the n-th receive (NCCL's matching).
+  void post_receives() {
+    if (plan_.ranks == 1) return;
+    std::vector<int> senders{next_};
+    if (prev_ != next_) senders.push_back(prev_);
+    const int64_t bytes = kernels_.pipeline_message_bytes();
+    for (int src : senders) {
+      const uint16_t slot = peer_slot(src);
+      for (const auto& [dst, msg] : outgoing(plan_, src)) {
+        if (dst != pr_) continue;
+        const std::string name = std::string(msg.backward ? "recv grad" : "recv act") + " s" +
+                                 std::to_string(msg.stage) + " m" + std::to_string(msg.micro);
+        recvs_[msg] = e_.recv(name, slot, e_.streams().pp_recv[slot == kPeerPpNext ? 0 : 1],
+                              bytes, OpCategory::pp, {});
+      }
+    }
+  }
+
+  void send(const Message& msg, int dst_pr, const std::string& p) {
+    const uint16_t slot = peer_slot(dst_pr);
+    e_.send(p + (msg.backward ? " send grad" : " send act"), slot,
+            e_.streams().pp_send[slot == kPeerPpNext ? 0 : 1], kernels_.pipeline_message_bytes(),
+            OpCategory::pp, {e_.cursor()});
+  }
+
+  // Makes the first op emitted since `start` wait for `deps`.
+  void wait_first(uint32_t start, const std::vector<uint32_t>& deps) {
+    if (start >= e_.size()) return;
+    for (uint32_t d : deps) {
+      if (d != kNoOp) e_.depend(start, d);
+    }
+  }
+
+  bool zero3() const { return c_.optimizer.zero_stage >= 3 && dp_full_ > 1; }
+
+  // ZeRO-3: the layer's parameters gathered from the data-parallel group
+  // (one layer ahead: it waits for the previous layer's first op).
+  uint32_t gather_layer(int layer, const std::string& p, uint32_t after) {
+    if (!zero3()) return kNoOp;
+    const GradUnit u = unit(layer);
+    const double w = c_.optimizer.weight_bytes;
+    uint32_t last = e_.collective(p + " L" + std::to_string(layer) + " param gather",
+                                  CollectiveKind::all_gather,
+                                  static_cast<int64_t>(std::ceil(u.dense * w)), kSlotDp,
+                                  e_.streams().dp, OpCategory::dp, {after}, false);
+    if (u.expert > 0 && edp_full_ > 1) {
+      last = e_.collective(p + " L" + std::to_string(layer) + " expert gather",
+                           CollectiveKind::all_gather,
+                           static_cast<int64_t>(std::ceil(u.expert * w)), kSlotExpertDp,
+                           e_.streams().dp, OpCategory::dp, {after}, false);
+    }
+    return last;
+  }
+
+  uint32_t forward(const Work& w, int lane, const std::vector<uint32_t>& barrier) {
+    e_.set_lane(lane);
+    e_.set_cursor(lane_cursor_[lane]);
+    const std::string p = prefix('F', w);
+    const uint32_t start = e_.size();
+    if (o_.memory_ops) {
+      e_.memory(p + " activations", static_cast<int64_t>(std::llround(stage_bytes_[w.stage])), {});
+    }
+    uint32_t incoming = kNoOp;
+    if (w.stage == 0) {
+      kernels_.embedding_forward(e_, p);
+    } else {
+      incoming = recvs_.at({false, w.stage - 1, w.micro});
+      kernels_.pipeline_gather(e_, p, incoming);
+    }
+    const StageLayers& s = stages_[static_cast<size_t>(w.stage)];
+    uint32_t prev_first = kNoOp;
+    for (int l = s.first; l < s.first + s.count; ++l) {
+      const uint32_t gathered = gather_layer(l, p, prev_first);
+      const uint32_t first = e_.size();
+      kernels_.layer_forward(e_, l, p);
+      if (first < e_.size()) {
+        if (gathered != kNoOp) e_.depend(first, gathered);
+        if (incoming != kNoOp) e_.depend(first, incoming);
+        incoming = kNoOp;
+      }
+      prev_first = first;
+    }
+    if (w.stage == plan_.model_stages - 1) {
+      kernels_.head_forward(e_, p);
+    } else {
+      send({false, w.stage, w.micro}, plan_.rank_of(w.stage + 1, w.micro), p);
+    }
+    wait_first(start, barrier);
+    lane_cursor_[lane] = e_.cursor();
+    return e_.cursor();
+  }
+
+  uint32_t backward(const Work& w, int lane, bool defer, const std::vector<uint32_t>& barrier) {
+    e_.set_lane(lane);
+    e_.set_cursor(lane_cursor_[lane]);
+    const std::string p = prefix('B', w);
+    const uint32_t start = e_.size();
+    std::vector<DeferredWeights> deferred;
+    const bool reduce = reduces_after(w);
+    auto done_unit = [&](int layer, uint32_t wgrad) {
+      if (!defer && reduce) reduce_unit(layer, wgrad, p);
+    };
+    uint32_t incoming = kNoOp;
+    if (w.stage == plan_.model_stages - 1) {
+      done_unit(kHeadLayer, kernels_.head_backward(e_, p, defer, deferred));
+    } else {
+      incoming = recvs_.at({true, w.stage + 1, w.micro});
+      kernels_.pipeline_gather(e_, p, incoming);
+    }
+    const StageLayers& s = stages_[static_cast<size_t>(w.stage)];
+    uint32_t prev_first = kNoOp;
+    for (int l = s.first + s.count - 1; l >= s.first; --l) {
+      const uint32_t gathered = gather_layer(l, p, prev_first);
+      const uint32_t first = e_.size();
+      const uint32_t wgrad = kernels_.layer_backward(e_, l, p, defer, deferred);
+      if (gathered != kNoOp) e_.depend(first, gathered);
+      if (incoming != kNoOp) e_.depend(first, incoming);
+      incoming = kNoOp;
+      prev_first = first;
+      done_unit(l, wgrad);
+    }
+    if (w.stage == 0) done_unit(kEmbeddingLayer, kernels_.embedding_backward(e_, p, defer, deferred));
+    if (w.stage > 0) send({true, w.stage, w.micro}, plan_.rank_of(w.stage - 1, w.micro), p);
+    if (defer) {
+      pending_.push_back({w, std::move(deferred)});
+    } else if (o_.memory_ops) {
+      e_.memory(p + " free", -static_cast<int64_t>(std::llround(stage_bytes_[w.stage])),
+                {e_.cursor()});
+    }
+    wait_first(start, barrier);
+    lane_cursor_[lane] = e_.cursor();
+    return e_.cursor();
+  }
+
+  uint32_t weight(const Work& w, const std::vector<uint32_t>& barrier) {
+    e_.set_lane(0);
+    e_.set_cursor(lane_cursor_[0]);
+    const uint32_t start = e_.size();
+    auto item = std::move(pending_.front());
+    pending_.pop_front();
+    const std::string p = prefix('W', item.first);
+    const bool reduce = reduces_after(item.first);
+    for (const DeferredWeights& d : item.second) {
+      const uint32_t last = kernels_.emit_weights(e_, d);
+      if (reduce) reduce_unit(d.layer, last, p);
+    }
+    if (item.first.stage == 0 && reduce) reduce_unit(kEmbeddingLayer, e_.cursor(), p);
+    if (o_.memory_ops) {
+      e_.memory(p + " free", -static_cast<int64_t>(std::llround(stage_bytes_[item.first.stage])),
+                {e_.cursor()});
+    }
+    wait_first(start, barrier);
+    lane_cursor_[0] = e_.cursor();
+    static_cast<void>(w);
+    return e_.cursor();
+  }
+
+  // -------------------------------------------------------------------
+  // Data-parallel gradient buckets
+
+  GradUnit unit(int layer) const {
+    const auto counts = models::count_params(c_.model);
+    const double t = c_.parallel.tp;
+    GradUnit u{layer};
+    if (layer == kHeadLayer) {
+      const bool copy = c_.model.tied_embeddings && plan_.model_stages > 1;
+      u.dense = (c_.model.tied_embeddings ? (copy ? counts.embedding : 0.0) : counts.output_head) /
+                    t + counts.final_norm;
+    } else if (layer == kEmbeddingLayer) {
+      u.dense = counts.embedding / t + counts.position;
+    } else {
+      const auto& lp = c_.model.is_moe_layer(layer) ? counts.moe_layer : counts.dense_layer;
+      u.dense = lp.attention / t + lp.norms + lp.dense_mlp / t + lp.router + lp.shared_experts / t;
+      u.expert = lp.routed_experts / c_.parallel.ep / t;
+    }
+    return u;
+  }
+
+  // Buckets close in backward order once they hold dp_bucket_bytes of
+  // gradients (Megatron-LM's DDP buckets).
+  void plan_buckets() {
+    const double g = c_.optimizer.grad_bytes;
+    for (int k : plan_.stages_of(pr_)) {
+      std::vector<int> order;
+      if (k == plan_.model_stages - 1) order.push_back(kHeadLayer);
+      const StageLayers& s = stages_[static_cast<size_t>(k)];
+      for (int l = s.first + s.count - 1; l >= s.first; --l) order.push_back(l);
+      if (k == 0) order.push_back(kEmbeddingLayer);
+      Bucket b;
+      for (size_t i = 0; i < order.size(); ++i) {
+        const GradUnit u = unit(order[i]);
+        b.dense += u.dense;
+        b.expert += u.expert;
+        if ((b.dense + b.expert) * g >= static_cast<double>(c_.parallel.dp_bucket_bytes) ||
+            i + 1 == order.size()) {
+          buckets_[{k, order[i]}] = b;
+          b = {};
+        }
+      }
+      // The pass after which stage k's gradients are reduced: every one
+      // with ZeRO-2/3 (gradients are sharded, so never accumulated whole),
+      // else the last that completes its weight gradients.
+      for (const Pass& p : plan_.passes[static_cast<size_t>(pr_)]) {
+        const bool weights = p.kind == PassKind::backward || p.kind == PassKind::weight ||
+                             p.kind == PassKind::forward_backward;
+        if (weights && p.b.stage == k) last_weight_micro_[k] = p.b.micro;
+      }
+    }
+  }
+
+  bool reduces_after(const Work& w) const {
+    if (dp_full_ <= 1 && edp_full_ <= 1) return false;
+    if (c_.optimizer.zero_stage >= 2) return true;
+    auto it = last_weight_micro_.find(w.stage);
+    return it != last_weight_micro_.end() && it->second == w.micro;
+  }
+
+  void reduce_unit(int layer, uint32_t after, const std::string& p) {
+    int stage = -1;
+    for (int k : plan_.stages_of(pr_)) {
+      const StageLayers& s = stages_[static_cast<size_t>(k)];
+      if ((layer >= s.first && layer < s.first + s.count) ||
+          (layer == kHeadLayer && k == plan_.model_stages - 1) ||
+          (layer == kEmbeddingLayer && k == 0)) {
+        stage = k;
+        break;
+      }
+    }
+    auto it = buckets_.find({stage, layer});
+    if (it == buckets_.end()) return;
+    const double g = c_.optimizer.grad_bytes;
+    const CollectiveKind kind =
+        c_.optimizer.zero_stage == 0 ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
+    const std::string name = p + " grad " + (layer == kHeadLayer ? std::string("head")
+                                             : layer == kEmbeddingLayer ? std::string("embedding")
+                                                                        : "L" + std::to_string(layer));
+    const uint32_t saved = e_.cursor();
+    if (it->second.dense > 0 && dp_full_ > 1) {
+      last_dp_ = e_.collective(name, kind, static_cast<int64_t>(std::ceil(it->second.dense * g)),
+                               kSlotDp, e_.streams().dp, OpCategory::dp, {after}, false);
+    }
+    if (it->second.expert > 0 && edp_full_ > 1) {
+      last_dp_ = e_.collective(name + " experts", kind,
+                               static_cast<int64_t>(std::ceil(it->second.expert * g)),
+                               kSlotExpertDp, e_.streams().dp, OpCategory::dp, {after}, false);
+    }
+    e_.set_cursor(saved);
+  }
+
+  // -------------------------------------------------------------------
+  // Optimizer
+
+  void optimizer(const std::vector<uint32_t>& barrier) {
+    e_.set_lane(0);
+    e_.set_cursor(lane_cursor_[0]);
+    const uint32_t start = e_.size();
+    const RankParams params = memory_.params;
+    const auto counts = models::count_params(c_.model);
+    const double g = c_.optimizer.grad_bytes;
+    // Gradients of parameters held twice: DualPipe's two copies of each
+    // stage, or a tied embedding's copy on the last stage.
+    if (plan_.schedule == Schedule::dualpipe && plan_.ranks > 1) {
+      e_.collective("pipeline pair grad sync", CollectiveKind::all_reduce,
+                    static_cast<int64_t>(std::ceil(params.total() * g)), kSlotEmbedding,
+                    e_.streams().dp, OpCategory::dp, {last_dp_});
+    } else if (c_.model.tied_embeddings && plan_.model_stages > 1) {
+      const auto stages = plan_.stages_of(pr_);
+      const bool ends = std::find(stages.begin(), stages.end(), 0) != stages.end() ||
+                        std::find(stages.begin(), stages.end(), plan_.model_stages - 1) !=
+                            stages.end();
+      if (ends) {
+        e_.collective("embedding grad sync", CollectiveKind::all_reduce,
+                      static_cast<int64_t>(std::ceil(counts.embedding / c_.parallel.tp * g)),
+                      kSlotEmbedding, e_.streams().dp, OpCategory::pp, {last_dp_});
+      }
+    }
+    // Adam on this rank's shard: reads gradient, master weight, m and v
+    // (fp32), writes the three back: 28 bytes per parameter.
+    const bool sharded = c_.optimizer.zero_stage >= 1;
+    const double local = params.dense / (sharded ? dp_full_ : 1) +
+                         params.expert / (sharded ? edp_full_ : 1);
+    gcsim::models::gpu::MemoryOpShape adam;
+    adam.kind = gcsim::models::gpu::MemoryOpKind::elementwise;
+    adam.elements = std::max<int64_t>(1, static_cast<int64_t>(std::llround(local)));
+    adam.inputs = 6;
+    adam.flops_per_element = 12;
+    adam.dtype = gcsim::models::gpu::Dtype::fp32;
+    e_.kernel("optimizer step", adam, OpCategory::optimizer, {last_dp_});
+    const int stage = c_.optimizer.zero_stage;
+    if (stage == 1 || stage == 2) {
+      const double w = c_.optimizer.weight_bytes;
+      if (params.dense > 0 && dp_full_ > 1) {
+        e_.collective("param all-gather", CollectiveKind::all_gather,
+                      static_cast<int64_t>(std::ceil(params.dense * w)), kSlotDp, e_.streams().dp,
+                      OpCategory::dp);
+      }
+      if (params.expert > 0 && edp_full_ > 1) {
+        e_.collective("expert param all-gather", CollectiveKind::all_gather,
+                      static_cast<int64_t>(std::ceil(params.expert * w)), kSlotExpertDp,
+                      e_.streams().dp, OpCategory::dp);
+      }
+    }
+    wait_first(start, barrier);
+  }
+
+  const TrainingConfig& c_;
+  const PipelinePlan& plan_;
+  const GeneratorOptions& o_;
+  WorkloadGraph& g_;
+  int pr_;
+  LayerKernels kernels_;
+  RankProgram program_;
+  std::vector<OpCategory> categories_;
+  OpEmitter e_;
+  int dp_full_, edp_full_;
+  int next_ = 0, prev_ = 0;
+  std::vector<StageLayers> stages_;
+  std::vector<double> stage_bytes_;
+  MemoryBreakdown memory_;
+  std::map<Message, uint32_t> recvs_;
+  uint32_t lane_cursor_[2] = {kNoOp, kNoOp};
+  std::deque<std::pair<Work, std::vector<DeferredWeights>>> pending_;
+  std::map<std::pair<int, int>, Bucket> buckets_;  // (stage, closing unit) -> bucket
+  std::map<int, int> last_weight_micro_;           // stage -> micro-batch
+  uint32_t last_dp_ = kNoOp;
+};
+
+int node_of(int rank, int gpus_per_node) { return rank / gpus_per_node; }
+
+// How a group sits on the machine: ranks per node, sorted.
+std::vector<int> shape_of(const std::vector<int>& members, int gpus_per_node) {
+  std::map<int, int> per_node;
+  for (int r : members) ++per_node[node_of(r, gpus_per_node)];
+  std::vector<int> shape;
+  for (const auto& [node, n] : per_node) shape.push_back(n);
+  std::sort(shape.begin(), shape.end());
+  return shape;
+}
+
+}  // namespace
+
+std::vector<double> expert_loads(const TrainingConfig& c) {
+  const int ep = c.parallel.ep;
+  std::vector<double> load(static_cast<size_t>(ep), 1.0);
+  const auto& moe = c.model.moe;
+  if (!c.model.is_moe() || moe.skew == 0.0) return load;
+  std::vector<double> share(static_cast<size_t>(moe.experts));
+  double total = 0;
+  for (int e = 0; e < moe.experts; ++e) {
+    share[static_cast<size_t>(e)] = 1.0 / std::pow(e + 1.0, moe.skew);
+    total += share[static_cast<size_t>(e)];
+  }
+  const int per_rank = moe.experts / ep;
+  for (int r = 0; r < ep; ++r) {
+    double s = 0;
+    for (int e = r * per_rank; e < (r + 1) * per_rank; ++e) s += share[static_cast<size_t>(e)];
+    load[static_cast<size_t>(r)] = s / total * ep;
+  }
+  return load;
+}
+
+std::string asymmetry(const TrainingConfig& c, const RankGrid& grid, int gpus_per_node) {
+  static const std::pair<Group, const char*> kGroups[] = {
+      {Group::tp, "tp"}, {Group::cp, "cp"}, {Group::ep, "ep"}, {Group::dp, "dp"},
+      {Group::expert_dp, "expert dp"}};
+  for (const auto& [group, name] : kGroups) {
+    std::vector<int> first_shape;
+    std::vector<bool> seen(static_cast<size_t>(grid.size()), false);
+    for (int r = 0; r < grid.size(); ++r) {
+      if (seen[static_cast<size_t>(r)]) continue;
+      const auto members = grid.group(group, r);
+      for (int m : members) seen[static_cast<size_t>(m)] = true;
+      const auto shape = shape_of(members, gpus_per_node);
+      if (first_shape.empty()) {
+        first_shape = shape;
+      } else if (shape != first_shape) {
+        return std::string(name) + " groups sit differently across nodes (e.g. the group of rank " +
+               std::to_string(r) + ")";
+      }
+    }
+  }
+  // Pipeline neighbours: every rank of a stage must reach its next stage
+  // over the same tier.
+  const int pp = c.parallel.pp;
+  for (int s = 0; s < pp && pp > 1; ++s) {
+    int same = -1;
+    for (int r = 0; r < grid.size(); ++r) {
+      if (grid.at(r, Axis::pp) != s) continue;
+      const int n = grid.moved(r, Axis::pp, (s + 1) % pp);
+      const int here = node_of(r, gpus_per_node) == node_of(n, gpus_per_node) ? 1 : 0;
+      if (same < 0) same = here;
+      if (here != same) return "pipeline stage " + std::to_string(s) + " reaches the next one "
+                                "over different tiers from different ranks";
+    }
+  }
+  return "";
+}
+
+TrainingWorkload generate_training(const TrainingConfig& c, const GeneratorOptions& o) {
+  TrainingWorkload w;
+  const auto& p = c.parallel;
+  const RankGrid grid(p);
+  w.plan = build_pipeline(p.schedule, p.pp, p.virtual_stages, static_cast<int>(c.micro_batches()));
+  w.expert_load = expert_loads(c);
+  w.max_expert_load = *std::max_element(w.expert_load.begin(), w.expert_load.end());
+  const auto ep_group = grid.group(Group::ep, 0);
+  w.ep_spans_nodes = shape_of(ep_group, o.gpus_per_node).size() > 1;
+
+  // Which axes are mirrored.
+  std::array<bool, kAxes> mirrored{};
+  if (o.mirror) {
+    w.mirror_note = asymmetry(c, grid, o.gpus_per_node);
+    if (w.mirror_note.empty()) {
+      mirrored[static_cast<size_t>(Axis::tp)] = true;
+      mirrored[static_cast<size_t>(Axis::cp)] = true;
+      mirrored[static_cast<size_t>(Axis::edp)] = true;
+      const bool balanced = w.max_expert_load == 1.0;
+      mirrored[static_cast<size_t>(Axis::ep)] = balanced;
+      if (!balanced) w.mirror_note = "uneven expert load: every EP rank is simulated";
+    }
+  } else {
+    w.mirror_note = "mirroring off (workload.simulate: all)";
+  }
+  static const char* kAxisNames[] = {"tp", "cp", "ep", "dp", "pp"};
+  for (size_t a = 0; a < kAxes; ++a) {
+    if (mirrored[a] && grid.extent(static_cast<Axis>(a)) > 1) {
+      w.mirrored = true;
+      w.mirrored_axes += (w.mirrored_axes.empty() ? "" : ", ") + std::string(kAxisNames[a]);
+    }
+  }
+  auto simulated = [&](int r) {
+    const auto coord = grid.coord(r);
+    for (size_t a = 0; a < kAxes; ++a) {
+      if (mirrored[a] && coord[a] != 0) return false;
+    }
+    return true;
+  };
+  for (int r = 0; r < grid.size(); ++r) {
+    if (simulated(r)) w.simulated.push_back(r);
+  }
+
+  w.graph = std::make_unique<WorkloadGraph>(grid.size());
+  WorkloadGraph& g = *w.graph;
+  const TrainingStreams streams = TrainingStreams::intern(g);
+  const int dp_full = static_cast<int>(grid.group(Group::dp, 0).size());
+  const int edp_full = static_cast<int>(grid.group(Group::expert_dp, 0).size());
+
+  // One program per pipeline rank (and EP rank when loads differ), shared
+  // by the simulated ranks that run it through their bindings.
+  RankProgram empty;
+  const uint32_t idle = g.add_program(empty);
+  std::map<std::pair<int, int>, uint32_t> programs;  // (pipeline rank, ep index) -> id
+  std::map<uint32_t, std::vector<OpCategory>> categories;
+  for (int r : w.simulated) {
+    const int pr = grid.at(r, Axis::pp);
+    const int ei = mirrored[static_cast<size_t>(Axis::ep)] ? 0 : grid.at(r, Axis::ep);
+    auto it = programs.find({pr, ei});
+    if (it == programs.end()) {
+      ProgramBuilder b(c, w.plan, o, g, streams, pr, w.expert_load[static_cast<size_t>(ei)],
+                       w.max_expert_load, w.ep_spans_nodes, dp_full, edp_full);
+      b.build();
+      const uint32_t id = g.add_program(std::move(b.program()));
+      categories[id] = std::move(b.categories());
+      it = programs.emplace(std::make_pair(pr, ei), id).first;
+    }
+    RankBinding binding;
+    binding.comms.resize(kCommSlots);
+    auto bind = [&](uint16_t slot, Group group, bool reversed) {
+      const std::vector<int> full = grid.group(group, r);
+      std::vector<int> members;
+      for (int m : full) {
+        if (simulated(m)) members.push_back(m);
+      }
+      // A second lane needs its own communicator: the same ranks listed
+      // the other way round make a distinct one.
+      if (reversed) std::reverse(members.begin(), members.end());
+      binding.comms[slot] = g.add_communicator(members);
+      if (members.size() != full.size()) w.widened_groups[slot_key(r, slot)] = full;
+    };
+    bind(kSlotTp, Group::tp, false);
+    bind(kSlotTp + 1, Group::tp, true);
+    bind(kSlotEp, Group::ep, false);
+    bind(kSlotEp + 1, Group::ep, true);
+    bind(kSlotDp, Group::dp, false);
+    bind(kSlotExpertDp, Group::expert_dp, false);
+    if (p.schedule == Schedule::dualpipe) {
+      std::vector<int> pair{r, grid.moved(r, Axis::pp, p.pp - 1 - pr)};
+      std::sort(pair.begin(), pair.end());
+      pair.erase(std::unique(pair.begin(), pair.end()), pair.end());
+      binding.comms[kSlotEmbedding] = g.add_communicator(pair);
+    } else {
+      bind(kSlotEmbedding, Group::embedding, false);
+    }
+    binding.peers.resize(kPeerSlots);
+    binding.peers[kPeerPpNext] = grid.moved(r, Axis::pp, (pr + 1) % p.pp);
+    binding.peers[kPeerPpPrev] = grid.moved(r, Axis::pp, (pr + p.pp - 1) % p.pp);
+    const int cp_rank = grid.at(r, Axis::cp);
+    const int cp_next = grid.moved(r, Axis::cp, (cp_rank + 1) % p.cp);
+    const int cp_prev = grid.moved(r, Axis::cp, (cp_rank + p.cp - 1) % p.cp);
+    if (mirrored[static_cast<size_t>(Axis::cp)] && p.cp > 1) {
+      // The mirrored ring sends to itself; the executor times the hop to
+      // the real neighbour.
+      binding.peers[kPeerCpNext] = r;
+      binding.peers[kPeerCpPrev] = r;
+      w.widened_peers[slot_key(r, kPeerCpNext)] = cp_next;
+      w.widened_peers[slot_key(r, kPeerCpPrev)] = cp_prev;
+    } else {
+      binding.peers[kPeerCpNext] = cp_next;
+      binding.peers[kPeerCpPrev] = cp_prev;
+    }
+    g.assign(r, it->second, std::move(binding));
+  }
+  for (int r = 0; r < grid.size(); ++r) {
+    if (!simulated(r)) g.assign(r, idle, RankBinding{});
+  }
+  w.categories.resize(g.program_count());
+  for (auto& [id, cats] : categories) w.categories[id] = std::move(cats);
+  return w;
+}
+
+}  // namespace gcsim::workloads::training

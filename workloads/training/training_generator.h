@@ -1,0 +1,69 @@
+// Builds one training step as the IR: for every pipeline rank, the passes
+// of its schedule turned into kernels (layer_kernels.h), pipeline sends and
+// receives between consecutive model stages, DP gradient reduce-scatters or
+// all-reduces in buckets as the backward produces them, ZeRO-3 parameter
+// all-gathers one layer ahead, HBM allocations as activations come and go,
+// and the optimizer step.
+//
+// Symmetric ranks are mirrored, not simulated: ranks that differ only in
+// their TP, CP or data-parallel coordinate run identical timelines when
+// every such group has the same shape on the machine and the routing is
+// balanced, so only the ranks with coordinate 0 on those axes run (one per
+// pipeline rank). Their collectives are timed over the whole group they
+// stand for (SymmetricExecutor widens them), and a mirrored CP ring sends
+// to itself, timed as the hop to the real neighbour. Uneven expert load
+// keeps every EP rank; groups that straddle nodes unevenly turn the
+// shortcut off. tests/unit/test_training_generator.cpp shows the mirrored
+// run equal to the full one.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "workloads/ir.h"
+#include "workloads/training/memory_model.h"
+#include "workloads/training/op_emitter.h"
+#include "workloads/training/pipeline_schedule.h"
+#include "workloads/training/rank_grid.h"
+#include "workloads/training/training_config.h"
+
+namespace gcsim::workloads::training {
+
+struct GeneratorOptions {
+  bool mirror = true;       // simulate one rank per symmetric set
+  bool memory_ops = true;   // allocate and free HBM in the simulated ledger
+  int gpus_per_node = 8;    // node boundaries, for the symmetry test and EP routing
+};
+
+struct TrainingWorkload {
+  std::unique_ptr<WorkloadGraph> graph;
+  std::vector<std::vector<OpCategory>> categories;  // by program id, by op
+  PipelinePlan plan;
+  std::vector<int> simulated;     // ranks that run programs, ascending
+  bool mirrored = false;          // some axes mirrored
+  std::string mirrored_axes;      // e.g. "tp, cp, dp"
+  std::string mirror_note;        // why the shortcut is off, or ""
+  // (rank << 16 | comm slot) -> every rank a reduced collective stands for.
+  std::unordered_map<uint64_t, std::vector<int>> widened_groups;
+  // (rank << 16 | peer slot) -> the real peer of a self-addressed p2p.
+  std::unordered_map<uint64_t, int> widened_peers;
+  std::vector<double> expert_load;  // per EP index (mean 1)
+  double max_expert_load = 1.0;
+  bool ep_spans_nodes = false;
+};
+
+// The caller has checked the strategy (check_strategy).
+TrainingWorkload generate_training(const TrainingConfig& c, const GeneratorOptions& options);
+
+// Token share of each EP rank's experts under the config's Zipf skew,
+// normalised to mean 1.
+std::vector<double> expert_loads(const TrainingConfig& c);
+
+// Why mirroring would be wrong for this placement ("" when it is exact):
+// groups of one kind that sit differently across nodes time differently.
+std::string asymmetry(const TrainingConfig& c, const RankGrid& grid, int gpus_per_node);
+
+}  // namespace gcsim::workloads::training
