@@ -1,0 +1,104 @@
+// One serving step as kernels and collectives on a replica's GPUs, and how
+// long it takes. Per layer on one TP rank (Megatron-style shards, as vLLM
+// runs them): input RMSNorm, QKV GEMM (M = the step's tokens), rotary,
+// KV-cache write, attention (FlashAttention per prefill chunk, causal over
+// its context; one flash-decoding kernel over the decodes' KV), output
+// projection, TP all-reduce, post-attention norm, MLP GEMMs and activation
+// (or router and grouped expert GEMMs, experts over `ep` ranks), TP
+// all-reduce. Around the layers: the vocabulary-parallel embedding (and its
+// all-reduce) on the first stage, the final norm, logits GEMM for the rows
+// that sample, their all-gather and the sampler's softmax on the last; a
+// send of the hidden states between pipeline stages.
+//
+// Kernel times are the GPU model's isolated times (models/gpu: one stream,
+// one kernel at a time, exactly what the Gpu runtime reproduces); collective
+// and send times come from a CommTimer (the fabric). With CUDA graphs the
+// token count is padded to vLLM's capture sizes (1, 2, 4, then multiples of
+// 8 up to max_capture_size): V1 pads every step that small (piecewise
+// graphs), V0 only pure-decode steps up to 256. Costs are cached per
+// distinct shape, so long runs cost little.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "models/gpu/gpu_spec.h"
+#include "models/gpu/kernel.h"
+#include "workloads/inference/comm_timer.h"
+#include "workloads/inference/kv_capacity.h"
+#include "workloads/models/model_spec.h"
+
+namespace gcsim::workloads::inference {
+
+// What a step computes, as the cost model needs it.
+struct StepShape {
+  int64_t tokens = 0;  // all tokens of the step (the GEMMs' M)
+  // (query tokens, KV length after this chunk) of each non-decode item.
+  std::vector<std::pair<int64_t, int64_t>> prefills;
+  int64_t decodes = 0;           // decode items
+  int64_t decode_kv_tokens = 0;  // KV tokens the decodes read, summed (after this step's tokens)
+  int64_t decode_q = 1;          // query tokens per decode (1 + drafts)
+  int64_t sampled = 0;           // logit rows: items that emit (decodes: 1 + drafts each)
+  bool pure_decode() const { return prefills.empty() && decodes > 0; }
+};
+
+struct IterationCostConfig {
+  models::ModelSpec model;
+  gpu::GpuSpec gpu;
+  ParallelShape parallel;
+  gpu::Dtype dtype = gpu::Dtype::bf16;     // weights and activations
+  gpu::Dtype kv_dtype = gpu::Dtype::bf16;  // KV cache
+  std::vector<int> ranks;  // the replica's GPUs: stage s is ranks[s*tp, (s+1)*tp)
+  bool cuda_graphs = true;
+  int64_t max_capture_size = 512;
+  bool pad_mixed_steps = true;  // V1: mixed steps are padded too (piecewise graphs)
+  // Host time per step the GPU waits for (scheduling, input preparation).
+  sim::Duration step_overhead;
+};
+
+// Per-layer breakdown of a step, for reports and tests.
+struct StepCost {
+  sim::Duration total;                // first stage's start to last stage's end, alone
+  std::vector<sim::Duration> stages;  // each stage's time (its last adds the head)
+  sim::Duration compute;              // kernels, all stages
+  sim::Duration communication;        // TP collectives and stage sends, all stages
+};
+
+class IterationCost {
+ public:
+  IterationCost(IterationCostConfig config, CommTimer& comm);
+
+  StepCost cost(const StepShape& shape);
+  // Kernel time of one layer's token-dependent kernels (GEMMs, norms,
+  // activations, KV write) for `tokens` tokens: dense or MoE layer.
+  sim::Duration layer_token_kernels(int64_t tokens, bool moe);
+  // The padded token count the GEMMs see.
+  int64_t padded_tokens(const StepShape& shape) const;
+  // The kernels of one dense layer's token part (names and shapes), for
+  // describing a step in the trace.
+  std::vector<gpu::KernelDesc> layer_kernels(int64_t tokens, bool moe) const;
+  const IterationCostConfig& config() const { return config_; }
+
+ private:
+  sim::Duration kernel_time(const gpu::KernelDesc& k) const;
+  sim::Duration attention_time(const StepShape& shape);
+  sim::Duration tp_all_reduce(int stage, int64_t tokens);
+  sim::Duration head_time(int64_t tokens, int64_t sampled);
+  sim::Duration embedding_time(int64_t tokens);
+
+  IterationCostConfig config_;
+  CommTimer& comm_;
+  std::vector<int> layers_of_stage_dense_, layers_of_stage_moe_;
+  std::unordered_map<int64_t, sim::Duration> token_dense_, token_moe_;
+  std::map<std::pair<int64_t, int64_t>, sim::Duration> prefill_attention_;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, sim::Duration> decode_attention_;
+  std::unordered_map<int64_t, sim::Duration> head_, embedding_;
+};
+
+}  // namespace gcsim::workloads::inference

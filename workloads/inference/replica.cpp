@@ -1,0 +1,187 @@
+#include "workloads/inference/replica.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "workloads/inference/scheduler_v0.h"
+#include "workloads/inference/scheduler_v1.h"
+
+namespace gcsim::workloads::inference {
+
+namespace {
+// At one instant a finishing step's tokens go out before the next step is
+// scheduled (lower priorities run first).
+constexpr int32_t kFinishPriority = -2;
+constexpr int32_t kKickPriority = -1;
+}  // namespace
+
+const char* role_name(ReplicaRole r) {
+  switch (r) {
+    case ReplicaRole::unified: return "unified";
+    case ReplicaRole::prefill: return "prefill";
+    case ReplicaRole::decode: return "decode";
+  }
+  return "?";
+}
+
+Replica::Replica(sim::Simulator& sim, const ReplicaSetup& setup,
+                 std::unique_ptr<IterationCost> cost, std::unique_ptr<IterationCost> draft_cost,
+                 ReplicaHooks hooks)
+    : sim_(sim),
+      setup_(setup),
+      kv_(setup.num_blocks, setup.scheduler.block_size, setup.scheduler.enable_prefix_caching),
+      cost_(std::move(cost)),
+      draft_(std::move(draft_cost)),
+      hooks_(std::move(hooks)),
+      accept_rng_(setup.seed, "speculative/replica" + std::to_string(setup.index)),
+      stage_free_(static_cast<size_t>(cost_->config().parallel.pp), sim::Time::zero()),
+      busy_(sim::Duration::zero()) {
+  if (setup.scheduler.mode == SchedulerMode::v0) {
+    scheduler_ = std::make_unique<SchedulerV0>(setup.scheduler, kv_);
+  } else {
+    scheduler_ = std::make_unique<SchedulerV1>(setup.scheduler, kv_);
+  }
+  if (hooks_.on_remote_admit) scheduler_->set_on_remote_admit(hooks_.on_remote_admit);
+}
+
+void Replica::submit(Request* r) {
+  r->replica = setup_.index;
+  scheduler_->add(r);
+  kick();
+}
+
+void Replica::submit_remote(Request* r) {
+  r->replica = setup_.index;
+  scheduler_->add_remote(r);
+  kick();
+}
+
+void Replica::remote_kv_arrived(Request* r) {
+  scheduler_->remote_kv_arrived(r);
+  kick();
+}
+
+void Replica::release(Request* r) {
+  kv_.free(*r);
+  kick();
+}
+
+void Replica::kick() {
+  if (in_flight_ >= static_cast<int>(stage_free_.size())) return;
+  if (stage_free_[0] > sim_.now()) return;
+  if (!scheduler_->has_work()) return;
+  start_step();
+}
+
+StepShape Replica::shape_of(const StepPlan& plan) const {
+  StepShape s;
+  s.tokens = plan.tokens;
+  for (const ScheduledItem& it : plan.items) {
+    const int64_t after = it.context + it.tokens;
+    const bool emits = after >= it.req->num_tokens();
+    if (it.decode) {
+      ++s.decodes;
+      s.decode_kv_tokens += after;
+      s.decode_q = std::max(s.decode_q, 1 + it.spec);
+    } else {
+      s.prefills.emplace_back(it.tokens, after);
+    }
+    if (emits) s.sampled += 1 + it.spec;
+  }
+  return s;
+}
+
+sim::Duration Replica::extra_time(const StepPlan& plan, const StepShape& shape) {
+  sim::Duration d = sim::Duration::zero();
+  // V0 swapping copies blocks over PCIe before the forward pass.
+  const int64_t swapped = plan.swap_in_blocks + plan.swap_out_blocks;
+  if (swapped > 0) d += sim::transfer_time(sim::Bytes(swapped * setup_.block_bytes), setup_.pcie);
+  // Draft passes: one over the step's new tokens, then k - 1 more over the
+  // decodes alone (each proposes the next draft token).
+  if (draft_ && shape.decodes > 0) {
+    StepShape base = shape;
+    int64_t spec = 0;
+    for (const auto& it : plan.items) spec += it.spec;
+    base.tokens -= spec;
+    base.decode_q = 1;
+    base.decode_kv_tokens -= spec;
+    base.sampled = shape.decodes + static_cast<int64_t>(shape.prefills.size());
+    d += draft_->cost(base).total;
+    StepShape dec;
+    dec.tokens = shape.decodes;
+    dec.decodes = shape.decodes;
+    dec.decode_kv_tokens = base.decode_kv_tokens;
+    dec.sampled = shape.decodes;
+    d += draft_->cost(dec).total * (setup_.speculative.num_tokens - 1);
+  }
+  return d;
+}
+
+void Replica::start_step() {
+  auto b = std::make_shared<Batch>();
+  b->plan = scheduler_->schedule();
+  if (b->plan.empty()) return;
+  b->start = sim_.now();
+  const StepShape shape = shape_of(b->plan);
+  StepCost cost = cost_->cost(shape);
+  cost.stages[0] += extra_time(b->plan, shape);
+  cost.total = sim::Duration::zero();
+  for (auto d : cost.stages) cost.total += d;
+  if (hooks_.on_step_start) hooks_.on_step_start(b->plan, b->start, cost);
+
+  // Through the pipeline: stage s starts when the batch leaves stage s-1
+  // and stage s is free.
+  sim::Time t = sim_.now();
+  for (size_t s = 0; s < stage_free_.size(); ++s) {
+    t = std::max(t, stage_free_[s]) + cost.stages[s];
+    stage_free_[s] = t;
+  }
+  const sim::Time end = t;
+  ++in_flight_;
+  ++steps_;
+  // Busy time: the union of step spans.
+  const sim::Time from = std::max(b->start, last_busy_end_);
+  if (end > from) busy_ += end - from;
+  last_busy_end_ = std::max(last_busy_end_, end);
+
+  if (hooks_.on_step) {
+    StepRecord rec;
+    rec.replica = setup_.index;
+    rec.start = b->start;
+    rec.end = end;
+    rec.prefills = b->plan.prefills;
+    rec.decodes = b->plan.decodes;
+    rec.tokens = b->plan.tokens;
+    rec.prefill_tokens = b->plan.prefill_tokens;
+    rec.kv_used_blocks = kv_.used_blocks();
+    rec.running = static_cast<int64_t>(scheduler_->num_running());
+    rec.waiting = static_cast<int64_t>(scheduler_->num_waiting());
+    rec.preempted = b->plan.preempted;
+    rec.swap_blocks = b->plan.swap_in_blocks + b->plan.swap_out_blocks;
+    rec.compute = cost.compute;
+    rec.communication = cost.communication;
+    hooks_.on_step(rec);
+  }
+  sim_.call_at(end, [this, b] { finish(b); }, kFinishPriority);
+  // With a pipeline the next step may enter the first stage before this
+  // one leaves the last.
+  if (stage_free_.size() > 1) sim_.call_at(stage_free_[0], [this] { kick(); }, kKickPriority);
+}
+
+int64_t Replica::accept(const Request& r) {
+  // Each draft token is accepted with the configured probability, in
+  // order, until the first rejection (Leviathan et al. 2023's model).
+  int64_t a = 0;
+  while (a < r.spec_tokens && accept_rng_.uniform() < setup_.speculative.acceptance_rate) ++a;
+  return a;
+}
+
+void Replica::finish(const std::shared_ptr<Batch>& b) {
+  --in_flight_;
+  events_.clear();
+  scheduler_->complete(b->plan, [this](const Request& r) { return accept(r); }, events_);
+  for (const TokenEvent& e : events_) hooks_.on_tokens(*e.req, e.tokens, e.finished);
+  kick();
+}
+
+}  // namespace gcsim::workloads::inference

@@ -1,0 +1,120 @@
+// One serving replica: a vLLM engine on tp x pp GPUs. It runs the engine
+// loop as events: when its first pipeline stage is free (and fewer than pp
+// steps are in flight, vLLM's max_concurrent_batches) and its scheduler has
+// work, it asks the scheduler for a step, costs it (IterationCost: kernels
+// on the GPU model, collectives on the fabric; plus draft-model passes for
+// speculative decoding and PCIe copies for swapping), and at the step's end
+// hands the tokens it produced to the serving system.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/random.h"
+#include "sim/simulator.h"
+#include "workloads/inference/iteration_cost.h"
+#include "workloads/inference/kv_cache_manager.h"
+#include "workloads/inference/scheduler.h"
+#include "workloads/inference/serving_config.h"
+
+namespace gcsim::workloads::inference {
+
+enum class ReplicaRole { unified, prefill, decode };
+const char* role_name(ReplicaRole r);
+
+// One engine step as it ran, for the trace and the report.
+struct StepRecord {
+  int replica = 0;
+  sim::Time start, end;
+  int prefills = 0;
+  int decodes = 0;
+  int64_t tokens = 0;
+  int64_t prefill_tokens = 0;
+  int64_t kv_used_blocks = 0;  // after scheduling
+  int64_t running = 0;
+  int64_t waiting = 0;
+  int preempted = 0;
+  int64_t swap_blocks = 0;
+  sim::Duration compute, communication;
+};
+
+struct ReplicaHooks {
+  // `tokens` emitted by `r` now; `finished`: its last (or, prefill_only, its first).
+  std::function<void(Request& r, int64_t tokens, bool finished)> on_tokens;
+  // A disaggregated request got its decode-side blocks (called inside
+  // scheduling: defer any call back into the replica).
+  std::function<void(Request* r)> on_remote_admit;
+  // A step was scheduled (start time, its cost), before it runs.
+  std::function<void(const StepPlan& plan, sim::Time start, const StepCost& cost)> on_step_start;
+  std::function<void(const StepRecord&)> on_step;
+};
+
+struct ReplicaSetup {
+  int index = 0;
+  ReplicaRole role = ReplicaRole::unified;
+  SchedulerConfig scheduler;
+  int64_t num_blocks = 0;
+  int64_t block_bytes = 0;   // per GPU, for swap copies
+  sim::Bandwidth pcie;       // host link each way, for swap copies
+  SpeculativeConfig speculative;
+  uint64_t seed = 1;
+};
+
+class Replica {
+ public:
+  Replica(sim::Simulator& sim, const ReplicaSetup& setup, std::unique_ptr<IterationCost> cost,
+          std::unique_ptr<IterationCost> draft_cost, ReplicaHooks hooks);
+  Replica(const Replica&) = delete;
+  Replica& operator=(const Replica&) = delete;
+
+  void submit(Request* r);
+  void submit_remote(Request* r);
+  // The KV of a remote request has arrived (decode side).
+  void remote_kv_arrived(Request* r);
+  // A prefill_only request's KV has been sent: its blocks can go.
+  void release(Request* r);
+  // Starts a step if the first stage is free and there is work.
+  void kick();
+
+  int index() const { return setup_.index; }
+  ReplicaRole role() const { return setup_.role; }
+  const std::vector<int>& ranks() const { return cost_->config().ranks; }
+  Scheduler& scheduler() { return *scheduler_; }
+  const Scheduler& scheduler() const { return *scheduler_; }
+  KvCacheManager& kv() { return kv_; }
+  const KvCacheManager& kv() const { return kv_; }
+  IterationCost& cost() { return *cost_; }
+  int64_t steps() const { return steps_; }
+  sim::Duration busy() const { return busy_; }
+  int64_t outstanding = 0;  // requests routed here and not finished (the router's view)
+
+ private:
+  struct Batch {
+    StepPlan plan;
+    sim::Time start;
+  };
+  StepShape shape_of(const StepPlan& plan) const;
+  sim::Duration extra_time(const StepPlan& plan, const StepShape& shape);
+  void start_step();
+  void finish(const std::shared_ptr<Batch>& b);
+  int64_t accept(const Request& r);
+
+  sim::Simulator& sim_;
+  ReplicaSetup setup_;
+  KvCacheManager kv_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<IterationCost> cost_;
+  std::unique_ptr<IterationCost> draft_;
+  ReplicaHooks hooks_;
+  sim::RandomStream accept_rng_;
+  std::vector<sim::Time> stage_free_;
+  int in_flight_ = 0;
+  int64_t steps_ = 0;
+  sim::Duration busy_;
+  sim::Time last_busy_end_;
+  std::vector<TokenEvent> events_;  // scratch
+};
+
+}  // namespace gcsim::workloads::inference
