@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "models/cluster/cluster_model.h"
+#include "sim/cli/collective_report.h"
 #include "sim/cli/network_setup.h"
 #include "sim/cli/run_report.h"
 #include "sim/cli/training_report.h"
@@ -73,6 +74,7 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
   models::cluster::ClusterModel cluster(simulator, cluster_model_config(s));
   const std::unique_ptr<NetworkStack> network = build_network_stack(simulator, s);
   cluster.attach_network(*network->model, network->fabric);
+  configure_collectives(s, cluster);
   sim::Recorder recorder(*s.graph, options.trace ? (dir / "trace.json").string() : "",
                          s.cluster.gpu.name);
   recorder.set_describer([&cluster](int, const workloads::Op& op) { return cluster.describe(op); });
@@ -140,10 +142,12 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
     out << training_human_summary(fig, t, dir.string(), options.trace);
     return 0;
   }
-  const Json summary = build_summary(fig);
+  Json summary = build_summary(fig);
+  std::string report = build_report(fig);
+  const std::string collective_table = add_collective_results(s, fig, cluster, summary, report);
   write_file(dir / "summary.json", summary.dump(2) + "\n");
-  write_file(dir / "report.md", build_report(fig));
-  out << human_summary(fig, dir.string(), options.trace);
+  write_file(dir / "report.md", report);
+  out << human_summary(fig, dir.string(), options.trace) << collective_table;
   return 0;
 }
 

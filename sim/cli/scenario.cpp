@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "sim/cli/collective_workload_loader.h"
 #include "sim/cli/fabric_loader.h"
 #include "sim/cli/gpu_spec_loader.h"
 #include "sim/cli/graph_workload_loader.h"
@@ -19,6 +20,7 @@ const std::vector<Registered>& workload_kinds() {
   static const std::vector<Registered> kinds{
       {"graph", "ops written by hand: kernels, p2p, collectives, delays, allocations"},
       {"training", "one training step: model, batch, TP/SP, CP, EP, PP schedule, DP/ZeRO, recompute"},
+      {"collective", "one NCCL collective at one or more sizes, nccl-tests style (busbw table)"},
   };
   return kinds;
 }
@@ -113,6 +115,12 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
     s.training = load_training_workload(workload, s.cluster.total_gpus(), s.cluster.gpus_per_node,
                                         s.cluster.gpu, s.notes);
     s.graph = std::move(s.training->workload.graph);
+  } else if (s.workload_kind == "collective") {
+    auto c = std::make_shared<CollectiveWorkload>();
+    s.graph = load_collective_workload(workload, s.cluster.total_gpus(), s.cluster.gpus_per_node,
+                                       s.cluster.gpu, *c);
+    add_resolved(*c, s.resolved["workload"]);
+    s.collective = std::move(c);
   }
   workload.finish();
   top.finish();

@@ -51,6 +51,8 @@ struct NetworkConfig {
   models::network::PacketConfig packet;  // network.model: packet only
 };
 
+struct CollectiveWorkload;  // sim/cli/collective_workload_loader.h
+
 struct TrainingRun;  // sim/cli/training_workload_loader.h
 
 struct Scenario {
@@ -60,6 +62,7 @@ struct Scenario {
   std::string workload_kind;
   std::unique_ptr<workloads::WorkloadGraph> graph;
   std::shared_ptr<TrainingRun> training;  // workload.kind: training
+  std::shared_ptr<const CollectiveWorkload> collective;  // workload.kind: collective
   uint64_t seed = 1;
   topologies::TopologySpec topology;          // cluster.scale_up/scale_out, for build_fabric()
   std::vector<topologies::FaultSpec> faults;  // network.faults, in list order
