@@ -162,6 +162,7 @@ void PacketModel::start(const Transfer& t, TransferDone done) {
   f.next_send = sim_.now();
   f.active = true;
   ++active_flows_;
+  if (counters_) arm_counter_tick();
   make_ready(id);
 }
 
@@ -311,7 +312,7 @@ void PacketModel::on_tx_done(LinkId l) {
   ledger_.add(l, static_cast<double>(p.bytes));
   ++packet_hops_;
   if (counters_) {
-    if (interval_bytes_[static_cast<size_t>(l)] == 0) touched_links_.push_back(l);
+    touch(l);
     interval_bytes_[static_cast<size_t>(l)] += p.bytes;
   }
   if (info.usable && p.link_gen == info.gen) {
@@ -362,14 +363,12 @@ void PacketModel::on_arrive(uint32_t pk) {
   if (cfg_.pfc.enabled) {
     const PfcIngress::Admission a = pfc_.admit(in, p.priority, p.bytes, buf);
     if (!a.accepted) {
-      ++drops_;
       lose(pk);
       return;
     }
     if (a.send_xoff) send_pause(in, p.priority, true);
   } else {
     if (!buf.admits(port.queued_bytes(p.priority), p.bytes, cfg_.dt_alpha)) {
-      ++drops_;
       lose(pk);
       return;
     }
@@ -382,6 +381,7 @@ void PacketModel::on_arrive(uint32_t pk) {
   }
   p.link = out;
   port.enqueue(pool_, pk);
+  if (counters_) touch(out);
   try_start(out);
 }
 
@@ -446,6 +446,7 @@ void PacketModel::deliver(uint32_t pk) {
 }
 
 void PacketModel::lose(uint32_t pk) {
+  ++drops_;
   const Packet& p = pool_[pk];
   const sim::Time resend =
       std::max(sim_.now(), sim::Time::from_ps(p.sent_ps) + cfg_.rto);
@@ -633,8 +634,15 @@ void PacketModel::set_counter_listener(LinkCounterListener l) {
   NetworkModel::set_counter_listener(std::move(l));
   interval_bytes_.assign(links_.size(), 0);
   last_queue_sample_.assign(links_.size(), 0);
+  touched_.assign(links_.size(), 0);
   touched_links_.clear();
   if (counters_) arm_counter_tick();
+}
+
+void PacketModel::touch(LinkId l) {
+  if (touched_[static_cast<size_t>(l)]) return;
+  touched_[static_cast<size_t>(l)] = 1;
+  touched_links_.push_back(l);
 }
 
 void PacketModel::arm_counter_tick() {
@@ -647,13 +655,25 @@ void PacketModel::on_counter_tick() {
   counter_tick_armed_ = false;
   if (!counters_) return;
   const double interval_s = cfg_.counter_interval.seconds();
-  // Links that sent in the interval, and those whose queue changed.
-  for (size_t i = 0; i < links_.size(); ++i) {
-    const int64_t q = queued_bytes(static_cast<LinkId>(i));
+  // Links that sent or queued in the interval, and those still holding a
+  // queue at the last sample (to report it draining); ascending id.
+  std::vector<LinkId> links;
+  links.swap(touched_links_);
+  for (LinkId l : links) touched_[static_cast<size_t>(l)] = 0;
+  for (LinkId l : queued_links_) {
+    if (!touched_[static_cast<size_t>(l)]) links.push_back(l);
+  }
+  std::sort(links.begin(), links.end());
+  links.erase(std::unique(links.begin(), links.end()), links.end());
+  queued_links_.clear();
+  for (LinkId l : links) {
+    const auto i = static_cast<size_t>(l);
+    const int64_t q = queued_bytes(l);
     const int64_t b = interval_bytes_[i];
+    if (q > 0) queued_links_.push_back(l);
     if (b == 0 && q == last_queue_sample_[i]) continue;
     LinkCounterSample s;
-    s.link = static_cast<LinkId>(i);
+    s.link = l;
     s.when = sim_.now();
     s.utilization = static_cast<double>(b) / (links_[i].bandwidth.bytes_per_s() * interval_s);
     s.queue_bytes = q;
@@ -661,7 +681,6 @@ void PacketModel::on_counter_tick() {
     last_queue_sample_[i] = q;
     interval_bytes_[i] = 0;
   }
-  touched_links_.clear();
   if (active_flows_ > 0 || pool_.in_use() > 0) arm_counter_tick();
 }
 

@@ -18,7 +18,7 @@
 //   it was first sent, alone (selective repeat, as IRN); the receiver keeps
 //   out-of-order packets. Senders learn of a loss only by the timer.
 // - A link that goes down loses the packets on its wire (resent after the
-//   timeout, counted in drops); packets queued for it are rerouted at once
+//   timeout; drops counts every lost packet, overflow or link failure); packets queued for it are rerouted at once
 //   at the node that holds them; ECMP flows crossing it take their new path
 //   (counted in reroutes).
 // - PFC pause statistics count pauses on network links; NVLink and PCIe
@@ -176,6 +176,7 @@ class PacketModel : public NetworkModel, private sim::EventHandler {
   void send_pause(LinkId ingress, int priority, bool on);
   void arm_deadlock_check();
   void arm_counter_tick();
+  void touch(LinkId l);
   void schedule_wake(uint32_t flow);
   bool has_data(const Flow& f) const { return f.next_seq < f.packets || !f.retransmit.empty(); }
   uint32_t packet_bytes(const Flow& f, uint32_t seq) const;
@@ -218,7 +219,9 @@ class PacketModel : public NetworkModel, private sim::EventHandler {
   bool counter_tick_armed_ = false;
   std::vector<int64_t> interval_bytes_;
   std::vector<int64_t> last_queue_sample_;
-  std::vector<LinkId> touched_links_;
+  std::vector<uint8_t> touched_;       // per link: in touched_links_
+  std::vector<LinkId> touched_links_;  // enqueued or sent since the last sample
+  std::vector<LinkId> queued_links_;   // held a queue at the last sample
 
   LinkLedger ledger_;
   uint64_t packet_hops_ = 0;
