@@ -8,7 +8,24 @@
 #include <cstdint>
 #include <string>
 
+// Code in gcsim::workloads::* that names the hardware models as
+// `models::gpu::...` finds this namespace first; these aliases send such
+// names on to gcsim::models.
+namespace gcsim::models {
+namespace gpu {}
+namespace network {}
+namespace cluster {}
+namespace collectives {}
+namespace storage {}
+}  // namespace gcsim::models
+
 namespace gcsim::workloads::models {
+
+namespace gpu = ::gcsim::models::gpu;
+namespace network = ::gcsim::models::network;
+namespace cluster = ::gcsim::models::cluster;
+namespace collectives = ::gcsim::models::collectives;
+namespace storage = ::gcsim::models::storage;
 
 enum class AttentionKind { mha, gqa, mla };
 enum class MlpKind { gelu, swiglu };
