@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#ifndef GCSIM_NO_CHAKRA
+#include "sim/cli/export_command.h"
+#endif
 #include "sim/cli/list_command.h"
 #include "sim/cli/run_command.h"
 #include "sim/config/config_error.h"
@@ -26,6 +29,8 @@ const char* kUsage =
     "                      simulate; write summary.json, report.md (and trace.json)\n"
     "  check CONFIG.yaml [-s key=value]...\n"
     "                      validate and print the fully resolved config\n"
+    "  export CONFIG.yaml -o DIR [-s key=value]...\n"
+    "                      write the generated workload as per-rank Chakra ET files\n"
     "  list [gpus|models|topologies|workloads|networks]\n"
     "                      show presets and registered models\n"
     "\n"
@@ -86,6 +91,16 @@ int dispatch(const std::string& command, const std::vector<std::string>& rest) {
     RunOptions run{load, p.out_dir, p.trace, !p.quiet};
     return run_command(p.positional[0], run, std::cout);
   }
+#ifndef GCSIM_NO_CHAKRA
+  if (command == "export") {
+    Parsed p = parse(rest, true);
+    if (p.positional.size() != 1 || p.out_dir.empty() || p.trace) {
+      std::fprintf(stderr, "gcsim export: expected one CONFIG.yaml and -o DIR\n\n%s", kUsage);
+      return kBadInput;
+    }
+    return export_command(p.positional[0], LoadOptions{p.sets, p.seed}, p.out_dir, std::cout);
+  }
+#endif
   if (command == "list") {
     Parsed p = parse(rest, false);
     return list_command(p.positional.empty() ? "" : p.positional[0], std::cout);

@@ -3,6 +3,9 @@
 #include <memory>
 
 #include "sim/cli/collective_workload_loader.h"
+#ifndef GCSIM_NO_CHAKRA
+#include "sim/cli/chakra_workload_loader.h"
+#endif
 #include "sim/cli/fabric_loader.h"
 #include "sim/cli/gpu_spec_loader.h"
 #include "sim/cli/graph_workload_loader.h"
@@ -20,6 +23,9 @@ const std::vector<Registered>& workload_kinds() {
   static const std::vector<Registered> kinds{
       {"graph", "ops written by hand: kernels, p2p, collectives, delays, allocations"},
       {"training", "one training step: model, batch, TP/SP, CP, EP, PP schedule, DP/ZeRO, recompute"},
+#ifndef GCSIM_NO_CHAKRA
+      {"chakra", "a Chakra execution trace (PREFIX.<rank>.et per GPU), as ASTRA-sim reads it"},
+#endif
       {"collective", "one NCCL collective at one or more sizes, nccl-tests style (busbw table)"},
   };
   return kinds;
@@ -115,6 +121,10 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
     s.training = load_training_workload(workload, s.cluster.total_gpus(), s.cluster.gpus_per_node,
                                         s.cluster.gpu, s.notes);
     s.graph = std::move(s.training->workload.graph);
+#ifndef GCSIM_NO_CHAKRA
+  } else if (s.workload_kind == "chakra") {
+    s.graph = load_chakra_workload(workload, s.cluster.total_gpus(), s.cluster.gpu, s.notes);
+#endif
   } else if (s.workload_kind == "collective") {
     auto c = std::make_shared<CollectiveWorkload>();
     s.graph = load_collective_workload(workload, s.cluster.total_gpus(), s.cluster.gpus_per_node,

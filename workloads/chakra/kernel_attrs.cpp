@@ -8,11 +8,11 @@
 
 namespace gcsim::workloads::chakra {
 
-using models::gpu::AttentionShape;
-using models::gpu::Dtype;
-using models::gpu::GemmShape;
-using models::gpu::MemoryOpKind;
-using models::gpu::MemoryOpShape;
+using gcsim::models::gpu::AttentionShape;
+using gcsim::models::gpu::Dtype;
+using gcsim::models::gpu::GemmShape;
+using gcsim::models::gpu::MemoryOpKind;
+using gcsim::models::gpu::MemoryOpShape;
 
 namespace {
 
@@ -37,7 +37,7 @@ std::optional<MemoryOpKind> parse_memory_kind(const std::string& s) {
 
 struct Writer {
   ChakraProtoMsg::Node& n;
-  void dtype(Dtype d) const { add_string(n, "gcsim_dtype", std::string(models::gpu::dtype_name(d))); }
+  void dtype(Dtype d) const { add_string(n, "gcsim_dtype", std::string(gcsim::models::gpu::dtype_name(d))); }
   void operator()(const GemmShape& s) const {
     add_string(n, "gcsim_kernel", "gemm");
     add_int(n, "gcsim_m", s.m);
@@ -77,23 +77,23 @@ int64_t need_int(const ChakraProtoMsg::Node& n, const char* name) {
 
 Dtype need_dtype(const ChakraProtoMsg::Node& n) {
   const std::string s = string_attr(n, "gcsim_dtype").value_or("bf16");
-  auto d = models::gpu::parse_dtype(s);
+  auto d = gcsim::models::gpu::parse_dtype(s);
   if (!d) throw std::invalid_argument("attribute 'gcsim_dtype' names no dtype: '" + s + "'");
   return *d;
 }
 
 }  // namespace
 
-models::gpu::KernelDesc kernel_of(const models::gpu::GpuSpec& gpu, const ComputeOp& op) {
+models::gpu::KernelDesc kernel_of(const gcsim::models::gpu::GpuSpec& gpu, const ComputeOp& op) {
   return std::visit(
-      [&](const auto& s) -> models::gpu::KernelDesc {
+      [&](const auto& s) -> gcsim::models::gpu::KernelDesc {
         using S = std::decay_t<decltype(s)>;
         if constexpr (std::is_same_v<S, GemmShape>) {
-          return models::gpu::gemm_kernel(gpu, s);
+          return gcsim::models::gpu::gemm_kernel(gpu, s);
         } else if constexpr (std::is_same_v<S, AttentionShape>) {
-          return models::gpu::attention_kernel(gpu, s);
+          return gcsim::models::gpu::attention_kernel(gpu, s);
         } else {
-          return models::gpu::memory_kernel(gpu, s);
+          return gcsim::models::gpu::memory_kernel(gpu, s);
         }
       },
       op.shape);

@@ -16,7 +16,7 @@ namespace gcsim::workloads::chakra {
 
 // The kernel the GPU model builds for `op` (the cost model's tile grid);
 // throws std::invalid_argument on a shape `gpu` cannot run.
-models::gpu::KernelDesc kernel_of(const models::gpu::GpuSpec& gpu, const ComputeOp& op);
+models::gpu::KernelDesc kernel_of(const gcsim::models::gpu::GpuSpec& gpu, const ComputeOp& op);
 
 // Adds gcsim_kernel (gemm | attention | elementwise | layer_norm | rms_norm
 // | softmax | memcpy) and the shape's fields as gcsim_<field>.

@@ -184,19 +184,19 @@ void NodeConverter::convert_compute(const Node& node, ImportedNode& out) {
       // gcsim_dtype says otherwise) and tensor_size bytes of HBM traffic,
       // spread over every SM; alone on the GPU, like ASTRA-sim's roofline.
       const auto& gpu = options_.gpu;
-      models::gpu::KernelDesc k;
+      gcsim::models::gpu::KernelDesc k;
       k.name = "roofline";
       const std::string dt = string_attr(node, "gcsim_dtype").value_or("bf16");
-      const auto dtype = models::gpu::parse_dtype(dt);
+      const auto dtype = gcsim::models::gpu::parse_dtype(dt);
       if (!dtype) throw std::invalid_argument("attribute 'gcsim_dtype' names no dtype: '" + dt + "'");
       k.dtype = *dtype;
       const bool tensor = gpu.tensor_peak_for(k.dtype).flops_per_s() > 0.0;
-      k.unit = tensor ? models::gpu::ExecUnit::tensor : models::gpu::ExecUnit::vector;
+      k.unit = tensor ? gcsim::models::gpu::ExecUnit::tensor : gcsim::models::gpu::ExecUnit::vector;
       k.efficiency = tensor ? gpu.efficiency.tensor_for(k.dtype) : gpu.efficiency.vector;
       k.tiles = gpu.sm_count;
       k.flops_per_tile = *flops / gpu.sm_count;
       k.bytes_per_tile = *bytes / gpu.sm_count;
-      out.payload = DelayOp{models::gpu::isolated_time(gpu, k, gpu.sm_count)};
+      out.payload = DelayOp{gcsim::models::gpu::isolated_time(gpu, k, gpu.sm_count)};
       ++stats_.roofline;
       return;
     }

@@ -46,7 +46,7 @@ struct ImportOptions {
   // pg_name -> global ranks (ASTRA-sim's communicator-group file).
   std::map<std::string, std::vector<int>> comm_groups;
   ComputeTiming compute = ComputeTiming::trace;
-  models::gpu::GpuSpec gpu;  // times kernels under ComputeTiming::model
+  gcsim::models::gpu::GpuSpec gpu;  // times kernels under ComputeTiming::model
 };
 
 // How many nodes were timed which way (for the run's notes).

@@ -26,7 +26,7 @@ std::string group_name(uint32_t c) { return std::to_string(c + 1); }
 
 }  // namespace
 
-ExportResult export_trace(const WorkloadGraph& g, const models::gpu::GpuSpec& gpu,
+ExportResult export_trace(const WorkloadGraph& g, const gcsim::models::gpu::GpuSpec& gpu,
                           const std::string& dir, const std::string& stem) {
   ExportResult out;
   const std::filesystem::path base = std::filesystem::path(dir) / stem;
@@ -41,7 +41,7 @@ ExportResult export_trace(const WorkloadGraph& g, const models::gpu::GpuSpec& gp
   }
   // Kernels are costed once per distinct op object: programs shared by
   // symmetric ranks cost once.
-  std::unordered_map<const Op*, models::gpu::KernelDesc> kernels;
+  std::unordered_map<const Op*, gcsim::models::gpu::KernelDesc> kernels;
   std::vector<bool> used_comm(g.communicator_count(), false);
   ChakraProtoMsg::Node node;
   for (int r = 0; r < g.num_ranks(); ++r) {
@@ -60,9 +60,9 @@ ExportResult export_trace(const WorkloadGraph& g, const models::gpu::GpuSpec& gp
           const auto& c = std::get<ComputeOp>(op.payload);
           auto it = kernels.find(&op);
           if (it == kernels.end()) it = kernels.emplace(&op, kernel_of(gpu, c)).first;
-          const models::gpu::KernelDesc& k = it->second;
+          const gcsim::models::gpu::KernelDesc& k = it->second;
           node.set_type(ChakraProtoMsg::COMP_NODE);
-          node.set_duration_micros(rounded_micros(models::gpu::isolated_time(gpu, k, gpu.sm_count)));
+          node.set_duration_micros(rounded_micros(gcsim::models::gpu::isolated_time(gpu, k, gpu.sm_count)));
           add_int(node, "num_ops", static_cast<int64_t>(std::llround(k.total_flops())));
           add_uint(node, "tensor_size", static_cast<uint64_t>(std::llround(k.total_bytes())));
           write_kernel_shape(node, c);
@@ -112,15 +112,21 @@ ExportResult export_trace(const WorkloadGraph& g, const models::gpu::GpuSpec& gp
     writer.close();
     out.files.push_back(file);
   }
-  nlohmann::ordered_json groups = nlohmann::ordered_json::object();
   for (uint32_t c = 0; c < g.communicator_count(); ++c) {
     if (!used_comm[c]) continue;
-    groups[group_name(c)] = g.communicator(c);
     out.comm_groups[group_name(c)] = g.communicator(c);
   }
   out.comm_groups_file = base.string() + ".comm_groups.json";
+  // One group per line, as ASTRA-sim's examples are written.
   std::ofstream f(out.comm_groups_file);
-  f << groups.dump(2) << "\n";
+  f << "{";
+  bool first = true;
+  for (const auto& [name, ranks] : out.comm_groups) {
+    f << (first ? "\n" : ",\n") << "  " << nlohmann::json(name).dump() << ": "
+      << nlohmann::json(ranks).dump();
+    first = false;
+  }
+  f << "\n}\n";
   if (!f.good()) throw TraceError(out.comm_groups_file + ": cannot write the comm groups");
   return out;
 }

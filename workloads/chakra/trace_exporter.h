@@ -38,7 +38,7 @@ struct ExportResult {
 
 // `gpu` costs the kernels for num_ops, tensor_size and duration_micros.
 // Throws TraceError when a file cannot be written.
-ExportResult export_trace(const WorkloadGraph& graph, const models::gpu::GpuSpec& gpu,
+ExportResult export_trace(const WorkloadGraph& graph, const gcsim::models::gpu::GpuSpec& gpu,
                           const std::string& dir, const std::string& stem);
 
 // The Chakra schema version written into GlobalMetadata.

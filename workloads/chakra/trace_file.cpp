@@ -45,6 +45,9 @@ TraceReader::~TraceReader() {
 }
 
 bool TraceReader::next(ChakraProtoMsg::Node& node) {
+  // The delimited parser merges into the message: start from a clean one
+  // (Clear keeps its allocations for the next node).
+  node.Clear();
   bool clean_eof = false;
   if (ParseDelimitedFromZeroCopyStream(&node, in_.get(), &clean_eof)) {
     ++nodes_read_;

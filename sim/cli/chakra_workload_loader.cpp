@@ -1,0 +1,114 @@
+#include "sim/cli/chakra_workload_loader.h"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "workloads/chakra/trace_file.h"
+#include "workloads/chakra/trace_loader.h"
+
+namespace gcsim::cli {
+
+namespace fs = std::filesystem;
+using sim::config::ConfigReader;
+using workloads::chakra::ComputeTiming;
+using workloads::chakra::ImportOptions;
+
+namespace {
+
+// `path` as written, or beside the config file when relative.
+std::string beside_config(const ConfigReader& r, const std::string& path) {
+  const fs::path p(path);
+  if (p.is_absolute()) return path;
+  return (fs::path(r.source().file).parent_path() / p).lexically_normal().string();
+}
+
+std::vector<int> group_from_json(const nlohmann::json& v, const std::string& file,
+                                 const std::string& name) {
+  if (!v.is_array()) throw std::invalid_argument(file + ": group '" + name + "' is not a list of ranks");
+  std::vector<int> ranks;
+  for (const auto& x : v) {
+    if (!x.is_number_integer()) {
+      throw std::invalid_argument(file + ": group '" + name + "' holds " + x.dump() + ", not a rank");
+    }
+    ranks.push_back(x.get<int>());
+  }
+  return ranks;
+}
+
+// A map written in the config, or ASTRA-sim's JSON file named by a string.
+std::map<std::string, std::vector<int>> read_comm_groups(ConfigReader& w) {
+  const char* doc =
+      "pg_name -> ranks for collectives (ASTRA-sim's communicator groups), or the path of its "
+      "JSON file; pg_name absent, empty or \"0\" means every rank";
+  YAML::Node n = w.raw("comm_groups", doc);
+  std::map<std::string, std::vector<int>> groups;
+  if (!n.IsDefined() || n.IsNull()) return groups;
+  if (n.IsScalar()) {
+    const std::string file = beside_config(w, w.get_string("comm_groups", std::nullopt, doc));
+    std::ifstream f(file);
+    if (!f) w.fail("comm_groups", "cannot read the comm-group file '" + file + "'");
+    try {
+      const nlohmann::json j = nlohmann::json::parse(f);
+      if (!j.is_object()) throw std::invalid_argument(file + ": expected an object of groups");
+      for (const auto& [name, ranks] : j.items()) groups[name] = group_from_json(ranks, file, name);
+    } catch (const nlohmann::json::exception& e) {
+      w.fail("comm_groups", file + ": not valid JSON: " + e.what());
+    } catch (const std::invalid_argument& e) {
+      w.fail("comm_groups", e.what());
+    }
+    return groups;
+  }
+  if (!n.IsMap()) w.fail("comm_groups", "expected a map such as {\"1\": [0, 1, 2, 3]} or a file path");
+  ConfigReader g = w.child("comm_groups", doc);
+  for (const auto& kv : n) {
+    const std::string name = kv.first.Scalar();
+    const std::vector<int64_t> ranks = g.get_int_list(name, "ranks of this process group");
+    for (int64_t r : ranks) {
+      if (r < std::numeric_limits<int>::min() || r > std::numeric_limits<int>::max()) {
+        g.fail(name, "rank " + std::to_string(r) + " is out of range");
+      }
+      groups[name].push_back(static_cast<int>(r));
+    }
+  }
+  g.finish();
+  return groups;
+}
+
+}  // namespace
+
+std::unique_ptr<workloads::WorkloadGraph> load_chakra_workload(ConfigReader& w, int num_ranks,
+                                                               const models::gpu::GpuSpec& gpu,
+                                                               std::vector<std::string>& notes) {
+  const std::string prefix = beside_config(
+      w, w.get_string("prefix", std::nullopt,
+                      "trace files PREFIX.<rank>.et, one per GPU (relative to this config)"));
+  ImportOptions options;
+  options.num_ranks = num_ranks;
+  options.gpu = gpu;
+  options.compute =
+      w.get_choice("compute", {"trace", "model"}, std::string("trace"),
+                   "trace: COMP nodes last their recorded duration; model: the GPU model times "
+                   "them from their gcsim kernel shape or num_ops and tensor_size") == "model"
+          ? ComputeTiming::model
+          : ComputeTiming::trace;
+  options.comm_groups = read_comm_groups(w);
+  workloads::chakra::LoadedTrace trace;
+  try {
+    trace = workloads::chakra::load_trace(prefix, options);
+  } catch (const workloads::chakra::TraceError& e) {
+    w.fail("prefix", e.what());
+  } catch (const std::invalid_argument& e) {
+    w.fail("comm_groups", e.what());
+  }
+  const auto& st = trace.stats;
+  notes.push_back("chakra trace " + prefix + ".*.et (schema " +
+                  (trace.version.empty() ? std::string("unversioned") : trace.version) + "): " +
+                  std::to_string(st.nodes) + " nodes; compute timed by " +
+                  std::to_string(st.recorded_duration) + " recorded durations, " +
+                  std::to_string(st.kernel_shape) + " GPU-model kernels, " +
+                  std::to_string(st.roofline) + " roofline kernels (alone on the GPU)");
+  return std::move(trace.graph);
+}
+
+}  // namespace gcsim::cli

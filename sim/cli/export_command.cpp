@@ -1,0 +1,80 @@
+#include "sim/cli/export_command.h"
+
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+
+#include "sim/cli/training_workload_loader.h"
+#include "workloads/chakra/trace_exporter.h"
+#include "workloads/chakra/trace_file.h"
+
+namespace gcsim::cli {
+
+namespace fs = std::filesystem;
+using sim::config::ConfigError;
+
+namespace {
+
+// The config with its workload replaced by the exported trace; cluster,
+// network and simulation as the user wrote them (with -s overrides).
+std::string replay_config(const std::string& config_path, const LoadOptions& options,
+                          const std::string& stem) {
+  sim::config::ConfigSource source;
+  YAML::Node root = sim::config::load_yaml_file(config_path, options.overrides, source);
+  YAML::Node w;
+  w["kind"] = "chakra";
+  w["prefix"] = stem;
+  w["comm_groups"] = stem + ".comm_groups.json";
+  w["compute"] = "model";
+  root["workload"] = w;
+  if (options.seed) root["simulation"]["seed"] = *options.seed;
+  YAML::Emitter e;
+  e << root;
+  return "# Replays the Chakra trace gcsim exported from " + config_path +
+         " (gcsim export).\n# Run: gcsim run " + stem + ".chakra.yaml\n" + e.c_str() + "\n";
+}
+
+}  // namespace
+
+int export_command(const std::string& config_path, const LoadOptions& options,
+                   const std::string& out_dir, std::ostream& out) {
+  Scenario s = load_scenario(config_path, options);
+  LoadOptions used = options;
+  if (s.training && s.training->workload.mirrored) {
+    used.overrides.push_back("workload.simulate=all");
+    s = load_scenario(config_path, used);
+  }
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) {
+    throw ConfigError("command line", 0, "-o",
+                      "cannot create output directory '" + out_dir + "': " + ec.message());
+  }
+  const std::string stem = fs::path(config_path).stem().string();
+  workloads::chakra::ExportResult r;
+  try {
+    r = workloads::chakra::export_trace(*s.graph, s.cluster.gpu, out_dir, stem);
+  } catch (const workloads::chakra::TraceError& e) {
+    throw ConfigError("command line", 0, "-o", e.what());
+  }
+  const fs::path replay = fs::path(out_dir) / (stem + ".chakra.yaml");
+  std::ofstream f(replay);
+  f << replay_config(config_path, used, stem);
+  if (!f.good()) throw ConfigError("command line", 0, "-o", "cannot write " + replay.string());
+
+  out << "gcsim: exported " << config_path << " (" << s.workload_kind << ")\n";
+  out << "  " << r.nodes << " nodes on " << r.files.size() << " ranks: "
+      << workloads::chakra::rank_file((fs::path(out_dir) / stem).string(), 0) << " .. "
+      << workloads::chakra::rank_file((fs::path(out_dir) / stem).string(),
+                                      static_cast<int>(r.files.size()) - 1)
+      << "\n";
+  out << "  comm groups: " << r.comm_groups_file << " (" << r.comm_groups.size() << ")\n";
+  if (used.overrides.size() != options.overrides.size()) {
+    out << "  note: mirrored ranks were expanded (workload.simulate: all) so that every rank "
+           "has its own trace\n";
+  }
+  out << "  replay: gcsim run " << replay.string() << "\n";
+  return 0;
+}
+
+}  // namespace gcsim::cli
