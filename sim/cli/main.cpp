@@ -11,6 +11,7 @@
 #endif
 #include "sim/cli/list_command.h"
 #include "sim/cli/run_command.h"
+#include "sim/cli/sweep_command.h"
 #include "sim/config/config_error.h"
 #include "sim/config/did_you_mean.h"
 
@@ -29,6 +30,9 @@ const char* kUsage =
     "                      simulate; write summary.json, report.md (and trace.json)\n"
     "  check CONFIG.yaml [-s key=value]...\n"
     "                      validate and print the fully resolved config\n"
+    "  sweep STUDY.yaml [-o OUTDIR] [-j N] [-q]\n"
+    "                      run a base config over axes of overrides; results.csv and a\n"
+    "                      ranked table (impossible points skipped with the reason)\n"
     "  export CONFIG.yaml -o DIR [-s key=value]...\n"
     "                      write the generated workload as per-rank Chakra ET files\n"
     "  list [gpus|models|topologies|workloads|networks]\n"
@@ -101,6 +105,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& rest) {
     return export_command(p.positional[0], LoadOptions{p.sets, p.seed}, p.out_dir, std::cout);
   }
 #endif
+  if (command == "sweep") return sweep_command(rest, std::cout);
   if (command == "list") {
     Parsed p = parse(rest, false);
     return list_command(p.positional.empty() ? "" : p.positional[0], std::cout);

@@ -1,0 +1,414 @@
+#include "sim/cli/sweep_command.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <cstring>
+#include <sstream>
+
+#include "sim/config/config_error.h"
+#include "sim/config/config_reader.h"
+
+extern char** environ;
+
+namespace gcsim::cli {
+
+namespace fs = std::filesystem;
+namespace po = boost::program_options;
+using sim::config::ConfigError;
+using sim::config::ConfigReader;
+using sim::config::ConfigSource;
+
+namespace {
+
+// One value of an axis: the override text and how the table shows it.
+struct AxisValue {
+  std::string yaml;
+};
+
+struct Axis {
+  std::string key;
+  std::vector<AxisValue> values;
+};
+
+struct Case {
+  std::string name;
+  std::vector<std::string> overrides;  // "key=value"
+};
+
+struct Study {
+  std::string name;
+  std::string base_path;  // resolved base config
+  std::vector<Axis> axes;
+  std::vector<Case> cases;
+};
+
+struct Point {
+  size_t index = 0;
+  std::string case_name;
+  std::vector<std::string> axis_values;  // per axis, as written
+  std::vector<std::string> overrides;
+  fs::path dir;
+  // Results.
+  std::string status = "pending";  // ok | skipped | failed
+  std::string reason;
+  nlohmann::ordered_json summary;
+};
+
+std::string flow_yaml(const YAML::Node& n) {
+  YAML::Emitter e;
+  e.SetMapFormat(YAML::Flow);
+  e.SetSeqFormat(YAML::Flow);
+  e << n;
+  return e.c_str();
+}
+
+Study read_study(const std::string& path, const fs::path& out_dir) {
+  auto source = std::make_shared<ConfigSource>();
+  YAML::Node root = sim::config::load_yaml_file(path, {}, *source);
+  sim::config::Json resolved;
+  ConfigReader r(root, "", source, &resolved);
+  Study s;
+  s.name = r.get_string("name", fs::path(path).stem().string(), "title of the study");
+  YAML::Node base = r.raw("base", "base config: a path (relative to the study) or an inline map");
+  if (!base.IsDefined() || base.IsNull()) r.fail_here("missing required key 'base' (the base config)");
+  if (base.IsScalar()) {
+    fs::path p = base.Scalar();
+    if (p.is_relative()) p = fs::path(path).parent_path() / p;
+    if (!fs::exists(p)) r.fail("base", "base config '" + p.string() + "' not found");
+    s.base_path = p.string();
+  } else if (base.IsMap()) {
+    // An inline base is written out so that every point runs a file.
+    fs::create_directories(out_dir);
+    s.base_path = (out_dir / "base.yaml").string();
+    std::ofstream f(s.base_path);
+    YAML::Emitter e;
+    e << base;
+    f << "# The study's inline base config (" << path << ").\n" << e.c_str() << "\n";
+  } else {
+    r.fail("base", "expected a path or a map");
+  }
+  YAML::Node axes = r.raw("axes", "config keys and the values each takes (crossed)");
+  if (axes.IsDefined() && !axes.IsNull()) {
+    if (!axes.IsMap()) r.fail("axes", "expected a map of key: [values]");
+    for (const auto& kv : axes) {
+      Axis a;
+      a.key = kv.first.Scalar();
+      if (!kv.second.IsSequence() || kv.second.size() == 0) {
+        r.fail("axes", "axis '" + a.key + "' needs a non-empty list of values");
+      }
+      for (const auto& v : kv.second) a.values.push_back({v.IsScalar() ? v.Scalar() : flow_yaml(v)});
+      s.axes.push_back(std::move(a));
+    }
+  }
+  if (r.has("cases")) {
+    for (ConfigReader c : r.child_list("cases", "named sets of overrides, each crossed with the axes")) {
+      Case k;
+      k.name = c.get_string("name", std::nullopt, "case name");
+      YAML::Node set = c.raw("set", "overrides: key: value");
+      if (set.IsDefined() && !set.IsNull()) {
+        if (!set.IsMap()) c.fail("set", "expected a map of key: value");
+        for (const auto& kv : set) {
+          const YAML::Node& v = kv.second;
+          k.overrides.push_back(kv.first.Scalar() + "=" + (v.IsScalar() ? v.Scalar() : flow_yaml(v)));
+        }
+      }
+      c.finish();
+      s.cases.push_back(std::move(k));
+    }
+  }
+  r.finish();
+  return s;
+}
+
+std::vector<Point> expand(const Study& s, const fs::path& out_dir) {
+  std::vector<Case> cases = s.cases;
+  if (cases.empty()) cases.push_back({"", {}});
+  std::vector<Point> points;
+  size_t combos = 1;
+  for (const auto& a : s.axes) combos *= a.values.size();
+  for (const Case& c : cases) {
+    for (size_t n = 0; n < combos; ++n) {
+      Point p;
+      p.case_name = c.name;
+      p.overrides = c.overrides;
+      size_t rest = n;
+      // The last axis varies fastest.
+      std::vector<size_t> pick(s.axes.size());
+      for (size_t i = s.axes.size(); i-- > 0;) {
+        pick[i] = rest % s.axes[i].values.size();
+        rest /= s.axes[i].values.size();
+      }
+      for (size_t i = 0; i < s.axes.size(); ++i) {
+        const std::string& v = s.axes[i].values[pick[i]].yaml;
+        p.axis_values.push_back(v);
+        p.overrides.push_back(s.axes[i].key + "=" + v);
+      }
+      p.index = points.size();
+      char name[32];
+      std::snprintf(name, sizeof name, "%04zu", p.index);
+      p.dir = out_dir / "points" / name;
+      points.push_back(std::move(p));
+    }
+  }
+  return points;
+}
+
+std::string label(const Study& s, const Point& p) {
+  std::string l = p.case_name;
+  for (size_t i = 0; i < s.axes.size(); ++i) {
+    const std::string& key = s.axes[i].key;
+    const std::string shortkey = key.substr(key.rfind('.') + 1);
+    l += (l.empty() ? "" : ", ") + shortkey + "=" + p.axis_values[i];
+  }
+  return l.empty() ? "base" : l;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The first line of a gcsim error, without the "gcsim: error: " prefix.
+std::string reason_of(const std::string& err) {
+  std::string line = err.substr(0, err.find('\n'));
+  const std::string prefix = "gcsim: error: ";
+  if (line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
+  return line.empty() ? "no output" : line;
+}
+
+pid_t spawn(const std::string& exe, const std::string& base, const Point& p) {
+  fs::create_directories(p.dir);
+  std::vector<std::string> args{exe, "run", base, "-o", p.dir.string(), "-q"};
+  for (const auto& o : p.overrides) {
+    args.push_back("-s");
+    args.push_back(o);
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, (p.dir / "stdout.txt").c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, (p.dir / "stderr.txt").c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::runtime_error("cannot start " + exe + ": " + std::strerror(rc));
+  return pid;
+}
+
+void collect(Point& p, int wait_status) {
+  const int code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
+  const std::string err = read_file(p.dir / "stderr.txt");
+  if (code == 0 && fs::exists(p.dir / "summary.json")) {
+    p.status = "ok";
+    p.summary = nlohmann::ordered_json::parse(read_file(p.dir / "summary.json"));
+  } else if (code == 2) {
+    p.status = "skipped";
+    p.reason = reason_of(err);
+  } else {
+    p.status = "failed";
+    p.reason = "exit status " + std::to_string(code) + ": " + reason_of(err);
+  }
+}
+
+double number(const nlohmann::ordered_json& j, const char* key, double fallback = -1) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+double step_time(const Point& p) {
+  const double s = number(p.summary, "step_time_s");
+  return s >= 0 ? s : number(p.summary, "simulated_time_s");
+}
+
+bool fits(const Point& p) {
+  auto m = p.summary.find("memory");
+  if (m == p.summary.end()) return true;
+  auto f = m->find("fits");
+  return f == m->end() || f->get<bool>();
+}
+
+double memory_gib(const Point& p) {
+  auto m = p.summary.find("memory");
+  if (m == p.summary.end()) return -1;
+  return number(*m, "peak_bytes_per_gpu") / 1073741824.0;
+}
+
+double exposed(const Point& p, const char* dim) {
+  auto b = p.summary.find("breakdown");
+  if (b == p.summary.end()) return 0;
+  auto e = b->find("exposed_comm_s");
+  if (e == b->end()) return 0;
+  return number(*e, dim, 0);
+}
+
+std::string csv_field(std::string s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string num(double v, const char* f = "%.6g") {
+  if (v < 0) return "";
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+constexpr const char* kDims[] = {"tp", "cp", "ep", "pp", "dp"};
+
+void write_csv(const Study& s, const std::vector<Point>& points, const fs::path& path) {
+  std::ofstream f(path);
+  f << "point,case";
+  for (const auto& a : s.axes) f << "," << csv_field(a.key);
+  f << ",status,step_time_s,tokens_per_s,tflops_per_gpu,mfu,hfu,bubble_fraction,"
+       "peak_memory_gib,fits";
+  for (const char* d : kDims) f << ",exposed_" << d << "_s";
+  f << ",reason\n";
+  for (const Point& p : points) {
+    f << p.index << "," << csv_field(p.case_name);
+    for (const auto& v : p.axis_values) f << "," << csv_field(v);
+    f << "," << p.status;
+    if (p.status == "ok") {
+      f << "," << num(step_time(p)) << "," << num(number(p.summary, "tokens_per_s")) << ","
+        << num(number(p.summary, "tflops_per_gpu")) << "," << num(number(p.summary, "mfu")) << ","
+        << num(number(p.summary, "hfu")) << "," << num(number(p.summary, "bubble_fraction")) << ","
+        << num(memory_gib(p)) << "," << (fits(p) ? "true" : "false");
+      for (const char* d : kDims) f << "," << num(exposed(p, d));
+      f << ",\n";
+    } else {
+      f << ",,,,,,,,";
+      for (size_t i = 0; i < std::size(kDims); ++i) f << ",";
+      f << "," << csv_field(p.reason) << "\n";
+    }
+  }
+}
+
+std::string ranked_table(const Study& s, const std::vector<Point>& points) {
+  std::vector<const Point*> ok, other;
+  for (const Point& p : points) (p.status == "ok" ? ok : other).push_back(&p);
+  std::stable_sort(ok.begin(), ok.end(), [](const Point* a, const Point* b) {
+    if (fits(*a) != fits(*b)) return fits(*a);
+    return step_time(*a) < step_time(*b);
+  });
+  std::ostringstream o;
+  o << "| # | point | step | tokens/s | TFLOP/s/GPU | MFU | bubble | memory/GPU | fits | largest exposed comm |\n"
+    << "|---:|---|---:|---:|---:|---:|---:|---:|---|---|\n";
+  int rank = 0;
+  for (const Point* p : ok) {
+    std::string worst = "-";
+    double worst_s = 0;
+    for (const char* d : kDims) {
+      if (exposed(*p, d) > worst_s) {
+        worst_s = exposed(*p, d);
+        worst = std::string(d) + " " + num(worst_s, "%.3g") + " s";
+      }
+    }
+    const double mfu = number(p->summary, "mfu"), bubble = number(p->summary, "bubble_fraction");
+    o << "| " << ++rank << " | " << label(s, *p) << " | " << num(step_time(*p), "%.4g") << " s | "
+      << num(number(p->summary, "tokens_per_s"), "%.4g") << " | "
+      << num(number(p->summary, "tflops_per_gpu"), "%.1f") << " | "
+      << (mfu >= 0 ? num(100 * mfu, "%.1f") + "%" : "") << " | "
+      << (bubble >= 0 ? num(100 * bubble, "%.1f") + "%" : "") << " | "
+      << num(memory_gib(*p), "%.1f") << " GiB | " << (fits(*p) ? "yes" : "**no**") << " | " << worst
+      << " |\n";
+  }
+  if (!other.empty()) {
+    o << "\nNot run:\n\n| point | status | reason |\n|---|---|---|\n";
+    for (const Point* p : other) {
+      std::string reason = p->reason;
+      std::replace(reason.begin(), reason.end(), '|', '/');
+      o << "| " << label(s, *p) << " | " << p->status << " | " << reason << " |\n";
+    }
+  }
+  return o.str();
+}
+
+}  // namespace
+
+int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description opts("sweep options");
+  int jobs = 1;
+  std::string out_dir;
+  opts.add_options()("out,o", po::value<std::string>(&out_dir), "output directory")(
+      "jobs,j", po::value<int>(&jobs), "points run at once (default 1)")(
+      "quiet,q", po::bool_switch(), "no progress lines")(
+      "args", po::value<std::vector<std::string>>(), "study file");
+  po::positional_options_description pos;
+  pos.add("args", -1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
+  po::notify(vm);
+  if (!vm.count("args") || vm["args"].as<std::vector<std::string>>().size() != 1) {
+    throw po::error("gcsim sweep: expected one STUDY.yaml");
+  }
+  if (jobs < 1) throw po::error("-j must be at least 1");
+  const bool quiet = vm["quiet"].as<bool>();
+  const std::string study_path = vm["args"].as<std::vector<std::string>>()[0];
+  if (out_dir.empty()) out_dir = (fs::path("out") / fs::path(study_path).stem()).string();
+  const fs::path dir(out_dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw ConfigError("command line", 0, "-o", "cannot create '" + out_dir + "': " + ec.message());
+
+  const Study study = read_study(study_path, dir);
+  std::vector<Point> points = expand(study, dir);
+  const std::string exe = fs::read_symlink("/proc/self/exe").string();
+
+  std::map<pid_t, size_t> running;
+  size_t next = 0, done = 0;
+  while (done < points.size()) {
+    while (running.size() < static_cast<size_t>(jobs) && next < points.size()) {
+      running[spawn(exe, study.base_path, points[next])] = next;
+      ++next;
+    }
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, 0);
+    if (pid < 0) throw std::runtime_error("waitpid failed");
+    auto it = running.find(pid);
+    if (it == running.end()) continue;
+    Point& p = points[it->second];
+    running.erase(it);
+    collect(p, status);
+    ++done;
+    if (!quiet) {
+      std::string what = p.status == "ok" ? num(step_time(p), "%.4g") + " s" +
+                                                (fits(p) ? "" : " (does not fit)")
+                                          : p.status + ": " + p.reason;
+      std::fprintf(stderr, "[sweep] %zu/%zu %s: %s\n", done, points.size(),
+                   label(study, p).c_str(), what.c_str());
+    }
+  }
+
+  write_csv(study, points, dir / "results.csv");
+  const std::string table = ranked_table(study, points);
+  {
+    std::ofstream f(dir / "results.md");
+    f << "# " << study.name << "\n\nBase config `" << study.base_path << "`; " << points.size()
+      << " points. Ranked: configurations that fit first, then by step time.\n\n" << table;
+  }
+  size_t ok = 0;
+  for (const Point& p : points) ok += p.status == "ok";
+  out << "gcsim sweep: " << study.name << ": " << ok << " of " << points.size() << " points ran; wrote "
+      << (dir / "results.csv").string() << ", " << (dir / "results.md").string() << "\n\n"
+      << table;
+  return 0;
+}
+
+}  // namespace gcsim::cli
