@@ -202,9 +202,12 @@ TEST_CASE("DCQCN: two senders into one link converge near their fair rates", "[p
   // Rank 1 sends from t = 0, rank 2 joins at 1 ms; both to rank 0, whose
   // 400G link is the bottleneck: 25 GB/s each is fair. The queue builds,
   // the switch marks (kmin 150 KiB), CNPs cut the senders, then additive
-  // increase brings them back. Over 4..8 ms each delivers within 15% of
-  // 25 GB/s and together they keep the link at least 90% busy; both
-  // senders were cut (CNPs), PFC rarely needed.
+  // increase brings them back. DCQCN converges slowly (its additive
+  // increase is 0.5 GB/s per 55 us and each cut takes alpha/2): per
+  // millisecond the two senders still swing ±20% around 25 GB/s, so the
+  // check averages over 4..20 ms: each delivers within 10% of 25 GB/s,
+  // its DCQCN rate averages within 15% of it, and together they keep the
+  // link at least 90% busy; both senders were cut (CNPs).
   Fabric f = one_leaf(3);
   Routing r(f, 1);
   sim::Simulator sim;
@@ -221,21 +224,21 @@ TEST_CASE("DCQCN: two senders into one link converge near their fair rates", "[p
   // Average the DCQCN rates too, sampled every 50 us.
   std::vector<double> rate_sum(2, 0.0);
   int samples = 0;
-  for (int k = 1; k <= 80; ++k) {
+  for (int k = 1; k <= 320; ++k) {
     sim.run(sim::Time::zero() + sim::ms(int64_t{4}) + sim::us(int64_t{50} * k));
     for (const auto& fl : m.active_flows()) rate_sum[static_cast<size_t>(fl.src_rank - 1)] += fl.rate_bytes_per_s;
     ++samples;
   }
-  const std::vector<int64_t> at8 = delivered();
+  const std::vector<int64_t> at20 = delivered();
   const double fair = 25e9;
   for (size_t i = 0; i < 2; ++i) {
-    const double thr = static_cast<double>(at8[i] - at4[i]) / 4e-3;
+    const double thr = static_cast<double>(at20[i] - at4[i]) / 16e-3;
     INFO("sender " << i + 1 << ": " << thr / 1e9 << " GB/s delivered, DCQCN rate "
                    << rate_sum[i] / samples / 1e9 << " GB/s");
-    CHECK(thr == Approx(fair).epsilon(0.15));
-    CHECK(rate_sum[i] / samples == Approx(fair).epsilon(0.25));
+    CHECK(thr == Approx(fair).epsilon(0.10));
+    CHECK(rate_sum[i] / samples == Approx(fair).epsilon(0.15));
   }
-  CHECK(static_cast<double>(at8[0] - at4[0] + at8[1] - at4[1]) / 4e-3 > 0.9 * 50e9);
+  CHECK(static_cast<double>(at20[0] - at4[0] + at20[1] - at4[1]) / 16e-3 > 0.9 * 50e9);
   const NetworkStats st = m.stats(sim.now() - sim::Time::zero());
   CHECK(st.ecn_marks > 0);
   for (const auto& fl : m.active_flows()) CHECK(fl.cnps > 0);

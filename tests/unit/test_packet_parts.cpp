@@ -187,7 +187,7 @@ TEST_CASE("DCQCN reaction point: cut, fast recovery, additive and hyper increase
   CHECK(low.rate() <= 50e9);
 }
 
-TEST_CASE("egress port: priorities round robin, paused ones skipped, bytes until sent",
+TEST_CASE("egress port: priorities round robin, paused ones skipped, bytes until dequeued",
           "[packet][parts]") {
   PacketPool pool;
   EgressPort port;
@@ -200,18 +200,23 @@ TEST_CASE("egress port: priorities round robin, paused ones skipped, bytes until
   };
   const uint32_t a0 = make(0, 100), a1 = make(0, 100), b0 = make(3, 50), c0 = make(5, 10);
   for (uint32_t p : {a0, a1, b0, c0}) port.enqueue(pool, p);
-  CHECK(port.queued_bytes() == 260);
+  CHECK(port.queued_bytes(int64_t{0}) == 260);
   CHECK(port.queued_bytes(0) == 200);
   port.pause(3);
+  CHECK(port.waiting() == 0b100001);  // priorities 0 and 5; 3 is paused
   CHECK(port.dequeue(pool) == a0);
+  CHECK(port.queued_bytes(0) == 100);
   CHECK(port.dequeue(pool) == c0);  // priority 3 is paused
   CHECK(port.dequeue(pool) == a1);
   CHECK(port.dequeue(pool) == kNilPacket);  // only paused priority 3 is left
   port.resume(3);
   CHECK(port.dequeue(pool) == b0);
-  CHECK(port.queued_bytes() == 260);  // nothing has finished sending yet
-  port.finish(0, 100);
-  CHECK(port.queued_bytes() == 160);
+  CHECK(port.queued_bytes(int64_t{0}) == 0);
+  // The serializer: busy until 1000 ps with a 50-byte packet, which counts
+  // in the port's bytes until then.
+  port.start(1000, 50);
+  CHECK(port.queued_bytes(int64_t{999}) == 50);
+  CHECK(port.queued_bytes(int64_t{1000}) == 0);
 }
 
 TEST_CASE("wait-for graph: cycles of paused ports", "[packet][parts][deadlock]") {

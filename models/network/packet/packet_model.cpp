@@ -10,7 +10,7 @@ namespace {
 
 // An event's tag: its kind in the top bits, its subject below.
 enum Kind : uint64_t {
-  kTxDone = 1,     // a link finished serializing its packet; payload: link
+  kPortFree = 1,   // a busy link's serializer is free and packets wait; payload: link
   kArrive,         // a packet reached the far end of its link; payload: packet
   kPause,          // a PFC frame reached the upstream port; payload: link, priority, on
   kFlowWake,       // a paced flow may send again; payload: flow, generation
@@ -134,6 +134,7 @@ void PacketModel::start(const Transfer& t, TransferDone done) {
   } else {
     id = static_cast<uint32_t>(flows_.size());
     flows_.emplace_back();
+    routes_.emplace_back();
   }
   Flow& f = flows_[id];
   const uint32_t generation = f.generation;
@@ -158,12 +159,24 @@ void PacketModel::start(const Transfer& t, TransferDone done) {
       f.cc = DcqcnRateControl(cfg_.dcqcn, fabric_.link(l).bandwidth.bytes_per_s(), sim_.now());
     }
   }
-  f.path = std::move(path);
+  routes_[id].dst_node = f.dst_node;
+  routes_[id].ecn_capable = f.ecn_capable;
+  set_path(id, std::move(path));
   f.next_send = sim_.now();
   f.active = true;
   ++active_flows_;
   if (counters_) arm_counter_tick();
   make_ready(id);
+}
+
+void PacketModel::set_path(uint32_t id, std::vector<LinkId> path) {
+  FlowRoute& fr = routes_[id];
+  fr.hops = 0;
+  if (path.size() <= static_cast<size_t>(kInlineHops)) {
+    std::copy(path.begin(), path.end(), fr.path.begin());
+    fr.hops = static_cast<uint8_t>(path.size());
+  }
+  flows_[id].path = std::move(path);
 }
 
 uint32_t PacketModel::packet_bytes(const Flow& f, uint32_t seq) const {
@@ -219,23 +232,66 @@ void PacketModel::schedule_wake(uint32_t id) {
 
 // ---------------------------------------------------------------- links
 
+bool PacketModel::has_waiting(LinkId l) const {
+  const EgressPort& port = ports_[static_cast<size_t>(l)];
+  const int32_t si = source_index_[static_cast<size_t>(l)];
+  if (si < 0) return port.waiting() != 0;
+  return (sources_[static_cast<size_t>(si)].nonempty & static_cast<uint8_t>(~port.paused_mask())) != 0;
+}
+
 void PacketModel::try_start(LinkId l) {
   EgressPort& port = ports_[static_cast<size_t>(l)];
   const LinkInfo& info = links_[static_cast<size_t>(l)];
-  if (port.busy() || !info.usable) return;
+  if (!info.usable) return;
+  if (sim_.now().ps() < port.busy_until_ps()) {
+    // Serializing: come back when it is done, if anything waits.
+    if (!port.wake_pending() && has_waiting(l)) {
+      port.set_wake_pending(true);
+      sim_.schedule_at(sim::Time::from_ps(port.busy_until_ps()), *this,
+                       tag_of(kPortFree, static_cast<uint64_t>(l)));
+    }
+    return;
+  }
   const bool source = info.from_gpu;
   const uint32_t pk = source ? next_source_packet(l) : port.dequeue(pool_);
   if (pk == kNilPacket) return;
+  transmit(l, pk);
+}
+
+void PacketModel::transmit(LinkId l, uint32_t pk) {
+  EgressPort& port = ports_[static_cast<size_t>(l)];
+  const LinkInfo& info = links_[static_cast<size_t>(l)];
   Packet& p = pool_[pk];
+  // It leaves its node's buffer as it starts serializing (the ingress it
+  // came through may now resume its upstream).
+  if (!info.from_gpu) release_from_node(info.from, p);
   p.link = l;
+  p.in_link = l;  // its ingress at the next node
   p.link_gen = info.gen;
-  port.set_in_service(pk);
+  const int64_t now = sim_.now().ps();
   const int64_t ser = p.bytes == static_cast<uint32_t>(mtu_)
                           ? info.mtu_ser_ps
                           : sim::transfer_time(sim::Bytes(p.bytes), info.bandwidth).ps();
-  sim_.schedule_at(sim_.now() + sim::Duration::from_ps(ser), *this,
-                   tag_of(kTxDone, static_cast<uint64_t>(l)));
-  if (source) after_source_send(p.flow, p.bytes);
+  port.start(now + ser, p.bytes);
+  ledger_.add(l, static_cast<double>(p.bytes));
+  ++packet_hops_;
+  if (counters_) {
+    touch(l);
+    interval_bytes_[static_cast<size_t>(l)] += p.bytes;
+  }
+  // Store and forward: the next node has all of it one serialization and
+  // one link latency from now.
+  sim_.schedule_at(sim::Time::from_ps(now + ser + info.latency_ps), *this, tag_of(kArrive, pk));
+  if (info.from_gpu) after_source_send(p.flow, p.bytes);
+  if (!port.wake_pending() && has_waiting(l)) {
+    port.set_wake_pending(true);
+    sim_.schedule_at(sim::Time::from_ps(now + ser), *this, tag_of(kPortFree, static_cast<uint64_t>(l)));
+  }
+}
+
+void PacketModel::on_port_free(LinkId l) {
+  ports_[static_cast<size_t>(l)].set_wake_pending(false);
+  try_start(l);
 }
 
 uint32_t PacketModel::next_source_packet(LinkId l) {
@@ -299,32 +355,6 @@ void PacketModel::after_source_send(uint32_t id, uint32_t bytes) {
   }
 }
 
-void PacketModel::on_tx_done(LinkId l) {
-  EgressPort& port = ports_[static_cast<size_t>(l)];
-  const LinkInfo& info = links_[static_cast<size_t>(l)];
-  const uint32_t pk = port.in_service();
-  port.set_in_service(kNilPacket);
-  Packet& p = pool_[pk];
-  if (!info.from_gpu) {
-    port.finish(p.priority, p.bytes);
-    release_from_node(info.from, p);
-  }
-  ledger_.add(l, static_cast<double>(p.bytes));
-  ++packet_hops_;
-  if (counters_) {
-    touch(l);
-    interval_bytes_[static_cast<size_t>(l)] += p.bytes;
-  }
-  if (info.usable && p.link_gen == info.gen) {
-    p.in_link = l;
-    sim_.schedule_at(sim_.now() + sim::Duration::from_ps(info.latency_ps), *this,
-                     tag_of(kArrive, pk));
-  } else {
-    lose(pk);
-  }
-  try_start(l);
-}
-
 void PacketModel::release_from_node(NodeId node, const Packet& p) {
   SwitchBuffer& buf = buffers_[static_cast<size_t>(node)];
   if (!cfg_.pfc.enabled) {
@@ -345,8 +375,8 @@ void PacketModel::on_arrive(uint32_t pk) {
     return;
   }
   const NodeId at = info.to;
-  Flow& f = flows_[p.flow];
-  if (at == f.dst_node) {
+  const FlowRoute& fr = routes_[p.flow];
+  if (at == fr.dst_node) {
     deliver(pk);
     return;
   }
@@ -374,7 +404,7 @@ void PacketModel::on_arrive(uint32_t pk) {
     }
     buf.take(p.bytes);
   }
-  if (f.ecn_capable && links_[static_cast<size_t>(out)].marks_ecn &&
+  if (fr.ecn_capable && links_[static_cast<size_t>(out)].marks_ecn &&
       !(p.flags & Packet::kEcnMarked) && ecn_.mark(port.queued_bytes(p.priority), rng_)) {
     p.flags |= Packet::kEcnMarked;
     ++ecn_marks_;
@@ -386,23 +416,25 @@ void PacketModel::on_arrive(uint32_t pk) {
 }
 
 LinkId PacketModel::route(Packet& p, NodeId at) {
-  Flow& f = flows_[p.flow];
+  const FlowRoute& fr = routes_[p.flow];
   if (policy_ == RoutingPolicy::ecmp) {
-    if (p.hop < f.path.size()) {
-      const LinkId l = f.path[p.hop];
+    if (p.hop < fr.hops) {
+      const LinkId l = fr.path[p.hop];
       const LinkInfo& info = links_[static_cast<size_t>(l)];
       if (info.from == at && info.usable) {
         ++p.hop;
         return l;
       }
     }
-    // Off the flow's path (it changed under the packet): hash here.
+    // Off the flow's path (it changed under the packet, or is too long to
+    // keep inline): hash here, as the path's own choice was made.
     p.hop = UINT16_MAX;
+    const Flow& f = flows_[p.flow];
     NextHopCache::Entry& e = hops_.lookup(at, f.transfer.dst_rank);
     if (e.links.empty()) return kNoLink;
     return e.links[routing_.hash_at(at, f.key) % e.links.size()];
   }
-  NextHopCache::Entry& e = hops_.lookup(at, f.transfer.dst_rank);
+  NextHopCache::Entry& e = hops_.lookup(at, flows_[p.flow].transfer.dst_rank);
   if (e.links.empty()) return kNoLink;
   if (policy_ == RoutingPolicy::spray) return e.links[e.cursor++ % e.links.size()];
   LinkId best = e.links.front();
@@ -619,7 +651,7 @@ void PacketModel::on_link_state_changed(LinkId l) {
       });
       if (lost_link && policy_ == RoutingPolicy::ecmp) ++reroutes_;
       if (!path.empty()) f.feedback_delay = routing_.latency(path);
-      f.path = std::move(path);
+      set_path(id, std::move(path));
     }
   }
   for (uint32_t id : unready) make_ready(id);
@@ -687,11 +719,7 @@ void PacketModel::on_counter_tick() {
 // ---------------------------------------------------------------- reports
 
 int64_t PacketModel::queued_bytes(LinkId l) const {
-  const EgressPort& port = ports_[static_cast<size_t>(l)];
-  int64_t q = static_cast<int64_t>(port.queued_bytes());
-  // Source ports keep no queue; the packet on their wire still counts.
-  if (links_[static_cast<size_t>(l)].from_gpu && port.busy()) q += pool_[port.in_service()].bytes;
-  return q;
+  return static_cast<int64_t>(ports_[static_cast<size_t>(l)].queued_bytes(sim_.now().ps()));
 }
 
 double PacketModel::open_pause_ps(LinkId l) const {
@@ -755,7 +783,7 @@ std::vector<PacketModel::FlowState> PacketModel::active_flows() const {
 void PacketModel::handle_event(uint64_t tag) {
   const uint64_t payload = tag & kPayloadMask;
   switch (static_cast<Kind>(tag >> kKindShift)) {
-    case kTxDone: on_tx_done(static_cast<LinkId>(payload)); return;
+    case kPortFree: on_port_free(static_cast<LinkId>(payload)); return;
     case kArrive: on_arrive(static_cast<uint32_t>(payload)); return;
     case kPause:
       on_pause(static_cast<LinkId>(payload >> 4), static_cast<int>((payload >> 1) & 7),

@@ -126,6 +126,17 @@ class PacketModel : public NetworkModel, private sim::EventHandler {
     bool waiting = false;  // a pacing wake-up is scheduled
   };
 
+  // What forwarding reads of a flow at every hop, packed in one cache line
+  // apart from the rest: its destination and its ECMP path (inline when it
+  // has at most kInlineHops links; longer paths are hashed hop by hop).
+  static constexpr int kInlineHops = 10;
+  struct FlowRoute {
+    NodeId dst_node = kNoNode;
+    uint8_t hops = 0;
+    bool ecn_capable = false;
+    std::array<LinkId, kInlineHops> path{};
+  };
+
   // A GPU's side of one of its links: flows ready to send, per priority,
   // linked through Flow::ready_next.
   struct SourceQueue {
@@ -154,7 +165,7 @@ class PacketModel : public NetworkModel, private sim::EventHandler {
   };
 
   void handle_event(uint64_t tag) override;
-  void on_tx_done(LinkId l);
+  void on_port_free(LinkId l);
   void on_arrive(uint32_t packet);
   void on_pause(LinkId l, int priority, bool on);
   void on_flow_wake(uint32_t flow, uint32_t generation);
@@ -165,6 +176,8 @@ class PacketModel : public NetworkModel, private sim::EventHandler {
 
   void refresh_link(LinkId l);
   void try_start(LinkId l);
+  void transmit(LinkId l, uint32_t packet);
+  bool has_waiting(LinkId l) const;
   uint32_t next_source_packet(LinkId l);
   void after_source_send(uint32_t flow, uint32_t bytes);
   void make_ready(uint32_t flow);
@@ -178,6 +191,7 @@ class PacketModel : public NetworkModel, private sim::EventHandler {
   void arm_counter_tick();
   void touch(LinkId l);
   void schedule_wake(uint32_t flow);
+  void set_path(uint32_t flow, std::vector<LinkId> path);
   bool has_data(const Flow& f) const { return f.next_seq < f.packets || !f.retransmit.empty(); }
   uint32_t packet_bytes(const Flow& f, uint32_t seq) const;
   double open_pause_ps(LinkId l) const;
@@ -202,6 +216,7 @@ class PacketModel : public NetworkModel, private sim::EventHandler {
   NextHopCache hops_;
   PacketPool pool_;
   std::vector<Flow> flows_;
+  std::vector<FlowRoute> routes_;  // per flow slot
   std::vector<uint32_t> free_flows_;
   size_t active_flows_ = 0;
 
