@@ -35,7 +35,10 @@ CollectiveEngine::CollectiveEngine(sim::Simulator& sim, network::NetworkModel& n
                                    const network::Fabric& fabric, CollectiveParams params,
                                    uint64_t seed)
     : sim_(sim), network_(network), fabric_(fabric), params_(std::move(params)),
-      routing_(fabric, seed) {
+      routing_(fabric, seed),
+      // Without contention every flow would get a whole link: one flow per
+      // GPU pair keeps channels that share a NIC from multiplying it.
+      one_flow_per_pair_(network.stats(sim::Duration::from_ps(1)).model == "analytical") {
   const auto n = static_cast<size_t>(fabric.num_gpus());
   sent_up_.assign(n, 0.0);
   sent_out_.assign(n, 0.0);
@@ -93,8 +96,8 @@ std::shared_ptr<const Schedule> CollectiveEngine::schedule_for(const CollectiveR
     // Bounded: a sweep of many sizes must not hold every schedule at once.
     if (schedules_.size() >= 64) schedules_.clear();
     it = schedules_
-             .emplace(key, std::make_shared<const Schedule>(
-                               build_schedule(req, a, layout, channels, params_.pxn)))
+             .emplace(key, std::make_shared<const Schedule>(build_schedule(
+                               req, a, layout, channels, params_.pxn, one_flow_per_pair_)))
              .first;
   }
   return it->second;

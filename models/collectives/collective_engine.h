@@ -108,6 +108,7 @@ class CollectiveEngine {
   const network::Fabric& fabric_;
   CollectiveParams params_;
   network::Routing routing_;
+  bool one_flow_per_pair_ = false;
   bool stepwise_rings_ = false;
   int64_t transfers_started_ = 0;
 

@@ -12,24 +12,33 @@ namespace {
 // whatever their channel; edges between hosts stay apart, keyed by channel.
 class FlowSet {
  public:
-  FlowSet(const GroupLayout& layout, int channels, bool pxn)
-      : layout_(layout), channels_(channels), pxn_(pxn) {}
+  // `merge`: channels between hosts share one flow per (src, dst) as well.
+  FlowSet(const GroupLayout& layout, int channels, bool pxn, bool merge)
+      : layout_(layout), channels_(channels), pxn_(pxn), merge_(merge) {}
 
-  void add_intra(int src, int dst, double payload) {
+  static uint64_t key_of(int src, int dst) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(src)) << 32) |
+           static_cast<uint32_t>(dst);
+  }
+
+  void add_intra(int src, int dst, double payload, int channels = 1) {
     if (src == dst) return;
-    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(src)) << 32) |
-                         static_cast<uint32_t>(dst);
-    auto [it, added] = intra_.emplace(key, flows_.size());
+    auto [it, added] = intra_.emplace(key_of(src, dst), flows_.size());
     if (added) {
-      flows_.push_back({src, dst, payload, 1, 0});
+      flows_.push_back({src, dst, payload, channels, 0});
     } else {
       Flow& f = flows_[it->second];
       f.payload += payload;
-      ++f.channels;
+      f.channels += channels;
     }
   }
 
   void add_inter(int src, int dst, double payload, int channel) {
+    if (merge_) {
+      add_intra(src, dst, payload);
+      flows_[intra_.at(key_of(src, dst))].qp = 0;
+      return;
+    }
     flows_.push_back({src, dst, payload, 1, static_cast<uint32_t>(channel)});
   }
 
@@ -64,6 +73,7 @@ class FlowSet {
   const GroupLayout& layout_;
   int channels_;
   bool pxn_;
+  bool merge_;
   std::vector<Flow> flows_;
   std::unordered_map<uint64_t, size_t> intra_;
 };
@@ -113,10 +123,11 @@ std::vector<std::vector<int>> ring_orders(const GroupLayout& layout, int channel
   return orders;
 }
 
-Schedule ring(const CollectiveRequest& req, const GroupLayout& layout, int channels, bool pxn) {
+Schedule ring(const CollectiveRequest& req, const GroupLayout& layout, int channels, bool pxn,
+              bool merge) {
   const int n = layout.size();
   const double s = req.bytes.as_double();
-  FlowSet set(layout, channels, pxn);
+  FlowSet set(layout, channels, pxn, merge);
   Schedule sch;
   if (req.op == CollectiveOp::broadcast || req.op == CollectiveOp::reduce) {
     // A pipelined chain from the root along the channel's ring (toward it
@@ -139,7 +150,9 @@ Schedule ring(const CollectiveRequest& req, const GroupLayout& layout, int chann
     p.flows = set.take();
     p.steps_scale_out = crossings;
     p.steps_scale_up = n - 1 - crossings;
-    p.fill_hops = std::max(0, n - 2);
+    // NCCL forwards each step as it arrives (one-step slices), so the chain
+    // starts up like a ring: one slice, the rest is the hops' latency.
+    p.fill_hops = 1;
     p.step_payload_per_channel = per_edge;
     sch.phases.push_back(std::move(p));
     return sch;
@@ -149,12 +162,13 @@ Schedule ring(const CollectiveRequest& req, const GroupLayout& layout, int chann
   return sch;
 }
 
-Schedule tree(const CollectiveRequest& req, const GroupLayout& layout, int channels) {
+Schedule tree(const CollectiveRequest& req, const GroupLayout& layout, int channels,
+              bool merge) {
   // Both trees carry half the data, each over half the channels: S / C per
   // channel, up (reduce) and down (broadcast) at once, pipelined.
   const double x = req.bytes.as_double() / channels;
   const int hosts = layout.num_hosts();
-  FlowSet set(layout, channels, false);
+  FlowSet set(layout, channels, false, merge);
   int depth = 0;
   for (int c = 0; c < channels; ++c) {
     const int t = c % 2;
@@ -187,7 +201,8 @@ Schedule tree(const CollectiveRequest& req, const GroupLayout& layout, int chann
   return sch;
 }
 
-Schedule hierarchical(const CollectiveRequest& req, const GroupLayout& layout, int channels) {
+Schedule hierarchical(const CollectiveRequest& req, const GroupLayout& layout, int channels,
+                      bool merge) {
   // Reduce-scatter inside each host, all-reduce of each 1/k shard across
   // hosts on its rail, all-gather inside each host.
   const double s = req.bytes.as_double();
@@ -195,7 +210,7 @@ Schedule hierarchical(const CollectiveRequest& req, const GroupLayout& layout, i
   const int hosts = layout.num_hosts();
   Schedule sch;
   auto intra_phase = [&](CollectiveOp op) {
-    FlowSet set(layout, channels, false);
+    FlowSet set(layout, channels, false, merge);
     for (int c = 0; c < channels; ++c) {
       for (const auto& members : layout.hosts()) {
         const std::vector<int> order = rotated(members, c);
@@ -218,7 +233,7 @@ Schedule hierarchical(const CollectiveRequest& req, const GroupLayout& layout, i
     const int per_rail = std::max(1, channels / k);
     const double shard = s / k;
     const double per_step = shard / hosts / per_rail;
-    FlowSet set(layout, per_rail, false);
+    FlowSet set(layout, per_rail, false, merge);
     for (int rail = 0; rail < k; ++rail) {
       for (int c = 0; c < per_rail; ++c) {
         for (int h = 0; h < hosts; ++h) {
@@ -240,7 +255,8 @@ Schedule hierarchical(const CollectiveRequest& req, const GroupLayout& layout, i
   return sch;
 }
 
-Schedule nvls(const CollectiveRequest& req, const GroupLayout& layout, int channels) {
+Schedule nvls(const CollectiveRequest& req, const GroupLayout& layout, int channels,
+              bool merge) {
   // In-switch reduction: every GPU pushes its whole buffer into the switch
   // (multimem.ld_reduce reads each shard from every GPU) and its reduced
   // shard back out (multimem.st), so each GPU link carries S (1 + 1/k) each
@@ -249,7 +265,7 @@ Schedule nvls(const CollectiveRequest& req, const GroupLayout& layout, int chann
   const int k = layout.size();
   const double s = req.bytes.as_double();
   const double each = s * (1.0 + 1.0 / k) / (k - 1);
-  FlowSet set(layout, channels, false);
+  FlowSet set(layout, channels, false, merge);
   const auto& members = layout.hosts().front();
   for (int i : members) {
     for (int j : members) {
@@ -266,12 +282,13 @@ Schedule nvls(const CollectiveRequest& req, const GroupLayout& layout, int chann
   return sch;
 }
 
-// One flow (or one per channel between hosts) from every rank to one peer.
+// One flow (or one per channel between hosts) from a rank to one peer,
+// driven by `channels` of NCCL's p2p channels.
 void add_p2p(FlowSet& set, const GroupLayout& layout, int src, int dst, double bytes,
              int channels) {
   if (src == dst) return;
   if (layout.same_host(src, dst)) {
-    set.add_intra(src, dst, bytes);
+    set.add_intra(src, dst, bytes, channels);
     return;
   }
   for (int c = 0; c < channels; ++c) set.add_inter(src, dst, bytes / channels, c);
@@ -284,41 +301,46 @@ Phase p2p_phase(FlowSet& set, bool crosses_hosts) {
   return p;
 }
 
-Schedule all_to_all(const CollectiveRequest& req, Algorithm a, const GroupLayout& layout) {
+Schedule all_to_all(const CollectiveRequest& req, Algorithm a, const GroupLayout& layout,
+                    int channels, bool merge) {
   // Each rank sends S/n to every rank (its own share stays local). NCCL
-  // runs all-to-all as grouped send/recv: one connection per peer.
+  // runs all-to-all as grouped send/recv, its channels shared among the
+  // peers served at once; between hosts one connection per peer.
   const int n = layout.size();
+  const int per_peer = std::max(1, channels / std::max(1, n - 1));
   const double piece = req.bytes.as_double() / n;
   const auto& r = req.ranks;
   Schedule sch;
   if (a == Algorithm::direct) {
-    FlowSet set(layout, 1, false);
+    FlowSet set(layout, 1, false, merge);
     for (int i = 0; i < n; ++i) {
       for (int j = 0; j < n; ++j) {
-        add_p2p(set, layout, r[static_cast<size_t>(i)], r[static_cast<size_t>(j)], piece, 1);
+        add_p2p(set, layout, r[static_cast<size_t>(i)], r[static_cast<size_t>(j)], piece,
+                per_peer);
       }
     }
     sch.phases.push_back(p2p_phase(set, layout.num_hosts() > 1));
     return sch;
   }
   for (int k = 1; k < n; ++k) {
-    FlowSet set(layout, 1, false);
+    FlowSet set(layout, 1, false, merge);
     bool crosses = false;
     for (int i = 0; i < n; ++i) {
       const int src = r[static_cast<size_t>(i)], dst = r[static_cast<size_t>((i + k) % n)];
       crosses = crosses || !layout.same_host(src, dst);
-      add_p2p(set, layout, src, dst, piece, 1);
+      add_p2p(set, layout, src, dst, piece, channels);
     }
     sch.phases.push_back(p2p_phase(set, crosses));
   }
   return sch;
 }
 
-Schedule send_recv(const CollectiveRequest& req, const GroupLayout& layout, int channels) {
+Schedule send_recv(const CollectiveRequest& req, const GroupLayout& layout, int channels,
+                   bool merge) {
   // nccl-tests sendrecv: rank i sends S to rank i+1 and receives from i-1
   // (one_way: only the first rank sends).
   const int n = layout.size();
-  FlowSet set(layout, channels, false);
+  FlowSet set(layout, channels, false, merge);
   bool crosses = false;
   for (int i = 0; i < (req.one_way ? 1 : n); ++i) {
     const int src = req.ranks[static_cast<size_t>(i)];
@@ -405,18 +427,19 @@ std::string check_algorithm(CollectiveOp op, Algorithm a, const GroupLayout& lay
 }
 
 Schedule build_schedule(const CollectiveRequest& req, Algorithm a, const GroupLayout& layout,
-                        int channels, bool pxn) {
+                        int channels, bool pxn, bool one_flow_per_pair) {
   if (channels < 1) throw std::logic_error("collective schedule: channels must be >= 1");
   if (layout.size() <= 1) return {};
+  const bool merge = one_flow_per_pair;
   switch (a) {
-    case Algorithm::ring: return ring(req, layout, channels, pxn);
-    case Algorithm::tree: return tree(req, layout, channels);
-    case Algorithm::hierarchical: return hierarchical(req, layout, channels);
-    case Algorithm::nvls: return nvls(req, layout, channels);
+    case Algorithm::ring: return ring(req, layout, channels, pxn, merge);
+    case Algorithm::tree: return tree(req, layout, channels, merge);
+    case Algorithm::hierarchical: return hierarchical(req, layout, channels, merge);
+    case Algorithm::nvls: return nvls(req, layout, channels, merge);
     case Algorithm::direct:
     case Algorithm::pairwise:
-      if (req.op == CollectiveOp::send_recv) return send_recv(req, layout, channels);
-      return all_to_all(req, a, layout);
+      if (req.op == CollectiveOp::send_recv) return send_recv(req, layout, channels, merge);
+      return all_to_all(req, a, layout, channels, merge);
   }
   return {};
 }

@@ -54,8 +54,10 @@ std::string check_algorithm(CollectiveOp op, Algorithm a, const GroupLayout& lay
 // The phases of `req` (its op, bytes and root) run by `a` with `channels`
 // channels. Flows inside a host merge across channels (they share the
 // host's switch); flows between hosts stay one per channel.
+// `one_flow_per_pair` merges the channels between hosts too (for a network
+// model without contention, where 24 flows on one NIC would each get all of it).
 Schedule build_schedule(const CollectiveRequest& req, Algorithm a, const GroupLayout& layout,
-                        int channels, bool pxn);
+                        int channels, bool pxn, bool one_flow_per_pair = false);
 
 // NCCL's ring order of channel `c` (global ranks).
 std::vector<int> ring_order(const GroupLayout& layout, int channel);
