@@ -100,12 +100,8 @@ class MaxMinSolver {
     double rate = 0.0;
     LinkId bottleneck = kNoLink;
     int32_t bneck_index = -1;  // index in the bottleneck link's `bottlenecked`
+    uint32_t in_s = 0;         // == s_epoch_ while the flow is in S
     bool active = false;
-    // Scratch of the solve in progress.
-    uint32_t in_s = 0;  // == s_epoch_ while the flow is in S
-    bool frozen = false;
-    double new_rate = 0.0;
-    LinkId new_bottleneck = kNoLink;
   };
   struct Use {
     FlowId flow = -1;
@@ -114,14 +110,28 @@ class MaxMinSolver {
   struct LinkState {
     double capacity = 0.0;
     double load = 0.0;
-    double level = 0.0;      // rate of the flows bottlenecked here
+    double level = 0.0;       // rate of the flows bottlenecked here
     double rate_bound = 0.0;  // >= every rate on the link (a cheap filter for check A)
     std::vector<Use> uses;
     std::vector<FlowId> bottlenecked;  // flows whose recorded bottleneck this is
-    uint32_t local_epoch = 0;          // == round_epoch_ while `local` is valid
-    int32_t local = -1;
-    uint32_t updates = 0;  // incremental load updates since the last exact sum
+    uint32_t updates = 0;        // incremental load updates since the last exact sum
     uint32_t changed_epoch = 0;  // == change_epoch_ once listed in changed_links_
+  };
+  // A flow of S in the current round, and its links as local indices
+  // (s_hops_[hop_begin, hop_end)): the filling touches only these dense
+  // arrays, not the flow and link tables.
+  struct SFlow {
+    FlowId id = -1;
+    int32_t hop_begin = 0;
+    int32_t hop_end = 0;
+    int32_t froze_at = -1;  // local link
+    double old_rate = 0.0;
+    double new_rate = 0.0;
+    bool frozen = false;
+  };
+  struct SHop {
+    int32_t local;
+    double weight;
   };
   // A link touched by S in the current round.
   struct Local {
@@ -136,7 +146,7 @@ class MaxMinSolver {
     int32_t unfrozen = 0;
     int32_t s_count = 0;
     int32_t s_old_bneck = 0;  // S's flows whose committed bottleneck this is
-    int32_t begin = 0;        // S's flows on it: members_[begin, begin + s_count)
+    int32_t begin = 0;        // S's flows on it (indices into sflows_): members_[begin, begin + s_count)
     uint32_t version = 0;
     bool froze_here = false;
   };
@@ -151,9 +161,10 @@ class MaxMinSolver {
   int32_t local_of(LinkId l);
   void run();
   void fill();
-  void freeze(FlowId f, double level, int32_t at);
+  void freeze(int32_t i, double level, int32_t at);
   bool expand();  // checks A and B; adds violators to S; false when none
   void add_to_s(FlowId f);
+  void add_all_to_s();
   void commit();
   void set_bottleneck(FlowId f, LinkId l);
   void refresh_load(LinkState& ls);
@@ -166,8 +177,13 @@ class MaxMinSolver {
   std::vector<FlowId> pending_;  // seeds of the next solve
   // Solve scratch, kept to reuse its memory.
   std::vector<FlowId> s_;
+  std::vector<SFlow> sflows_;  // S of the current round, in s_ order
+  std::vector<SHop> s_hops_;
   std::vector<Local> locals_;
-  std::vector<FlowId> members_;
+  std::vector<int32_t> members_;
+  // Per link: the local index, valid while link_epoch_[l] == round_epoch_.
+  std::vector<uint32_t> link_epoch_;
+  std::vector<int32_t> link_local_;
   std::vector<HeapEntry> heap_;
   uint32_t s_epoch_ = 0;
   uint32_t round_epoch_ = 0;
@@ -175,6 +191,7 @@ class MaxMinSolver {
   std::vector<LinkId> changed_links_;
   std::vector<LinkId> unloaded_;  // links that lost a flow since the last solve
   uint32_t change_epoch_ = 0;
+  int widened_in_a_row_ = 0;  // solves that ended with every flow in S
   Counters counters_;
 };
 
