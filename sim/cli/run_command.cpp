@@ -9,6 +9,7 @@
 
 #include "models/cluster/cluster_model.h"
 #include "sim/cli/collective_report.h"
+#include "sim/cli/failures_report.h"
 #include "sim/cli/network_setup.h"
 #include "sim/cli/run_report.h"
 #include "sim/cli/training_report.h"
@@ -137,9 +138,21 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
   }
   if (s.training) {
     const TrainingFigures t = training_figures(fig, *s.training);
-    write_file(dir / "summary.json", build_training_summary(fig, t).dump(2) + "\n");
-    write_file(dir / "report.md", build_training_report(fig, t));
-    out << training_human_summary(fig, t, dir.string(), options.trace);
+    Json summary = build_training_summary(fig, t);
+    std::string report = build_training_report(fig, t);
+    // Failures: the long-horizon study over the DES step time just measured.
+    std::string failures_text;
+    if (s.failures && s.failures->enabled) {
+      try {
+        failures_text = add_failures_results(*s.failures, t.step_s, summary, report);
+      } catch (const sim::TimeOverflow& e) {
+        throw ConfigError(config_path, 0, "simulation.duration",
+                          "the failure simulation leaves the time range: " + std::string(e.what()));
+      }
+    }
+    write_file(dir / "summary.json", summary.dump(2) + "\n");
+    write_file(dir / "report.md", report);
+    out << training_human_summary(fig, t, dir.string(), options.trace) << failures_text;
     return 0;
   }
   Json summary = build_summary(fig);

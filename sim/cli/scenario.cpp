@@ -7,6 +7,7 @@
 #include "sim/cli/chakra_workload_loader.h"
 #endif
 #include "sim/cli/fabric_loader.h"
+#include "sim/cli/failures_loader.h"
 #include "sim/cli/gpu_spec_loader.h"
 #include "sim/cli/graph_workload_loader.h"
 #include "sim/cli/packet_config_loader.h"
@@ -110,6 +111,9 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
   if (seed < 0) sim_cfg.fail("seed", "must not be negative");
   s.seed = options.seed.value_or(static_cast<uint64_t>(seed));
   s.resolved["simulation"]["seed"] = s.seed;
+  // Long-horizon keys (duration, seeds) exist only with failures.
+  FailureHorizon horizon;
+  if (top.has("failures")) horizon = read_failure_horizon(sim_cfg);
   sim_cfg.finish();
 
   ConfigReader workload = top.child("workload", "what runs on the cluster", true);
@@ -133,6 +137,9 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
     s.collective = std::move(c);
   }
   workload.finish();
+  if (top.has("failures") || top.has("checkpoint")) {
+    s.failures = load_failures(top, s.cluster, s.training.get(), horizon, s.seed);
+  }
   top.finish();
   return s;
 }
