@@ -10,6 +10,7 @@
 #include "models/cluster/cluster_model.h"
 #include "sim/cli/collective_report.h"
 #include "sim/cli/failures_report.h"
+#include "sim/cli/inference_run.h"
 #include "sim/cli/network_setup.h"
 #include "sim/cli/run_report.h"
 #include "sim/cli/training_report.h"
@@ -70,6 +71,7 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
     throw ConfigError("command line", 0, "-o",
                       "cannot create output directory '" + dir.string() + "': " + ec.message());
   }
+  if (s.inference) return run_inference(s, cluster_model_config(s), options, dir, out, wall_start);
 
   sim::Simulator simulator(s.seed);
   models::cluster::ClusterModel cluster(simulator, cluster_model_config(s));

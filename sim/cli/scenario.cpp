@@ -10,6 +10,7 @@
 #include "sim/cli/failures_loader.h"
 #include "sim/cli/gpu_spec_loader.h"
 #include "sim/cli/graph_workload_loader.h"
+#include "sim/cli/inference_workload_loader.h"
 #include "sim/cli/packet_config_loader.h"
 #include "sim/cli/training_workload_loader.h"
 #include "sim/unit_parse.h"
@@ -28,6 +29,7 @@ const std::vector<Registered>& workload_kinds() {
       {"chakra", "a Chakra execution trace (PREFIX.<rank>.et per GPU), as ASTRA-sim reads it"},
 #endif
       {"collective", "one NCCL collective at one or more sizes, nccl-tests style (busbw table)"},
+      {"inference", "LLM serving: vLLM V0/V1 scheduling, PagedAttention KV cache, replicas, disaggregation"},
   };
   return kinds;
 }
@@ -129,6 +131,8 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
   } else if (s.workload_kind == "chakra") {
     s.graph = load_chakra_workload(workload, s.cluster.total_gpus(), s.cluster.gpu, s.notes);
 #endif
+  } else if (s.workload_kind == "inference") {
+    s.inference = load_inference_workload(workload, s.cluster, s.notes);
   } else if (s.workload_kind == "collective") {
     auto c = std::make_shared<CollectiveWorkload>();
     s.graph = load_collective_workload(workload, s.cluster.total_gpus(), s.cluster.gpus_per_node,

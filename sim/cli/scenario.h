@@ -55,6 +55,8 @@ struct CollectiveWorkload;  // sim/cli/collective_workload_loader.h
 
 struct TrainingRun;  // sim/cli/training_workload_loader.h
 
+struct InferenceSetup;  // sim/cli/inference_workload_loader.h
+
 struct FailuresSetup;  // sim/cli/failures_loader.h
 
 struct Scenario {
@@ -64,6 +66,7 @@ struct Scenario {
   std::string workload_kind;
   std::unique_ptr<workloads::WorkloadGraph> graph;
   std::shared_ptr<TrainingRun> training;  // workload.kind: training
+  std::shared_ptr<const InferenceSetup> inference;  // workload.kind: inference
   std::shared_ptr<FailuresSetup> failures;  // top-level failures/checkpoint, when present
   std::shared_ptr<const CollectiveWorkload> collective;  // workload.kind: collective
   uint64_t seed = 1;

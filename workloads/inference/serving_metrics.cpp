@@ -47,7 +47,7 @@ ServingMetrics compute_metrics(const std::vector<Request>& requests,
   ServingMetrics m;
   std::vector<double> ttft, tpot, e2e;
   int64_t good = 0;
-  double end = 0, in_system = 0;
+  double end = 0;
   for (const Request& r : requests) {
     if (r.state == RequestState::rejected) {
       ++m.rejected;
@@ -59,7 +59,6 @@ ServingMetrics compute_metrics(const std::vector<Request>& requests,
     m.prompt_tokens += r.prompt_len;
     ttft.push_back(ttft_of(r));
     e2e.push_back(e2e_of(r));
-    in_system += e2e_of(r);
     if (r.num_output > 1) tpot.push_back(tpot_of(r));
     end = std::max(end, r.finish.seconds());
     if (meets_slo(r, slo)) ++good;
@@ -72,9 +71,6 @@ ServingMetrics compute_metrics(const std::vector<Request>& requests,
   if (end > 0) {
     m.requests_per_s = static_cast<double>(m.completed) / end;
     m.output_tokens_per_s = static_cast<double>(m.output_tokens) / end;
-    // Time-average of requests in the system: the sum of their sojourns
-    // over the span observed.
-    m.mean_in_system = in_system / end;
   }
   if (slo.any()) {
     const auto all = static_cast<double>(m.completed + m.rejected);
@@ -82,6 +78,26 @@ ServingMetrics compute_metrics(const std::vector<Request>& requests,
     m.goodput_requests_per_s = end > 0 ? static_cast<double>(good) / end : 0.0;
   }
   return m;
+}
+
+double mean_requests_in_system(const std::vector<StepRecord>& steps, double end_s) {
+  if (end_s <= 0) return 0.0;
+  std::vector<const StepRecord*> order;
+  order.reserve(steps.size());
+  for (const auto& s : steps) order.push_back(&s);
+  std::stable_sort(order.begin(), order.end(), [](const StepRecord* a, const StepRecord* b) {
+    return a->replica != b->replica ? a->replica < b->replica : a->start < b->start;
+  });
+  double area = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const StepRecord& s = *order[i];
+    sim::Time until = s.end;
+    if (i + 1 < order.size() && order[i + 1]->replica == s.replica) {
+      until = std::min(until, order[i + 1]->start);
+    }
+    area += static_cast<double>(s.running + s.waiting) * (until - s.start).seconds();
+  }
+  return area / end_s;
 }
 
 }  // namespace gcsim::workloads::inference

@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "workloads/inference/replica.h"
 #include "workloads/inference/request.h"
 #include "workloads/inference/serving_config.h"
 
@@ -36,14 +37,17 @@ struct ServingMetrics {
   double output_tokens_per_s = 0;
   std::optional<double> slo_attainment;  // of all requests (rejected ones miss)
   std::optional<double> goodput_requests_per_s;
-  // Little's law: mean requests in the system over the run (time-average)
-  // and arrival rate x mean E2E, which it must match at steady state.
-  double mean_in_system = 0;
 };
 
 // `itl_s` is the pooled inter-token gaps in seconds.
 ServingMetrics compute_metrics(const std::vector<Request>& requests,
                                const std::vector<double>& itl_s, const SloConfig& slo);
+
+// Little's law check: the time-average number of requests in the engines
+// (running + waiting as each step's scheduler saw them, held until the
+// replica's next step or the step's end, zero while a replica idles) over
+// [0, end_s]. At steady state it equals arrival rate x mean E2E.
+double mean_requests_in_system(const std::vector<StepRecord>& steps, double end_s);
 
 // Whether one finished request meets every SLO set.
 bool meets_slo(const Request& r, const SloConfig& slo);
