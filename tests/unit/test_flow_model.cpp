@@ -392,3 +392,35 @@ TEST_CASE("flow model: same seed, same completion times; another seed differs", 
   for (sim::Time t : a.done) CHECK(t < sim::Time::max());
   CHECK(a.stats.transfers == static_cast<int64_t>(ts.size()));
 }
+
+TEST_CASE("flow model: a victim sharing only an upstream port with an incast is not slowed",
+          "[flow]") {
+  // 9 hosts × 2 GPUs on 3 leaves (host h on leaf h % 3), one spine, uplinks
+  // 800 Gb/s (100e9 B/s). Incast: GPU 0 of hosts 1..8 sends 1 GiB each to
+  // h0/gpu0; the leaf0 -> h0/nic0 link holds each to 50e9 / 8 = 6.25e9.
+  // Victim: h1/gpu1 -> h2/gpu1, 1 GiB, shares only leaf1 -> spine0 with the
+  // incast flows of hosts 1, 4 and 7 (3 × 6.25e9 = 18.75e9 of 100e9). In a
+  // fluid model a flow is slowed only by the capacity it shares, so the
+  // victim runs at its NIC's 50e9 and ends exactly when it would alone:
+  // 3 us + 2^30 / 50e9. (With PFC, the packet model pauses leaf1's uplink
+  // queue for the incast and the victim waits behind it: head-of-line
+  // blocking, which fluid sharing cannot show.)
+  test::SmallFabricSpec spec;
+  spec.hosts = 9;
+  spec.gpus_per_host = 2;
+  spec.leaves = 3;
+  spec.spines = 1;
+  spec.uplink = sim::Bandwidth::gbps(800);
+  Fabric f = test::small_fabric(spec);
+  const Transfer victim{3, 5, sim::GiB(1)};  // h1/gpu1 -> h2/gpu1
+  std::vector<Transfer> with_incast{victim};
+  for (int h = 1; h <= 8; ++h) with_incast.push_back({2 * h, 0, sim::GiB(1)});
+  const Batch alone = run_batch(f, 1, RoutingPolicy::ecmp, {victim});
+  const Batch crowded = run_batch(f, 1, RoutingPolicy::ecmp, with_incast);
+  const sim::Time expected =
+      at(sim::us(int64_t{3}) + sim::transfer_time(sim::GiB(1), sim::Bandwidth::gbps(400)));
+  CHECK(alone.done[0] == expected);
+  CHECK(crowded.done[0] == expected);
+  // The incast itself still takes 8 GiB / 50e9 (+ 2 or 3 us).
+  CHECK(latest(crowded.done).seconds() == Approx(8 * kGiB / kNic + 3e-6).epsilon(1e-9));
+}
