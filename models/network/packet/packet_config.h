@@ -62,7 +62,8 @@ struct EcnConfig {
 // values (rpg_time_reset 300 us, rpg_byte_reset 32767 B, rpg_ai_rate 5 Mb/s,
 // rpg_hai_rate 50 Mb/s) with a different target-rate rule (clamp_tgt_rate
 // off) that this paper-faithful reaction point does not reproduce; with them
-// it recovers from a cut too slowly (tests/unit/test_packet_congestion.cpp).
+// two senders sharing a 400G link were cut to under 1 GB/s and stayed there
+// for milliseconds (AI of 5 Mb/s per event regains nothing).
 struct DcqcnConfig {
   bool enabled = true;
   // alpha <- (1 - g) alpha + g on a CNP, alpha <- (1 - g) alpha per period
