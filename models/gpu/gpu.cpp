@@ -68,7 +68,10 @@ class Gpu::Impl : public sim::EventHandler {
     r.done = std::move(done);
     r.tiles_left = kernel.tiles;
     const uint32_t run = runs_.add(std::move(r));
-    const sim::Time arrival = sim_.now() + spec_.kernel_launch_latency;
+    // Kernels land in launch order (holds and wave batching rely on it): one
+    // launched while a GEMM before it is still in its setup lands after it.
+    const sim::Time arrival =
+        std::max(sim_.now() + spec_.kernel_launch_latency + kernel.setup, last_arrival_);
     sim_.schedule_at(arrival, *this, tag_of(kArrive, run));
     // Holds requested from now until it lands wait for it (hold()).
     ++unlanded_;

@@ -27,6 +27,23 @@ struct GpuEfficiency {
   double row_reduction = 0.7;
   // Fixed cost per tile wave: prologue (first loads), epilogue (store), in ps.
   sim::Duration tile_overhead = sim::us(int64_t{1});
+  // GEMM tile-shape efficiency: a multiplier on `tensor` for each CTA tile
+  // candidate (index as kGemmTileCandidates: 128x256, 256x128, 128x128,
+  // 128x64, 64x128, 64x64). Smaller tiles reuse operands less; 1 = as the
+  // largest tile. Fitted by calibration (calibration/fit/profile_fit.h).
+  std::array<double, 6> gemm_tile{1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
+  // Fixed time a GEMM kernel spends once before its first wave, beyond the
+  // launch latency (cuBLASLt on H100: workspace/semaphore setup and the
+  // persistent kernel's prologue; a 256^3 bf16 GEMM takes ~4 us where an
+  // empty kernel takes ~1.6 us). 0 unless a calibration profile sets it.
+  sim::Duration gemm_setup = sim::Duration::zero();
+  // Extra cost per wave of flash-attention tiles, beyond tile_overhead: the
+  // work of a query block that does not grow with the keys (forward: Q load,
+  // O rescale and store; backward: the dO.O pass, the fp32 dQ accumulation
+  // and its conversion). H100 SDPA at 16K tokens: ~120 us (fwd) and ~1 ms
+  // (bwd) of each kernel's time do not scale with the sequence length.
+  sim::Duration attention_tile_overhead = sim::Duration::zero();
+  sim::Duration attention_backward_tile_overhead = sim::Duration::zero();
   double tensor_for(Dtype d) const { return tensor[static_cast<size_t>(d)]; }
 };
 
@@ -58,6 +75,10 @@ struct GpuSpec {
   // Hopper and later sizes the grid to the SMs and keeps them to the end.
   bool persistent_gemm = false;
   GpuEfficiency efficiency;
+  // The calibration profile the preset names as its default ("" = none), and
+  // the one applied to this spec ("" = the preset's own efficiencies).
+  std::string calibration;
+  std::string calibration_applied;
 
   sim::FlopRate tensor_peak_for(Dtype d) const { return tensor_peak[static_cast<size_t>(d)]; }
 };

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "models/gpu/dtype.h"
+#include "sim/time.h"
 
 namespace gcsim::models::gpu {
 
@@ -32,6 +33,12 @@ struct KernelDesc {
   // SMs back nor takes more at wave boundaries. Otherwise the freed SMs of
   // every wave are shared anew among the waiting kernels and holds.
   bool persistent = false;
+  // Paid once after the launch latency, before the first wave (GEMMs:
+  // GpuEfficiency::gemm_setup); zero for other kernels.
+  sim::Duration setup = sim::Duration::zero();
+  // Added to every wave beside efficiency.tile_overhead (attention tiles:
+  // GpuEfficiency::attention_tile_overhead); zero for other kernels.
+  sim::Duration extra_wave_overhead = sim::Duration::zero();
   double total_flops() const { return flops_per_tile * static_cast<double>(tiles); }
   double total_bytes() const { return bytes_per_tile * static_cast<double>(tiles); }
 };

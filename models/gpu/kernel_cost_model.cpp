@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 
@@ -41,6 +42,16 @@ sim::FlopRate unit_peak(const GpuSpec& spec, const KernelDesc& k) {
 // fp8/int8 GEMMs write their output in bf16 (the usual scaled-matmul epilogue).
 double output_bytes(Dtype d) { return dtype_bytes(d) < 2.0 ? 2.0 : dtype_bytes(d); }
 
+// The fitted multiplier of one tile candidate (1 for a shape not in the list).
+double tile_efficiency(const GpuSpec& spec, GemmTile tile) {
+  for (size_t i = 0; i < std::size(kGemmTileCandidates); ++i) {
+    if (kGemmTileCandidates[i].m == tile.m && kGemmTileCandidates[i].n == tile.n) {
+      return spec.efficiency.gemm_tile[i];
+    }
+  }
+  return 1.0;
+}
+
 }  // namespace
 
 KernelDesc gemm_kernel_with_tile(const GpuSpec& spec, const GemmShape& s, GemmTile tile) {
@@ -51,8 +62,9 @@ KernelDesc gemm_kernel_with_tile(const GpuSpec& spec, const GemmShape& s, GemmTi
   KernelDesc k;
   k.unit = matmul_unit(spec, s.dtype, "gemm");
   k.dtype = s.dtype;
-  k.efficiency = spec.efficiency.tensor_for(s.dtype);
+  k.efficiency = spec.efficiency.tensor_for(s.dtype) * tile_efficiency(spec, tile);
   k.persistent = spec.persistent_gemm;
+  k.setup = spec.efficiency.gemm_setup;
   // Partial edge tiles cost a full tile: the CTA runs its whole mainloop.
   k.tiles = s.batch * ceil_div(s.m, tile.m) * ceil_div(s.n, tile.n);
   k.flops_per_tile =
@@ -109,6 +121,8 @@ KernelDesc attention_kernel(const GpuSpec& spec, const AttentionShape& s) {
   k.unit = matmul_unit(spec, s.dtype, "attention");
   k.dtype = s.dtype;
   k.efficiency = s.backward ? spec.efficiency.attention_backward : spec.efficiency.attention;
+  k.extra_wave_overhead = s.backward ? spec.efficiency.attention_backward_tile_overhead
+                                     : spec.efficiency.attention_tile_overhead;
 
   const double b = static_cast<double>(s.batch), h = static_cast<double>(s.heads),
                hkv = static_cast<double>(kv_heads), d = static_cast<double>(s.head_dim),
@@ -203,7 +217,8 @@ TileCost tile_cost(const GpuSpec& spec, const KernelDesc& k, int active_sms) {
 }
 
 sim::Duration wave_time(const GpuSpec& spec, const KernelDesc& k, int active_sms) {
-  return tile_cost(spec, k, active_sms).time() + spec.efficiency.tile_overhead;
+  return tile_cost(spec, k, active_sms).time() + spec.efficiency.tile_overhead +
+         k.extra_wave_overhead;
 }
 
 int wave_width(const GpuSpec& spec, const KernelDesc& k, int sms_available) {
@@ -222,7 +237,7 @@ sim::Duration isolated_time(const GpuSpec& spec, const KernelDesc& k, int sms_av
   const int width = wave_width(spec, k, sms_available);
   const int64_t full_waves = k.tiles / width;
   const int last = static_cast<int>(k.tiles % width);
-  sim::Duration t = spec.kernel_launch_latency;
+  sim::Duration t = spec.kernel_launch_latency + k.setup;
   if (full_waves > 0) t += wave_time(spec, k, width) * full_waves;
   // The last partial wave costs a full tile; fewer SMs share HBM in it.
   if (last > 0) t += wave_time(spec, k, last);

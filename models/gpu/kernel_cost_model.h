@@ -57,7 +57,8 @@ struct TileCost {
   bool memory_bound() const { return memory > compute; }
 };
 TileCost tile_cost(const GpuSpec& spec, const KernelDesc& kernel, int active_sms);
-// tile_cost(...).time() + efficiency.tile_overhead: how long one wave of this
+// tile_cost(...).time() + efficiency.tile_overhead + the kernel's
+// extra_wave_overhead: how long one wave of this
 // kernel occupies its SMs. The Gpu runtime uses exactly this.
 sim::Duration wave_time(const GpuSpec& spec, const KernelDesc& kernel, int active_sms);
 
@@ -69,7 +70,7 @@ int64_t wave_count(const GpuSpec& spec, const KernelDesc& kernel, int sms_availa
 
 // The closed form the simulator reproduces for a kernel alone, persistent
 // or not (alone, a persistent kernel's waves are the same):
-// launch latency + sum over waves of wave_time(SMs active in that wave).
+// launch latency + setup + sum over waves of wave_time(SMs active in that wave).
 sim::Duration isolated_time(const GpuSpec& spec, const KernelDesc& kernel, int sms_available);
 
 }  // namespace gcsim::models::gpu

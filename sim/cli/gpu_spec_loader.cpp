@@ -1,8 +1,10 @@
 #include "sim/cli/gpu_spec_loader.h"
 
 #include <filesystem>
+#include <iterator>
 #include <memory>
 
+#include "models/gpu/kernel_cost_model.h"
 #include "sim/cli/presets.h"
 #include "sim/config/did_you_mean.h"
 #include "sim/unit_parse.h"
@@ -63,6 +65,22 @@ void read_efficiency(ConfigReader& r, GpuEfficiency& eff) {
                                "norm/softmax fraction of streaming HBM bandwidth");
   eff.tile_overhead = r.get_duration("tile_overhead", eff.tile_overhead,
                                      "fixed cost per wave of tiles (prologue + epilogue)");
+  eff.gemm_setup = r.get_duration("gemm_setup", eff.gemm_setup,
+                                  "fixed cost of a GEMM kernel before its first wave");
+  eff.attention_tile_overhead =
+      r.get_duration("attention_tile_overhead", eff.attention_tile_overhead,
+                     "extra cost per wave of flash-attention forward tiles");
+  eff.attention_backward_tile_overhead =
+      r.get_duration("attention_backward_tile_overhead", eff.attention_backward_tile_overhead,
+                     "extra cost per wave of flash-attention backward tiles");
+  ConfigReader tiles =
+      r.child("gemm_tile", "GEMM CTA tile-shape efficiency, a multiplier on tensor (MxN: value)");
+  for (size_t i = 0; i < std::size(models::gpu::kGemmTileCandidates); ++i) {
+    const auto& t = models::gpu::kGemmTileCandidates[i];
+    eff.gemm_tile[i] = fraction(tiles, std::to_string(t.m) + "x" + std::to_string(t.n),
+                                eff.gemm_tile[i], "multiplier for this tile shape");
+  }
+  tiles.finish();
 }
 
 GpuSpec read_gpu_fields(ConfigReader& r, const GpuSpec* base) {
@@ -126,6 +144,9 @@ GpuSpec read_gpu_fields(ConfigReader& r, const GpuSpec* base) {
   ConfigReader eff = r.child("efficiency", "achieved fractions of the peaks");
   read_efficiency(eff, s.efficiency);
   eff.finish();
+  s.calibration = r.get_string("calibration", base ? base->calibration : std::string(),
+                               "default calibration profile (a name in calibration/profiles/ or a "
+                               "path), applied unless cluster.calibration names another or none");
   return s;
 }
 
@@ -148,6 +169,16 @@ GpuSpec load_gpu_preset(const std::string& name, const ConfigReader& at, const s
 }
 
 GpuSpec read_gpu(ConfigReader& cluster) {
+  GpuSpec spec = read_gpu_uncalibrated(cluster);
+  // The preset's default profile, unless cluster.calibration is given (a
+  // profile or `none`: the scenario reads and applies it).
+  if (!cluster.has("calibration") && !spec.calibration.empty()) {
+    apply_calibration_profile(spec.calibration, spec, cluster);
+  }
+  return spec;
+}
+
+GpuSpec read_gpu_uncalibrated(ConfigReader& cluster) {
   YAML::Node node = cluster.raw("gpu", "GPU preset name, preset file, or inline spec");
   if (!node.IsDefined() || node.IsNull()) {
     cluster.fail_here("missing required key 'gpu' (a preset such as h100-sxm; see gcsim list gpus)");
@@ -207,17 +238,41 @@ Json gpu_spec_json(const GpuSpec& s) {
                      {"attention", e.attention},
                      {"attention_backward", e.attention_backward},
                      {"row_reduction", e.row_reduction},
-                     {"tile_overhead", sim::format_duration(e.tile_overhead)}};
+                     {"tile_overhead", sim::format_duration(e.tile_overhead)},
+                     {"gemm_setup", sim::format_duration(e.gemm_setup)},
+                     {"attention_tile_overhead", sim::format_duration(e.attention_tile_overhead)},
+                     {"attention_backward_tile_overhead",
+                      sim::format_duration(e.attention_backward_tile_overhead)}};
+  Json tiles = Json::object();
+  for (size_t i = 0; i < std::size(models::gpu::kGemmTileCandidates); ++i) {
+    const auto& t = models::gpu::kGemmTileCandidates[i];
+    tiles[std::to_string(t.m) + "x" + std::to_string(t.n)] = e.gemm_tile[i];
+  }
+  j["efficiency"]["gemm_tile"] = tiles;
+  j["calibration"] = s.calibration_applied;
   return j;
 }
 
+std::optional<std::string> embedded_profile(const std::string& name) {
+  // Profiles are embedded beside the presets (CMakeLists.txt), keyed by
+  // their path relative to configs/.
+  return preset_text("../calibration/profiles", name);
+}
+
 void apply_calibration_profile(const std::string& path, GpuSpec& spec, const ConfigReader& at) {
-  if (!std::filesystem::exists(path)) {
-    at.fail("calibration", "calibration profile '" + path +
-                               "' not found (make one with `gcsim calibrate -o PROFILE.yaml`)");
-  }
+  if (path == "none") return;  // the preset's own efficiencies
   auto source = std::make_shared<ConfigSource>();
-  YAML::Node root = sim::config::load_yaml_file(path, {}, *source);
+  YAML::Node root;
+  if (auto text = embedded_profile(path)) {
+    source->file = "calibration/profiles/" + path + ".yaml";
+    root = sim::config::load_yaml_text(*text, source->file);
+  } else if (std::filesystem::exists(path)) {
+    root = sim::config::load_yaml_file(path, {}, *source);
+  } else {
+    at.fail("calibration", "calibration profile '" + path +
+                               "' not found: neither a built-in profile nor a file (make one with "
+                               "`gcsim calibrate -o PROFILE.yaml`, or say `none`)");
+  }
   Json ignored;
   ConfigReader r(root, "", source, &ignored);
   const std::string gpu = r.get_string("gpu", std::nullopt, "GPU preset the profile was measured on");
@@ -229,11 +284,20 @@ void apply_calibration_profile(const std::string& path, GpuSpec& spec, const Con
     spec.kernel_launch_latency =
         r.get_duration("kernel_launch_latency", std::nullopt, "measured launch latency");
   }
+  if (r.has("sm_bandwidth_headroom")) {
+    spec.sm_bandwidth_headroom = r.get_double("sm_bandwidth_headroom", std::nullopt,
+                                              "fitted HBM reach of one SM (multiple of its share)");
+    if (!(spec.sm_bandwidth_headroom >= 1.0)) r.fail("sm_bandwidth_headroom", "must be >= 1");
+  }
   ConfigReader eff = r.child("efficiency", "fitted efficiencies", true);
   read_efficiency(eff, spec.efficiency);
   eff.finish();
-  r.allow("fit");  // fit statistics, informational
+  // Informational: fit statistics, held-out errors, provenance, raw data.
+  for (const char* key : {"fit", "validation", "fit_errors", "provenance", "measurements"}) {
+    r.allow(key);
+  }
   r.finish();
+  spec.calibration_applied = source->file;
 }
 
 }  // namespace gcsim::cli

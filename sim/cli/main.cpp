@@ -9,6 +9,7 @@
 #ifndef GCSIM_NO_CHAKRA
 #include "sim/cli/export_command.h"
 #endif
+#include "sim/cli/calibrate_command.h"
 #include "sim/cli/list_command.h"
 #include "sim/cli/run_command.h"
 #include "sim/cli/sweep_command.h"
@@ -35,6 +36,8 @@ const char* kUsage =
     "                      ranked table (impossible points skipped with the reason)\n"
     "  export CONFIG.yaml -o DIR [-s key=value]...\n"
     "                      write the generated workload as per-rank Chakra ET files\n"
+    "  calibrate -o PROFILE.yaml | --fit MEASUREMENTS.json -o PROFILE.yaml | --validate PROFILE.yaml\n"
+    "                      measure this GPU (or fit measurements) into a calibration profile\n"
     "  list [gpus|models|topologies|workloads|networks]\n"
     "                      show presets and registered models\n"
     "\n"
@@ -106,6 +109,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& rest) {
   }
 #endif
   if (command == "sweep") return sweep_command(rest, std::cout);
+  if (command == "calibrate") return calibrate_command(rest, std::cout, std::cerr);
   if (command == "list") {
     Parsed p = parse(rest, false);
     return list_command(p.positional.empty() ? "" : p.positional[0], std::cout);
@@ -115,7 +119,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& rest) {
     return 0;
   }
   std::fprintf(stderr, "gcsim: unknown command '%s'%s\n\n%s", command.c_str(),
-               gcsim::sim::config::did_you_mean(command, {"run", "check", "list"}).c_str(),
+               gcsim::sim::config::did_you_mean(command, {"run", "check", "calibrate", "list"}).c_str(),
                kUsage);
   return kBadInput;
 }

@@ -1,0 +1,183 @@
+#include "calibration/fit/measurements.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include "models/gpu/kernel_cost_model.h"
+
+namespace gcsim::calibration {
+
+using models::gpu::AttentionShape;
+using models::gpu::Dtype;
+using models::gpu::GemmShape;
+using models::gpu::MemoryOpKind;
+using models::gpu::MemoryOpShape;
+using nlohmann::json;
+
+namespace {
+
+// A clock below this fraction of the GPU's maximum after a case marks it as
+// measured on a power-capped GPU; profiles describe a rested GPU.
+constexpr double kThrottledClock = 0.9;
+
+template <typename T>
+T need(const json& r, const char* key, const std::string& where) {
+  if (!r.contains(key)) throw std::runtime_error(where + ": record has no '" + key + "'");
+  return r.at(key).get<T>();
+}
+
+// Memory ops of the microbenchmark as the model's memory-bound ops: reads
+// and writes of `inputs` + 1 tensors; the read-only stream is an
+// elementwise op that moves one tensor (the model counts bytes only).
+struct MemoryMapping {
+  MemoryOpKind kind;
+  int inputs;
+  double flops_per_element;
+  const char* family;  // reported class
+};
+const std::map<std::string, MemoryMapping>& memory_ops() {
+  static const std::map<std::string, MemoryMapping> ops{
+      {"memcpy", {MemoryOpKind::memcpy, 1, 0, "memory copy"}},
+      {"copy", {MemoryOpKind::memcpy, 1, 0, "memory copy"}},
+      {"read", {MemoryOpKind::elementwise, 0, 0, "memory stream"}},
+      {"write", {MemoryOpKind::elementwise, 0, 0, "memory stream"}},
+      {"add", {MemoryOpKind::elementwise, 2, 1, "memory elementwise"}},
+      {"gelu", {MemoryOpKind::elementwise, 1, 8, "memory elementwise"}},
+      {"layer_norm", {MemoryOpKind::layer_norm, 1, 8, "memory norm/softmax"}},
+      {"rms_norm", {MemoryOpKind::rms_norm, 1, 5, "memory norm/softmax"}},
+      {"softmax", {MemoryOpKind::softmax, 1, 5, "memory norm/softmax"}}};
+  return ops;
+}
+
+std::optional<Dtype> gemm_dtype(const std::string& d) {
+  return models::gpu::parse_dtype(d == "fp8_e4m3" ? "fp8" : d);
+}
+
+void add_record(MeasurementSet& set, const json& r, const json& meta, const std::string& where) {
+  const std::string kind = r.value("kind", "");
+  if (kind == "launch") {
+    if (r.value("mode", "") == "empty_kernel") set.launch_us = need<double>(r, "time_us", where);
+    return;
+  }
+  if (kind != "gemm" && kind != "memory" && kind != "attention") return;
+  if (r.contains("error")) return;  // a case the library could not run
+  Measurement m;
+  m.kind = kind;
+  m.record = r;
+  m.time_us = need<double>(r, "time_us", where);
+  if (!(m.time_us > 0)) throw std::runtime_error(where + ": time_us must be > 0");
+  const double max_mhz = meta.value("max_sm_mhz", 0.0);
+  if (r.contains("sm_mhz_after") && max_mhz > 0 &&
+      r["sm_mhz_after"].get<double>() < kThrottledClock * max_mhz) {
+    m.excluded = "throttled (SM clock " + std::to_string(r["sm_mhz_after"].get<int>()) + " MHz)";
+  }
+  if (!r.value("backlog_ok", true)) m.excluded = "stream not back-logged";
+  if (kind == "gemm") {
+    const std::string dt = need<std::string>(r, "dtype", where);
+    auto dtype = gemm_dtype(dt);
+    if (!dtype) throw std::runtime_error(where + ": unknown GEMM dtype '" + dt + "'");
+    GemmShape s{need<int64_t>(r, "m", where), need<int64_t>(r, "n", where),
+                need<int64_t>(r, "k", where), 1, *dtype};
+    m.gemm = s;
+    const std::string layout = r.value("layout", "TN");
+    const std::string cls = r.value("class", "gemm");
+    m.shape_class = "gemm " + std::string(cls == "train_bwd" ? "train" : cls);
+    m.label = "gemm " + std::string(models::gpu::dtype_name(*dtype)) + " " + layout + " " +
+              std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+  } else if (kind == "memory") {
+    const std::string op = need<std::string>(r, "op", where);
+    auto it = memory_ops().find(op);
+    if (it == memory_ops().end()) throw std::runtime_error(where + ": unknown memory op '" + op + "'");
+    MemoryOpShape s;
+    s.kind = it->second.kind;
+    s.inputs = it->second.inputs;
+    s.flops_per_element = it->second.flops_per_element;
+    s.dtype = Dtype::bf16;
+    const int64_t elements = need<int64_t>(r, "elements", where);
+    if (s.kind == MemoryOpKind::memcpy) {
+      s.elements = need<int64_t>(r, "bytes_per_tensor", where);  // memcpy counts bytes
+      s.dtype = Dtype::int8;
+    } else if (r.contains("rows")) {
+      s.rows = need<int64_t>(r, "rows", where);
+      s.cols = need<int64_t>(r, "cols", where);
+      s.elements = s.rows * s.cols;
+    } else {
+      s.elements = elements;
+    }
+    m.memory = s;
+    m.shape_class = it->second.family;
+    m.label = "memory " + op + " " + std::to_string(elements) +
+              (r.contains("cols") ? " x" + std::to_string(s.cols) : std::string());
+  } else {
+    AttentionShape s;
+    s.batch = need<int64_t>(r, "batch", where);
+    s.heads = need<int64_t>(r, "heads", where);
+    s.kv_heads = need<int64_t>(r, "kv_heads", where);
+    s.q_len = need<int64_t>(r, "q_len", where);
+    s.kv_len = need<int64_t>(r, "kv_len", where);
+    s.head_dim = need<int64_t>(r, "head_dim", where);
+    s.causal = need<bool>(r, "causal", where);
+    const std::string pass = need<std::string>(r, "pass", where);
+    s.backward = pass == "bwd";
+    m.attention = s;
+    m.shape_class = s.q_len <= models::gpu::kDecodeMaxQueryLen ? "attention decode"
+                    : s.backward                              ? "attention bwd"
+                                                              : "attention fwd";
+    m.label = "attention " + pass + " b" + std::to_string(s.batch) + " h" +
+              std::to_string(s.heads) + "/" + std::to_string(s.kv_heads) + " q" +
+              std::to_string(s.q_len) + " kv" + std::to_string(s.kv_len) + " d" +
+              std::to_string(s.head_dim) + (s.causal ? " causal" : "");
+  }
+  for (const auto& other : set.items) {
+    if (other.label == m.label) return;  // a repeated case: the first one counts
+  }
+  set.items.push_back(std::move(m));
+}
+
+}  // namespace
+
+void add_measurements(MeasurementSet& set, const json& doc, const std::string& name) {
+  if (doc.value("schema", "") != "gcsim.microbench.v1") {
+    throw std::runtime_error(name + ": not a gcsim.microbench.v1 file (schema '" +
+                             doc.value("schema", "") + "')");
+  }
+  const json meta = doc.value("meta", json::object());
+  if (meta.contains("checks_ok") && !meta["checks_ok"].get<bool>()) {
+    throw std::runtime_error(name + ": its correctness checks failed; its times are not used");
+  }
+  json prov = meta;
+  prov.erase("clock_samples_raw");
+  // The file's name only: a profile must not depend on where it was fitted.
+  prov["file"] = std::filesystem::path(name).filename().string();
+  set.provenance.push_back(prov);
+  size_t i = 0;
+  for (const json& r : doc.at("results")) {
+    add_record(set, r, meta, name + ": results[" + std::to_string(i++) + "]");
+  }
+}
+
+MeasurementSet load_measurements(const std::vector<std::string>& paths) {
+  MeasurementSet set;
+  for (const std::string& p : paths) {
+    std::ifstream in(p);
+    if (!in) throw std::runtime_error(p + ": cannot read the file");
+    json doc;
+    try {
+      doc = json::parse(in);
+    } catch (const json::exception& e) {
+      throw std::runtime_error(p + ": not JSON (" + e.what() + ")");
+    }
+    add_measurements(set, doc, p);
+  }
+  return set;
+}
+
+models::gpu::KernelDesc kernel_for(const models::gpu::GpuSpec& spec, const Measurement& m) {
+  if (m.gemm) return models::gpu::gemm_kernel(spec, *m.gemm);
+  if (m.memory) return models::gpu::memory_kernel(spec, *m.memory);
+  return models::gpu::attention_kernel(spec, *m.attention);
+}
+
+}  // namespace gcsim::calibration

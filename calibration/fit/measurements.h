@@ -1,0 +1,47 @@
+// Kernel measurements as the calibration reads them: the records written by
+// calibration/microbench (gcsim_microbench, attention_bench.py), each turned
+// into the op shape the kernel cost model predicts, with its measured time.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/gpu/gpu_spec.h"
+#include "models/gpu/kernel.h"
+
+namespace gcsim::calibration {
+
+struct Measurement {
+  std::string kind;          // gemm | memory | attention
+  std::string shape_class;   // the class errors are reported by (see class_of)
+  std::string label;         // unique within a set, e.g. "gemm bf16 TN 8192x8192x8192"
+  double time_us = 0;        // back-to-back spacing of the kernel (time_us of the record)
+  // Left out of fitting and validation, with the reason: the GPU was
+  // throttled (SM clock < 90% of its maximum after the case), the stream was
+  // not back-logged, or the record has no model op.
+  std::string excluded;
+  std::optional<models::gpu::GemmShape> gemm;
+  std::optional<models::gpu::MemoryOpShape> memory;
+  std::optional<models::gpu::AttentionShape> attention;
+  nlohmann::json record;     // as measured
+};
+
+struct MeasurementSet {
+  std::vector<Measurement> items;
+  nlohmann::json provenance = nlohmann::json::array();  // each file's meta, with its path
+  double launch_us = 0;      // empty-kernel back-to-back spacing, 0 if not measured
+};
+
+// Loads gcsim.microbench.v1 files. Throws std::runtime_error naming the
+// file for an unreadable file, a wrong schema or a record without the keys
+// its kind needs.
+MeasurementSet load_measurements(const std::vector<std::string>& paths);
+// The same from parsed documents (`name` for messages).
+void add_measurements(MeasurementSet& set, const nlohmann::json& doc, const std::string& name);
+
+// The kernel the cost model runs for a measurement on `spec`.
+models::gpu::KernelDesc kernel_for(const models::gpu::GpuSpec& spec, const Measurement& m);
+
+}  // namespace gcsim::calibration

@@ -1,0 +1,37 @@
+// Fits the kernel cost model's parameters to measured kernel times by
+// weighted linear least squares (Eigen), minimising the relative error.
+//
+// For a fixed tile choice and fixed bound of each wave (compute or memory),
+// the model's time is linear in its parameters' inverses:
+//   T = launch + setup[GEMM] + waves * tile_overhead
+//       + sum over compute-bound waves of  c_w / (e_unit * f_tile)
+//       + sum over memory-bound waves  of  m_w / (e_hbm [* e_row])
+// with c_w, m_w the wave's times at efficiency 1. The fit alternates:
+// choose tiles and bounds with the current parameters; solve for launch,
+// setup, overhead and the inverse efficiencies 1/e (bounded: e <= 1, times
+// >= 0); then solve each tile shape's multiplier f_tile; repeat. The HBM
+// headroom of one SM (sm_bandwidth_headroom) is chosen from a few
+// candidates by the same criterion.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "calibration/fit/measurements.h"
+#include "models/gpu/gpu_spec.h"
+
+namespace gcsim::calibration {
+
+struct FitResult {
+  models::gpu::GpuSpec spec;  // the base spec with the fitted parameters
+  double rms_relative_error = 0;  // over the fitting set
+  int cases = 0;
+  std::vector<std::string> notes;  // parameters left at the base value, and why
+};
+
+FitResult fit_profile(const models::gpu::GpuSpec& base, const std::vector<const Measurement*>& cases);
+
+// The model's isolated time of a measurement's kernel on `spec`, in us.
+double predicted_us(const models::gpu::GpuSpec& spec, const Measurement& m);
+
+}  // namespace gcsim::calibration

@@ -1,0 +1,220 @@
+#include "sim/cli/calibrate_command.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "calibration/fit/measurements.h"
+#include "calibration/fit/profile_fit.h"
+#include "calibration/fit/profile_writer.h"
+#include "calibration/fit/validation.h"
+#include "sim/cli/gpu_spec_loader.h"
+#include "sim/config/config_error.h"
+
+namespace gcsim::cli {
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+using namespace gcsim::calibration;
+
+namespace {
+
+constexpr int kBadInput = 2;
+constexpr int kBenchNoDevice = 3;  // gcsim_microbench's "no CUDA device"
+
+const char* kUsage =
+    "usage: gcsim calibrate -o PROFILE.yaml [--gpu PRESET] [--bench PATH] [--quick]\n"
+    "         measure this machine's GPU with gcsim_microbench, fit, write the profile\n"
+    "       gcsim calibrate --fit MEASUREMENTS.json [--fit ...] -o PROFILE.yaml [--gpu PRESET]\n"
+    "         fit a profile from measurement files (calibration/measurements/)\n"
+    "       gcsim calibrate --validate PROFILE.yaml\n"
+    "         print the profile's prediction error on its held-out and fitted cases\n";
+
+models::gpu::GpuSpec preset(const std::string& name) {
+  auto source = std::make_shared<sim::config::ConfigSource>();
+  source->file = "--gpu";
+  sim::config::ConfigReader at(YAML::Node(), "", source, nullptr);
+  return load_gpu_preset(name, at, "gpu");
+}
+
+// The preset a measurement was taken on, from the device name it recorded.
+std::string preset_for_device(const MeasurementSet& set) {
+  for (const auto& p : set.provenance) {
+    const std::string d = p.value("device_name", "");
+    if (d.find("H100") != std::string::npos) return "h100-sxm";
+    if (d.find("H200") != std::string::npos) return "h200-sxm";
+    if (d.find("A100") != std::string::npos) return "a100-sxm-80gb";
+    if (d.find("B200") != std::string::npos) return "b200";
+  }
+  return "";
+}
+
+std::string self_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : exe.parent_path().string();
+}
+
+int fit_and_write(const std::vector<std::string>& files, std::string gpu, const std::string& out_path,
+                  const std::string& command, std::ostream& out, std::ostream& err) {
+  MeasurementSet set;
+  try {
+    set = load_measurements(files);
+  } catch (const std::runtime_error& e) {
+    err << "gcsim calibrate: " << e.what() << "\n";
+    return kBadInput;
+  }
+  if (gpu.empty()) gpu = preset_for_device(set);
+  if (gpu.empty()) {
+    err << "gcsim calibrate: cannot tell which preset the measurements are of; name it with --gpu\n";
+    return kBadInput;
+  }
+  const models::gpu::GpuSpec base = preset(gpu);
+  const std::vector<Split> splits = split_measurements(set);
+  std::vector<const Measurement*> cases;
+  for (size_t i = 0; i < set.items.size(); ++i) {
+    if (splits[i] == Split::fit) cases.push_back(&set.items[i]);
+  }
+  if (cases.empty()) {
+    err << "gcsim calibrate: no usable measurement in " << files.front() << "\n";
+    return kBadInput;
+  }
+  FitResult fit = fit_profile(base, cases);
+  round_for_profile(fit.spec);
+  ProfileContent content;
+  content.command = command;
+  content.fit = &fit;
+  content.set = &set;
+  content.splits = &splits;
+  content.heldout = class_errors(fit.spec, set, splits, Split::heldout);
+  content.fitted = class_errors(fit.spec, set, splits, Split::fit);
+  {
+    std::ofstream f(out_path);
+    f << profile_yaml(content);
+    if (!f) {
+      err << "gcsim calibrate: cannot write " << out_path << "\n";
+      return kBadInput;
+    }
+  }
+  out << "fitted " << cases.size() << " cases of " << set.items.size() << " (" << gpu
+      << "), weighted rms error " << 100 * fit.rms_relative_error << "%; wrote " << out_path << "\n"
+      << "held-out cases:\n"
+      << error_table(content.heldout);
+  for (const auto& n : fit.notes) out << "note: " << n << "\n";
+  return 0;
+}
+
+int validate(const std::string& path, std::ostream& out, std::ostream& err) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    err << "gcsim calibrate: cannot read " << path << ": " << e.what() << "\n";
+    return kBadInput;
+  }
+  if (!root["gpu"]) {
+    err << "gcsim calibrate: " << path << ": no 'gpu' key: not a calibration profile\n";
+    return kBadInput;
+  }
+  models::gpu::GpuSpec spec = preset(root["gpu"].as<std::string>());
+  auto source = std::make_shared<sim::config::ConfigSource>();
+  source->file = path;
+  sim::config::ConfigReader at(YAML::Node(), "", source, nullptr);
+  apply_calibration_profile(path, spec, at);
+  std::vector<Split> splits;
+  MeasurementSet set;
+  try {
+    set = measurements_in_profile(root, splits);
+  } catch (const std::runtime_error& e) {
+    err << "gcsim calibrate: " << path << ": " << e.what() << "\n";
+    return kBadInput;
+  }
+  out << "profile " << path << " (" << spec.name << ", " << set.items.size() << " measurements)\n"
+      << "held-out cases:\n"
+      << error_table(class_errors(spec, set, splits, Split::heldout)) << "fitted cases:\n"
+      << error_table(class_errors(spec, set, splits, Split::fit));
+  return 0;
+}
+
+int measure(const std::string& bench_arg, bool quick, const std::string& gpu,
+            const std::string& out_path, std::ostream& out, std::ostream& err) {
+  const std::string bench = bench_arg.empty() ? self_dir() + "/gcsim_microbench" : bench_arg;
+  if (!fs::exists(bench)) {
+    err << "gcsim calibrate: no GPU benchmark here: " << bench
+        << " does not exist (gcsim was built without the CUDA toolkit), so this machine's GPU "
+           "cannot be measured. Build with the CUDA toolkit on a machine with a GPU, or fit "
+           "committed measurements: gcsim calibrate --fit "
+           "calibration/measurements/h100-sxm/microbench_2026-11-22.json -o PROFILE.yaml\n";
+    return kBadInput;
+  }
+  const std::string data = out_path + ".measurements.json";
+  out << "measuring with " << bench << " (about a minute on an H100) ...\n" << std::flush;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (quick) {
+      execl(bench.c_str(), bench.c_str(), "-o", data.c_str(), "--quick", static_cast<char*>(nullptr));
+    } else {
+      execl(bench.c_str(), bench.c_str(), "-o", data.c_str(), static_cast<char*>(nullptr));
+    }
+    _exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status)) {
+    err << "gcsim calibrate: could not run " << bench << "\n";
+    return 1;
+  }
+  if (WEXITSTATUS(status) == kBenchNoDevice) {
+    err << "gcsim calibrate: no CUDA GPU on this machine (gcsim_microbench found none); "
+           "calibrate needs one. Fit committed measurements with --fit instead.\n";
+    return kBadInput;
+  }
+  if (WEXITSTATUS(status) != 0) {
+    err << "gcsim calibrate: " << bench << " failed with exit status " << WEXITSTATUS(status)
+        << "; its partial results are in " << data << "\n";
+    return 1;
+  }
+  return fit_and_write({data}, gpu, out_path, "gcsim calibrate -o " + out_path, out, err);
+}
+
+}  // namespace
+
+int calibrate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description opts("calibrate options");
+  opts.add_options()("out,o", po::value<std::string>(), "profile to write")(
+      "fit", po::value<std::vector<std::string>>(), "measurement file (repeatable)")(
+      "validate", po::value<std::string>(), "profile to validate")(
+      "gpu", po::value<std::string>(), "preset the measurements are of")(
+      "bench", po::value<std::string>(), "path of gcsim_microbench")(
+      "quick", po::bool_switch(), "a few cases only (smoke test)");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(opts).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    err << "gcsim calibrate: " << e.what() << "\n\n" << kUsage;
+    return kBadInput;
+  }
+  const std::string gpu = vm.count("gpu") ? vm["gpu"].as<std::string>() : "";
+  if (vm.count("validate")) return validate(vm["validate"].as<std::string>(), out, err);
+  if (!vm.count("out")) {
+    err << "gcsim calibrate: -o PROFILE.yaml is required\n\n" << kUsage;
+    return kBadInput;
+  }
+  const std::string out_path = vm["out"].as<std::string>();
+  if (vm.count("fit")) {
+    const auto files = vm["fit"].as<std::vector<std::string>>();
+    std::string command = "gcsim calibrate";
+    for (const auto& f : files) command += " --fit " + f;
+    command += (gpu.empty() ? "" : " --gpu " + gpu) + " -o " + out_path;
+    return fit_and_write(files, gpu, out_path, command, out, err);
+  }
+  return measure(vm.count("bench") ? vm["bench"].as<std::string>() : "", vm["quick"].as<bool>(), gpu,
+                 out_path, out, err);
+}
+
+}  // namespace gcsim::cli
