@@ -257,8 +257,9 @@ sim::Duration IterationCost::embedding_time(int64_t tokens) {
   s.elements = static_cast<int64_t>(static_cast<double>(tokens * m.hidden) *
                                     gpu::dtype_bytes(activation_dtype(config_.dtype)));
   s.dtype = gpu::Dtype::int8;
-  // Vocabulary-parallel: each rank looks up its slice, an all-reduce sums.
-  const sim::Duration d = kernel_time(gpu::memory_kernel(config_.gpu, s)) + tp_all_reduce(0, tokens);
+  // Vocabulary-parallel: each rank looks up its slice (an all-reduce then
+  // sums the slices; cost() counts it with the communication).
+  const sim::Duration d = kernel_time(gpu::memory_kernel(config_.gpu, s));
   embedding_.emplace(tokens, d);
   return d;
 }
@@ -317,7 +318,10 @@ StepCost IterationCost::cost(const StepShape& shape) {
     if (dense > 0) compute += (layer_token_kernels(t, false) + attention) * dense;
     if (moe > 0) compute += (layer_token_kernels(t, true) + attention) * moe;
     sim::Duration comm = ar * (2 * static_cast<int64_t>(dense + moe));
-    if (s == 0) compute += embedding_time(t);
+    if (s == 0) {
+      compute += embedding_time(t);
+      comm += ar;
+    }
     if (s == pp - 1) compute += head_time(t, shape.sampled);
     if (s + 1 < pp) {
       // Hidden states and residual to the next stage, rank i to rank i.
