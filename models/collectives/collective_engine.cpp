@@ -150,10 +150,11 @@ double CollectiveEngine::tier_efficiency(bool inter) const {
   return inter ? params_.scale_out_efficiency : params_.scale_up_efficiency;
 }
 
-double CollectiveEngine::algorithm_efficiency(Algorithm a) const {
-  if (a == Algorithm::tree) return params_.tree_efficiency;
-  if (a == Algorithm::nvls) return params_.nvls_efficiency;
-  return 1.0;
+double CollectiveEngine::algorithm_efficiency(Algorithm a, CollectiveOp op) const {
+  double e = params_.efficiency_of(op);
+  if (a == Algorithm::tree) e *= params_.tree_efficiency;
+  if (a == Algorithm::nvls) e *= params_.nvls_efficiency;
+  return e;
 }
 
 sim::Bandwidth CollectiveEngine::gpu_ceiling(Protocol p, int hosts) const {
@@ -162,16 +163,17 @@ sim::Bandwidth CollectiveEngine::gpu_ceiling(Protocol p, int hosts) const {
   return hosts == 2 ? pp.max_per_gpu_two_nodes : pp.max_per_gpu_many_nodes;
 }
 
-sim::Bytes CollectiveEngine::wire_bytes(const Flow& f, const GroupLayout& layout, Algorithm a,
-                                        Protocol p) const {
+sim::Bytes CollectiveEngine::wire_bytes(const Flow& f, const GroupLayout& layout,
+                                        CollectiveOp op, Algorithm a, Protocol p) const {
   const bool inter = !layout.same_host(f.src, f.dst);
   const double factor = params_.protocol_of(p).wire_efficiency * tier_efficiency(inter) *
-                        algorithm_efficiency(a);
+                        algorithm_efficiency(a, op);
   return sim::Bytes(std::max<int64_t>(1, std::llround(f.payload / factor)));
 }
 
 CollectiveEngine::PhaseCost CollectiveEngine::phase_cost(const Phase& phase,
-                                                         const GroupLayout& layout, Algorithm a,
+                                                         const GroupLayout& layout,
+                                                         CollectiveOp op, Algorithm a,
                                                          Protocol p, bool with_endpoints) {
   PhaseCost c;
   const StepLatency& lat = params_.latency_of(a, p);
@@ -207,7 +209,7 @@ CollectiveEngine::PhaseCost CollectiveEngine::phase_cost(const Phase& phase,
     touched.push_back(f.dst);
     max_channel_payload = std::max(max_channel_payload, f.payload / f.channels);
   }
-  const double algo_eff = algorithm_efficiency(a) * pp.wire_efficiency;
+  const double algo_eff = algorithm_efficiency(a, op) * pp.wire_efficiency;
   const double bw_up = up.known ? up.bandwidth.bytes_per_s() * tier_efficiency(false) * algo_eff
                                 : 0.0;
   const double bw_out =
@@ -259,7 +261,7 @@ sim::Duration CollectiveEngine::estimate(const CollectiveRequest& req, Algorithm
   const std::shared_ptr<const Schedule> sch = schedule_for(req, a, channels);
   sim::Duration t = params_.latency_of(a, p).base;
   for (const Phase& ph : sch->phases) {
-    const PhaseCost c = phase_cost(ph, layout, a, p, true);
+    const PhaseCost c = phase_cost(ph, layout, req.op, a, p, true);
     t += c.first_latency + max_of(c.endpoint_time, c.sm_time) + c.extra_latency + c.fill;
   }
   return t;
@@ -339,7 +341,7 @@ void CollectiveEngine::run_phase(std::shared_ptr<RunState> st) {
   const Phase& phase = st->schedule->phases[st->phase];
   const Algorithm a = st->plan.algorithm;
   const Protocol p = st->plan.protocol;
-  st->cost = phase_cost(phase, *st->layout, a, p, false);
+  st->cost = phase_cost(phase, *st->layout, st->req.op, a, p, false);
   st->phase_start = sim_.now();
   st->pending = phase.flows.size();
   auto finish = [this, st] {
@@ -359,7 +361,7 @@ void CollectiveEngine::run_phase(std::shared_ptr<RunState> st) {
     network::Transfer t;
     t.src_rank = f.src;
     t.dst_rank = f.dst;
-    t.bytes = wire_bytes(f, *st->layout, a, p);
+    t.bytes = wire_bytes(f, *st->layout, st->req.op, a, p);
     t.qp = f.qp;
     transfers.push_back(t);
   }
@@ -403,7 +405,7 @@ void CollectiveEngine::run_stepwise_ring(std::shared_ptr<RunState> st) {
     const int dst = order[static_cast<size_t>((i + 1) % n)];
     const bool inter = !layout.same_host(src, dst);
     Flow f{src, dst, st->round_payload, 1, static_cast<uint32_t>(c)};
-    network::Transfer t{src, dst, wire_bytes(f, layout, Algorithm::ring, p),
+    network::Transfer t{src, dst, wire_bytes(f, layout, st->req.op, Algorithm::ring, p),
                         static_cast<uint32_t>(c)};
     auto self = weak.lock();
     sim_.call_in(inter ? lat.step_scale_out : lat.step_scale_up, [this, st, self, t, c, i, n] {

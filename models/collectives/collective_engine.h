@@ -95,11 +95,14 @@ class CollectiveEngine {
   TierSample sample(int src, int dst) const;
   TierSample tier(const GroupLayout& layout, bool inter);
   double tier_efficiency(bool inter) const;
-  double algorithm_efficiency(Algorithm a) const;
+  // The algorithm's and the op's share of the links (tree, NVLS, fits).
+  double algorithm_efficiency(Algorithm a, CollectiveOp op) const;
   sim::Bandwidth gpu_ceiling(Protocol p, int hosts) const;
-  PhaseCost phase_cost(const Phase& phase, const GroupLayout& layout, Algorithm a, Protocol p,
+  PhaseCost phase_cost(const Phase& phase, const GroupLayout& layout, CollectiveOp op,
+                       Algorithm a, Protocol p,
                        bool with_endpoints);
-  sim::Bytes wire_bytes(const Flow& f, const GroupLayout& layout, Algorithm a, Protocol p) const;
+  sim::Bytes wire_bytes(const Flow& f, const GroupLayout& layout, CollectiveOp op, Algorithm a,
+                        Protocol p) const;
   void run_phase(std::shared_ptr<RunState> st);
   void run_stepwise_ring(std::shared_ptr<RunState> st);
 

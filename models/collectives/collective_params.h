@@ -68,6 +68,11 @@ struct CollectiveParams {
   double nvls_efficiency = 1.0;
   // Double binary tree all-reduce reaches this share of the links (NCCL 0.92).
   double tree_efficiency = 1.0;
+  // Share of the links each op's kernels reach besides the above, by
+  // CollectiveOp (1 in NCCL's model; a calibration fit sets them: on 2x H200
+  // NCCL 2.28's out-of-place all-gather moved 20 % less per link than its
+  // in-place all-reduce).
+  std::array<double, kAllOps.size()> op_efficiency{1, 1, 1, 1, 1, 1, 1};
   int channels = 24;   // rings/trees in parallel, one SM each (NCCL 2.28 on 2x H200: 24)
   bool pxn = true;     // a ring leaves a node through the rail NIC of its entry GPU (NCCL PXN)
   bool nvls = false;   // NVLink SHARP available and enabled
@@ -82,6 +87,8 @@ struct CollectiveParams {
     return protocol[static_cast<size_t>(p)];
   }
   ProtocolParams& protocol_of(Protocol p) { return protocol[static_cast<size_t>(p)]; }
+  double efficiency_of(CollectiveOp op) const { return op_efficiency[static_cast<size_t>(op)]; }
+  double& efficiency_of(CollectiveOp op) { return op_efficiency[static_cast<size_t>(op)]; }
 };
 
 // NCCL 2.28's constants for the GPU generation of `gpu` (Volta, Ampere,
