@@ -76,10 +76,11 @@ CollectiveParams nccl_default_params(const gpu::GpuSpec& gpu) {
   // perChMaxRingLL128Bws (GB/s per channel).
   const double ll128_ch[4] = {20.0, 20.0, 36.7, 40.0};
   ll128.max_per_channel = sim::Bandwidth::gb_per_s(ll128_ch[static_cast<int>(g)]);
-  // One step of each protocol's default buffer (NCCL_STEPS = 8): Simple
-  // 4 MiB / 8; LL128 120 elements x 8 B x 640 threads per step; LL 8 lines
-  // of 8 B (4 payload) x 512 threads per step.
-  simple.slice = sim::KiB(512);
+  // Pipeline slices: Simple, the 256 kB chunk NCCL's tuning comment prices
+  // a tree hop with ("Tree/Simple is the latency a 256kB chunk"); LL128,
+  // 120 elements x 8 B x 640 threads; LL, 8 lines of 8 B (4 payload) x 512
+  // threads.
+  simple.slice = sim::KiB(256);
   ll128.slice = sim::Bytes(120 * 8 * 640);
   ll.slice = sim::Bytes(8 * 4 * 512);
   // Channel count for small messages: NCCL_LL_THREAD_THRESHOLD 8 (x ranks
