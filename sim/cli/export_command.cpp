@@ -18,7 +18,7 @@ namespace {
 // The config with its workload replaced by the exported trace; cluster,
 // network and simulation as the user wrote them (with -s overrides).
 std::string replay_config(const std::string& config_path, const LoadOptions& options,
-                          const std::string& stem) {
+                          const std::string& stem, const std::string& replay_path) {
   sim::config::ConfigSource source;
   YAML::Node root = sim::config::load_yaml_file(config_path, options.overrides, source);
   YAML::Node w;
@@ -31,7 +31,7 @@ std::string replay_config(const std::string& config_path, const LoadOptions& opt
   YAML::Emitter e;
   e << root;
   return "# Replays the Chakra trace gcsim exported from " + config_path +
-         " (gcsim export).\n# Run: gcsim run " + stem + ".chakra.yaml\n" + e.c_str() + "\n";
+         " (gcsim export).\n# Run: gcsim run " + replay_path + "\n" + e.c_str() + "\n";
 }
 
 }  // namespace
@@ -59,7 +59,7 @@ int export_command(const std::string& config_path, const LoadOptions& options,
   }
   const fs::path replay = fs::path(out_dir) / (stem + ".chakra.yaml");
   std::ofstream f(replay);
-  f << replay_config(config_path, used, stem);
+  f << replay_config(config_path, used, stem, replay.string());
   if (!f.good()) throw ConfigError("command line", 0, "-o", "cannot write " + replay.string());
 
   out << "gcsim: exported " << config_path << " (" << s.workload_kind << ")\n";
