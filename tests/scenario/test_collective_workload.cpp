@@ -1,0 +1,161 @@
+// The `collective` workload through `gcsim run`: summary.json `results`
+// with nccl-tests' definitions (algbw = S/t; busbw = algbw x 2(n-1)/n for
+// all-reduce, (n-1)/n for all-gather, x 1 for send/recv), the algorithm and
+// protocol that ran, the report table, determinism, and figures against
+// published NCCL numbers (../shared/REFERENCE.md).
+#include <cmath>
+#include <string>
+
+#include "catch.h"
+#include "scenario/run_gcsim.h"
+
+using gcsim::test::read_text;
+using gcsim::test::run_gcsim;
+using gcsim::test::run_summary;
+using gcsim::test::source_path;
+using gcsim::test::TempDir;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+Json run_example(const std::string& name) {
+  TempDir tmp;
+  const auto out = tmp / "out";
+  const auto r = run_gcsim({"run", source_path("configs/examples/" + name), "-o", out.string(), "-q"});
+  REQUIRE(r.exit_status == 0);
+  return gcsim::test::read_json(out / "summary.json");
+}
+
+}  // namespace
+
+TEST_CASE("collective workload: 8x H100 all-reduce sweep, nccl-tests results", "[scenario]") {
+  const Json s = run_example("collective_allreduce_8xh100.yaml");
+  CHECK(s["kind"] == "collective");
+  const Json& results = s["results"];
+  REQUIRE(results.size() == 8);
+  double last_time = 0.0;
+  for (const auto& r : results) {
+    INFO(r.dump());
+    for (const char* key : {"op", "bytes", "ranks", "time_s", "algbw_GBps", "busbw_GBps",
+                            "algorithm", "protocol"}) {
+      CHECK(r.contains(key));
+    }
+    CHECK(r["op"] == "all_reduce");
+    CHECK(r["ranks"] == 8);
+    const double t = r["time_s"].get<double>();
+    const double bytes = r["bytes"].get<double>();
+    // nccl-tests: algbw = S / t, busbw = algbw x 2(n-1)/n.
+    CHECK(r["algbw_GBps"].get<double>() == Approx(bytes / t * 1e-9));
+    CHECK(r["busbw_GBps"].get<double>() == Approx(bytes / t * 1e-9 * 14.0 / 8.0));
+    CHECK(t >= last_time);  // larger messages never finish sooner
+    last_time = t;
+  }
+  // Small messages are latency-bound at tens of microseconds with LL.
+  CHECK(results[0]["time_s"].get<double>() > 5e-6);
+  CHECK(results[0]["time_s"].get<double>() < 50e-6);
+  CHECK(results[0]["protocol"] == "LL");
+  // Large ones take NVLink SHARP (the h100-sxm preset has it), near the
+  // published ~480 GB/s (nccl issue 1455).
+  const Json& big = results[7];
+  CHECK(big["algorithm"] == "nvls");
+  CHECK(big["protocol"] == "Simple");
+  CHECK(big["busbw_GBps"].get<double>() == Approx(480).epsilon(0.05));
+}
+
+TEST_CASE("collective workload: NVLS off gives the ring's ~370 GB/s; forced choices hold",
+          "[scenario]") {
+  // The published 8x H100 ring figure (nccl-tests issues 212, 290): ~370 GB/s.
+  const Json ring = run_summary(R"(
+cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 8}
+network: {model: flow}
+workload: {kind: collective, op: all_reduce, bytes: 8GiB, nvls: false}
+)");
+  CHECK(ring["results"][0]["algorithm"] == "ring");
+  CHECK(ring["results"][0]["protocol"] == "Simple");
+  CHECK(ring["results"][0]["busbw_GBps"].get<double>() == Approx(370).epsilon(0.03));
+  // algorithm/protocol named: they run, whatever the tuner would pick.
+  const Json ll = run_summary(R"(
+cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 8}
+workload: {kind: collective, op: all_reduce, bytes: 64MiB, algorithm: ring, protocol: LL}
+)");
+  CHECK(ll["results"][0]["algorithm"] == "ring");
+  CHECK(ll["results"][0]["protocol"] == "LL");
+  // LL moves 4 payload bytes per 8-byte line and NCCL caps it at 141 GB/s
+  // per GPU on Hopper: far below the Simple ring.
+  CHECK(ll["results"][0]["busbw_GBps"].get<double>() < 150);
+}
+
+TEST_CASE("collective workload: send/recv between two nodes at 46-48 GB/s per NDR NIC",
+          "[scenario]") {
+  const Json s = run_example("collective_sendrecv_two_nodes.yaml");
+  const Json& results = s["results"];
+  REQUIRE(results.size() == 4);
+  const Json& big = results[3];
+  CHECK(big["op"] == "send_recv");
+  CHECK(big["bytes"] == 1073741824);
+  // Each rank sends 1 GiB to the other at once; busbw = algbw for send/recv.
+  CHECK(big["busbw_GBps"].get<double>() >= 46.0);
+  CHECK(big["busbw_GBps"].get<double>() <= 48.0);
+  CHECK(big["busbw_GBps"] == big["algbw_GBps"]);
+}
+
+TEST_CASE("collective workload: all-gather counts output bytes; groups of any ranks",
+          "[scenario]") {
+  // 4 ranks spread over two nodes; all-gather of 64 MiB output: busbw =
+  // algbw x 3/4, and the ring crosses the NICs, so busbw stays below the
+  // NIC's 47 GB/s payload rate times the rails the group uses (2 per node).
+  const Json s = run_summary(R"(
+cluster:
+  gpu: h100-sxm
+  nodes: 2
+  gpus_per_node: 8
+  scale_out: {topology: fat-tree}
+network: {model: flow}
+workload: {kind: collective, op: all_gather, bytes: 64MiB, ranks: [0, 1, 8, 9]}
+)");
+  const Json& r = s["results"][0];
+  CHECK(r["ranks"] == 4);
+  CHECK(r["algorithm"] == "ring");
+  const double algbw = 64.0 * 1048576 / r["time_s"].get<double>() * 1e-9;
+  CHECK(r["busbw_GBps"].get<double>() == Approx(algbw * 0.75));
+  CHECK(r["busbw_GBps"].get<double>() < 2 * 47.0);
+  CHECK(r["busbw_GBps"].get<double>() > 30.0);
+  CHECK(s["config"]["workload"]["ranks"] == Json::array({0, 1, 8, 9}));
+  CHECK(s["config"]["workload"]["bytes"] == Json::array({"64MiB"}));
+}
+
+TEST_CASE("collective workload: report table, stdout table, determinism", "[scenario]") {
+  TempDir tmp;
+  const std::string config = source_path("configs/examples/collective_alltoall_two_nodes.yaml");
+  const auto a = run_gcsim({"run", config, "-o", (tmp / "a").string(), "-q"});
+  const auto b = run_gcsim({"run", config, "-o", (tmp / "b").string(), "-q"});
+  REQUIRE(a.exit_status == 0);
+  REQUIRE(b.exit_status == 0);
+  Json sa = gcsim::test::read_json(tmp / "a" / "summary.json");
+  Json sb = gcsim::test::read_json(tmp / "b" / "summary.json");
+  sa.erase("wall_time_s");
+  sb.erase("wall_time_s");
+  CHECK(sa.dump() == sb.dump());
+  const std::string report = read_text(tmp / "a" / "report.md");
+  CHECK(contains(report, "## Collective: all_to_all over 16 ranks"));
+  CHECK(contains(report, "| size (B) | count | type | algorithm | protocol |"));
+  CHECK(contains(report, "| 268435456 |"));
+  CHECK(contains(a.out, "busbw GB/s"));
+  CHECK(sa["results"][2]["algorithm"] == "direct");
+}
+
+TEST_CASE("collective workload: the h200 calibration fit is what h200-sxm runs", "[scenario]") {
+  // 2x H200 all-reduce of 1 GiB: NCCL 2.28.9 measured 330 GB/s busbw
+  // (calibration/measurements/h200-x4/nccl_sweep_2026-11-22.json); the fit
+  // predicts ~300 (calibration/fit/collective_fit_h200_2026-11-22.md).
+  const Json s = run_summary(R"(
+cluster: {gpu: h200-sxm, nodes: 1, gpus_per_node: 2}
+workload: {kind: collective, op: all_reduce, bytes: 1GiB, nvls: false}
+)");
+  const double busbw = s["results"][0]["busbw_GBps"].get<double>();
+  CHECK(busbw == Approx(330).epsilon(0.15));
+}
