@@ -24,6 +24,12 @@ std::string gib(sim::Bytes b) {
   return buf;
 }
 
+std::string fraction(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 bool power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 Dtype read_dtype(ConfigReader& r, const std::string& key, const std::string& fallback,
@@ -399,7 +405,7 @@ std::shared_ptr<InferenceSetup> load_inference_workload(ConfigReader& w, const C
       sv.fail(key, what + ": the model does not fit in GPU memory: " + gib(p.weights) +
                        " of weights + " + gib(p.activations) + " of activations + " +
                        gib(p.non_torch) + " non-torch per GPU exceed " +
-                       std::to_string(c.gpu_memory_utilization) + " x " + gib(p.capacity) +
+                       fraction(c.gpu_memory_utilization) + " x " + gib(p.capacity) +
                        "; raise tp or pp");
     }
     const int64_t need = (s.max_model_len + s.block_size - 1) / s.block_size;

@@ -13,6 +13,9 @@ namespace {
 // scheduled (lower priorities run first).
 constexpr int32_t kFinishPriority = -2;
 constexpr int32_t kKickPriority = -1;
+// New work (arrivals, KV arrivals, freed blocks) is looked at once the
+// instant's other events have run.
+constexpr int32_t kNewWorkPriority = 1;
 }  // namespace
 
 const char* role_name(ReplicaRole r) {
@@ -47,23 +50,35 @@ Replica::Replica(sim::Simulator& sim, const ReplicaSetup& setup,
 void Replica::submit(Request* r) {
   r->replica = setup_.index;
   scheduler_->add(r);
-  kick();
+  kick_soon();
 }
 
 void Replica::submit_remote(Request* r) {
   r->replica = setup_.index;
   scheduler_->add_remote(r);
-  kick();
+  kick_soon();
 }
 
 void Replica::remote_kv_arrived(Request* r) {
   scheduler_->remote_kv_arrived(r);
-  kick();
+  kick_soon();
 }
 
 void Replica::release(Request* r) {
   kv_.free(*r);
-  kick();
+  kick_soon();
+}
+
+void Replica::kick_soon() {
+  if (kick_pending_) return;
+  kick_pending_ = true;
+  sim_.call_at(
+      sim_.now(),
+      [this] {
+        kick_pending_ = false;
+        kick();
+      },
+      kNewWorkPriority);
 }
 
 void Replica::kick() {

@@ -77,6 +77,10 @@ class Replica {
   void release(Request* r);
   // Starts a step if the first stage is free and there is work.
   void kick();
+  // kick() after every other event of this instant: requests arriving
+  // together are scheduled together, as vLLM's engine drains its input
+  // queue before it schedules.
+  void kick_soon();
 
   int index() const { return setup_.index; }
   ReplicaRole role() const { return setup_.role; }
@@ -111,6 +115,7 @@ class Replica {
   sim::RandomStream accept_rng_;
   std::vector<sim::Time> stage_free_;
   int in_flight_ = 0;
+  bool kick_pending_ = false;
   int64_t steps_ = 0;
   sim::Duration busy_;
   sim::Time last_busy_end_;
