@@ -24,7 +24,17 @@ std::string fmt(const char* format, double v) {
 }  // namespace
 
 void configure_collectives(const Scenario& s, models::cluster::ClusterModel& cluster) {
-  if (!s.collective) return;
+  if (!s.collective) {
+    // Hand-written graphs on a fabric model run their collectives as NCCL
+    // does on it; under `analytical` they keep the closed α-β forms that
+    // model stands for (DESIGN.md: "analytical: α-β, no contention").
+    if (s.workload_kind == "graph" && s.network.model != "analytical") {
+      models::cluster::CollectiveChoice choice;
+      choice.on_network = true;
+      cluster.set_collective_choice(choice);
+    }
+    return;
+  }
   models::cluster::CollectiveChoice choice;
   choice.on_network = true;
   choice.algorithm = s.collective->algorithm;

@@ -30,7 +30,9 @@ struct CollectiveResult {
 
 // Before the run: collectives (and send/recv) of a `collective` workload
 // run on the collective engine over the attached network, with the
-// workload's algorithm, protocol and NVLS choice. No-op for other kinds.
+// workload's algorithm, protocol and NVLS choice; a `graph` workload's
+// collectives too when the network model is flow or packet (analytical
+// keeps α-β). Other kinds are left as they are.
 void configure_collectives(const Scenario& s, models::cluster::ClusterModel& cluster);
 
 // After the run: one result per size, from the op records (time = first

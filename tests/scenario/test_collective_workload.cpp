@@ -3,6 +3,7 @@
 // all-reduce, (n-1)/n for all-gather, x 1 for send/recv), the algorithm and
 // protocol that ran, the report table, determinism, and figures against
 // published NCCL numbers (../shared/REFERENCE.md).
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -158,4 +159,36 @@ workload: {kind: collective, op: all_reduce, bytes: 1GiB, nvls: false}
 )");
   const double busbw = s["results"][0]["busbw_GBps"].get<double>();
   CHECK(busbw == Approx(330).epsilon(0.15));
+}
+
+TEST_CASE("graph collectives run on the engine with a fabric model, alpha-beta on analytical",
+          "[scenario]") {
+  // The same 1 GB all-reduce over 2 nodes x 8 H100 (16 ranks). Analytical:
+  // the closed ring form over one NIC's 50 GB/s, 2*15*2 us + 2*(15/16)*1e9 /
+  // 50e9 s = 37.56 ms (tests/scenario/test_graph_figures.cpp). Flow: NCCL's
+  // algorithms, whose channels use all 8 rails of each node: several times
+  // faster, busbw at most 8 NICs x 47 GB/s = 376 GB/s.
+  const std::string body = R"(
+cluster:
+  gpu: h100-sxm
+  nodes: 2
+  gpus_per_node: 8
+  scale_out: {topology: fat-tree, nic_bandwidth: 400Gbps}
+workload:
+  kind: graph
+  ops:
+    - {name: ar, op: all_reduce, ranks: all, bytes: 1GB}
+)";
+  auto end_of = [](const Json& s) {
+    double end = 0.0;
+    for (const auto& o : s["ops"]) end = std::max(end, o["end_s"].get<double>());
+    return end;
+  };
+  const double analytical = end_of(run_summary(body + "network: {model: analytical}\n"));
+  const double flow = end_of(run_summary(body + "network: {model: flow}\n"));
+  CHECK(analytical == Approx(37.56e-3).epsilon(1e-9));
+  const double busbw = 1e9 / flow * 2.0 * 15 / 16 * 1e-9;
+  INFO("flow busbw " << busbw << " GB/s");
+  CHECK(busbw < 8 * 47.0);
+  CHECK(busbw > 200.0);
 }
