@@ -1,6 +1,7 @@
 #include "sim/cli/training_workload_loader.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "models/cluster/cluster_model.h"
@@ -162,9 +163,10 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
   }
   run->fits = worst <= run->capacity_bytes;
   if (!run->fits) {
-    notes.push_back("the step needs " + sim::format_bytes(sim::Bytes(static_cast<int64_t>(worst))) +
-                    " per GPU on pipeline rank " + std::to_string(run->worst_pipeline_rank) +
-                    ", more than the " + sim::format_bytes(gpu.hbm_capacity) +
+    char need[96];
+    std::snprintf(need, sizeof need, "%.1f GiB per GPU on pipeline rank %d, more than the %.1f GiB",
+                  worst / 1073741824.0, run->worst_pipeline_rank, run->capacity_bytes / 1073741824.0);
+    notes.push_back(std::string("the step needs ") + need +
                     " of HBM: it is simulated as if it fit, without HBM accounting");
   }
 

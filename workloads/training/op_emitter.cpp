@@ -43,7 +43,8 @@ OpEmitter::OpEmitter(WorkloadGraph& g, RankProgram& program, std::vector<OpCateg
     : g_(g), program_(program), categories_(categories), streams_(streams) {}
 
 uint32_t OpEmitter::append(Op op, OpCategory category, std::vector<uint32_t> deps, bool chain) {
-  if (chain && cursor_ != kNoOp && program_.ops[cursor_].stream != op.stream) {
+  if (chain && cursor_ != kNoOp &&
+      ((cursor_ & kExternal) != 0 || program_.ops[cursor_].stream != op.stream)) {
     deps.push_back(cursor_);
   }
   deps.erase(std::remove(deps.begin(), deps.end(), kNoOp), deps.end());
@@ -111,6 +112,13 @@ uint32_t OpEmitter::memory(const std::string& name, int64_t delta, std::vector<u
   op.stream = streams_.compute[lane_];
   op.payload = MemoryOp{sim::Bytes(delta)};
   return append(std::move(op), OpCategory::memory, std::move(deps), false);
+}
+
+uint32_t OpEmitter::append_op(Op op, OpCategory category) {
+  const auto index = static_cast<uint32_t>(program_.ops.size());
+  program_.ops.push_back(std::move(op));
+  categories_.push_back(category);
+  return index;
 }
 
 void OpEmitter::depend(uint32_t op, uint32_t on) {

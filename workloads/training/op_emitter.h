@@ -80,6 +80,12 @@ class OpEmitter {
   uint32_t memory(const std::string& name, int64_t delta, std::vector<uint32_t> deps);
   // Adds a dependency to an existing op.
   void depend(uint32_t op, uint32_t on);
+  // Appends a finished op as it is (deps already final); returns its index.
+  uint32_t append_op(Op op, OpCategory category);
+
+  // Marks an op index as belonging to another program (a staging emitter
+  // naming ops of the program it will be merged into).
+  static constexpr uint32_t kExternal = 0x80000000u;
 
  private:
   uint32_t append(Op op, OpCategory category, std::vector<uint32_t> deps, bool chain);

@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "workloads/models/model_formulas.h"
 #include "workloads/training/layer_kernels.h"
@@ -75,7 +76,7 @@ class ProgramBuilder {
         g_(g),
         pr_(pr),
         kernels_(c, expert_load, max_expert_load, ep_spans_nodes),
-        e_(g, program_, categories_, streams),
+        main_(g, program_, categories_, streams),
         dp_full_(dp_full),
         edp_full_(edp_full) {
     stages_ = model_stage_layers(c, plan);
@@ -90,7 +91,7 @@ class ProgramBuilder {
     if (o_.memory_ops) {
       const double fixed = memory_.weights + memory_.gradients + memory_.optimizer_states +
                            memory_.communication_buffers + memory_.reserved;
-      e_.memory("model states and buffers", static_cast<int64_t>(std::llround(fixed)), {});
+      em_->memory("model states and buffers", static_cast<int64_t>(std::llround(fixed)), {});
     }
     post_receives();
     plan_buckets();
@@ -103,7 +104,7 @@ class ProgramBuilder {
         case PassKind::backward_input: ends = {backward(p.b, 0, true, barrier)}; break;
         case PassKind::weight: ends = {weight(p.b, barrier)}; break;
         case PassKind::forward_backward:
-          ends = {forward(p.f, 0, barrier), backward(p.b, 1, false, barrier)};
+          ends = overlapped(p, barrier);
           break;
       }
       barrier = ends;
@@ -112,6 +113,92 @@ class ProgramBuilder {
   }
 
   RankProgram& program() { return program_; }
+
+ private:
+  // DualPipe's overlapped pair (DeepSeek-V3, 3.2.1): the forward of one
+  // micro-batch and the backward of another, each chunk's compute run in
+  // turns on the one compute stream so that the communication each issues
+  // (all-to-all, pipeline) proceeds while the other computes. Both outputs
+  // are sent once the pair is done (_forward_backward_chunk).
+  std::vector<uint32_t> overlapped(const Pass& p, const std::vector<uint32_t>& barrier) {
+    const TrainingStreams& streams = main_.streams();
+    RankProgram prog_f, prog_b;
+    std::vector<OpCategory> cats_f, cats_b;
+    OpEmitter ef(g_, prog_f, cats_f, streams), eb(g_, prog_b, cats_b, streams);
+    staging_ = true;
+    hold_sends_ = true;
+    const uint32_t dp_before = last_dp_;
+    em_ = &ef;
+    const uint32_t end_f = forward(p.f, 0, barrier);
+    const uint32_t dp_f = last_dp_;
+    em_ = &eb;
+    const uint32_t end_b = backward(p.b, 1, false, barrier);
+    const uint32_t dp_b = last_dp_;
+    em_ = &main_;
+    staging_ = false;
+    hold_sends_ = false;
+    std::vector<uint32_t> map_f, map_b;
+    merge(prog_f, cats_f, prog_b, cats_b, map_f, map_b);
+    if (dp_b != dp_f) last_dp_ = map_b[dp_b];
+    else if (dp_f != dp_before) last_dp_ = map_f[dp_f];
+    lane_cursor_[0] = end_f == kNoOp ? lane_cursor_[0] : map_f[end_f];
+    lane_cursor_[1] = end_b == kNoOp ? lane_cursor_[1] : map_b[end_b];
+    const std::vector<uint32_t> ends{lane_cursor_[0], lane_cursor_[1]};
+    for (const auto& [msg, dst, name] : held_) {
+      const uint16_t slot = peer_slot(dst);
+      main_.send(name, slot, streams.pp_send[slot == kPeerPpNext ? 0 : 1],
+                 kernels_.pipeline_message_bytes(), OpCategory::pp, ends);
+    }
+    held_.clear();
+    return ends;
+  }
+
+  // Appends two staged halves to the program, compute on stream 0 only:
+  // each half runs until its next kernel waits for communication it issued
+  // in that turn, then the other takes over.
+  void merge(const RankProgram& f, const std::vector<OpCategory>& cf, const RankProgram& b,
+             const std::vector<OpCategory>& cb, std::vector<uint32_t>& map_f,
+             std::vector<uint32_t>& map_b) {
+    const TrainingStreams& streams = main_.streams();
+    const RankProgram* progs[2] = {&f, &b};
+    const std::vector<OpCategory>* cats[2] = {&cf, &cb};
+    std::vector<uint32_t>* maps[2] = {&map_f, &map_b};
+    map_f.assign(f.ops.size(), kNoOp);
+    map_b.assign(b.ops.size(), kNoOp);
+    size_t next[2] = {0, 0};
+    std::vector<uint8_t> issued_this_turn[2] = {std::vector<uint8_t>(f.ops.size(), 0),
+                                                std::vector<uint8_t>(b.ops.size(), 0)};
+    int cur = 0;
+    auto is_comm = [](const Op& op) {
+      return op.kind == OpKind::collective || op.kind == OpKind::send || op.kind == OpKind::recv;
+    };
+    while (next[0] < f.ops.size() || next[1] < b.ops.size()) {
+      if (next[cur] >= progs[cur]->ops.size()) cur = 1 - cur;
+      const Op& src = progs[cur]->ops[next[cur]];
+      const int other = 1 - cur;
+      if (!is_comm(src) && next[other] < progs[other]->ops.size()) {
+        bool waits = false;
+        for (uint32_t d : src.deps) {
+          waits = waits || (!(d & OpEmitter::kExternal) && issued_this_turn[cur][d]);
+        }
+        if (waits) {
+          std::fill(issued_this_turn[cur].begin(), issued_this_turn[cur].end(), 0);
+          cur = other;
+          continue;
+        }
+      }
+      Op op = src;
+      for (uint32_t& d : op.deps) {
+        d = (d & OpEmitter::kExternal) ? (d & ~OpEmitter::kExternal) : (*maps[cur])[d];
+      }
+      if (op.stream == streams.compute[1]) op.stream = streams.compute[0];
+      (*maps[cur])[next[cur]] = main_.append_op(std::move(op), (*cats[cur])[next[cur]]);
+      if (is_comm(src)) issued_this_turn[cur][next[cur]] = 1;
+      ++next[cur];
+    }
+  }
+
+ public:
   std::vector<OpCategory>& categories() { return categories_; }
 
  private:
@@ -135,24 +222,33 @@ class ProgramBuilder {
         if (dst != pr_) continue;
         const std::string name = std::string(msg.backward ? "recv grad" : "recv act") + " s" +
                                  std::to_string(msg.stage) + " m" + std::to_string(msg.micro);
-        recvs_[msg] = e_.recv(name, slot, e_.streams().pp_recv[slot == kPeerPpNext ? 0 : 1],
+        recvs_[msg] = em_->recv(name, slot, em_->streams().pp_recv[slot == kPeerPpNext ? 0 : 1],
                               bytes, OpCategory::pp, {});
       }
     }
   }
 
   void send(const Message& msg, int dst_pr, const std::string& p) {
+    if (hold_sends_) {
+      held_.push_back({msg, dst_pr, p + (msg.backward ? " send grad" : " send act")});
+      return;
+    }
     const uint16_t slot = peer_slot(dst_pr);
-    e_.send(p + (msg.backward ? " send grad" : " send act"), slot,
-            e_.streams().pp_send[slot == kPeerPpNext ? 0 : 1], kernels_.pipeline_message_bytes(),
-            OpCategory::pp, {e_.cursor()});
+    em_->send(p + (msg.backward ? " send grad" : " send act"), slot,
+            em_->streams().pp_send[slot == kPeerPpNext ? 0 : 1], kernels_.pipeline_message_bytes(),
+            OpCategory::pp, {em_->cursor()});
+  }
+
+  // An op of the main program named from a staging program.
+  uint32_t ext(uint32_t op) const {
+    return staging_ && op != kNoOp ? op | OpEmitter::kExternal : op;
   }
 
   // Makes the first op emitted since `start` wait for `deps`.
   void wait_first(uint32_t start, const std::vector<uint32_t>& deps) {
-    if (start >= e_.size()) return;
+    if (start >= em_->size()) return;
     for (uint32_t d : deps) {
-      if (d != kNoOp) e_.depend(start, d);
+      if (d != kNoOp) em_->depend(start, ext(d));
     }
   }
 
@@ -164,62 +260,62 @@ class ProgramBuilder {
     if (!zero3()) return kNoOp;
     const GradUnit u = unit(layer);
     const double w = c_.optimizer.weight_bytes;
-    uint32_t last = e_.collective(p + " L" + std::to_string(layer) + " param gather",
+    uint32_t last = em_->collective(p + " L" + std::to_string(layer) + " param gather",
                                   CollectiveKind::all_gather,
                                   static_cast<int64_t>(std::ceil(u.dense * w)), kSlotDp,
-                                  e_.streams().dp, OpCategory::dp, {after}, false);
+                                  em_->streams().dp, OpCategory::dp, {after}, false);
     if (u.expert > 0 && edp_full_ > 1) {
-      last = e_.collective(p + " L" + std::to_string(layer) + " expert gather",
+      last = em_->collective(p + " L" + std::to_string(layer) + " expert gather",
                            CollectiveKind::all_gather,
                            static_cast<int64_t>(std::ceil(u.expert * w)), kSlotExpertDp,
-                           e_.streams().dp, OpCategory::dp, {after}, false);
+                           em_->streams().dp, OpCategory::dp, {after}, false);
     }
     return last;
   }
 
   uint32_t forward(const Work& w, int lane, const std::vector<uint32_t>& barrier) {
-    e_.set_lane(lane);
-    e_.set_cursor(lane_cursor_[lane]);
+    em_->set_lane(lane);
+    em_->set_cursor(ext(lane_cursor_[lane]));
     const std::string p = prefix('F', w);
-    const uint32_t start = e_.size();
+    const uint32_t start = em_->size();
     if (o_.memory_ops) {
-      e_.memory(p + " activations", static_cast<int64_t>(std::llround(stage_bytes_[w.stage])), {});
+      em_->memory(p + " activations", static_cast<int64_t>(std::llround(stage_bytes_[w.stage])), {});
     }
     uint32_t incoming = kNoOp;
     if (w.stage == 0) {
-      kernels_.embedding_forward(e_, p);
+      kernels_.embedding_forward(*em_, p);
     } else {
-      incoming = recvs_.at({false, w.stage - 1, w.micro});
-      kernels_.pipeline_gather(e_, p, incoming);
+      incoming = ext(recvs_.at({false, w.stage - 1, w.micro}));
+      kernels_.pipeline_gather(*em_, p, incoming);
     }
     const StageLayers& s = stages_[static_cast<size_t>(w.stage)];
     uint32_t prev_first = kNoOp;
     for (int l = s.first; l < s.first + s.count; ++l) {
       const uint32_t gathered = gather_layer(l, p, prev_first);
-      const uint32_t first = e_.size();
-      kernels_.layer_forward(e_, l, p);
-      if (first < e_.size()) {
-        if (gathered != kNoOp) e_.depend(first, gathered);
-        if (incoming != kNoOp) e_.depend(first, incoming);
+      const uint32_t first = em_->size();
+      kernels_.layer_forward(*em_, l, p);
+      if (first < em_->size()) {
+        if (gathered != kNoOp) em_->depend(first, gathered);
+        if (incoming != kNoOp) em_->depend(first, incoming);
         incoming = kNoOp;
       }
       prev_first = first;
     }
     if (w.stage == plan_.model_stages - 1) {
-      kernels_.head_forward(e_, p);
+      kernels_.head_forward(*em_, p);
     } else {
       send({false, w.stage, w.micro}, plan_.rank_of(w.stage + 1, w.micro), p);
     }
     wait_first(start, barrier);
-    lane_cursor_[lane] = e_.cursor();
-    return e_.cursor();
+    lane_cursor_[lane] = em_->cursor();
+    return em_->cursor();
   }
 
   uint32_t backward(const Work& w, int lane, bool defer, const std::vector<uint32_t>& barrier) {
-    e_.set_lane(lane);
-    e_.set_cursor(lane_cursor_[lane]);
+    em_->set_lane(lane);
+    em_->set_cursor(ext(lane_cursor_[lane]));
     const std::string p = prefix('B', w);
-    const uint32_t start = e_.size();
+    const uint32_t start = em_->size();
     std::vector<DeferredWeights> deferred;
     const bool reduce = reduces_after(w);
     auto done_unit = [&](int layer, uint32_t wgrad) {
@@ -227,57 +323,57 @@ class ProgramBuilder {
     };
     uint32_t incoming = kNoOp;
     if (w.stage == plan_.model_stages - 1) {
-      done_unit(kHeadLayer, kernels_.head_backward(e_, p, defer, deferred));
+      done_unit(kHeadLayer, kernels_.head_backward(*em_, p, defer, deferred));
     } else {
-      incoming = recvs_.at({true, w.stage + 1, w.micro});
-      kernels_.pipeline_gather(e_, p, incoming);
+      incoming = ext(recvs_.at({true, w.stage + 1, w.micro}));
+      kernels_.pipeline_gather(*em_, p, incoming);
     }
     const StageLayers& s = stages_[static_cast<size_t>(w.stage)];
     uint32_t prev_first = kNoOp;
     for (int l = s.first + s.count - 1; l >= s.first; --l) {
       const uint32_t gathered = gather_layer(l, p, prev_first);
-      const uint32_t first = e_.size();
-      const uint32_t wgrad = kernels_.layer_backward(e_, l, p, defer, deferred);
-      if (gathered != kNoOp) e_.depend(first, gathered);
-      if (incoming != kNoOp) e_.depend(first, incoming);
+      const uint32_t first = em_->size();
+      const uint32_t wgrad = kernels_.layer_backward(*em_, l, p, defer, deferred);
+      if (gathered != kNoOp) em_->depend(first, gathered);
+      if (incoming != kNoOp) em_->depend(first, incoming);
       incoming = kNoOp;
       prev_first = first;
       done_unit(l, wgrad);
     }
-    if (w.stage == 0) done_unit(kEmbeddingLayer, kernels_.embedding_backward(e_, p, defer, deferred));
+    if (w.stage == 0) done_unit(kEmbeddingLayer, kernels_.embedding_backward(*em_, p, defer, deferred));
     if (w.stage > 0) send({true, w.stage, w.micro}, plan_.rank_of(w.stage - 1, w.micro), p);
     if (defer) {
       pending_.push_back({w, std::move(deferred)});
     } else if (o_.memory_ops) {
-      e_.memory(p + " free", -static_cast<int64_t>(std::llround(stage_bytes_[w.stage])),
-                {e_.cursor()});
+      em_->memory(p + " free", -static_cast<int64_t>(std::llround(stage_bytes_[w.stage])),
+                {em_->cursor()});
     }
     wait_first(start, barrier);
-    lane_cursor_[lane] = e_.cursor();
-    return e_.cursor();
+    lane_cursor_[lane] = em_->cursor();
+    return em_->cursor();
   }
 
   uint32_t weight(const Work& w, const std::vector<uint32_t>& barrier) {
-    e_.set_lane(0);
-    e_.set_cursor(lane_cursor_[0]);
-    const uint32_t start = e_.size();
+    em_->set_lane(0);
+    em_->set_cursor(ext(lane_cursor_[0]));
+    const uint32_t start = em_->size();
     auto item = std::move(pending_.front());
     pending_.pop_front();
     const std::string p = prefix('W', item.first);
     const bool reduce = reduces_after(item.first);
     for (const DeferredWeights& d : item.second) {
-      const uint32_t last = kernels_.emit_weights(e_, d);
+      const uint32_t last = kernels_.emit_weights(*em_, d);
       if (reduce) reduce_unit(d.layer, last, p);
     }
-    if (item.first.stage == 0 && reduce) reduce_unit(kEmbeddingLayer, e_.cursor(), p);
+    if (item.first.stage == 0 && reduce) reduce_unit(kEmbeddingLayer, em_->cursor(), p);
     if (o_.memory_ops) {
-      e_.memory(p + " free", -static_cast<int64_t>(std::llround(stage_bytes_[item.first.stage])),
-                {e_.cursor()});
+      em_->memory(p + " free", -static_cast<int64_t>(std::llround(stage_bytes_[item.first.stage])),
+                {em_->cursor()});
     }
     wait_first(start, barrier);
-    lane_cursor_[0] = e_.cursor();
+    lane_cursor_[0] = em_->cursor();
     static_cast<void>(w);
-    return e_.cursor();
+    return em_->cursor();
   }
 
   // -------------------------------------------------------------------
@@ -359,44 +455,44 @@ class ProgramBuilder {
     const std::string name = p + " grad " + (layer == kHeadLayer ? std::string("head")
                                              : layer == kEmbeddingLayer ? std::string("embedding")
                                                                         : "L" + std::to_string(layer));
-    const uint32_t saved = e_.cursor();
+    const uint32_t saved = em_->cursor();
     if (it->second.dense > 0 && dp_full_ > 1) {
-      last_dp_ = e_.collective(name, kind, static_cast<int64_t>(std::ceil(it->second.dense * g)),
-                               kSlotDp, e_.streams().dp, OpCategory::dp, {after}, false);
+      last_dp_ = em_->collective(name, kind, static_cast<int64_t>(std::ceil(it->second.dense * g)),
+                               kSlotDp, em_->streams().dp, OpCategory::dp, {after}, false);
     }
     if (it->second.expert > 0 && edp_full_ > 1) {
-      last_dp_ = e_.collective(name + " experts", kind,
+      last_dp_ = em_->collective(name + " experts", kind,
                                static_cast<int64_t>(std::ceil(it->second.expert * g)),
-                               kSlotExpertDp, e_.streams().dp, OpCategory::dp, {after}, false);
+                               kSlotExpertDp, em_->streams().dp, OpCategory::dp, {after}, false);
     }
-    e_.set_cursor(saved);
+    em_->set_cursor(saved);
   }
 
   // -------------------------------------------------------------------
   // Optimizer
 
   void optimizer(const std::vector<uint32_t>& barrier) {
-    e_.set_lane(0);
-    e_.set_cursor(lane_cursor_[0]);
-    const uint32_t start = e_.size();
+    em_->set_lane(0);
+    em_->set_cursor(ext(lane_cursor_[0]));
+    const uint32_t start = em_->size();
     const RankParams params = memory_.params;
     const auto counts = models::count_params(c_.model);
     const double g = c_.optimizer.grad_bytes;
     // Gradients of parameters held twice: DualPipe's two copies of each
     // stage, or a tied embedding's copy on the last stage.
     if (plan_.schedule == Schedule::dualpipe && plan_.ranks > 1) {
-      e_.collective("pipeline pair grad sync", CollectiveKind::all_reduce,
+      em_->collective("pipeline pair grad sync", CollectiveKind::all_reduce,
                     static_cast<int64_t>(std::ceil(params.total() * g)), kSlotEmbedding,
-                    e_.streams().dp, OpCategory::dp, {last_dp_});
+                    em_->streams().dp, OpCategory::dp, {last_dp_});
     } else if (c_.model.tied_embeddings && plan_.model_stages > 1) {
       const auto stages = plan_.stages_of(pr_);
       const bool ends = std::find(stages.begin(), stages.end(), 0) != stages.end() ||
                         std::find(stages.begin(), stages.end(), plan_.model_stages - 1) !=
                             stages.end();
       if (ends) {
-        e_.collective("embedding grad sync", CollectiveKind::all_reduce,
+        em_->collective("embedding grad sync", CollectiveKind::all_reduce,
                       static_cast<int64_t>(std::ceil(counts.embedding / c_.parallel.tp * g)),
-                      kSlotEmbedding, e_.streams().dp, OpCategory::pp, {last_dp_});
+                      kSlotEmbedding, em_->streams().dp, OpCategory::pp, {last_dp_});
       }
     }
     // Adam on this rank's shard: reads gradient, master weight, m and v
@@ -410,19 +506,19 @@ class ProgramBuilder {
     adam.inputs = 6;
     adam.flops_per_element = 12;
     adam.dtype = gcsim::models::gpu::Dtype::fp32;
-    e_.kernel("optimizer step", adam, OpCategory::optimizer, {last_dp_});
+    em_->kernel("optimizer step", adam, OpCategory::optimizer, {last_dp_});
     const int stage = c_.optimizer.zero_stage;
     if (stage == 1 || stage == 2) {
       const double w = c_.optimizer.weight_bytes;
       if (params.dense > 0 && dp_full_ > 1) {
-        e_.collective("param all-gather", CollectiveKind::all_gather,
-                      static_cast<int64_t>(std::ceil(params.dense * w)), kSlotDp, e_.streams().dp,
+        em_->collective("param all-gather", CollectiveKind::all_gather,
+                      static_cast<int64_t>(std::ceil(params.dense * w)), kSlotDp, em_->streams().dp,
                       OpCategory::dp);
       }
       if (params.expert > 0 && edp_full_ > 1) {
-        e_.collective("expert param all-gather", CollectiveKind::all_gather,
+        em_->collective("expert param all-gather", CollectiveKind::all_gather,
                       static_cast<int64_t>(std::ceil(params.expert * w)), kSlotExpertDp,
-                      e_.streams().dp, OpCategory::dp);
+                      em_->streams().dp, OpCategory::dp);
       }
     }
     wait_first(start, barrier);
@@ -436,7 +532,9 @@ class ProgramBuilder {
   LayerKernels kernels_;
   RankProgram program_;
   std::vector<OpCategory> categories_;
-  OpEmitter e_;
+  OpEmitter main_;
+  OpEmitter* em_ = &main_;  // where ops go: main_, or a staging program
+  bool staging_ = false;
   int dp_full_, edp_full_;
   int next_ = 0, prev_ = 0;
   std::vector<StageLayers> stages_;
@@ -448,6 +546,8 @@ class ProgramBuilder {
   std::map<std::pair<int, int>, Bucket> buckets_;  // (stage, closing unit) -> bucket
   std::map<int, int> last_weight_micro_;           // stage -> micro-batch
   uint32_t last_dp_ = kNoOp;
+  bool hold_sends_ = false;
+  std::vector<std::tuple<Message, int, std::string>> held_;
 };
 
 int node_of(int rank, int gpus_per_node) { return rank / gpus_per_node; }
