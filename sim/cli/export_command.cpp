@@ -39,6 +39,12 @@ std::string replay_config(const std::string& config_path, const LoadOptions& opt
 int export_command(const std::string& config_path, const LoadOptions& options,
                    const std::string& out_dir, std::ostream& out) {
   Scenario s = load_scenario(config_path, options);
+  if (!s.graph) {
+    throw ConfigError(config_path, 0, "workload.kind",
+                      "a '" + s.workload_kind + "' workload builds its ops while it runs (from its "
+                      "scheduler), so it has no fixed graph to export; graph, training, collective "
+                      "and chakra workloads export");
+  }
   LoadOptions used = options;
   if (s.training && s.training->workload.mirrored) {
     used.overrides.push_back("workload.simulate=all");

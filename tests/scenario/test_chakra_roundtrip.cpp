@@ -131,10 +131,19 @@ TEST_CASE("chakra: the committed trace fixture replays to its graph's times", "[
   CHECK(op_times(sa) == op_times(sb));
 }
 
-TEST_CASE("chakra: export needs -o and one config", "[cli][chakra]") {
+TEST_CASE("chakra: export needs -o, one config and a fixed graph", "[cli][chakra]") {
   const GcsimResult r = run_gcsim({"export", source_path("configs/examples/quickstart.yaml")});
   CHECK(r.exit_status == 2);
   CHECK(r.err.find("expected one CONFIG.yaml and -o DIR") != std::string::npos);
+  TempDir tmp;
+  for (const auto& entry : fs::directory_iterator(source_path("configs/examples"))) {
+    if (gcsim::test::read_text(entry.path()).find("kind: inference") == std::string::npos) continue;
+    const GcsimResult inf = run_gcsim({"export", entry.path().string(), "-o", (tmp / "x").string()});
+    INFO(entry.path() << ": " << inf.err);
+    CHECK(inf.exit_status == 2);
+    CHECK(inf.err.find("no fixed graph to export") != std::string::npos);
+    break;
+  }
 }
 
 #endif  // GCSIM_NO_CHAKRA
