@@ -187,3 +187,27 @@ TEST_CASE("TP8 decode: two all-reduces per layer over the fabric", "[inference][
   // Weights per GPU (17.25 GB) over 3,350 GB/s is the floor of the compute.
   CHECK(sc.compute.seconds() > 17.246e9 / 3350e9);
 }
+
+TEST_CASE("MoE decode reads only the experts its tokens are routed to", "[inference][cost]") {
+  // DeepSeek-V3 in fp8 at TP8 / EP8: 32 of the 256 routed experts per GPU
+  // per layer. One token goes to 8 experts: on average 32 x (1 - (255/256)^8)
+  // = 0.98 of this GPU's, so a batch-1 step reads a small part of the 84 GB
+  // of weights per GPU; a batch of 256 (2,048 routed copies) touches nearly
+  // all 32 and costs much more.
+  NoComm comm;
+  IterationCostConfig c;
+  c.model = test::model_preset("deepseek-v3");
+  c.gpu = h100();
+  c.parallel = {8, 1, 8};
+  c.dtype = models::gpu::Dtype::fp8;
+  c.ranks = {0, 1, 2, 3, 4, 5, 6, 7};
+  IterationCost cost(c, comm);
+  const double weights = weight_bytes_per_gpu(c.model, c.dtype, c.parallel).as_double();
+  CHECK(weights == Approx(84e9).epsilon(0.02));
+  const double one = cost.cost(decode_batch(1, 1024)).total.seconds();
+  const double many = cost.cost(decode_batch(256, 1024)).total.seconds();
+  INFO("batch 1 " << one * 1e3 << " ms, batch 256 " << many * 1e3 << " ms, all weights "
+                  << weights / 3350e9 * 1e3 << " ms");
+  CHECK(one < 0.5 * weights / 3350e9);
+  CHECK(many > 2 * one);
+}
