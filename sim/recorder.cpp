@@ -44,6 +44,18 @@ void Recorder::on_memory(int rank, Time when, Bytes used) {
   if (trace_) trace_->counter(rank, "HBM used (GiB)", when, used.as_double() / (1 << 30));
 }
 
+void Recorder::on_link_counter(const std::string& link, Time when, double utilization,
+                               int64_t queue_bytes) {
+  if (!trace_) return;
+  const int pid = graph_.num_ranks();  // GPUs are 0..n-1
+  if (!network_named_) {
+    trace_->process_name(pid, "network (busiest links)");
+    network_named_ = true;
+  }
+  trace_->counter(pid, link + " utilization", when, utilization);
+  trace_->counter(pid, link + " queue (KiB)", when, static_cast<double>(queue_bytes) / 1024.0);
+}
+
 void Recorder::finish() {
   if (trace_) trace_->close();
 }

@@ -33,6 +33,10 @@ class Recorder : public OpObserver {
 
   void on_op_done(int rank, uint32_t op_index, Time start, Time end) override;
   void on_memory(int rank, Time when, Bytes used);
+  // A network link's utilization (0..1) and queue depth at `when`, drawn as
+  // two counters of one "network" track after the GPUs.
+  void on_link_counter(const std::string& link, Time when, double utilization,
+                       int64_t queue_bytes);
   void finish();  // closes the trace
   void set_describer(OpDescriber d) { describe_ = std::move(d); }
 
@@ -45,6 +49,7 @@ class Recorder : public OpObserver {
   std::unique_ptr<TraceWriter> trace_;
   std::vector<OpRecord> records_;
   OpDescriber describe_;
+  bool network_named_ = false;
 };
 
 }  // namespace gcsim::sim

@@ -78,6 +78,13 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
   const std::unique_ptr<NetworkStack> network = build_network_stack(simulator, s);
   cluster.attach_network(*network->model, network->fabric);
   configure_collectives(s, cluster);
+  // Link counters for the trace: kept until the end, when the busiest links
+  // are known, and only those go into trace.json.
+  std::vector<models::network::LinkCounterSample> link_samples;
+  if (options.trace) {
+    network->model->set_counter_listener(
+        [&link_samples](const models::network::LinkCounterSample& c) { link_samples.push_back(c); });
+  }
   sim::Recorder recorder(*s.graph, options.trace ? (dir / "trace.json").string() : "",
                          s.cluster.gpu.name);
   recorder.set_describer([&cluster](int, const workloads::Op& op) { return cluster.describe(op); });
@@ -105,6 +112,16 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
     throw ConfigError(config_path, 0, "workload",
                       "the run goes past the simulator's time range (about 106 days of "
                       "simulated time): " + std::string(e.what()));
+  }
+  if (options.trace) {
+    const auto busiest = network->model->stats(simulator.now() - sim::Time::zero()).busiest_links;
+    for (const auto& c : link_samples) {
+      for (const auto& l : busiest) {
+        if (l.link == c.link) {
+          recorder.on_link_counter(l.name, c.when, c.utilization, c.queue_bytes);
+        }
+      }
+    }
   }
   recorder.finish();
   const sim::ReplayOutcome outcome = replayer.outcome();

@@ -95,3 +95,16 @@ TEST_CASE("every GPU of a node sending to one receiver: the flow model shares th
   CHECK(s["simulated_time_s"].get<double>() == Approx(8 * 67108864.0 / 50e9).epsilon(0.01));
   CHECK(s["network"]["busiest_links"][0]["link"] == "leaf0->node0/nic0");
 }
+
+TEST_CASE("--trace carries utilization and queue counters of the busiest links",
+          "[scenario][network]") {
+  gcsim::test::TempDir dir;
+  gcsim::test::write_text(dir / "c.yaml", p2p_config("packet", 0, 8, "8MiB"));
+  const auto r = gcsim::test::run_gcsim(
+      {"run", (dir / "c.yaml").string(), "-o", (dir / "out").string(), "--trace", "-q"});
+  REQUIRE(r.exit_status == 0);
+  const std::string trace = gcsim::test::read_text(dir / "out" / "trace.json");
+  CHECK(trace.find("network (busiest links)") != std::string::npos);
+  CHECK(trace.find("leaf0->spine") != std::string::npos);
+  CHECK(trace.find(" queue (KiB)") != std::string::npos);
+}
