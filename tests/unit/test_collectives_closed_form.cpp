@@ -142,3 +142,24 @@ TEST_CASE("send/recv between hosts moves S over the NIC in one step", "[collecti
       rig.run(request(CollectiveOp::send_recv, {0, 2}, sim::GiB(1), Algorithm::direct));
   CHECK(near_ps(t, sim::ps(21'474'836'480 + 3'000'000), 10));
 }
+
+TEST_CASE("hierarchical all-reduce: reduce-scatter in the host, rails across, all-gather",
+          "[collectives]") {
+  // 2 hosts x 4 GPUs on one leaf (small_fabric: NVLink 450 GB/s, alpha
+  // 0.6 us; NIC 50 GB/s, alpha 2 us NIC-leaf-NIC; no spine, so no ECMP
+  // collision), S = 64 MiB, 4 channels (one per rail in the middle phase).
+  //   reduce-scatter in each host: 3 x 0.6 us + 3/4 S / 450 GB/s
+  //     = 1.8 us + 111.848107 us
+  //   all-reduce of each S/4 shard between the hosts on its rail, 2 steps:
+  //     2 x 2 us + 2 (1/2) (S/4) / 50 GB/s = 4 us + 335.544320 us
+  //   all-gather in each host: as the reduce-scatter.
+  // Total 2 x 113.648107 + 339.544320 = 566.840534 us.
+  test::SmallFabricSpec spec;
+  spec.hosts = 2;
+  spec.gpus_per_host = 4;
+  spec.leaves = 1;
+  CollectiveRig rig(test::small_fabric(spec), "flow", ideal_params(4));
+  const sim::Duration t = rig.run(request(CollectiveOp::all_reduce, iota_ranks(8), sim::MiB(64),
+                                          Algorithm::hierarchical));
+  CHECK(near_ps(t, sim::ps(566'840'534), 10));
+}
