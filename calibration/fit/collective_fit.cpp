@@ -416,8 +416,9 @@ std::string fit_report(const CollectiveParams& params, const models::gpu::GpuSpe
   o << "\nbusbw in GB/s (nccl-tests); 'pred' runs NCCL's algorithm and protocol for that run, "
        "'tuner' gcsim's own choice; '*' marks a measured outlier (left out of fit and errors).\n";
   std::ostringstream summary;
-  summary << "\n### Errors of predicted time\n\n| series | GPUs | points | median abs | max abs |"
-             "\n|---|---:|---:|---:|---:|\n";
+  summary << "\n### Errors of predicted time\n\n(last column: sizes where gcsim's tuner "
+             "picks NCCL's protocol)\n\n| series | GPUs | points | median abs | max abs | "
+             "same protocol |\n|---|---:|---:|---:|---:|---:|\n";
   for (const auto& [key, by_size] : table) {
     const auto op = static_cast<CollectiveOp>(std::get<0>(key));
     const std::string label = std::string(models::collectives::op_name(op)) +
@@ -433,6 +434,7 @@ std::string fit_report(const CollectiveParams& params, const models::gpu::GpuSpe
     for (size_t i = 0; i < sizes_n.size() * 3 + predict_only_ranks.size(); ++i) o << "---:|";
     o << "\n";
     std::map<int, std::vector<double>> errors;
+    std::map<int, std::pair<int, int>> same_protocol;  // n -> (agree, compared)
     for (const auto& [bytes, by_n] : by_size) {
       o << "| " << bytes << " |";
       for (int n : sizes_n) {
@@ -451,6 +453,11 @@ std::string fit_report(const CollectiveParams& params, const models::gpu::GpuSpe
           << fmt("%.1f", busbw(pred)) << " | " << fmt("%.1f", busbw(tuned)) << " "
           << models::collectives::protocol_name(plan.protocol) << " |";
         if (!m.outlier) errors[n].push_back(std::abs(pred / m.time_us - 1.0));
+        if (!m.forced) {
+          auto& [agree, compared] = same_protocol[n];
+          agree += plan.protocol == m.protocol ? 1 : 0;
+          ++compared;
+        }
       }
       for (int n : predict_only_ranks) {
         NcclMeasurement m = *by_n.begin()->second;
@@ -466,8 +473,13 @@ std::string fit_report(const CollectiveParams& params, const models::gpu::GpuSpe
     }
     for (auto& [n, e] : errors) {
       std::sort(e.begin(), e.end());
+      const auto sp = same_protocol.find(n);
       summary << "| " << label << " | " << n << " | " << e.size() << " | "
               << fmt("%.1f%%", 100 * e[e.size() / 2]) << " | " << fmt("%.1f%%", 100 * e.back())
+              << " | "
+              << (sp == same_protocol.end()
+                      ? std::string("-")
+                      : std::to_string(sp->second.first) + "/" + std::to_string(sp->second.second))
               << " |\n";
     }
   }
