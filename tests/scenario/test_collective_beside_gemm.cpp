@@ -10,7 +10,7 @@
 // alone (20-loop) 3283.3 us; GEMM during it 1876.4 us against 1432.6 us.
 // The model: the first GEMM ends at 1450.5 us (the hand computation of
 // test_gemm_beside_nccl.cpp), then the all-reduce's own time on the fitted
-// h200 parameters, ~3.6 ms (the fit's 1 GiB 2-GPU busbw ~300 GB/s,
+// h200 parameters, ~3.8 ms (the fit's 1 GiB 2-GPU busbw ~285 GB/s,
 // calibration/fit/collective_fit_h200_2026-11-22.md): ~5.0 ms.
 #include <cmath>
 #include <string>
@@ -68,10 +68,10 @@ TEST_CASE("NCCL all-reduce on the fabric holds its channels' SMs beside a GEMM",
   const Span ar_alone = op(alone, "ar", 0);
   REQUIRE(ar_alone.start == 0);
   const int64_t t_ar = ar_alone.end;
-  // 1 GiB on the fitted h200 parameters: ~300 GB/s busbw (the fit's
-  // figure), so 3.4-3.8 ms; NCCL took 3283 us.
+  // 1 GiB on the fitted h200 parameters: ~285 GB/s busbw (the fit's
+  // figure), so 3.4-3.9 ms; NCCL took 3283 us.
   CHECK(t_ar > 3400 * kUs);
-  CHECK(t_ar < 3800 * kUs);
+  CHECK(t_ar < 3900 * kUs);
 
   // Beside the GEMMs: the first GEMM takes all 132 SMs from 2 us to T1; the
   // all-reduce's 24 SMs are granted at T1 on both GPUs, then it runs its

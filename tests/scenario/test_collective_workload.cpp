@@ -152,7 +152,7 @@ TEST_CASE("collective workload: report table, stdout table, determinism", "[scen
 TEST_CASE("collective workload: the h200 calibration fit is what h200-sxm runs", "[scenario]") {
   // 2x H200 all-reduce of 1 GiB: NCCL 2.28.9 measured 330 GB/s busbw
   // (calibration/measurements/h200-x4/nccl_sweep_2026-11-22.json); the fit
-  // predicts ~300 (calibration/fit/collective_fit_h200_2026-11-22.md).
+  // predicts ~285, 14 % low (calibration/fit/collective_fit_h200_2026-11-22.md).
   const Json s = run_summary(R"(
 cluster: {gpu: h200-sxm, nodes: 1, gpus_per_node: 2}
 workload: {kind: collective, op: all_reduce, bytes: 1GiB, nvls: false}
