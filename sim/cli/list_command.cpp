@@ -5,6 +5,8 @@
 #include <ostream>
 
 #include "sim/cli/gpu_spec_loader.h"
+#include "sim/cli/model_spec_loader.h"
+#include "workloads/models/model_formulas.h"
 #include "sim/cli/presets.h"
 #include "sim/cli/scenario.h"
 #include "sim/config/did_you_mean.h"
@@ -31,6 +33,30 @@ void list_gpus(std::ostream& out) {
                   fp8 > 0 ? std::to_string(static_cast<int>(fp8 + 0.5)).c_str() : "-",
                   spec.hbm_capacity.as_double() / (1 << 30), spec.hbm_bandwidth.gb_per_s(),
                   spec.nvlink_bandwidth.gb_per_s());
+    out << line;
+  }
+}
+
+// Each model preset with its size (workloads/models/model_formulas.h).
+void list_models(std::ostream& out, const std::vector<std::string>& names) {
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-14s %8s %8s %6s %6s %6s %7s %7s  %s\n", "name", "params",
+                "active", "layers", "hidden", "heads", "kv", "seq", "attention / MLP");
+  out << line;
+  auto source = std::make_shared<sim::config::ConfigSource>();
+  sim::config::ConfigReader nowhere(YAML::Node(), "", source, nullptr);
+  for (const auto& name : names) {
+    const auto m = load_model_preset(name, nowhere, "model");
+    const auto p = workloads::models::count_params(m);
+    std::string arch = std::string(workloads::models::attention_name(m.attention)) + " / " +
+                       workloads::models::mlp_name(m.mlp);
+    if (m.is_moe()) {
+      arch += ", " + std::to_string(m.moe.experts) + " experts top-" + std::to_string(m.moe.top_k);
+    }
+    std::snprintf(line, sizeof line, "  %-14s %7.1fB %7.1fB %6d %6lld %6d %7d %7lld  %s\n",
+                  name.c_str(), p.total * 1e-9, p.active * 1e-9, m.layers,
+                  static_cast<long long>(m.hidden), m.heads, m.kv_heads,
+                  static_cast<long long>(m.seq_len), arch.c_str());
     out << line;
   }
 }
@@ -73,7 +99,7 @@ int list_command(const std::string& what, std::ostream& out) {
   if (what.empty() || what == "models") {
     auto names = preset_names("models");
     out << "Model presets (configs/models/):" << (names.empty() ? " none yet\n" : "\n");
-    for (const auto& n : names) out << "  " << n << "\n";
+    if (!names.empty()) list_models(out, names);
   }
   if (what.empty() || what == "topologies") list_topologies(out);
   if (what.empty() || what == "workloads") list_registered(out, "Workload kinds", workload_kinds());
