@@ -119,7 +119,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& rest) {
     return 0;
   }
   std::fprintf(stderr, "gcsim: unknown command '%s'%s\n\n%s", command.c_str(),
-               gcsim::sim::config::did_you_mean(command, {"run", "check", "calibrate", "list"}).c_str(),
+               gcsim::sim::config::did_you_mean(command, {"run", "check", "calibrate", "export", "list"}).c_str(),
                kUsage);
   return kBadInput;
 }
