@@ -11,7 +11,7 @@
 // The model: the first GEMM ends at 1450.5 us (the hand computation of
 // test_gemm_beside_nccl.cpp), then the all-reduce's own time on the fitted
 // h200 parameters, ~3.8 ms (the fit's 1 GiB 2-GPU busbw ~285 GB/s,
-// calibration/fit/collective_fit_h200_2026-11-22.md): ~5.0 ms.
+// calibration/fit/collective_fit_h200_2026-11-22.md): ~5.2 ms.
 #include <cmath>
 #include <string>
 
