@@ -375,9 +375,16 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
   size_t next = 0, done = 0;
   while (done < points.size()) {
     while (running.size() < static_cast<size_t>(jobs) && next < points.size()) {
-      running[spawn(exe, study.base_path, points[next])] = next;
-      ++next;
+      Point& p = points[next++];
+      try {
+        running[spawn(exe, study.base_path, p)] = p.index;
+      } catch (const std::runtime_error& e) {
+        p.status = "failed";
+        p.reason = e.what();
+        ++done;
+      }
     }
+    if (running.empty()) continue;
     int status = 0;
     const pid_t pid = waitpid(-1, &status, 0);
     if (pid < 0) throw std::runtime_error("waitpid failed");

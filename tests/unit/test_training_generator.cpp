@@ -230,3 +230,58 @@ TEST_CASE("training: simulated bubbles with free communication match the closed 
     CHECK(dual.breakdown.mean.bubble_s() < zb.breakdown.mean.bubble_s());
   }
 }
+
+TEST_CASE("training: uneven expert load keeps every EP rank and still equals the full run",
+          "[training][generator]") {
+  // A 4-layer MoE (8 experts, top 2) on 16 GPUs: TP 2, PP 2, DP 4 with EP 2
+  // (expert data parallel 2), routing skewed Zipf 1.5.
+  TrainingConfig c;
+  c.model = small_llama(4);
+  c.model.moe = {8, 2, 2816, 1, 1, 0, 1.5};
+  c.parallel.tp = 2;
+  c.parallel.pp = 2;
+  c.parallel.dp = 4;
+  c.parallel.ep = 2;
+  c.batch = {8, 1};
+  REQUIRE(!check_strategy(c, 16));
+  // Zipf 1.5 over 8 experts, 4 per EP rank: rank 0 gets the hot ones.
+  const auto loads = expert_loads(c);
+  double share0 = 0, total = 0;
+  for (int e = 0; e < 8; ++e) {
+    const double s = 1.0 / std::pow(e + 1.0, 1.5);
+    total += s;
+    if (e < 4) share0 += s;
+  }
+  CHECK(loads[0] == Approx(2 * share0 / total));
+  CHECK(loads[0] + loads[1] == Approx(2.0));
+  const Run mirrored = run(c, true);
+  const Run full = run(c, false);
+  CHECK(mirrored.w.mirrored_axes.find("ep") == std::string::npos);
+  CHECK(mirrored.w.simulated.size() == 4);  // 2 pipeline ranks x 2 EP ranks
+  CHECK(mirrored.end == full.end);
+  // Balanced routing is faster: the hot rank's experts set the pace.
+  c.model.moe.skew = 0;
+  const Run balanced = run(c, true);
+  CHECK(balanced.w.simulated.size() == 2);
+  CHECK(balanced.end < mirrored.end);
+}
+
+TEST_CASE("training: layers per stage with the fewer_at_ends remainder policy",
+          "[training][generator]") {
+  // Llama 3 405B: 126 layers on 16 stages, one fewer on the first and last
+  // (Llama 3 Herd of Models, 3.3.2).
+  TrainingConfig c;
+  c.model = small_llama(126);
+  c.parallel.pp = 16;
+  c.parallel.layer_split = LayerSplit::fewer_at_ends;
+  const auto split = stage_layers(c);
+  CHECK(split.front() == 7);
+  CHECK(split.back() == 7);
+  for (size_t s = 1; s + 1 < split.size(); ++s) CHECK(split[s] == 8);
+  c.model.layers = 61;  // DeepSeek-V3 on 16: three stages of 3
+  const auto ds = stage_layers(c);
+  CHECK(std::count(ds.begin(), ds.end(), 3) == 3);
+  CHECK(ds[0] == 3);
+  CHECK(ds[15] == 3);
+  CHECK(ds[1] == 3);
+}
