@@ -1,5 +1,7 @@
 #include "workloads/training/symmetric_executor.h"
 
+#include <algorithm>
+
 namespace gcsim::workloads::training {
 
 SymmetricExecutor::SymmetricExecutor(sim::OpExecutor& inner, const TrainingWorkload& workload)
@@ -21,11 +23,11 @@ void SymmetricExecutor::run_communication(const Op& op, const std::vector<int>& 
              p != nullptr && ranks.size() == 2 && ranks.front() == ranks.back()) {
     auto it = w_.widened_peers.find(static_cast<uint64_t>(ranks.front()) << 16 | p->peer);
     if (it != w_.widened_peers.end()) {
-      // Every rank of the ring sends to its next at once: this rank's
-      // outgoing hop stands for all of them.
-      const std::vector<int> hop = op.kind == OpKind::send
-                                       ? std::vector<int>{ranks.front(), it->second}
-                                       : std::vector<int>{it->second, ranks.front()};
+      // Every rank of the ring passes a block to its next at once; this
+      // rank waits for the one from its previous rank, so that hop stands
+      // for all (ranks sorted, as the cluster model takes a pair).
+      std::vector<int> hop{ranks.front(), it->second};
+      std::sort(hop.begin(), hop.end());
       inner_.run_communication(op, hop, std::move(done));
       return;
     }

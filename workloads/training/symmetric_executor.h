@@ -4,7 +4,7 @@
 // the simulated members only, and this executor hands the inner one (the
 // cluster model) every rank of the real group, so that their time, SM
 // holds and links are those of the full group. A self-addressed p2p (a
-// mirrored CP ring) is timed as the hop to the real neighbour.
+// mirrored CP ring) is timed as the hop from the real previous rank.
 #pragma once
 
 #include <cstdint>

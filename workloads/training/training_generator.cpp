@@ -727,7 +727,9 @@ TrainingWorkload generate_training(const TrainingConfig& c, const GeneratorOptio
       // the real neighbour.
       binding.peers[kPeerCpNext] = r;
       binding.peers[kPeerCpPrev] = r;
-      w.widened_peers[slot_key(r, kPeerCpNext)] = cp_next;
+      // Both ends of the self-addressed pair stand for the hop into this
+      // rank, the one it waits for.
+      w.widened_peers[slot_key(r, kPeerCpNext)] = cp_prev;
       w.widened_peers[slot_key(r, kPeerCpPrev)] = cp_prev;
     } else {
       binding.peers[kPeerCpNext] = cp_next;

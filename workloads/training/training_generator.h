@@ -11,7 +11,7 @@
 // balanced, so only the ranks with coordinate 0 on those axes run (one per
 // pipeline rank). Their collectives are timed over the whole group they
 // stand for (SymmetricExecutor widens them), and a mirrored CP ring sends
-// to itself, timed as the hop to the real neighbour. Uneven expert load
+// to itself, timed as the hop from its real neighbour. Uneven expert load
 // keeps every EP rank; groups that straddle nodes unevenly turn the
 // shortcut off. tests/unit/test_training_generator.cpp shows the mirrored
 // run equal to the full one.
