@@ -1,4 +1,5 @@
 #include "sim/cli/chakra_stream_run.h"
+#include "sim/cli/network_setup.h"
 
 #include <chrono>
 #include <memory>
@@ -55,27 +56,13 @@ class SpanWriter : public sim::StreamObserver {
 
 }  // namespace
 
-models::cluster::ClusterModelConfig cluster_config_of(const Scenario& s) {
-  models::cluster::ClusterModelConfig c;
-  c.gpu = s.cluster.gpu;
-  c.num_ranks = s.cluster.total_gpus();
-  c.fabric.gpus_per_node = s.cluster.gpus_per_node;
-  c.fabric.scale_up_bandwidth = s.cluster.scale_up.bandwidth;
-  c.fabric.scale_up_latency = s.cluster.scale_up.latency;
-  c.fabric.scale_out_bandwidth = s.cluster.scale_out.nic_bandwidth;
-  c.fabric.scale_out_latency = s.cluster.scale_out.latency;
-  c.fabric.has_scale_out = s.cluster.scale_out.topology != "none";
-  c.collective_sms = s.network.collective_sms;
-  return c;
-}
-
 ChakraStreamRun run_chakra_streamed(const Scenario& s, const std::string& prefix,
                                     const workloads::chakra::ImportOptions& options, size_t window,
                                     const std::string& trace_path) {
   const auto wall_start = std::chrono::steady_clock::now();
   workloads::chakra::ChakraStreamSource source(prefix, options);
   sim::Simulator simulator(s.seed);
-  models::cluster::ClusterModel cluster(simulator, cluster_config_of(s));
+  models::cluster::ClusterModel cluster(simulator, cluster_model_config(s));
   const std::unique_ptr<NetworkStack> network = build_network_stack(simulator, s);
   cluster.attach_network(*network->model, network->fabric);
   SpanWriter spans(trace_path, source, s.cluster.gpu.name);

@@ -36,7 +36,4 @@ ChakraStreamRun run_chakra_streamed(const Scenario& s, const std::string& prefix
                                     const workloads::chakra::ImportOptions& options, size_t window,
                                     const std::string& trace_path = "");
 
-// The cluster model `gcsim run` builds for a scenario (as run_command.cpp's).
-models::cluster::ClusterModelConfig cluster_config_of(const Scenario& s);
-
 }  // namespace gcsim::cli

@@ -12,6 +12,20 @@ namespace gcsim::cli {
 
 namespace net = models::network;
 
+models::cluster::ClusterModelConfig cluster_model_config(const Scenario& s) {
+  models::cluster::ClusterModelConfig c;
+  c.gpu = s.cluster.gpu;
+  c.num_ranks = s.cluster.total_gpus();
+  c.fabric.gpus_per_node = s.cluster.gpus_per_node;
+  c.fabric.scale_up_bandwidth = s.cluster.scale_up.bandwidth;
+  c.fabric.scale_up_latency = s.cluster.scale_up.latency;
+  c.fabric.scale_out_bandwidth = s.cluster.scale_out.nic_bandwidth;
+  c.fabric.scale_out_latency = s.cluster.scale_out.latency;
+  c.fabric.has_scale_out = s.cluster.scale_out.topology != "none";
+  c.collective_sms = s.network.collective_sms;
+  return c;
+}
+
 std::unique_ptr<NetworkStack> build_network_stack(sim::Simulator& sim, const Scenario& s) {
   auto stack = std::make_unique<NetworkStack>();
   stack->fabric = topologies::build_fabric(s.topology);

@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "models/cluster/cluster_model.h"
 #include "models/network/fabric.h"
 #include "models/network/network_model.h"
 #include "models/network/routing.h"
@@ -21,5 +22,9 @@ struct NetworkStack {
 };
 
 std::unique_ptr<NetworkStack> build_network_stack(sim::Simulator& sim, const Scenario& s);
+
+// The GPUs, their count and the α-β tiers of a scenario's cluster, for the
+// ClusterModel every run (and the streamed Chakra replay) builds.
+models::cluster::ClusterModelConfig cluster_model_config(const Scenario& s);
 
 }  // namespace gcsim::cli

@@ -27,20 +27,6 @@ using sim::config::Json;
 
 namespace {
 
-models::cluster::ClusterModelConfig cluster_model_config(const Scenario& s) {
-  models::cluster::ClusterModelConfig c;
-  c.gpu = s.cluster.gpu;
-  c.num_ranks = s.cluster.total_gpus();
-  c.fabric.gpus_per_node = s.cluster.gpus_per_node;
-  c.fabric.scale_up_bandwidth = s.cluster.scale_up.bandwidth;
-  c.fabric.scale_up_latency = s.cluster.scale_up.latency;
-  c.fabric.scale_out_bandwidth = s.cluster.scale_out.nic_bandwidth;
-  c.fabric.scale_out_latency = s.cluster.scale_out.latency;
-  c.fabric.has_scale_out = s.cluster.scale_out.topology != "none";
-  c.collective_sms = s.network.collective_sms;
-  return c;
-}
-
 std::string default_out_dir(const std::string& config_path) {
   return (fs::path("out") / fs::path(config_path).stem()).string();
 }
