@@ -1,0 +1,185 @@
+#include "workloads/estimate/comm_estimate.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/gpu/dtype.h"
+#include "workloads/training/memory_model.h"
+#include "workloads/training/pipeline_schedule.h"
+#include "workloads/training/rank_grid.h"
+
+namespace gcsim::workloads::estimate {
+
+namespace wt = workloads::training;
+using collectives::CollectiveOp;
+
+const char* link_class_name(LinkClass k) {
+  return k == LinkClass::scale_up ? "NVLink (scale-up)" : "NIC (scale-out)";
+}
+
+namespace {
+
+// Latency-bound steps of the ring (or direct) form of `op` among n ranks.
+double ring_steps(CollectiveOp op, int n) {
+  switch (op) {
+    case CollectiveOp::all_reduce: return 2.0 * (n - 1);
+    case CollectiveOp::all_gather:
+    case CollectiveOp::reduce_scatter:
+    case CollectiveOp::all_to_all:
+    case CollectiveOp::broadcast:
+    case CollectiveOp::reduce: return n - 1.0;
+    case CollectiveOp::send_recv: return 1.0;
+  }
+  return 1.0;
+}
+
+std::string factor_text(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::all_reduce: return "2(n-1)/n S";
+    case CollectiveOp::all_gather:
+    case CollectiveOp::reduce_scatter:
+    case CollectiveOp::all_to_all: return "(n-1)/n S";
+    default: return "S";
+  }
+}
+
+}  // namespace
+
+Line wire_bytes_line(CollectiveOp op, double bytes, int n) {
+  const double f = n <= 1 ? 0.0 : collectives::bus_bandwidth_factor(op, n);
+  return make_line("bytes sent per GPU, " + std::string(collectives::op_name(op)), f * bytes, Unit::bytes,
+                   factor_text(op) + " = " + num(f) + " x " + num(bytes) + " (n " + num(n) + ")");
+}
+
+Line ideal_time_line(CollectiveOp op, double bytes, int n, double bw, double latency) {
+  const double wire = n <= 1 ? 0.0 : collectives::bus_bandwidth_factor(op, n) * bytes;
+  const double steps = n <= 1 ? 0.0 : ring_steps(op, n);
+  const double t = (bw > 0 ? wire / bw : 0.0) + steps * latency;
+  return make_line("ideal time, " + std::string(collectives::op_name(op)), t, Unit::seconds,
+                   "wire / bw + steps x latency = " + num(wire) + " / " + num(bw) + " + " + num(steps) +
+                       " x " + num(latency));
+}
+
+LinkClass group_link(const wt::TrainingConfig& c, const std::string& dim, int gpus_per_node) {
+  const wt::RankGrid grid(c.parallel);
+  std::vector<int> members;
+  if (dim == "TP" || dim == "SP") members = grid.group(wt::Group::tp, 0);
+  else if (dim == "CP") members = grid.group(wt::Group::cp, 0);
+  else if (dim == "EP") members = grid.group(wt::Group::ep, 0);
+  else if (dim == "DP") members = grid.group(wt::Group::dp, 0);
+  else if (dim == "DP (experts)") members = grid.group(wt::Group::expert_dp, 0);
+  else if (dim == "PP") {
+    members = {0};
+    if (grid.extent(wt::Axis::pp) > 1) members.push_back(grid.moved(0, wt::Axis::pp, 1));
+  }
+  const int per = std::max(1, gpus_per_node);
+  for (int r : members) {
+    if (r / per != members.front() / per) return LinkClass::scale_out;
+  }
+  return LinkClass::scale_up;
+}
+
+std::vector<CommRow> estimate_training_comm(const wt::TrainingConfig& c, const LinkRates& links) {
+  const auto& p = c.parallel;
+  const auto& m = c.model;
+  // Activations travel in 16 bits (fp8 runs keep bf16 activations between layers).
+  const double act = 2.0;
+  const double mb = static_cast<double>(c.micro_batches());
+  const double tokens = static_cast<double>(c.batch.micro) * static_cast<double>(m.seq_len) / p.cp;
+  const double h = static_cast<double>(m.hidden);
+  // Layers on the fullest pipeline rank: its stages' layers.
+  const wt::PipelinePlan plan = wt::build_pipeline(p.schedule, p.pp, p.virtual_stages, static_cast<int>(mb));
+  const auto stages = wt::model_stage_layers(c, plan);
+  int layers = 0, moe_layers = 0;
+  double dense = 0, expert = 0;
+  for (int r = 0; r < p.pp; ++r) {
+    int l = 0, lm = 0;
+    for (int k : plan.stages_of(r)) {
+      const auto& s = stages[static_cast<size_t>(k)];
+      l += s.count;
+      for (int i = s.first; i < s.first + s.count; ++i) lm += m.is_moe_layer(i) ? 1 : 0;
+    }
+    layers = std::max(layers, l);
+    moe_layers = std::max(moe_layers, lm);
+    const auto rp = wt::rank_params(c, plan, r);
+    dense = std::max(dense, rp.dense);
+    expert = std::max(expert, rp.expert);
+  }
+  std::vector<CommRow> rows;
+  auto add = [&](std::string dim, CollectiveOp op, int n, double count, double bytes, std::string why) {
+    CommRow r;
+    r.dimension = std::move(dim);
+    r.op = op;
+    r.group = n;
+    r.count = count;
+    r.bytes_each = bytes;
+    r.link = group_link(c, r.dimension, links.gpus_per_node);
+    r.why = std::move(why);
+    const double bw = links.bandwidth(r.link);
+    const double lat = r.link == LinkClass::scale_up ? links.scale_up_latency_s : links.scale_out_latency_s;
+    // A ring shift or pipeline send moves S once whatever the group size.
+    const int wire_n = op == CollectiveOp::send_recv ? 2 : n;
+    r.wire_bytes = wire_bytes_line(op, bytes, wire_n);
+    r.time_each = ideal_time_line(op, bytes, wire_n, bw, lat);
+    r.time_total = make_line(r.dimension + " " + std::string(collectives::op_name(op)) + " per step",
+                             count * r.time_each.value, Unit::seconds,
+                             num(count) + " x " + format_value(r.time_each.value, Unit::seconds));
+    rows.push_back(std::move(r));
+  };
+  const std::string per_step = num(layers) + " layers x " + num(mb) + " micro-batches";
+  if (p.tp > 1) {
+    // Megatron: one collective after attention and one after the MLP, each
+    // way; full recompute runs the forward's pair again.
+    const double per_layer = c.recompute == wt::Recompute::full ? 6.0 : 4.0;
+    const double bytes = tokens * h * act;
+    const std::string why = num(per_layer) + " per layer (2 forward, 2 backward" +
+                            (per_layer > 4 ? ", 2 recompute" : "") + ") x " + per_step;
+    if (p.sequence_parallel) {
+      add("SP", CollectiveOp::all_gather, p.tp, per_layer * layers * mb, bytes, why);
+      add("SP", CollectiveOp::reduce_scatter, p.tp, per_layer * layers * mb, bytes, why);
+    } else {
+      add("TP", CollectiveOp::all_reduce, p.tp, per_layer * layers * mb, bytes, why);
+    }
+  }
+  if (p.cp > 1) {
+    // Ring attention: cp - 1 K/V chunks forward; backward passes K/V and
+    // their gradients (twice the bytes).
+    const double kv = tokens * 2.0 * static_cast<double>(m.kv_width()) / std::max(1, p.tp) * act;
+    add("CP", CollectiveOp::send_recv, p.cp, (p.cp - 1.0) * layers * mb * 3.0, kv,
+        "(cp-1) K/V chunks forward + 2 x (cp-1) backward, per layer x " + per_step);
+  }
+  if (p.ep > 1 && moe_layers > 0) {
+    const double bytes = tokens * m.moe.top_k * h * act;
+    add("EP", CollectiveOp::all_to_all, p.ep, 4.0 * moe_layers * mb, bytes,
+        "dispatch + combine, forward and backward, per MoE layer x " + num(moe_layers) + " MoE layers x " +
+            num(mb) + " micro-batches; tokens x top_k x h x 2 B");
+  }
+  if (p.pp > 1) {
+    const double bytes = tokens * h * act / (p.sequence_parallel ? p.tp : 1);
+    add("PP", CollectiveOp::send_recv, 2, 2.0 * mb * plan.stages_of(0).size(), bytes,
+        "activation forward + gradient backward per micro-batch per stage held; b s h x 2 B" +
+            std::string(p.sequence_parallel ? " / t" : ""));
+  }
+  const int zs = c.optimizer.zero_stage;
+  const CollectiveOp grad_op = zs == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
+  auto dp_rows = [&](const std::string& dim, int n, double params) {
+    if (n <= 1 || params <= 0) return;
+    const double grads = params * c.optimizer.grad_bytes;
+    const double buckets = std::max(1.0, std::ceil(grads / static_cast<double>(p.dp_bucket_bytes)));
+    add(dim, grad_op, n, buckets, grads / buckets,
+        "gradients " + num(params) + " params x " + num(c.optimizer.grad_bytes) + " B in " + num(buckets) +
+            " buckets of <= " + num(static_cast<double>(p.dp_bucket_bytes)) + " B");
+    const double w = params * c.optimizer.weight_bytes;
+    if (zs == 1 || zs == 2) {
+      add(dim, CollectiveOp::all_gather, n, 1.0, w, "updated weights after the optimizer step");
+    } else if (zs == 3) {
+      add(dim, CollectiveOp::all_gather, n, 2.0 * mb, w,
+          "weights gathered for the forward and the backward of each micro-batch");
+    }
+  };
+  dp_rows("DP", p.dp * p.cp, dense);
+  dp_rows("DP (experts)", std::max(1, p.dp / p.ep) * p.cp, expert);
+  return rows;
+}
+
+}  // namespace gcsim::workloads::estimate
