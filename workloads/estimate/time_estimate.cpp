@@ -1,0 +1,180 @@
+#include "workloads/estimate/time_estimate.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "workloads/estimate/model_estimate.h"
+#include "workloads/models/model_formulas.h"
+#include "workloads/training/memory_model.h"
+#include "workloads/training/pipeline_schedule.h"
+
+namespace gcsim::workloads::estimate {
+
+namespace wt = workloads::training;
+namespace gpu = ::gcsim::models::gpu;
+
+Line bubble_fraction_line(wt::Schedule s, int p, int v, int64_t m) {
+  const double pm = p, mm = static_cast<double>(m), vv = std::max(1, v);
+  switch (s) {
+    case wt::Schedule::gpipe:
+    case wt::Schedule::one_f_one_b:
+      return make_line("bubble / busy time", (pm - 1) / mm, Unit::fraction,
+                       "(p - 1) / m = (" + num(pm) + " - 1) / " + num(mm));
+    case wt::Schedule::interleaved:
+      return make_line("bubble / busy time", (pm - 1) / (vv * mm), Unit::fraction,
+                       "(p - 1) / (v m) = (" + num(pm) + " - 1) / (" + num(vv) + " x " + num(mm) + ")");
+    case wt::Schedule::zb1p:
+      return make_line("bubble / busy time", (pm - 1) / (3 * mm), Unit::fraction,
+                       "(p - 1)(F + B - 2W) / (m (F + B + W)) with F = B = W: (p - 1) / (3 m) = (" + num(pm) +
+                           " - 1) / (3 x " + num(mm) + ")");
+    case wt::Schedule::dualpipe: {
+      // No one-line form covers DualPipe's two directions for every m; the
+      // plan is run with unit passes (F = B = W = 1) and free communication.
+      const wt::PipelinePlan plan = wt::build_pipeline(s, p, v, static_cast<int>(m));
+      const wt::Evaluation ev = wt::evaluate(plan, wt::PassCosts{});
+      const double busy = ev.busy.empty() ? 1.0 : ev.busy.front();
+      return make_line("bubble / busy time", busy > 0 ? (ev.makespan - busy) / busy : 0.0, Unit::fraction,
+                       "DualPipe plan run with F = B = W = 1: (makespan - busy) / busy = (" + num(ev.makespan) +
+                           " - " + num(busy) + ") / " + num(busy));
+    }
+  }
+  return make_line("bubble / busy time", 0.0, Unit::fraction);
+}
+
+Line wave_efficiency_line(const std::string& gemm, double m, double n, double k, int sms, int tm, int tn) {
+  const double tiles = std::ceil(m / tm) * std::ceil(n / tn);
+  const double waves = std::ceil(tiles / std::max(1, sms));
+  const double eff = waves > 0 ? tiles / (waves * std::max(1, sms)) : 1.0;
+  return make_line("wave efficiency, " + gemm + " " + num(m) + "x" + num(n) + "x" + num(k), eff, Unit::fraction,
+                   "tiles / (waves x SMs) = " + num(tiles) + " / (" + num(waves) + " x " + num(sms) + "), " +
+                       num(tm) + "x" + num(tn) + " tiles");
+}
+
+std::vector<Line> TrainingTimeEstimate::lines() const {
+  std::vector<Line> out{model_flops, hardware_flops, rate, compute};
+  out.insert(out.end(), comm.begin(), comm.end());
+  out.insert(out.end(), exposed.begin(), exposed.end());
+  out.insert(out.end(), {bubble_fraction, bubble, optimizer, step, mfu});
+  return out;
+}
+
+double TrainingTimeEstimate::exposed_of(const std::string& dim) const {
+  double s = 0;
+  for (const auto& l : exposed) {
+    if (l.label == "exposed " + dim || l.label.rfind("exposed " + dim + " ", 0) == 0) s += l.value;
+  }
+  return s;
+}
+
+TrainingTimeEstimate estimate_training_time(const wt::TrainingConfig& c, const gpu::GpuSpec& g,
+                                            const std::vector<CommRow>& comm) {
+  const auto& p = c.parallel;
+  TrainingTimeEstimate e;
+  const double tokens = static_cast<double>(c.tokens_per_step());
+  const double gpus = c.gpus();
+  const auto f = workloads::models::forward_flops_per_token(c.model);
+  const bool full = c.recompute == wt::Recompute::full;
+  e.model_flops = step_model_flops_line(c.model, tokens);
+  const double recompute = full ? (f.layers + f.attention) * tokens : 0.0;
+  e.hardware_flops = make_line("hardware FLOPs per step", e.model_flops.value + recompute, Unit::flops,
+                               full ? "model + recomputed forward of the layers" : "= model FLOPs (no recompute)");
+  const gpu::Dtype act = c.precision == wt::Precision::fp16 ? gpu::Dtype::fp16 : gpu::Dtype::bf16;
+  const gpu::Dtype mm = c.precision == wt::Precision::fp8 ? gpu::Dtype::fp8 : act;
+  const double peak = g.tensor_peak_for(mm).flops_per_s();
+  const double eff = g.efficiency.tensor_for(mm);
+  const double rate = peak * eff;
+  e.rate = make_line("GEMM rate per GPU (" + std::string(gpu::dtype_name(mm)) +
+                         (g.calibration_applied.empty() ? ", preset efficiency" : ", calibrated: " + g.calibration_applied) + ")",
+                     rate, Unit::flops, "peak x efficiency = " + num(peak) + " x " + num(eff));
+  // Matrix FLOPs at the GEMM rate; causal flash attention computes half of
+  // the s x s scores, at its own efficiencies (forward, and backward at 2x).
+  const double mats = 3.0 * (f.layers + f.logits) + (full ? f.layers : 0.0);
+  const double attn_peak = g.tensor_peak_for(act).flops_per_s();
+  const double af = 0.5 * f.attention;
+  const double attn_t = af / std::max(1e-30, attn_peak) *
+                        ((full ? 2.0 : 1.0) / g.efficiency.attention + 2.0 / g.efficiency.attention_backward);
+  const double compute = tokens / gpus * (mats / rate + attn_t);
+  e.compute = make_line("compute per GPU", compute, Unit::seconds,
+                        "tokens / GPUs x (matrix FLOPs / GEMM rate + causal attention / attention rates) = " +
+                            num(tokens) + " / " + num(gpus) + " x (" + num(mats) + " / " + num(rate) + " + " +
+                            num(attn_t) + ")");
+
+  const double mb = static_cast<double>(c.micro_batches());
+  const double backward_last = compute * 2.0 / 3.0 / std::max(1.0, mb);
+  double cp_total = 0, dp_grad = 0, dp_last_bucket = 0, dp_gather = 0;
+  std::vector<std::pair<std::string, double>> dims;
+  for (const auto& r : comm) {
+    e.comm.push_back(r.time_total);
+    double x = r.time_total.value;
+    if (r.dimension == "CP") cp_total += x;
+    if (r.dimension.rfind("DP", 0) == 0) {
+      if (r.op == collectives::CollectiveOp::all_gather) dp_gather += x;
+      else {
+        dp_grad += x;
+        dp_last_bucket = std::max(dp_last_bucket, r.time_each.value);
+      }
+    }
+    if (r.dimension == "TP" || r.dimension == "SP") dims.emplace_back("TP", x);
+    if (r.dimension == "EP") dims.emplace_back("EP", x);
+    if (r.dimension == "PP") {
+      // Sends in the steady state overlap the other stages' work; the fill
+      // and the drain wait for 2 (p - 1) of them.
+      dims.emplace_back("PP", r.time_each.value * 2.0 * (p.pp - 1));
+    }
+  }
+  for (const auto& [d, x] : dims) {
+    e.exposed.push_back(make_line("exposed " + d, x, Unit::seconds,
+                                  d == "PP" ? "2 (p - 1) sends of the fill and drain" : "not overlapped (on the critical path)"));
+  }
+  if (cp_total > 0) {
+    const double attention = tokens / gpus * attn_t;
+    e.exposed.push_back(make_line("exposed CP", std::max(0.0, cp_total - attention), Unit::seconds,
+                                  "max(0, ring sends - attention compute) = max(0, " + num(cp_total) + " - " +
+                                      num(attention) + ")"));
+  }
+  if (dp_grad + dp_gather > 0) {
+    const double x = std::max(dp_last_bucket, dp_grad - backward_last) + dp_gather;
+    e.exposed.push_back(make_line(
+        "exposed DP", x, Unit::seconds,
+        "max(last bucket, gradient reduction - last micro-batch backward) + weight all-gathers = max(" +
+            num(dp_last_bucket) + ", " + num(dp_grad) + " - " + num(backward_last) + ") + " + num(dp_gather)));
+  }
+  e.bubble_fraction = bubble_fraction_line(p.schedule, p.pp, p.virtual_stages, c.micro_batches());
+  e.bubble = make_line("bubble", p.pp > 1 ? e.bubble_fraction.value * compute : 0.0, Unit::seconds,
+                       "fraction x compute = " + num(e.bubble_fraction.value) + " x " + num(compute));
+  // Adam over this GPU's shard: reads gradient, master weight, m, v; writes
+  // the three fp32 states: 28 bytes per parameter through HBM.
+  const wt::PipelinePlan plan = wt::build_pipeline(p.schedule, p.pp, p.virtual_stages, static_cast<int>(mb));
+  const auto rp = wt::rank_params(c, plan, 0);
+  const bool sharded = c.optimizer.zero_stage >= 1;
+  const double local = rp.dense / (sharded ? p.dp * p.cp : 1) +
+                       rp.expert / (sharded ? std::max(1, p.dp / p.ep) * p.cp : 1);
+  const double hbm = g.hbm_bandwidth.bytes_per_s() * g.efficiency.hbm;
+  e.optimizer = make_line("optimizer step", 28.0 * local / std::max(1.0, hbm), Unit::seconds,
+                          "28 B x local params / HBM rate = 28 x " + num(local) + " / " + num(hbm));
+  double exposed = 0;
+  for (const auto& l : e.exposed) exposed += l.value;
+  const double step = compute + e.bubble.value + e.optimizer.value + exposed;
+  e.step = make_line("step time", step, Unit::seconds,
+                     "compute + bubble + optimizer + exposed communication = " + num(compute) + " + " +
+                         num(e.bubble.value) + " + " + num(e.optimizer.value) + " + " + num(exposed));
+  const double mfu_peak = g.tensor_peak_for(act).flops_per_s();
+  e.mfu = make_line("MFU", e.model_flops.value / (step * gpus * mfu_peak), Unit::fraction,
+                    "model FLOPs / (step x GPUs x peak) = " + num(e.model_flops.value) + " / (" + num(step) + " x " +
+                        num(gpus) + " x " + num(mfu_peak) + ")");
+  // The layer's GEMMs as one TP rank runs them (M = micro-batch tokens).
+  const auto& m = c.model;
+  const double tok = static_cast<double>(c.batch.micro) * static_cast<double>(m.seq_len) / p.cp;
+  const double h = static_cast<double>(m.hidden), t = p.tp;
+  const double q = static_cast<double>(m.q_width()), kv = static_cast<double>(m.kv_width());
+  e.waves.push_back(wave_efficiency_line("QKV GEMM", tok, (q + 2 * kv) / t, h, g.sm_count));
+  e.waves.push_back(wave_efficiency_line("attention output GEMM", tok, h, q / t, g.sm_count));
+  if (m.dense_mlp_layers() > 0) {
+    const double fc1 = (m.mlp == workloads::models::MlpKind::swiglu ? 2.0 : 1.0) * static_cast<double>(m.ffn_hidden);
+    e.waves.push_back(wave_efficiency_line("MLP fc1 GEMM", tok, fc1 / t, h, g.sm_count));
+    e.waves.push_back(wave_efficiency_line("MLP fc2 GEMM", tok, h, static_cast<double>(m.ffn_hidden) / t, g.sm_count));
+  }
+  return e;
+}
+
+}  // namespace gcsim::workloads::estimate
