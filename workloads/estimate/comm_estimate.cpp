@@ -183,3 +183,28 @@ std::vector<CommRow> estimate_training_comm(const wt::TrainingConfig& c, const L
 }
 
 }  // namespace gcsim::workloads::estimate
+
+namespace gcsim::workloads::estimate {
+
+Line collective_bound_line(CollectiveOp op, double bytes, int n, int nodes, const LinkRates& links) {
+  if (nodes <= 1) {
+    Line l = ideal_time_line(op, bytes, n, links.scale_up_bytes_per_s, links.scale_up_latency_s);
+    l.label = "ideal time in one node (NVLink)";
+    return l;
+  }
+  if (op == CollectiveOp::all_to_all) {
+    const double g = std::min(n, links.gpus_per_node);
+    const double off = (n - g) / n * bytes, on = (g - 1) / n * bytes;
+    const double t_off = off / links.scale_out_bytes_per_s, t_on = on / std::max(1.0, links.scale_up_bytes_per_s);
+    return make_line("ideal time across " + num(nodes) + " nodes", std::max(t_off, t_on) + links.scale_out_latency_s,
+                     Unit::seconds,
+                     "max((n-g)/n S / NIC, (g-1)/n S / NVLink) + latency = max(" + num(off) + " / " +
+                         num(links.scale_out_bytes_per_s) + ", " + num(on) + " / " + num(links.scale_up_bytes_per_s) +
+                         ") + " + num(links.scale_out_latency_s));
+  }
+  Line l = ideal_time_line(op, bytes, n, links.scale_out_bytes_per_s, links.scale_out_latency_s);
+  l.label = "ideal time across " + num(nodes) + " nodes (NIC bound)";
+  return l;
+}
+
+}  // namespace gcsim::workloads::estimate

@@ -61,3 +61,14 @@ LinkClass group_link(const training::TrainingConfig& c, const std::string& dimen
 std::vector<CommRow> estimate_training_comm(const training::TrainingConfig& c, const LinkRates& links);
 
 }  // namespace gcsim::workloads::estimate
+
+namespace gcsim::workloads::estimate {
+
+// Bandwidth bound of one collective of a group that spans `nodes` nodes of
+// `links.gpus_per_node` GPUs: inside one node the NVLink rate; across nodes
+// a ring's bus bandwidth is the NIC's, and an all-to-all sends the
+// off-node share (n - g)/n S through the NIC while (g - 1)/n S stays on
+// NVLink (the slower of the two bounds).
+Line collective_bound_line(collectives::CollectiveOp op, double bytes, int n, int nodes, const LinkRates& links);
+
+}  // namespace gcsim::workloads::estimate

@@ -1,0 +1,37 @@
+#include "workloads/estimate/kernel_estimate.h"
+
+#include <algorithm>
+
+#include "models/gpu/kernel_cost_model.h"
+
+namespace gcsim::workloads::estimate {
+
+namespace gpu = ::gcsim::models::gpu;
+
+KernelEstimate estimate_kernel(const gpu::GpuSpec& g, const gpu::KernelDesc& k) {
+  KernelEstimate e;
+  double peak = 0;
+  switch (k.unit) {
+    case gpu::ExecUnit::tensor: peak = g.tensor_peak_for(k.dtype).flops_per_s(); break;
+    case gpu::ExecUnit::vector: peak = g.vector_fp32_peak.flops_per_s(); break;
+    case gpu::ExecUnit::memory: peak = 0; break;
+  }
+  const double rate = peak * k.efficiency;
+  const double hbm = g.hbm_bandwidth.bytes_per_s() * g.efficiency.hbm * k.bandwidth_efficiency;
+  const double tc = rate > 0 ? k.total_flops() / rate : 0.0;
+  const double tm = hbm > 0 ? k.total_bytes() / hbm : 0.0;
+  e.memory_bound = tm > tc;
+  e.roofline = make_line(k.name + " roofline", std::max(tc, tm), Unit::seconds,
+                         "max(FLOPs / (peak x eff), bytes / HBM rate) = max(" + num(k.total_flops()) + " / " +
+                             num(rate) + ", " + num(k.total_bytes()) + " / " + num(hbm) + ")");
+  const int width = gpu::wave_width(g, k, g.sm_count);
+  e.wave_count = static_cast<double>(gpu::wave_count(g, k, g.sm_count));
+  const double slots = e.wave_count * std::max(1, width);
+  e.waves = make_line(k.name + " wave efficiency", slots > 0 ? static_cast<double>(k.tiles) / slots : 1.0,
+                      Unit::fraction,
+                      "tiles / (waves x width) = " + num(static_cast<double>(k.tiles)) + " / (" + num(e.wave_count) +
+                          " x " + num(width) + ")");
+  return e;
+}
+
+}  // namespace gcsim::workloads::estimate
