@@ -10,6 +10,7 @@
 #include "sim/cli/export_command.h"
 #endif
 #include "sim/cli/calibrate_command.h"
+#include "sim/cli/explain_command.h"
 #include "sim/cli/list_command.h"
 #include "sim/cli/run_command.h"
 #include "sim/cli/sweep_command.h"
@@ -38,6 +39,8 @@ const char* kUsage =
     "                      write the generated workload as per-rank Chakra ET files\n"
     "  calibrate -o PROFILE.yaml | --fit MEASUREMENTS.json -o PROFILE.yaml | --validate PROFILE.yaml\n"
     "                      measure this GPU (or fit measurements) into a calibration profile\n"
+    "  explain CONFIG.yaml [-s key=value]... [-o DIR] [--seed N]\n"
+    "                      back-of-envelope worksheet beside the simulation (markdown; DIR/explain.md)\n"
     "  list [gpus|models|topologies|workloads|networks]\n"
     "                      show presets and registered models\n"
     "\n"
@@ -108,6 +111,14 @@ int dispatch(const std::string& command, const std::vector<std::string>& rest) {
     return export_command(p.positional[0], LoadOptions{p.sets, p.seed}, p.out_dir, std::cout);
   }
 #endif
+  if (command == "explain") {
+    Parsed p = parse(rest, true);
+    if (p.positional.size() != 1 || p.trace) {
+      std::fprintf(stderr, "gcsim explain: expected one CONFIG.yaml (no --trace)\n\n%s", kUsage);
+      return kBadInput;
+    }
+    return explain_command(p.positional[0], ExplainOptions{LoadOptions{p.sets, p.seed}, p.out_dir}, std::cout);
+  }
   if (command == "sweep") return sweep_command(rest, std::cout);
   if (command == "calibrate") return calibrate_command(rest, std::cout, std::cerr);
   if (command == "list") {
@@ -119,7 +130,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& rest) {
     return 0;
   }
   std::fprintf(stderr, "gcsim: unknown command '%s'%s\n\n%s", command.c_str(),
-               gcsim::sim::config::did_you_mean(command, {"run", "check", "calibrate", "export", "list"}).c_str(),
+               gcsim::sim::config::did_you_mean(command, {"run", "check", "calibrate", "export", "explain", "list"}).c_str(),
                kUsage);
   return kBadInput;
 }

@@ -1,0 +1,224 @@
+// `gcsim explain` for the workloads without a model: a collective sweep
+// (bytes on the wire and the bandwidth bound per size), a graph or Chakra
+// trace (each op's roofline or ideal transfer time), and a failures study
+// (job MTBF, Young's and Daly's checkpoint intervals).
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+#include <variant>
+
+#include "models/gpu/kernel_cost_model.h"
+#include "sim/cli/collective_workload_loader.h"
+#include "sim/cli/explain_command.h"
+#include "sim/cli/explain_table.h"
+#include "sim/cli/failures_loader.h"
+#include "workloads/estimate/kernel_estimate.h"
+#include "workloads/estimate/reliability_estimate.h"
+
+namespace gcsim::cli {
+
+using sim::config::Json;
+namespace collectives = ::gcsim::models::collectives;
+namespace gpu = ::gcsim::models::gpu;
+using collectives::CollectiveOp;
+
+namespace {
+
+int nodes_spanned(const std::vector<int>& ranks, int per_node) {
+  std::set<int> nodes;
+  for (int r : ranks) nodes.insert(r / std::max(1, per_node));
+  return static_cast<int>(nodes.size());
+}
+
+CollectiveOp to_op(workloads::CollectiveKind k) {
+  switch (k) {
+    case workloads::CollectiveKind::all_reduce: return CollectiveOp::all_reduce;
+    case workloads::CollectiveKind::all_gather: return CollectiveOp::all_gather;
+    case workloads::CollectiveKind::reduce_scatter: return CollectiveOp::reduce_scatter;
+    case workloads::CollectiveKind::broadcast: return CollectiveOp::broadcast;
+    case workloads::CollectiveKind::reduce: return CollectiveOp::reduce;
+    case workloads::CollectiveKind::all_to_all: return CollectiveOp::all_to_all;
+  }
+  return CollectiveOp::all_reduce;
+}
+
+gpu::KernelDesc kernel_of(const gpu::GpuSpec& g, const workloads::ComputeOp& c) {
+  if (const auto* x = std::get_if<gpu::GemmShape>(&c.shape)) return gpu::gemm_kernel(g, *x);
+  if (const auto* x = std::get_if<gpu::AttentionShape>(&c.shape)) return gpu::attention_kernel(g, *x);
+  return gpu::memory_kernel(g, std::get<gpu::MemoryOpShape>(c.shape));
+}
+
+// Simulated span of an op by name: the latest start over the ranks that
+// ran it (a collective starts when its last member arrives) to its end.
+struct Span {
+  double start = -1, end = 0;
+};
+
+}  // namespace
+
+std::string explain_collective(const Scenario& s, const Json& summary) {
+  const CollectiveWorkload& w = *s.collective;
+  const auto links = link_rates(s.cluster);
+  const int n = static_cast<int>(w.ranks.size());
+  const int nodes = nodes_spanned(w.ranks, s.cluster.gpus_per_node);
+  std::ostringstream o;
+  o << "Collective `" << collectives::op_name(w.op) << "` over " << n << " GPUs on " << nodes
+    << " node(s). A model, memory and step time do not apply; what applies is the bytes each GPU sends and "
+       "the link-rate bound per size.\n\n";
+  std::vector<est::Line> lines;
+  std::vector<Comparison> cmp;
+  const Json& results = summary["results"];
+  for (size_t i = 0; i < w.sizes.size() && i < results.size(); ++i) {
+    const double bytes = w.sizes[i].as_double();
+    const est::Line wire = est::wire_bytes_line(w.op, bytes, n);
+    est::Line bound = est::collective_bound_line(w.op, bytes, n, nodes, links);
+    bound.label += ", " + est::format_value(bytes, est::Unit::bytes);
+    lines.push_back(wire);
+    lines.push_back(bound);
+    const Json& r = results[i];
+    const double sim_t = r.value("time_s", 0.0);
+    const std::string how = r.value("algorithm", std::string("?")) + "/" + r.value("protocol", std::string("?")) +
+                            ", " + std::to_string(r.value("channels", 0)) + " channels";
+    Comparison c{std::string(collectives::op_name(w.op)) + " " + est::format_value(bytes, est::Unit::bytes),
+                 bound.value, sim_t, est::Unit::seconds, "", ""};
+    const double busbw = r.value("busbw_GBps", 0.0) * 1e9;
+    const double latency_share = bound.value > 0 ? (bound.value - (links.bandwidth(nodes > 1 ? est::LinkClass::scale_out : est::LinkClass::scale_up) > 0 ? wire.value / links.bandwidth(nodes > 1 ? est::LinkClass::scale_out : est::LinkClass::scale_up) : 0.0)) / bound.value : 0.0;
+    if (sim_t < bound.value) {
+      c.reason = r.value("algorithm", std::string()) == "nvls"
+                     ? "NVLS reduces inside the NVSwitch: each GPU sends its buffer once instead of 2(n-1)/n of it (" + how + ")"
+                     : "the chosen algorithm moves fewer bytes per GPU than the ring bound (" + how + ")";
+    } else if (latency_share > 0.5 || sim_t < 50e-6) {
+      c.reason = "latency-bound at this size: per-step protocol latency and launch set the time, not bandwidth (" + how + ")";
+    } else {
+      c.reason = "achieved bus bandwidth " + est::format_value(busbw, est::Unit::bytes_per_s) + " of the " +
+                 est::format_value(links.bandwidth(nodes > 1 ? est::LinkClass::scale_out : est::LinkClass::scale_up), est::Unit::bytes_per_s) +
+                 " link: protocol efficiency and channel count of the calibrated collective model (" + how + ")";
+    }
+    const std::string link = busiest_link_text(summary);
+    if (!link.empty() && nodes > 1) c.reason += "; " + link;
+    cmp.push_back(c);
+  }
+  o << worksheet_section("3. Communication: bytes and bounds per size", lines);
+  o << "## 5. Estimate vs simulation\n\n" << comparison_table(cmp, "see report.md");
+  return o.str();
+}
+
+std::string explain_graph(const Scenario& s, const Json& summary) {
+  std::ostringstream o;
+  o << "A `" << s.workload_kind << "` workload has no model: each op is estimated from its own description "
+       "(kernels by their roofline, transfers by bytes over the link), and set beside its simulated span.\n\n";
+  if (!s.graph) return o.str();
+  std::map<std::pair<std::string, int>, Span> spans;
+  std::map<std::string, Span> by_name;
+  for (const auto& r : summary["ops"]) {
+    const std::string name = r.value("name", std::string());
+    const Span sp{r.value("start_s", 0.0), r.value("end_s", 0.0)};
+    spans[{name, r.value("rank", 0)}] = sp;
+    Span& b = by_name[name];
+    b.start = std::max(b.start, sp.start);
+    b.end = std::max(b.end, sp.end);
+  }
+  const auto links = link_rates(s.cluster);
+  const auto& g = *s.graph;
+  std::vector<est::Line> lines;
+  std::vector<Comparison> cmp;
+  std::set<std::string> seen;
+  const size_t kMaxRows = 40;  // a long trace keeps its first ops; the rest behave alike
+  for (int rank = 0; rank < g.num_ranks() && cmp.size() < kMaxRows; ++rank) {
+    for (const auto& op : g.program(rank).ops) {
+      if (cmp.size() >= kMaxRows) break;
+      const std::string name = g.name(op.name);
+      if (op.kind == workloads::OpKind::memory || op.kind == workloads::OpKind::recv || seen.count(name)) continue;
+      seen.insert(name);
+      Comparison c{name, 0, 0, est::Unit::seconds, "", ""};
+      if (op.kind == workloads::OpKind::compute) {
+        const auto& comp = std::get<workloads::ComputeOp>(op.payload);
+        gpu::KernelDesc k;
+        try {
+          k = kernel_of(s.cluster.gpu, comp);
+        } catch (const std::invalid_argument&) {
+          continue;  // the run rejected it already; nothing to estimate
+        }
+        const est::KernelEstimate e = est::estimate_kernel(s.cluster.gpu, k);
+        lines.push_back(e.roofline);
+        lines.push_back(e.waves);
+        c.estimate = e.roofline.value;
+        const Span sp = spans[{name, rank}];
+        c.simulated = sp.end - sp.start;
+        c.reason = "launch latency " + est::format_value(s.cluster.gpu.kernel_launch_latency.seconds(), est::Unit::seconds) +
+                   " and per-wave overhead on " + est::num(e.wave_count) + " waves; wave quantization keeps " +
+                   est::format_value(e.waves.value, est::Unit::fraction) + " of the SM slots busy (" + e.waves.formula + ")" +
+                   (e.memory_bound ? "; HBM-bound: tiles share the bandwidth per SM" : "");
+      } else if (op.kind == workloads::OpKind::collective) {
+        const auto& col = std::get<workloads::CollectiveOp>(op.payload);
+        const auto members = g.participants(rank, op);
+        const int n = static_cast<int>(members.size());
+        est::Line b = est::collective_bound_line(to_op(col.kind), col.bytes.as_double(), n,
+                                                 nodes_spanned(members, s.cluster.gpus_per_node), links);
+        b.label = name + ": " + b.label;
+        lines.push_back(b);
+        c.estimate = b.value;
+        const Span sp = by_name[name];
+        c.simulated = sp.end - sp.start;
+        c.reason = "the collective model's algorithm, protocol and channels reach less than the link rate (bound `" +
+                   b.formula + "`)";
+      } else if (op.kind == workloads::OpKind::send) {
+        const auto& p = std::get<workloads::P2pOp>(op.payload);
+        const int peer = g.peer_of(rank, p);
+        const bool across = rank / s.cluster.gpus_per_node != peer / s.cluster.gpus_per_node;
+        est::Line b = est::ideal_time_line(CollectiveOp::send_recv, p.bytes.as_double(), 2,
+                                           links.bandwidth(across ? est::LinkClass::scale_out : est::LinkClass::scale_up),
+                                           across ? links.scale_out_latency_s : links.scale_up_latency_s);
+        b.label = name + ": send " + std::to_string(rank) + " -> " + std::to_string(peer);
+        lines.push_back(b);
+        c.estimate = b.value;
+        const Span sp = spans[{name, rank}];
+        c.simulated = sp.end - sp.start;
+        c.reason = "a single send uses one path: its flow gets the rate the network model gives one transfer, "
+                   "below the GPU's aggregate link bandwidth";
+      } else if (op.kind == workloads::OpKind::delay) {
+        c.estimate = std::get<workloads::DelayOp>(op.payload).duration.seconds();
+        const Span sp = spans[{name, rank}];
+        c.simulated = sp.end - sp.start;
+      } else {
+        continue;
+      }
+      const std::string link = busiest_link_text(summary);
+      if (op.kind != workloads::OpKind::compute && !link.empty()) c.reason += "; " + link;
+      cmp.push_back(c);
+    }
+  }
+  o << worksheet_section("1-4. Ops: roofline and transfer bounds", lines);
+  o << "## 5. Estimate vs simulation (span of each op)\n\n" << comparison_table(cmp, "see trace.json");
+  return o.str();
+}
+
+std::string explain_failures(const Scenario& s, const Json& summary) {
+  const FailuresSetup& f = *s.failures;
+  const Json& r = summary["failures"];
+  const double per_hour = f.counts.total_rate_per_hour(f.rates);
+  const double interruptions = std::max(1e-9, r.value("interruptions", 0.0));
+  const double recovery = r.value("recovery_s", 0.0) / interruptions;
+  const est::ReliabilityEstimate e =
+      est::estimate_reliability(per_hour, r.value("checkpoint_cost_s", 0.0), recovery);
+  std::ostringstream o;
+  o << worksheet_section("6. Reliability (checkpoint cost and recovery per failure from the run's storage model)",
+                         e.lines());
+  std::vector<Comparison> cmp;
+  cmp.push_back({"job MTBF", e.mtbf.value, r.value("job_mtbf_s", 0.0), est::Unit::seconds,
+                 "the run sums the same per-class rates", ""});
+  cmp.push_back({"checkpoint interval", e.daly.value, r.value("checkpoint_interval_s", 0.0), est::Unit::seconds,
+                 "the run searches the interval over simulated failure histories (or uses the configured one); "
+                 "Daly's form assumes exponential job failures with a fixed recovery of " +
+                     est::format_value(recovery, est::Unit::seconds), ""});
+  const double eff = r.contains("effective_training_time_fraction") ? r["effective_training_time_fraction"].value("mean", 0.0) : 0.0;
+  cmp.push_back({"useful fraction", e.useful_fraction.value, eff, est::Unit::fraction,
+                 "the simulation waits for spares (" + est::num(r.value("spare_waits", 0.0)) +
+                     " waits), draws failures per component class and loses work to correlated failures; Daly "
+                     "charges a constant recovery per failure", ""});
+  o << comparison_table(cmp, "see summary.json failures");
+  return o.str();
+}
+
+}  // namespace gcsim::cli
