@@ -1,23 +1,12 @@
 #include "sim/cli/failures_report.h"
 
-#include <cstdio>
-
+#include "sim/cli/format.h"
 #include "workloads/failures/failure_study.h"
 
 namespace gcsim::cli {
 
 namespace wf = workloads::failures;
 using sim::config::Json;
-
-namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-}  // namespace
 
 std::string add_failures_results(const FailuresSetup& s, double step_s, Json& summary,
                                  std::string& report) {

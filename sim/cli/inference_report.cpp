@@ -1,9 +1,9 @@
 #include "sim/cli/inference_report.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <sstream>
 
+#include "sim/cli/format.h"
 #include "sim/cli/gpu_spec_loader.h"
 #include "sim/cli/network_report.h"
 #include "sim/trace_writer.h"
@@ -15,15 +15,7 @@ namespace inf = workloads::inference;
 
 namespace {
 
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
 std::string ms(double s) { return fmt("%.2f", s * 1e3); }
-
-std::string gib(double b) { return fmt("%.2f GiB", b / 1073741824.0); }
 
 Json percentiles(const inf::Percentiles& p) {
   return {{"mean", p.mean}, {"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"count", p.count}};

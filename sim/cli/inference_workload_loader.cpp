@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/cli/format.h"
 #include "sim/cli/model_spec_loader.h"
 #include "sim/unit_parse.h"
 #include "workloads/models/model_formulas.h"
@@ -17,18 +18,6 @@ using models::gpu::Dtype;
 using workloads::models::ModelSpec;
 
 namespace {
-
-std::string gib(sim::Bytes b) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", b.as_double() / 1073741824.0);
-  return buf;
-}
-
-std::string fraction(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 bool power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
@@ -402,10 +391,10 @@ std::shared_ptr<InferenceSetup> load_inference_workload(ConfigReader& w, const C
   };
   const auto check_fit = [&](const inf::MemoryPlan& p, const std::string& key, const std::string& what) {
     if (!p.weights_fit()) {
-      sv.fail(key, what + ": the model does not fit in GPU memory: " + gib(p.weights) +
-                       " of weights + " + gib(p.activations) + " of activations + " +
-                       gib(p.non_torch) + " non-torch per GPU exceed " +
-                       fraction(c.gpu_memory_utilization) + " x " + gib(p.capacity) +
+      sv.fail(key, what + ": the model does not fit in GPU memory: " + gib(p.weights.as_double()) +
+                       " of weights + " + gib(p.activations.as_double()) + " of activations + " +
+                       gib(p.non_torch.as_double()) + " non-torch per GPU exceed " +
+                       fmt("%g", c.gpu_memory_utilization) + " x " + gib(p.capacity.as_double()) +
                        "; raise tp or pp");
     }
     const int64_t need = (s.max_model_len + s.block_size - 1) / s.block_size;
@@ -413,7 +402,7 @@ std::shared_ptr<InferenceSetup> load_inference_workload(ConfigReader& w, const C
       sc.fail("max_model_len",
               what + ": one request of max_model_len = " + std::to_string(s.max_model_len) +
                   " tokens needs " + std::to_string(need) + " KV blocks but only " +
-                  std::to_string(p.num_blocks) + " fit (" + gib(p.kv_cache) + " left for KV at " +
+                  std::to_string(p.num_blocks) + " fit (" + gib(p.kv_cache.as_double()) + " left for KV at " +
                   std::to_string(p.block_bytes) + " B per block); lower max_model_len or raise "
                   "gpu_memory_utilization, tp or pp");
     }

@@ -1,9 +1,9 @@
 #include "sim/cli/run_report.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <sstream>
 
+#include "sim/cli/format.h"
 #include "sim/cli/gpu_spec_loader.h"
 #include "sim/cli/network_report.h"
 #include "sim/unit_parse.h"
@@ -14,25 +14,6 @@ using sim::config::Json;
 using workloads::OpKind;
 
 namespace {
-
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-// Human time: 12.3 us, 4.56 ms, 1.23 s.
-std::string human_time(double s) {
-  if (s < 1e-3) return fmt("%.3g us", s * 1e6);
-  if (s < 1.0) return fmt("%.4g ms", s * 1e3);
-  return fmt("%.4g s", s);
-}
-
-std::string human_bytes(double b) {
-  if (b >= 1073741824.0) return fmt("%.3g GiB", b / 1073741824.0);
-  if (b >= 1048576.0) return fmt("%.3g MiB", b / 1048576.0);
-  return fmt("%.0f B", b);
-}
 
 const char* kind_name(OpKind k) {
   switch (k) {

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "sim/cli/format.h"
 #include "sim/config/config_error.h"
 #include "sim/config/config_reader.h"
 
@@ -264,12 +265,8 @@ std::string csv_field(std::string s) {
   return q + "\"";
 }
 
-std::string num(double v, const char* f = "%.6g") {
-  if (v < 0) return "";
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
+// A negative figure means "not measured": an empty CSV field.
+std::string num(double v, const char* f = "%.6g") { return v < 0 ? "" : fmt(f, v); }
 
 constexpr const char* kDims[] = {"tp", "cp", "ep", "pp", "dp"};
 

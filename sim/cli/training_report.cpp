@@ -1,9 +1,9 @@
 #include "sim/cli/training_report.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <sstream>
 
+#include "sim/cli/format.h"
 #include "sim/cli/gpu_spec_loader.h"
 #include "sim/cli/network_report.h"
 #include "workloads/models/model_formulas.h"
@@ -14,20 +14,6 @@ using sim::config::Json;
 using workloads::training::OpCategory;
 
 namespace {
-
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-std::string human_time(double s) {
-  if (s < 1e-3) return fmt("%.3g us", s * 1e6);
-  if (s < 1.0) return fmt("%.4g ms", s * 1e3);
-  return fmt("%.4g s", s);
-}
-
-std::string gib(double b) { return fmt("%.2f GiB", b / 1073741824.0); }
 
 constexpr OpCategory kComm[] = {OpCategory::tp, OpCategory::cp, OpCategory::ep, OpCategory::pp,
                                 OpCategory::dp};
