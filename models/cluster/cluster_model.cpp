@@ -2,6 +2,8 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
 
 #include "models/gpu/kernel_cost_model.h"
 
@@ -57,23 +59,39 @@ gpu::KernelDesc kernel_for(const gpu::GpuSpec& spec, const workloads::ComputeOp&
 
 ClusterModel::ClusterModel(sim::Simulator& sim, ClusterModelConfig config)
     : sim_(sim), config_(std::move(config)) {
+  spec_of_rank_.assign(static_cast<size_t>(config_.num_ranks), 0);
+  specs_.push_back(config_.gpu);
+  for (const auto& [rank, spec] : config_.rank_gpu) {
+    if (rank < 0 || rank >= config_.num_ranks) {
+      throw std::invalid_argument("rank_gpu names rank " + std::to_string(rank) + " of " +
+                                  std::to_string(config_.num_ranks));
+    }
+    spec_of_rank_[static_cast<size_t>(rank)] = static_cast<int>(specs_.size());
+    specs_.push_back(spec);
+  }
+  kernels_.resize(specs_.size());
   gpus_.reserve(static_cast<size_t>(config_.num_ranks));
   for (int r = 0; r < config_.num_ranks; ++r) {
-    gpus_.push_back(std::make_unique<gpu::Gpu>(sim_, config_.gpu, r));
+    gpus_.push_back(std::make_unique<gpu::Gpu>(
+        sim_, specs_[static_cast<size_t>(spec_of_rank_[static_cast<size_t>(r)])], r));
   }
 }
 
-const gpu::KernelDesc& ClusterModel::kernel_of(const Op& op) const {
-  auto it = kernels_.find(&op);
-  if (it == kernels_.end()) {
-    it = kernels_.emplace(&op, kernel_for(config_.gpu, std::get<workloads::ComputeOp>(op.payload)))
+const gpu::KernelDesc& ClusterModel::kernel_of(const Op& op, int spec) const {
+  auto& cache = kernels_[static_cast<size_t>(spec)];
+  auto it = cache.find(&op);
+  if (it == cache.end()) {
+    it = cache
+             .emplace(&op, kernel_for(specs_[static_cast<size_t>(spec)],
+                                      std::get<workloads::ComputeOp>(op.payload)))
              .first;
   }
   return it->second;
 }
 
 void ClusterModel::run_compute(int rank, const Op& op, sim::OpDone done) {
-  gpus_[static_cast<size_t>(rank)]->launch(kernel_of(op), std::move(done));
+  const auto r = static_cast<size_t>(rank);
+  gpus_[r]->launch(kernel_of(op, spec_of_rank_[r]), std::move(done));
 }
 
 sim::Duration ClusterModel::communication_time(const Op& op, const std::vector<int>& ranks) const {
@@ -233,15 +251,17 @@ sim::OpExecutor::MemoryResult ClusterModel::apply_memory(int rank, sim::Bytes de
   return MemoryResult::ok;
 }
 
-std::string ClusterModel::describe(const Op& op) const {
+std::string ClusterModel::describe(const Op& op, int rank) const {
   nlohmann::ordered_json j;
   if (std::holds_alternative<workloads::ComputeOp>(op.payload)) {
-    const gpu::KernelDesc& k = kernel_of(op);
-    const int sms = config_.gpu.sm_count;
-    const gpu::TileCost tile = gpu::tile_cost(config_.gpu, k, std::min<int64_t>(k.tiles, sms));
+    const int si = rank >= 0 && rank < num_ranks() ? spec_of_rank_[static_cast<size_t>(rank)] : 0;
+    const gpu::GpuSpec& spec = specs_[static_cast<size_t>(si)];
+    const gpu::KernelDesc& k = kernel_of(op, si);
+    const int sms = spec.sm_count;
+    const gpu::TileCost tile = gpu::tile_cost(spec, k, std::min<int64_t>(k.tiles, sms));
     j["kernel"] = k.name;
     j["tiles"] = k.tiles;
-    j["waves_alone"] = gpu::wave_count(config_.gpu, k, sms);
+    j["waves_alone"] = gpu::wave_count(spec, k, sms);
     j["gflop"] = k.total_flops() * 1e-9;
     j["hbm_mb"] = k.total_bytes() * 1e-6;
     j["tile_bound"] = tile.memory_bound() ? "memory" : "compute";

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -21,6 +22,9 @@ namespace gcsim::models::cluster {
 struct ClusterModelConfig {
   gpu::GpuSpec gpu;
   int num_ranks = 1;
+  // Ranks whose GPU differs from `gpu` (a straggler: gpu::throttled());
+  // every other rank runs `gpu`. Collectives keep `gpu`'s NCCL parameters.
+  std::map<int, gpu::GpuSpec> rank_gpu;
   network::AlphaBetaFabric fabric;
   // SMs a collective's kernel holds on each GPU while it moves data (NCCL
   // runs one channel per SM). 0 models copy-engine transfers.
@@ -90,7 +94,8 @@ class ClusterModel : public sim::OpExecutor {
   // A JSON object literal explaining what `op` costs: for a
   // kernel its tiles, waves, flops, bytes and the bound of a tile; for a
   // transfer its bytes. Shown as trace-event args.
-  std::string describe(const workloads::Op& op) const;
+  // `rank` picks the GPU whose spec costs it (-1: the cluster's `gpu`).
+  std::string describe(const workloads::Op& op, int rank = -1) const;
 
   // The α-β duration of a communication op among `ranks`.
   sim::Duration communication_time(const workloads::Op& op, const std::vector<int>& ranks) const;
@@ -113,12 +118,18 @@ class ClusterModel : public sim::OpExecutor {
   // Queue-pair numbers for p2p transfers, so that successive transfers of
   // one rank pair may hash onto different paths (as NCCL's do).
   uint32_t next_qp_ = 0;
-  // Kernels costed once per op of a program, however many ranks run it:
-  // building a KernelDesc (tile choice, its name) dominated replay time.
-  // Keyed by the op's address, so the graph must outlive the run.
-  // A cache, so mutable: describe() (const) shares it.
-  mutable std::unordered_map<const workloads::Op*, gpu::KernelDesc> kernels_;
-  const gpu::KernelDesc& kernel_of(const workloads::Op& op) const;
+  // The distinct GPU specs (index 0: config_.gpu, then each rank_gpu entry)
+  // and which one each rank runs.
+  std::vector<gpu::GpuSpec> specs_;
+  std::vector<int> spec_of_rank_;
+  // Kernels costed once per op of a program and per GPU spec, however many
+  // ranks run it: building a KernelDesc (tile choice, its name) dominated
+  // replay time. A straggler's kernels differ (its rates pick other tiles
+  // and durations), hence one cache per spec. Keyed by the op's address, so
+  // the graph must outlive the run. A cache, so mutable: describe() (const)
+  // shares it.
+  mutable std::vector<std::unordered_map<const workloads::Op*, gpu::KernelDesc>> kernels_;
+  const gpu::KernelDesc& kernel_of(const workloads::Op& op, int spec) const;
 };
 
 }  // namespace gcsim::models::cluster

@@ -4,7 +4,9 @@
 
 #include "models/network/analytical_model.h"
 #include "models/network/flow_model.h"
+#include "models/gpu/gpu_throttle.h"
 #include "models/network/packet/packet_model.h"
+#include "sim/cli/straggler_loader.h"
 #include "topologies/build_fabric.h"
 #include "topologies/fault_schedule.h"
 
@@ -16,6 +18,10 @@ models::cluster::ClusterModelConfig cluster_model_config(const Scenario& s) {
   models::cluster::ClusterModelConfig c;
   c.gpu = s.cluster.gpu;
   c.num_ranks = s.cluster.total_gpus();
+  for (const auto& st : s.cluster.stragglers) {
+    // A speed-1 entry is the nominal GPU: left out, the run is the same.
+    if (st.slows()) c.rank_gpu[st.rank] = models::gpu::throttled(s.cluster.gpu, throttle_of(st));
+  }
   c.fabric.gpus_per_node = s.cluster.gpus_per_node;
   c.fabric.scale_up_bandwidth = s.cluster.scale_up.bandwidth;
   c.fabric.scale_up_latency = s.cluster.scale_up.latency;

@@ -73,7 +73,8 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
   }
   sim::Recorder recorder(*s.graph, options.trace ? (dir / "trace.json").string() : "",
                          s.cluster.gpu.name);
-  recorder.set_describer([&cluster](int, const workloads::Op& op) { return cluster.describe(op); });
+  recorder.set_describer(
+      [&cluster](int rank, const workloads::Op& op) { return cluster.describe(op, rank); });
   cluster.set_memory_listener(
       [&recorder](int rank, sim::Time t, sim::Bytes used) { recorder.on_memory(rank, t, used); });
   // Mirrored training ranks time their collectives over whole groups.

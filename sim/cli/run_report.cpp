@@ -6,6 +6,7 @@
 #include "sim/cli/format.h"
 #include "sim/cli/gpu_spec_loader.h"
 #include "sim/cli/network_report.h"
+#include "sim/cli/straggler_loader.h"
 #include "sim/unit_parse.h"
 
 namespace gcsim::cli {
@@ -86,6 +87,7 @@ Json build_summary(const RunFigures& f) {
                    {"end_s", r.end.seconds()}});
   }
   j["ops"] = ops;
+  if (!s.cluster.stragglers.empty()) j["stragglers"] = stragglers_json(s.cluster.stragglers);
   if (f.network) j["network"] = network_summary(*f.network);
   j["notes"] = s.notes;
   j["hardware"] = gpu_spec_json(s.cluster.gpu);
@@ -102,6 +104,9 @@ std::string build_report(const RunFigures& f) {
   o << "| workload | " << s.workload_kind << " |\n";
   o << "| cluster | " << s.cluster.nodes << " node(s) x " << s.cluster.gpus_per_node << " "
     << s.cluster.gpu.name << " |\n";
+  if (!s.cluster.stragglers.empty()) {
+    o << "| stragglers | " << describe_stragglers(s.cluster.stragglers) << " |\n";
+  }
   o << "| network model | " << s.network.model << " |\n";
   o << "| seed | " << s.seed << " |\n";
   o << "| simulated time | " << human_time(f.simulated_time.seconds()) << " |\n";

@@ -12,6 +12,7 @@
 #include "sim/cli/graph_workload_loader.h"
 #include "sim/cli/inference_workload_loader.h"
 #include "sim/cli/packet_config_loader.h"
+#include "sim/cli/straggler_loader.h"
 #include "sim/cli/training_workload_loader.h"
 #include "sim/unit_parse.h"
 
@@ -72,6 +73,12 @@ ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes,
   }
 
   topology = read_topology(c, cluster);
+  cluster.stragglers = read_stragglers(c, cluster.nodes, cluster.gpus_per_node);
+  if (any_slow(cluster.stragglers)) {
+    notes.push_back("stragglers: " + describe_stragglers(cluster.stragglers) +
+                    "; their kernels run at that speed in the simulation, so the slowdown "
+                    "follows the parallel strategy");
+  }
   return cluster;
 }
 
@@ -124,14 +131,19 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
   if (s.workload_kind == "graph") {
     s.graph = load_graph_workload(workload, s.cluster.total_gpus(), s.cluster.gpu);
   } else if (s.workload_kind == "training") {
-    s.training = load_training_workload(workload, s.cluster.total_gpus(), s.cluster.gpus_per_node,
-                                        s.cluster.gpu, s.notes);
+    s.training = load_training_workload(
+        workload, s.cluster.total_gpus(), s.cluster.gpus_per_node, s.cluster.gpu, s.notes,
+        any_slow(s.cluster.stragglers) ? describe_stragglers(s.cluster.stragglers) : "");
     s.graph = std::move(s.training->workload.graph);
 #ifndef GCSIM_NO_CHAKRA
   } else if (s.workload_kind == "chakra") {
     s.graph = load_chakra_workload(workload, s.cluster.total_gpus(), s.cluster.gpu, s.notes);
 #endif
   } else if (s.workload_kind == "inference") {
+    if (any_slow(s.cluster.stragglers)) {
+      cluster.fail("stragglers", "not modelled for inference workloads: the serving model costs "
+                                 "every replica's steps on one GPU spec");
+    }
     s.inference = load_inference_workload(workload, s.cluster, s.notes);
   } else if (s.workload_kind == "collective") {
     auto c = std::make_shared<CollectiveWorkload>();

@@ -34,6 +34,14 @@ struct ScaleOutConfig {
   sim::Duration latency;          // NIC to NIC through the top tier (2 x tiers hop latencies)
 };
 
+// A GPU that runs slower than its peers without failing (cluster.stragglers).
+struct StragglerConfig {
+  int rank = 0;
+  double speed = 1.0;         // SM clock / nominal: tensor and vector rates
+  double memory_speed = 1.0;  // HBM bandwidth / nominal
+  bool slows() const { return speed < 1.0 || memory_speed < 1.0; }
+};
+
 struct ClusterConfig {
   models::gpu::GpuSpec gpu;
   int nodes = 1;
@@ -41,6 +49,7 @@ struct ClusterConfig {
   ScaleUpConfig scale_up;
   ScaleOutConfig scale_out;
   std::string calibration;  // profile path, "" when none
+  std::vector<StragglerConfig> stragglers;  // ascending rank, as written (speed 1 included)
   int total_gpus() const { return nodes * gpus_per_node; }
 };
 

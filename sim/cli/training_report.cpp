@@ -6,6 +6,7 @@
 #include "sim/cli/format.h"
 #include "sim/cli/gpu_spec_loader.h"
 #include "sim/cli/network_report.h"
+#include "sim/cli/straggler_loader.h"
 #include "workloads/models/model_formulas.h"
 
 namespace gcsim::cli {
@@ -154,6 +155,7 @@ Json build_training_summary(const RunFigures& f, const TrainingFigures& t) {
   if (!run.workload.mirror_note.empty()) sim["note"] = run.workload.mirror_note;
   if (run.workload.max_expert_load != 1.0) sim["max_expert_load"] = run.workload.max_expert_load;
   j["simulation"] = sim;
+  if (!s.cluster.stragglers.empty()) j["stragglers"] = stragglers_json(s.cluster.stragglers);
   if (f.network) j["network"] = network_summary(*f.network);
   j["notes"] = s.notes;
   j["hardware"] = gpu_spec_json(s.cluster.gpu);
@@ -172,6 +174,9 @@ std::string build_training_report(const RunFigures& f, const TrainingFigures& t)
     << fmt(", %.1fB active)", workloads::models::count_params(c.model).active * 1e-9) << " |\n";
   o << "| cluster | " << s.cluster.nodes << " x " << s.cluster.gpus_per_node << " " << s.cluster.gpu.name
     << ", network " << s.network.model << " |\n";
+  if (!s.cluster.stragglers.empty()) {
+    o << "| stragglers | " << describe_stragglers(s.cluster.stragglers) << " |\n";
+  }
   o << "| strategy | TP " << c.parallel.tp << (c.parallel.sequence_parallel ? " (SP)" : "") << ", CP "
     << c.parallel.cp << ", PP " << c.parallel.pp << " " << workloads::training::schedule_name(c.parallel.schedule)
     << (c.parallel.virtual_stages > 1 ? " v" + std::to_string(c.parallel.virtual_stages) : "") << ", DP "

@@ -102,7 +102,8 @@ void read_optimizer(ConfigReader& w, TrainingConfig& c) {
 
 std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, int gpus_per_node,
                                                     const models::gpu::GpuSpec& gpu,
-                                                    std::vector<std::string>& notes) {
+                                                    std::vector<std::string>& notes,
+                                                    const std::string& stragglers) {
   auto run = std::make_shared<TrainingRun>();
   TrainingConfig& c = run->config;
   c.model = read_model(w);
@@ -171,16 +172,25 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
   }
 
   GeneratorOptions o;
-  o.mirror = simulate == "auto";
+  // A slow GPU times its TP, CP and DP groups differently from their
+  // mirrors, so every rank runs.
+  o.mirror = simulate == "auto" && stragglers.empty();
   o.memory_ops = run->fits;
   o.gpus_per_node = gpus_per_node;
   run->workload = generate_training(c, o);
+  const bool straggler_off = simulate == "auto" && !stragglers.empty();
+  if (straggler_off) {
+    run->workload.mirror_note = "mirroring off: straggler on " + stragglers +
+                                " (its groups are no longer symmetric); every rank is simulated";
+  }
   if (run->workload.mirrored) {
     notes.push_back("mirrored ranks: " + std::to_string(run->workload.simulated.size()) + " of " +
                     std::to_string(gpus) + " GPUs simulated (" + run->workload.mirrored_axes +
                     " are symmetric); their collectives are timed over the whole groups");
   }
-  if (!run->workload.mirror_note.empty() && o.mirror) notes.push_back(run->workload.mirror_note);
+  if (!run->workload.mirror_note.empty() && (o.mirror || straggler_off)) {
+    notes.push_back(run->workload.mirror_note);
+  }
 
   const double tokens = static_cast<double>(c.tokens_per_step());
   const auto per_token = workloads::models::forward_flops_per_token(c.model);

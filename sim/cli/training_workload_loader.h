@@ -32,11 +32,13 @@ struct TrainingRun {
 };
 
 // Reads `workload` (kind training) for a cluster of `gpus` GPUs,
-// `gpus_per_node` per node.
+// `gpus_per_node` per node. `stragglers` ("" when none) describes slow
+// GPUs: they break the symmetry of their groups, so mirroring is off.
 std::shared_ptr<TrainingRun> load_training_workload(sim::config::ConfigReader& workload, int gpus,
                                                     int gpus_per_node,
                                                     const models::gpu::GpuSpec& gpu,
-                                                    std::vector<std::string>& notes);
+                                                    std::vector<std::string>& notes,
+                                                    const std::string& stragglers = "");
 
 // Wraps the cluster model so that mirrored ranks' collectives are timed
 // over their whole groups.

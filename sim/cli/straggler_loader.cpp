@@ -1,0 +1,113 @@
+#include "sim/cli/straggler_loader.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace gcsim::cli {
+
+using sim::config::ConfigReader;
+
+namespace {
+
+double read_factor(ConfigReader& r, const std::string& key, const char* doc) {
+  const double f = r.get_double(key, 1.0, doc);
+  if (!(f > 0.0 && f <= 1.0)) {
+    char got[64];
+    std::snprintf(got, sizeof got, "%g", f);
+    r.fail(key, std::string("must lie in (0, 1] (a share of the nominal rate; a failed GPU is a "
+                            "failure, not a straggler), got ") + got);
+  }
+  return f;
+}
+
+std::string percent(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g%%", f * 100.0);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<StragglerConfig> read_stragglers(ConfigReader& cluster, int nodes, int gpus_per_node) {
+  const char* doc =
+      "GPUs slower than their peers without failing: {rank, speed, memory_speed} or {node, gpu, "
+      "speed, memory_speed}";
+  std::vector<StragglerConfig> out;
+  if (!cluster.has("stragglers")) {
+    cluster.raw("stragglers", doc);  // known and documented, even when absent
+    return out;
+  }
+  const int gpus = nodes * gpus_per_node;
+  for (ConfigReader& r : cluster.child_list("stragglers", doc)) {
+    StragglerConfig s;
+    if (r.has("rank") && (r.has("node") || r.has("gpu"))) {
+      r.fail("rank", "give either rank or node and gpu, not both");
+    }
+    if (r.has("rank") || !(r.has("node") || r.has("gpu"))) {
+      const int64_t rank = r.get_int("rank", std::nullopt, "global rank of the slow GPU");
+      if (rank < 0 || rank >= gpus) {
+        r.fail("rank", "rank " + std::to_string(rank) + " is outside the cluster's " +
+                           std::to_string(gpus) + " GPUs (0 to " + std::to_string(gpus - 1) + ")");
+      }
+      s.rank = static_cast<int>(rank);
+    } else {
+      const int64_t node = r.get_int("node", std::nullopt, "node of the slow GPU");
+      if (node < 0 || node >= nodes) {
+        r.fail("node", "node " + std::to_string(node) + " is outside the cluster's " +
+                           std::to_string(nodes) + " nodes");
+      }
+      const int64_t g = r.get_int("gpu", std::nullopt, "the slow GPU's index within its node");
+      if (g < 0 || g >= gpus_per_node) {
+        r.fail("gpu", "gpu " + std::to_string(g) + " is outside the node's " +
+                          std::to_string(gpus_per_node) + " GPUs");
+      }
+      s.rank = static_cast<int>(node * gpus_per_node + g);
+    }
+    s.speed = read_factor(r, "speed",
+                          "SM clock / nominal in (0, 1]: tensor-core and CUDA-core rates and "
+                          "per-wave SM work scale with it");
+    s.memory_speed = read_factor(r, "memory_speed",
+                                 "HBM bandwidth / nominal in (0, 1]; 1 by default: throttling "
+                                 "lowers the SM clock, HBM keeps its own clock");
+    for (const auto& earlier : out) {
+      if (earlier.rank == s.rank) {
+        r.fail(r.has("rank") ? "rank" : "gpu",
+               "rank " + std::to_string(s.rank) + " is listed twice");
+      }
+    }
+    r.finish();
+    out.push_back(s);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const StragglerConfig& a, const StragglerConfig& b) { return a.rank < b.rank; });
+  return out;
+}
+
+models::gpu::Throttle throttle_of(const StragglerConfig& s) {
+  return models::gpu::Throttle{s.speed, s.memory_speed};
+}
+
+std::string describe_stragglers(const std::vector<StragglerConfig>& stragglers) {
+  std::string out;
+  for (const auto& s : stragglers) {
+    if (!out.empty()) out += ", ";
+    out += "rank " + std::to_string(s.rank) + " at " + percent(s.speed) + " SM clock";
+    if (s.memory_speed < 1.0) out += " and " + percent(s.memory_speed) + " HBM bandwidth";
+  }
+  return out;
+}
+
+nlohmann::json stragglers_json(const std::vector<StragglerConfig>& stragglers) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& s : stragglers) {
+    a.push_back({{"rank", s.rank}, {"speed", s.speed}, {"memory_speed", s.memory_speed}});
+  }
+  return a;
+}
+
+bool any_slow(const std::vector<StragglerConfig>& stragglers) {
+  return std::any_of(stragglers.begin(), stragglers.end(),
+                     [](const StragglerConfig& s) { return s.slows(); });
+}
+
+}  // namespace gcsim::cli
