@@ -294,6 +294,39 @@ TEST_CASE("straggler: 50% speed in one TP group slows the step as the schedule i
   }
 }
 
+TEST_CASE("straggler: 1F1B with the slow GPU in the last stage", "[straggler][training]") {
+  TrainingConfig c = small_step();
+  c.parallel.schedule = Schedule::one_f_one_b;
+  const int m = 4;
+  const int straggler = 4;  // stage 1, replica 0
+  const GpuSpec gpu = test::h100_datasheet();
+  const GpuSpec half = models::gpu::throttled(gpu, {0.5, 1.0});
+  const Step base = run_step(c, gpu, {});
+  const Step slow = run_step(c, gpu, {{straggler, half}});
+  const double f0 = pass_time(slow, 0, "F m0 ", gpu);
+  const double b0 = pass_time(slow, 0, "B m0 ", gpu);
+  const double o0 = pass_time(slow, 0, "", gpu);
+  const double F1 = pass_time(slow, straggler, "F m0 ", half);
+  const double B1 = pass_time(slow, straggler, "B m0 ", half);
+  const double O1 = pass_time(slow, straggler, "", half);
+  REQUIRE(F1 + B1 > f0 + b0);
+  // 1F1B on two stages, stage 1 the slower: stage 0 runs F, F, then B, F
+  // in turn, each of its forwards ready B0 + F0 after stage 1's previous
+  // backward, while stage 1 needs it F1' + B1' after (its forward and
+  // backward in turn), no sooner: stage 1 never waits once its first input
+  // is there. So its last backward ends at F0 + m (F1' + B1'), stage 0's
+  // at B0 later; stage 0's optimizer follows that, stage 1's its own:
+  //   T = max(F0 + m (F1' + B1') + B0 + O0,  F0 + m (F1' + B1') + O1')
+  const double pipe = f0 + m * (F1 + B1);
+  const double hand = std::max(pipe + b0 + o0, pipe + O1);
+  INFO("F0 " << f0 << " B0 " << b0 << " O0 " << o0 << "; F1' " << F1 << " B1' " << B1 << " O1' "
+             << O1);
+  INFO("base " << base.end.seconds() << " s, straggler " << slow.end.seconds() << " s, hand "
+               << hand << " s");
+  CHECK(slow.end.seconds() == Approx(hand).epsilon(1e-4));
+  CHECK(slow.end.seconds() > 1.5 * base.end.seconds());
+}
+
 TEST_CASE("straggler: speed 1 is the nominal GPU, op for op", "[straggler]") {
   const TrainingConfig c = small_step();
   const GpuSpec gpu = test::h100_datasheet();
