@@ -3,8 +3,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <variant>
 #include <unistd.h>
 
+#include "models/gpu/kernel_cost_model.h"
 #include "sim/cli/explain_table.h"
 #include "sim/cli/failures_loader.h"
 #include "sim/cli/run_command.h"
@@ -30,11 +32,20 @@ workloads::estimate::LinkRates link_rates(const ClusterConfig& c) {
   return r;
 }
 
+models::gpu::KernelDesc kernel_of(const models::gpu::GpuSpec& g, const workloads::ComputeOp& c) {
+  namespace gpu = models::gpu;
+  if (const auto* x = std::get_if<gpu::GemmShape>(&c.shape)) return gpu::gemm_kernel(g, *x);
+  if (const auto* x = std::get_if<gpu::AttentionShape>(&c.shape)) return gpu::attention_kernel(g, *x);
+  return gpu::memory_kernel(g, std::get<gpu::MemoryOpShape>(c.shape));
+}
+
 std::string busiest_link_text(const Json& summary) {
   if (!summary.contains("network")) return "";
   const Json& n = summary["network"];
   if (!n.contains("busiest_links") || n["busiest_links"].empty()) return "";
   const Json& l = n["busiest_links"][0];
+  // A link busy for a small share of the run did not hold anything up.
+  if (l.value("utilization", 0.0) < 0.2) return "";
   std::string t = "busiest link " + l.value("link", std::string("?")) + " carried " +
                   est::format_value(l.value("bytes", 0.0), est::Unit::bytes) + " at " +
                   est::format_value(l.value("utilization", 0.0), est::Unit::fraction) + " utilization";

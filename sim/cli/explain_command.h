@@ -8,6 +8,7 @@
 #include <iosfwd>
 #include <string>
 
+#include "models/gpu/kernel.h"
 #include "sim/cli/scenario.h"
 #include "sim/config/config_reader.h"
 #include "workloads/estimate/comm_estimate.h"
@@ -26,8 +27,13 @@ int explain_command(const std::string& config_path, const ExplainOptions& option
 workloads::estimate::LinkRates link_rates(const ClusterConfig& cluster);
 
 // "busiest link node0/gpu0->leaf0 carried 1.2 GB at 87% utilization" from
-// summary.json's network object; "" when the run moved nothing on a fabric.
+// summary.json's network object; "" when the run moved nothing on a fabric
+// or its busiest link was busy less than 20% of the run.
 std::string busiest_link_text(const sim::config::Json& summary);
+
+// The kernel the GPU model runs for a compute op (throws
+// std::invalid_argument on a shape the GPU cannot run).
+models::gpu::KernelDesc kernel_of(const models::gpu::GpuSpec& gpu, const workloads::ComputeOp& op);
 
 // Worksheet and comparison per workload kind; `summary` is the run's
 // summary.json. Each returns markdown sections.

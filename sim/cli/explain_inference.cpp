@@ -66,29 +66,45 @@ std::string explain_inference(const Scenario& s, const Json& summary) {
   const std::string facts = load_facts(summary, e.batch.value);
   const double in_system = summary.contains("littles_law")
                                ? summary["littles_law"].value("mean_requests_in_system", 0.0) : 0.0;
-  cmp.push_back({"requests in the system", e.batch.value, in_system, est::Unit::count,
-                 "the estimate counts requests decoding at the roofline rates; " + facts, ""});
   const double ttft = summary["ttft_s"].value("mean", 0.0), tpot = summary["tpot_s"].value("mean", 0.0);
-  std::string ttft_why = "TTFT adds queueing and the decodes that share each prefill step (chunked prefill, token "
-                         "budget " + est::num(static_cast<double>(sc.scheduler.max_num_batched_tokens)) + "); " + facts;
-  if (ttft < e.ttft.value) {
-    ttft_why = "simulated prefill kernels beat the single GEMM efficiency assumed, or prefix caching skipped "
-               "prompt tokens; " + facts;
+  const double rate = summary["requests"].value("arrival_rate_per_s", 0.0);
+  const double P = e.prompt_tokens.value, O = e.output_tokens.value;
+  std::string l_why = facts;
+  if (rate > 0) {
+    l_why = "Little's law with the simulated latencies: rate x (TTFT + O x TPOT) = " + est::num(rate) + " x (" +
+            est::format_value(ttft, est::Unit::seconds) + " + " + est::num(O) + " x " +
+            est::format_value(tpot, est::Unit::seconds) + ") = " + est::num(std::round(rate * (ttft + O * tpot) * 100) / 100) +
+            ": the difference follows the TTFT and TPOT rows";
   }
+  cmp.push_back({"requests in the system", e.batch.value, in_system, est::Unit::count, l_why, ""});
+  // The simulator's kernels for a prefill of one prompt and for a decode
+  // step of the requests it actually kept running.
+  const auto prefill = est::serving_step_kernels(sc.model, s.cluster.gpu, sc.parallel, sc.dtype, P, 1, P, P, false);
+  const double L = std::max(1.0, in_system);
+  const auto decode = est::serving_step_kernels(sc.model, s.cluster.gpu, sc.parallel, sc.dtype, L, L, 1, P + O / 2,
+                                                sc.cuda_graphs);
+  auto mix_text = [](const est::KernelMix& m) {
+    return "GEMMs " + est::format_value(m.gemm.isolated_s, est::Unit::seconds) + " (roofline " +
+           est::format_value(m.gemm.roofline_s, est::Unit::seconds) + "), attention " +
+           est::format_value(m.attention.isolated_s, est::Unit::seconds) + " (roofline " +
+           est::format_value(m.attention.roofline_s, est::Unit::seconds) + "), launch latency " +
+           est::format_value(m.gemm.launch_s + m.attention.launch_s, est::Unit::seconds) + " over " +
+           est::num(static_cast<double>(m.gemm.kernels + m.attention.kernels)) + " kernels";
+  };
+  std::string ttft_why = "the GPU model's prefill of " + est::num(P) + " tokens: " + mix_text(prefill) +
+                         "; the rest is queueing and decodes sharing the prefill steps (token budget " +
+                         est::num(static_cast<double>(sc.scheduler.max_num_batched_tokens)) + "); " + facts;
   if (sc.disaggregation.enabled) {
     ttft_why += "; disaggregated: the prefill runs on TP " + std::to_string(sc.disaggregation.prefill_tp) +
                 " and the KV cache then crosses the network to a decode replica";
   }
   cmp.push_back({"TTFT (mean)", e.ttft.value, ttft, est::Unit::seconds, ttft_why, ""});
-  std::string tpot_why =
-      "decode GEMMs at small M and decode attention reach less than the streaming HBM rate in the GPU model, "
-      "steps are padded to CUDA-graph sizes, and the host overhead per step adds; " + facts;
-  if (tpot < e.tpot.value) {
-    tpot_why = "fewer requests share a step than the estimate assumes, so less KV is read per step; " + facts;
-  }
+  std::string tpot_why = "the GPU model's decode step of the " + est::num(std::round(L * 10) / 10) +
+                         " requests actually in the system (M padded to a CUDA-graph size): " + mix_text(decode) +
+                         ", plus norms, sampling and TP all-reduces; " + facts;
   if (sc.speculative.enabled()) {
-    tpot_why += "; speculative decoding emits " + est::num(sc.speculative.acceptance_rate) +
-                "-accepted drafts, several tokens per step";
+    tpot_why += "; speculative decoding emits accepted drafts (acceptance " + est::num(sc.speculative.acceptance_rate) +
+                "), several tokens per step";
   }
   cmp.push_back({"TPOT (mean)", e.tpot.value, tpot, est::Unit::seconds, tpot_why, ""});
   o << "## 5. Estimate vs simulation\n\n" << comparison_table(cmp, facts);

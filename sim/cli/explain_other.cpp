@@ -8,7 +8,6 @@
 #include <sstream>
 #include <variant>
 
-#include "models/gpu/kernel_cost_model.h"
 #include "sim/cli/collective_workload_loader.h"
 #include "sim/cli/explain_command.h"
 #include "sim/cli/explain_table.h"
@@ -41,12 +40,6 @@ CollectiveOp to_op(workloads::CollectiveKind k) {
     case workloads::CollectiveKind::all_to_all: return CollectiveOp::all_to_all;
   }
   return CollectiveOp::all_reduce;
-}
-
-gpu::KernelDesc kernel_of(const gpu::GpuSpec& g, const workloads::ComputeOp& c) {
-  if (const auto* x = std::get_if<gpu::GemmShape>(&c.shape)) return gpu::gemm_kernel(g, *x);
-  if (const auto* x = std::get_if<gpu::AttentionShape>(&c.shape)) return gpu::attention_kernel(g, *x);
-  return gpu::memory_kernel(g, std::get<gpu::MemoryOpShape>(c.shape));
 }
 
 // Simulated span of an op by name: the latest start over the ranks that
@@ -185,7 +178,7 @@ std::string explain_graph(const Scenario& s, const Json& summary) {
         continue;
       }
       const std::string link = busiest_link_text(summary);
-      if (op.kind != workloads::OpKind::compute && !link.empty()) c.reason += "; " + link;
+      if (op.kind != workloads::OpKind::compute && !link.empty() && !c.reason.empty()) c.reason += "; " + link;
       cmp.push_back(c);
     }
   }

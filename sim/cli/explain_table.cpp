@@ -36,7 +36,7 @@ std::string comparison_table(const std::vector<Comparison>& rows, const std::str
       else if (!r.carrier.empty()) why = "no specific cause found; the difference is in " + r.carrier;
       else why = "no specific cause found; " + fallback;
     } else {
-      why = r.reason.empty() ? "within 10%" : r.reason;
+      why = "within 10%";
     }
     o << "| " << r.quantity << " | " << est::format_value(r.estimate, r.unit) << " | "
       << est::format_value(r.simulated, r.unit) << " | " << percent(r.difference()) << " | " << why << " |\n";

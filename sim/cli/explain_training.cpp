@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <variant>
 
 #include "sim/cli/explain_command.h"
 #include "sim/cli/explain_table.h"
 #include "sim/cli/training_workload_loader.h"
+#include "workloads/estimate/kernel_estimate.h"
 #include "workloads/estimate/memory_estimate.h"
 #include "workloads/estimate/model_estimate.h"
 #include "workloads/estimate/time_estimate.h"
@@ -55,6 +57,43 @@ std::string stage_spread(const Json& summary) {
          std::to_string(hi_r) + "): the slowest stage sets the pace and the others wait";
 }
 
+// The compute ops of one simulated rank's step, summed by class with the
+// GPU model's own kernel descriptions: where compute time goes beyond the
+// FLOP count.
+std::string kernel_reason(const Scenario& s, const est::TrainingTimeEstimate& t) {
+  const TrainingRun& run = *s.training;
+  if (!s.graph || run.workload.simulated.empty()) return "";
+  const int rank = run.workload.simulated.front();
+  std::vector<models::gpu::KernelDesc> kernels;
+  std::vector<bool> attention;
+  for (const auto& op : s.graph->program(rank).ops) {
+    if (op.kind != workloads::OpKind::compute) continue;
+    if (s.graph->name(op.name).find("optimizer") != std::string::npos) continue;
+    const auto& c = std::get<workloads::ComputeOp>(op.payload);
+    kernels.push_back(kernel_of(s.cluster.gpu, c));
+    attention.push_back(std::holds_alternative<models::gpu::AttentionShape>(c.shape));
+  }
+  const est::KernelMix mix = est::kernel_mix(s.cluster.gpu, kernels, attention);
+  auto part = [](const char* name, const est::KernelClassTime& k) {
+    return std::string(name) + " " + est::num(static_cast<double>(k.kernels)) + " kernels " +
+           est::format_value(k.isolated_s, est::Unit::seconds) + " (roofline " +
+           est::format_value(k.roofline_s, est::Unit::seconds) + ")";
+  };
+  std::string r = "kernel by kernel on rank " + std::to_string(rank) + ", as the GPU model times them alone: " +
+                  part("GEMMs", mix.gemm) + ", " + part("attention", mix.attention) + ", " +
+                  part("HBM/CUDA-core-bound (norms, activations, rotary, loss; outside the FLOP count)", mix.memory) +
+                  "; launch latency and setup " +
+                  est::format_value(mix.gemm.launch_s + mix.attention.launch_s + mix.memory.launch_s, est::Unit::seconds) +
+                  " of it";
+  const auto worst = std::min_element(t.waves.begin(), t.waves.end(),
+                                      [](const est::Line& x, const est::Line& y) { return x.value < y.value; });
+  if (worst != t.waves.end() && worst->value < 0.97) {
+    r += "; wave quantization: " + worst->label + " keeps " + est::format_value(worst->value, est::Unit::fraction) +
+         " of the SM-wave slots busy (" + worst->formula + ")";
+  }
+  return r;
+}
+
 }  // namespace
 
 std::string explain_training(const Scenario& s, const Json& summary) {
@@ -95,22 +134,8 @@ std::string explain_training(const Scenario& s, const Json& summary) {
   {
     Comparison* r = add("compute per GPU", t.compute.value, compute_sim, est::Unit::seconds);
     const double achieved = compute_sim > 0 ? t.hardware_flops.value / c.gpus() / compute_sim : 0.0;
-    std::string why = "simulated kernels average " + est::format_value(achieved, est::Unit::flops) +
-                      "/s against the " + est::format_value(t.rate.value, est::Unit::flops) +
-                      "/s GEMM rate assumed: norms, activations, softmax and optimizer-side kernels are "
-                      "HBM-bound and launch latency and per-wave overheads add up";
-    const auto worst = std::min_element(t.waves.begin(), t.waves.end(),
-                                        [](const est::Line& x, const est::Line& y) { return x.value < y.value; });
-    if (worst != t.waves.end() && worst->value < 0.97) {
-      why += "; wave quantization: " + worst->label + " keeps " + est::format_value(worst->value, est::Unit::fraction) +
-             " of its last waves' SMs busy (" + worst->formula + ")";
-    }
-    if (compute_sim < t.compute.value) {
-      why = "simulated kernels average " + est::format_value(achieved, est::Unit::flops) + "/s, above the " +
-            est::format_value(t.rate.value, est::Unit::flops) + "/s assumed: the GPU model's tile-shape and "
-            "attention efficiencies beat the single GEMM efficiency used here";
-    }
-    r->reason = why;
+    r->reason = "simulated kernels average " + est::format_value(achieved, est::Unit::flops) + "/s against the " +
+                est::format_value(t.rate.value, est::Unit::flops) + "/s GEMM rate assumed; " + kernel_reason(s, t);
   }
   {
     Comparison* r = add("optimizer step", t.optimizer.value, b.value("optimizer_s", 0.0), est::Unit::seconds);
@@ -137,7 +162,7 @@ std::string explain_training(const Scenario& s, const Json& summary) {
     const double sim_v = exposed(b, key.c_str());
     const double est_v = t.exposed_of(dim) + (key == "tp" ? t.exposed_of("SP") : 0.0);
     if (est_v == 0 && sim_v == 0) continue;
-    Comparison* r = add("exposed " + key + " communication", est_v, sim_v, est::Unit::seconds);
+    Comparison* r = add("exposed " + std::string(dim) + " communication", est_v, sim_v, est::Unit::seconds);
     double ideal_total = 0;
     for (const auto& row : rows) {
       if (row.dimension.rfind(dim, 0) == 0 || (key == "tp" && row.dimension == "SP")) ideal_total += row.time_total.value;

@@ -22,7 +22,8 @@ std::string si(double v, const char* base, const char* const* prefixes, int coun
     v /= 1000.0;
     ++i;
   }
-  return printf_str("%.4g ", v, (std::string(prefixes[i]) + base).c_str());
+  const std::string unit = std::string(prefixes[i]) + base;
+  return printf_str("%.4g", v, unit.empty() ? "" : (" " + unit).c_str());
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/gpu/kernel_cost_model.h"
 #include "workloads/models/model_formulas.h"
 
 namespace gcsim::workloads::estimate {
@@ -126,6 +127,51 @@ InferenceEstimate estimate_inference(const wi::ServingConfig& s, const gpu::GpuS
                      "decode step + prefills sharing the steps (L P / O tokens per output token) = " +
                          num(decode(L)) + " + " + num(mixed));
   return e;
+}
+
+KernelMix serving_step_kernels(const models::ModelSpec& m, const gpu::GpuSpec& g, const wi::ParallelShape& p,
+                               gpu::Dtype dtype, double tokens, double batch, double q_len, double context,
+                               bool pad) {
+  int64_t M = std::max<int64_t>(1, std::llround(tokens));
+  if (pad) M = M <= 2 ? M : M <= 4 ? 4 : (M + 7) / 8 * 8;
+  const int64_t tp = p.tp, h = m.hidden;
+  auto gemm = [&](int64_t n, int64_t k) {
+    gpu::GemmShape s;
+    s.m = M;
+    s.n = std::max<int64_t>(1, n);
+    s.k = std::max<int64_t>(1, k);
+    s.dtype = dtype;
+    return gpu::gemm_kernel(g, s);
+  };
+  std::vector<gpu::KernelDesc> k;
+  std::vector<bool> attn;
+  k.push_back(gemm((m.q_width() + 2 * m.kv_width()) / tp, h));
+  k.push_back(gemm(h, m.q_width() / tp));
+  const int64_t f = m.is_moe() ? m.moe.expert_ffn_hidden * (m.moe.top_k + m.moe.shared_experts) : m.ffn_hidden;
+  const int64_t fc1 = (m.mlp == models::MlpKind::swiglu ? 2 : 1) * f / tp;
+  k.push_back(gemm(fc1, h));
+  k.push_back(gemm(h, f / tp));
+  attn.assign(k.size(), false);
+  gpu::AttentionShape a;
+  a.batch = std::max<int64_t>(1, std::llround(batch));
+  a.heads = std::max<int64_t>(1, m.heads / tp);
+  a.kv_heads = std::max<int64_t>(1, m.kv_heads / tp);
+  a.head_dim = m.head_dim > 0 ? m.head_dim : h / std::max(1, m.heads);
+  a.q_len = std::max<int64_t>(1, std::llround(q_len));
+  a.kv_len = std::max<int64_t>(a.q_len, std::llround(context));
+  a.causal = true;
+  a.dtype = dtype;
+  k.push_back(gpu::attention_kernel(g, a));
+  attn.push_back(true);
+  // Scale one layer to the stage's layers by repeating the descriptions.
+  const int layers = (m.layers + p.pp - 1) / p.pp;
+  std::vector<gpu::KernelDesc> all;
+  std::vector<bool> all_attn;
+  for (int l = 0; l < layers; ++l) {
+    all.insert(all.end(), k.begin(), k.end());
+    all_attn.insert(all_attn.end(), attn.begin(), attn.end());
+  }
+  return kernel_mix(g, all, all_attn);
 }
 
 }  // namespace gcsim::workloads::estimate

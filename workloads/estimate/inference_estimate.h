@@ -12,6 +12,7 @@
 #include "models/gpu/gpu_spec.h"
 #include "workloads/estimate/comm_estimate.h"
 #include "workloads/estimate/estimate_line.h"
+#include "workloads/estimate/kernel_estimate.h"
 #include "workloads/estimate/memory_estimate.h"
 #include "workloads/inference/serving_config.h"
 
@@ -32,5 +33,16 @@ struct InferenceEstimate {
 
 InferenceEstimate estimate_inference(const inference::ServingConfig& s, const models::gpu::GpuSpec& gpu,
                                      const LinkRates& links);
+
+// The kernels of one layer of a serving step on one TP rank, as the GPU
+// model describes them, summed by class (all layers: x model.layers / pp):
+// `tokens` query tokens in the GEMMs (decode: the batch, padded to a CUDA
+// graph size 1, 2, 4 or a multiple of 8 when `pad`), attention of `batch`
+// sequences of `q_len` queries over `context` keys. Shows where a simulated
+// step departs from the weight-read roofline (small-M GEMMs, split-KV
+// decode attention, launch latency per kernel).
+KernelMix serving_step_kernels(const models::ModelSpec& m, const models::gpu::GpuSpec& gpu,
+                               const inference::ParallelShape& p, models::gpu::Dtype dtype, double tokens,
+                               double batch, double q_len, double context, bool pad);
 
 }  // namespace gcsim::workloads::estimate

@@ -34,4 +34,22 @@ KernelEstimate estimate_kernel(const gpu::GpuSpec& g, const gpu::KernelDesc& k) 
   return e;
 }
 
+KernelMix kernel_mix(const gpu::GpuSpec& g, const std::vector<gpu::KernelDesc>& kernels,
+                     const std::vector<bool>& attention) {
+  KernelMix mix;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const gpu::KernelDesc& k = kernels[i];
+    KernelClassTime& c = i < attention.size() && attention[i] ? mix.attention
+                         : k.unit == gpu::ExecUnit::tensor    ? mix.gemm
+                                                              : mix.memory;
+    ++c.kernels;
+    c.roofline_s += estimate_kernel(g, k).roofline.value;
+    c.isolated_s += gpu::isolated_time(g, k, g.sm_count).seconds();
+    c.launch_s += (g.kernel_launch_latency + k.setup).seconds();
+    c.flops += k.total_flops();
+    c.bytes += k.total_bytes();
+  }
+  return mix;
+}
+
 }  // namespace gcsim::workloads::estimate
