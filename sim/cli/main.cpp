@@ -12,6 +12,7 @@
 #include "sim/cli/calibrate_command.h"
 #include "sim/cli/explain_command.h"
 #include "sim/cli/list_command.h"
+#include "sim/cli/quiz_command.h"
 #include "sim/cli/run_command.h"
 #include "sim/cli/sweep_command.h"
 #include "sim/config/config_error.h"
@@ -41,6 +42,8 @@ const char* kUsage =
     "                      measure this GPU (or fit measurements) into a calibration profile\n"
     "  explain CONFIG.yaml [-s key=value]... [-o DIR] [--seed N]\n"
     "                      back-of-envelope worksheet beside the simulation (markdown; DIR/explain.md)\n"
+    "  quiz [--topic training|inference|network|reliability] [--seed N] | --check ANSWERS.yaml\n"
+    "                      interview-style question, worked answer and simulated check; grade answers\n"
     "  list [gpus|models|topologies|workloads|networks]\n"
     "                      show presets and registered models\n"
     "\n"
@@ -120,6 +123,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& rest) {
     return explain_command(p.positional[0], ExplainOptions{LoadOptions{p.sets, p.seed}, p.out_dir}, std::cout);
   }
   if (command == "sweep") return sweep_command(rest, std::cout);
+  if (command == "quiz") return quiz_command(rest, std::cout);
   if (command == "calibrate") return calibrate_command(rest, std::cout, std::cerr);
   if (command == "list") {
     Parsed p = parse(rest, false);
@@ -130,7 +134,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& rest) {
     return 0;
   }
   std::fprintf(stderr, "gcsim: unknown command '%s'%s\n\n%s", command.c_str(),
-               gcsim::sim::config::did_you_mean(command, {"run", "check", "calibrate", "export", "explain", "list"}).c_str(),
+               gcsim::sim::config::did_you_mean(command, {"run", "check", "calibrate", "export", "explain", "list", "quiz"}).c_str(),
                kUsage);
   return kBadInput;
 }

@@ -157,7 +157,8 @@ Quiz make_training_quiz(uint64_t seed, const PresetBook& presets) {
        "cluster:\n  gpu: " + gpu_name + "\n  nodes: " + std::to_string(gpus / 8) +
            "\n  gpus_per_node: 8\n  scale_up: {kind: nvswitch}\n"
            "  scale_out: {topology: fat-tree, tiers: 2, nic_bandwidth: " +
-           std::to_string(nic_gbps) + "Gbps}\nnetwork: {model: analytical}\n"
+           std::to_string(nic_gbps) + "Gbps}\n  calibration: none\n"
+           "network: {model: analytical}\n"
            "workload:\n  kind: training\n  model: {preset: " + model_name + "}\n"
            "  batch: {global: " + std::to_string(batch) + ", micro: 1}\n"
            "  parallelism: {tp: " + std::to_string(tp) + ", pp: " + std::to_string(pp) +

@@ -1,0 +1,44 @@
+// Grades a user's answers to a quiz: each number against the worked answer
+// (the quantity's own tolerance) and against the simulated value (a wider
+// tolerance, since the simulator models what the closed form leaves out).
+// Within either counts: both are defensible answers to the question. A
+// layout choice (training's tp/pp/dp) scores when it is possible and fits.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "workloads/quiz/quiz.h"
+
+namespace gcsim::workloads::quiz {
+
+struct GradeRow {
+  std::string key;
+  std::optional<double> answer;  // absent: not answered
+  double estimate = 0;
+  std::optional<double> reference;  // simulated value, or the stand-in check
+  bool near_estimate = false;
+  bool near_reference = false;
+  bool pass() const { return near_estimate || near_reference; }
+};
+
+struct Grade {
+  std::vector<GradeRow> rows;
+  bool has_choice = false;
+  bool choice_answered = false;
+  std::string choice_problem;  // "" when the layout is acceptable
+  int points = 0;
+  int total = 0;
+};
+
+// |answer - ref| <= tolerance x |ref|.
+bool within(double answer, double ref, double tolerance);
+
+Grade grade(const Quiz& q, const Answers& answers);
+
+// The table (key, yours, worked answer +- tolerance, simulated +- tolerance,
+// verdict), the tolerances' reasons, and the score line.
+std::string render_grade(const Quiz& q, const Grade& g);
+
+}  // namespace gcsim::workloads::quiz
