@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "sim/cli/rank_group.h"
 #include "sim/unit_parse.h"
 
 namespace gcsim::cli {
@@ -55,36 +56,6 @@ std::vector<sim::Bytes> read_sizes(ConfigReader& r) {
     sizes.push_back(parse_size(r, n));
   }
   return sizes;
-}
-
-std::vector<int> read_ranks(ConfigReader& r, int num_ranks) {
-  const YAML::Node n = r.raw("ranks", "'all' or a list of ranks");
-  std::vector<int> ranks;
-  if (!n.IsDefined() || n.IsNull() || (n.IsScalar() && n.Scalar() == "all")) {
-    for (int i = 0; i < num_ranks; ++i) ranks.push_back(i);
-    return ranks;
-  }
-  if (!n.IsSequence()) r.fail("ranks", "expected 'all' or a list of ranks such as [0, 1, 2, 3]");
-  for (const auto& item : n) {
-    int64_t v = 0;
-    try {
-      v = item.as<int64_t>();
-    } catch (const YAML::Exception&) {
-      r.fail("ranks", "expected integer ranks, got '" + item.Scalar() + "'");
-    }
-    if (v < 0 || v >= num_ranks) {
-      r.fail("ranks", "rank " + std::to_string(v) + " does not exist: the cluster has ranks 0.." +
-                          std::to_string(num_ranks - 1) + " (nodes x gpus_per_node)");
-    }
-    ranks.push_back(static_cast<int>(v));
-  }
-  std::vector<int> sorted = ranks;
-  std::sort(sorted.begin(), sorted.end());
-  const auto dup = std::adjacent_find(sorted.begin(), sorted.end());
-  if (dup != sorted.end()) {
-    r.fail("ranks", "rank " + std::to_string(*dup) + " appears twice in the group");
-  }
-  return ranks;
 }
 
 workloads::CollectiveKind ir_kind(CollectiveOp op) {
@@ -151,7 +122,7 @@ std::unique_ptr<WorkloadGraph> load_collective_workload(ConfigReader& w, int num
   out.op = *models::collectives::parse_op(
       w.get_choice("op", op_names(), std::nullopt, "the collective (nccl-tests' *_perf)"));
   out.sizes = read_sizes(w);
-  out.ranks = read_ranks(w, num_ranks);
+  out.ranks = read_rank_group(w, num_ranks, {" (nodes x gpus_per_node)", true, false});
   if (out.ranks.size() < 2) {
     w.fail("ranks", "a collective needs at least two ranks; the cluster or the list has " +
                         std::to_string(out.ranks.size()));

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "models/cluster/cluster_model.h"
+#include "sim/cli/rank_group.h"
 #include "sim/config/did_you_mean.h"
 
 namespace gcsim::cli {
@@ -59,42 +60,8 @@ Dtype read_dtype(ConfigReader& r) {
 }
 
 int read_rank(ConfigReader& r, const std::string& key, int num_ranks, const char* doc) {
-  int64_t v = r.get_int(key, std::nullopt, doc);
-  if (v < 0 || v >= num_ranks) {
-    r.fail(key, "rank " + std::to_string(v) + " does not exist: the cluster has ranks 0.." +
-                    std::to_string(num_ranks - 1) + " (nodes x gpus_per_node)");
-  }
-  return static_cast<int>(v);
-}
-
-std::vector<int> read_group(ConfigReader& r, int num_ranks) {
-  YAML::Node n = r.raw("ranks", "'all' or a list of ranks");
-  std::vector<int> ranks;
-  if (!n.IsDefined() || n.IsNull() || (n.IsScalar() && n.Scalar() == "all")) {
-    for (int i = 0; i < num_ranks; ++i) ranks.push_back(i);
-    return ranks;
-  }
-  if (!n.IsSequence()) r.fail("ranks", "expected 'all' or a list of ranks such as [0, 1, 2, 3]");
-  for (const auto& item : n) {
-    int64_t v = 0;
-    try {
-      v = item.as<int64_t>();
-    } catch (const YAML::Exception&) {
-      r.fail("ranks", "expected integer ranks, got '" + item.Scalar() + "'");
-    }
-    if (v < 0 || v >= num_ranks) {
-      r.fail("ranks", "rank " + std::to_string(v) + " does not exist: the cluster has ranks 0.." +
-                          std::to_string(num_ranks - 1));
-    }
-    ranks.push_back(static_cast<int>(v));
-  }
-  std::vector<int> sorted = ranks;
-  std::sort(sorted.begin(), sorted.end());
-  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-    r.fail("ranks", "a rank appears twice in the group");
-  }
-  if (ranks.empty()) r.fail("ranks", "the group is empty");
-  return ranks;
+  return check_rank(r, key, r.get_int(key, std::nullopt, doc), num_ranks,
+                    " (nodes x gpus_per_node)");
 }
 
 // One YAML op before dependencies are bound.
@@ -203,7 +170,7 @@ ParsedOp parse_op(ConfigReader r, int num_ranks, WorkloadGraph& graph) {
     workloads::CollectiveOp c;
     c.kind = kCollectives.at(kind);
     c.bytes = r.get_bytes("bytes", std::nullopt, "per-rank buffer (nccl-tests size)");
-    std::vector<int> ranks = read_group(r, num_ranks);
+    std::vector<int> ranks = read_rank_group(r, num_ranks, {"", false, true});
     if (c.kind == CollectiveKind::broadcast || c.kind == CollectiveKind::reduce) {
       const int64_t root = r.get_int("root", ranks.front(), "root rank");
       if (std::find(ranks.begin(), ranks.end(), root) == ranks.end()) {
