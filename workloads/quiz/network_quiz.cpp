@@ -139,6 +139,11 @@ Quiz make_network_quiz(uint64_t seed, const PresetBook& presets) {
                     ". A shared uplink halves (or worse) those flows' rate: a collective ends "
                     "with its slowest flow.");
 
+  q.sim_note =
+      "The simulator runs NCCL's algorithms as flows on the fabric with NCCL's per-algorithm "
+      "base latencies, protocol ceilings (LL and LL128 cap a GPU's rate, lower across nodes), "
+      "channel counts and pipeline fill; the closed form has none of these, so small messages "
+      "(latency-bound) and the tree (a chain of 8 GPUs in each node) differ most.";
   const std::string cluster = "cluster:\n  gpu: " + gpu_name + "\n  nodes: " +
                               std::to_string(nodes) +
                               "\n  gpus_per_node: 8\n  scale_up: {kind: nvswitch}\n"
@@ -147,7 +152,7 @@ Quiz make_network_quiz(uint64_t seed, const PresetBook& presets) {
   for (const char* algo : {"ring", "tree"}) {
     q.verifications.push_back(
         {algo, cluster + "workload: {kind: collective, op: all_reduce, bytes: " +
-                   fmt("%.0f", S) + ", ranks: all, algorithm: " + algo + "}\n"});
+                   fmt("%.0f", S) + "B, ranks: all, algorithm: " + algo + "}\n"});
   }
   const char* why_time =
       "15%: the closed form's only free choices are the per-step latency and whether the user "

@@ -45,7 +45,9 @@ std::string fmt(const char* format, double v) {
 }
 
 std::string num(double v) {
-  if (v == 0) return "0";
+  // Whole numbers (bytes per token, blocks) print exactly; others with 4
+  // significant digits.
+  if (v == std::floor(v) && std::fabs(v) < 1e12) return fmt("%.0f", v);
   return fmt("%.4g", v);
 }
 
@@ -93,6 +95,7 @@ std::string render_quiz(const Quiz& q) {
     s += "| " + x.key + " | " + num(x.estimate) + " | " + sim + " | " + diff + " | " + x.unit +
          " |\n";
   }
+  if (!q.sim_note.empty()) s += "\n" + q.sim_note + "\n";
   for (const auto& v : q.verifications) {
     s += "\n`" + v.name + "` config:\n\n```yaml\n" + v.yaml + "```\n";
   }

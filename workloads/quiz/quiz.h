@@ -73,6 +73,9 @@ struct Quiz {
   std::vector<std::string> steps;       // worked answer, one derivation step each
   std::vector<Quantity> quantities;     // what is graded
   std::vector<Verification> verifications;
+  // What the simulator models that the closed form leaves out, printed
+  // under the comparison so a large difference has its reason beside it.
+  std::string sim_note;
   // Keys graded by a rule rather than a number (a parallel layout): key ->
   // one-line description for the template. `judge` says why a choice is
   // wrong ("" when it is acceptable).

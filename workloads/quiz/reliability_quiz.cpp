@@ -28,6 +28,7 @@ Quiz make_reliability_quiz(uint64_t seed, const PresetBook& presets) {
   const auto& model = presets.models.at(model_name);
   const int gpus = pick(r, std::vector<int>{1024, 2048, 4096, 8192, 16384});
   const double per_node_gbs = pick(r, std::vector<double>{5, 10, 25});
+  const double aggregate_gbs = pick(r, std::vector<double>{100, 250, 1000});
   const int nodes = gpus / 8;
   // A radix-64 2-tier fat-tree reaches 64 x 32 = 2048 hosts; beyond, 3 tiers.
   const int tiers = gpus <= 2048 ? 2 : 3;
@@ -47,6 +48,7 @@ Quiz make_reliability_quiz(uint64_t seed, const PresetBook& presets) {
   const double params = workloads::models::count_params(model).total;
   st::StorageConfig sc;
   sc.per_node = sim::Bandwidth::gb_per_s(per_node_gbs);
+  sc.aggregate = sim::Bandwidth::gb_per_s(aggregate_gbs);
   const st::CheckpointShape shape{params * 14.0 / gpus, 8, nodes};
   const st::CheckpointCost cost = st::CheckpointStorage(sc).cost(shape, st::CheckpointMode::sync);
   const double delta = cost.blocking.seconds();
@@ -67,7 +69,7 @@ Quiz make_reliability_quiz(uint64_t seed, const PresetBook& presets) {
       "-tier fat-tree. Components fail at the rates of the Llama 3 405B run (419 unexpected "
       "interruptions in 54 days on 16,384 GPUs). Checkpoints are synchronous: each GPU copies "
       "its shard to host at 25 GB/s, then all nodes write to storage at " +
-      fmt("%.0f GB/s", per_node_gbs) + " per node (2,000 GB/s for the whole file system). A "
+      fmt("%.0f GB/s", per_node_gbs) + " per node (" + fmt("%.0f GB/s", aggregate_gbs) + " for the whole file system). A "
       "failure costs 2 min detection + 10 min restart + reloading the checkpoint.\n\n"
       "(a) The job's mean time between failures, and interruptions in a week.\n"
       "(b) The time one checkpoint stops training.\n"
@@ -84,7 +86,7 @@ Quiz make_reliability_quiz(uint64_t seed, const PresetBook& presets) {
   q.steps.push_back(
       "Checkpoint bytes per GPU = 14 P / N = 14 x " + num(params) + " / " + std::to_string(gpus) +
       " = " + fmt("%.3g GB", shape.bytes_per_gpu / 1e9) + "; delta = bytes/25 GB/s + 14 P / min(" +
-      "2000 GB/s, nodes x " + fmt("%.0f GB/s", per_node_gbs) + ") = " + fmt("%.3g s", delta) + ".");
+      fmt("%.0f GB/s", aggregate_gbs) + ", nodes x " + fmt("%.0f GB/s", per_node_gbs) + ") = " + fmt("%.3g s", delta) + ".");
   q.steps.push_back("Young: tau = sqrt(2 delta M) = sqrt(2 x " + fmt("%.3g", delta) + " x " +
                     fmt("%.0f", M) + ") = " + fmt("%.0f s", young) + " = " +
                     fmt("%.1f min", young / 60) + ".");
@@ -108,7 +110,7 @@ Quiz make_reliability_quiz(uint64_t seed, const PresetBook& presets) {
            "failures:\n  enabled: true\n  rates: {preset: llama3}\n  detection: 2min\n"
            "  recovery: {policy: restart, restart: 10min}\n"
            "checkpoint:\n  interval: " + fmt("%.0f", daly) + "s\n  mode: sync\n"
-           "  storage: {bandwidth: 2000GB/s, per_node: " + fmt("%.0f", per_node_gbs) + "GB/s}\n"
+           "  storage: {bandwidth: " + fmt("%.0f", aggregate_gbs) + "GB/s, per_node: " + fmt("%.0f", per_node_gbs) + "GB/s}\n"
            "simulation: {duration: " + std::to_string(kDays) + "d, seeds: " +
            std::to_string(kSeeds) + "}\n"});
 

@@ -204,7 +204,7 @@ Quiz make_training_quiz(uint64_t seed, const PresetBook& presets) {
       nullptr, 1, 0);
   add("peak_memory_gb", "peak HBM per GPU", "GB", mem.total.value / 1e9, 0.15,
       "15%: activation accounting (which tensors are kept) is the user's model",
-      "/memory/peak_bytes_per_gpu", 1e-9, 0.15);
+      "/memory/simulated_peak_bytes", 1e-9, 0.15);
   add("step_time_s", "training step time", "s", step, 0.20,
       "20%: the efficiency and how much communication hides are assumptions",
       "/step_time_s", 1.0, 0.35);
