@@ -1,0 +1,156 @@
+// The worksheet core (workloads/estimate) against hand computations and
+// published figures: GPT-3 175B by Megatron's formula (Narayanan et al.
+// SC'21: 174.6B), ZeRO's 7.5B-on-64-GPUs table (Rajbhandari et al. 2020;
+// ../shared/REFERENCE.md: 120 / 31.4 / 16.6 / 1.9 GB), ring all-reduce
+// bytes 2(n-1)/n S (nccl-tests PERFORMANCE.md), Llama-2-70B KV bytes per
+// token (2 x 80 layers x 8 KV heads x 128 x 2 B = 327,680 B; 40 KiB per GPU
+// at TP8), and the pipeline bubble (p-1)/m against the schedule itself.
+#include <memory>
+
+#include "catch.h"
+#include "sim/cli/model_spec_loader.h"
+#include "workloads/estimate/comm_estimate.h"
+#include "workloads/estimate/memory_estimate.h"
+#include "workloads/estimate/model_estimate.h"
+#include "workloads/estimate/time_estimate.h"
+#include "workloads/models/model_formulas.h"
+#include "workloads/training/pipeline_schedule.h"
+
+using namespace gcsim;
+using namespace gcsim::workloads::estimate;
+namespace wm = gcsim::workloads::models;
+namespace wt = gcsim::workloads::training;
+
+namespace {
+
+wm::ModelSpec preset(const std::string& name) {
+  auto source = std::make_shared<sim::config::ConfigSource>();
+  sim::config::ConfigReader nowhere(YAML::Node(), "", source, nullptr);
+  return cli::load_model_preset(name, nowhere, "model");
+}
+
+// Llama-2-70B (Touvron et al. 2023): 80 layers, hidden 8192, 64 heads, 8 KV
+// heads of 128.
+wm::ModelSpec llama2_70b() {
+  wm::ModelSpec m;
+  m.name = "llama2-70b";
+  m.layers = 80;
+  m.hidden = 8192;
+  m.heads = 64;
+  m.kv_heads = 8;
+  m.head_dim = 128;
+  m.ffn_hidden = 28672;
+  m.vocab = 32000;
+  m.seq_len = 4096;
+  m.attention = wm::AttentionKind::gqa;
+  m.mlp = wm::MlpKind::swiglu;
+  m.norm = wm::NormKind::rms_norm;
+  m.position = wm::PositionKind::rotary;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("GPT-3 175B has 174.6B parameters by Megatron's formula", "[explain]") {
+  const ModelEstimate e = estimate_model(preset("gpt3-175b"));
+  // 12 x 96 x 12288^2 x (1 + 13/(12 x 12288) + (51200 + 2048)/(12 x 96 x 12288))
+  // = 174,615,822,336 (Narayanan et al. SC'21, Table 1: 174.6B).
+  CHECK(e.narayanan.value == Approx(174'615'822'336.0).epsilon(1e-9));
+  CHECK(e.narayanan.formula.find("12288") != std::string::npos);
+  CHECK(e.narayanan.text().find("174.6 B") != std::string::npos);
+  // The part-by-part count (biases and LayerNorms spelled out) is the same model.
+  CHECK(e.total.value == Approx(174.6e9).epsilon(0.001));
+  CHECK(e.active.value == e.total.value);
+  // 6N + attention: 2N per token forward for the weights; 2 l s (q + v widths)
+  // = 2 x 96 x 2048 x 24576 for attention.
+  CHECK(e.attention_flops_per_token.value == Approx(2.0 * 96 * 2048 * 24576));
+  CHECK(e.training_flops_per_token.value ==
+        Approx(3.0 * (e.dense_flops_per_token.value + e.attention_flops_per_token.value)));
+}
+
+TEST_CASE("MoE models show active parameters below the total", "[explain]") {
+  const ModelEstimate e = estimate_model(preset("mixtral-8x7b"));
+  // Mixtral 8x7B: 46.7B total, 12.9B active (Jiang et al. 2024).
+  CHECK(e.total.value == Approx(46.7e9).epsilon(0.01));
+  CHECK(e.active.value == Approx(12.9e9).epsilon(0.01));
+  CHECK(e.experts.value > 0);
+}
+
+TEST_CASE("ZeRO table: 7.5B parameters on 64 GPUs", "[explain]") {
+  const wt::OptimizerConfig adam;  // 2 + 2 + 12 bytes per parameter
+  // REFERENCE.md: 120, 31.4, 16.6, 1.9 GB; by hand 16 x 7.5 = 120,
+  // 4 x 7.5 + 12 x 7.5 / 64 = 31.41, 2 x 7.5 + 14 x 7.5 / 64 = 16.64,
+  // 16 x 7.5 / 64 = 1.875.
+  const double expected[] = {120e9, 31.40625e9, 16.640625e9, 1.875e9};
+  for (int stage = 0; stage <= 3; ++stage) {
+    const ZeroRow r = zero_row(7.5e9, 64, stage, adam);
+    INFO("stage " << stage);
+    CHECK(r.stage == stage);
+    CHECK(r.total.value == Approx(expected[stage]));
+    CHECK(r.weights.value + r.gradients.value + r.optimizer.value == Approx(r.total.value));
+  }
+  CHECK(zero_row(7.5e9, 64, 1, adam).optimizer.formula.find("/ 64") != std::string::npos);
+}
+
+TEST_CASE("ring all-reduce sends 2(n-1)/n S per GPU", "[explain]") {
+  // 1 GB on 8 GPUs: 2 x 7/8 x 1e9 = 1.75e9 bytes; at 450 GB/s and no
+  // latency 3.889 ms.
+  const Line wire = wire_bytes_line(collectives::CollectiveOp::all_reduce, 1e9, 8);
+  CHECK(wire.value == Approx(1.75e9));
+  const Line t = ideal_time_line(collectives::CollectiveOp::all_reduce, 1e9, 8, 450e9, 0.0);
+  CHECK(t.value == Approx(1.75e9 / 450e9));
+  // All-gather and reduce-scatter move half of it; a send moves S.
+  CHECK(wire_bytes_line(collectives::CollectiveOp::all_gather, 1e9, 8).value == Approx(0.875e9));
+  CHECK(wire_bytes_line(collectives::CollectiveOp::send_recv, 1e9, 2).value == Approx(1e9));
+  // Latency: 2(n-1) ring steps of 1 us for an all-reduce.
+  CHECK(ideal_time_line(collectives::CollectiveOp::all_reduce, 0.0, 8, 450e9, 1e-6).value == Approx(14e-6));
+}
+
+TEST_CASE("Llama-2-70B KV cache: 327,680 B per token, 40 KiB per GPU at TP8", "[explain]") {
+  workloads::inference::MemoryInputs in;
+  in.parallel.tp = 8;
+  in.capacity = sim::Bytes(80'000'000'000);
+  const KvEstimate kv = estimate_kv(llama2_70b(), in, 1024, 256);
+  CHECK(kv.bytes_per_token.value == 327'680);
+  CHECK(kv.bytes_per_token_per_gpu.value == 40'960);
+  CHECK(format_value(kv.bytes_per_token_per_gpu.value, Unit::bytes) == "40 KiB");
+  CHECK(kv.block_bytes.value == 16 * 40'960);
+  CHECK(kv.tokens.value == kv.blocks.value * 16);
+  // A request of 1024 tokens holds 64 blocks.
+  CHECK(kv.max_concurrent.value == std::min(256.0, std::floor(kv.blocks.value / 64)));
+}
+
+TEST_CASE("bubble formulas match the schedules run with unit passes", "[explain]") {
+  // 1F1B with F = B_input = W = 1: bubble / busy = (p-1)(F+B)/(m(F+B)) = (p-1)/m.
+  const Line one = bubble_fraction_line(wt::Schedule::one_f_one_b, 8, 1, 32);
+  CHECK(one.value == Approx(7.0 / 32));
+  const auto plan = wt::build_pipeline(wt::Schedule::one_f_one_b, 8, 1, 32);
+  const auto ev = wt::evaluate(plan, wt::PassCosts{});
+  CHECK((ev.makespan - ev.busy[0]) / ev.busy[0] == Approx(one.value));
+  // Interleaved: (p-1)/(v m).
+  CHECK(bubble_fraction_line(wt::Schedule::interleaved, 8, 2, 32).value == Approx(7.0 / 64));
+}
+
+TEST_CASE("communication rows of a TP8 x DP4 step", "[explain]") {
+  wt::TrainingConfig c;
+  c.model = preset("llama3-8b");
+  c.parallel.tp = 8;
+  c.parallel.dp = 4;
+  c.batch.global = 32;
+  c.batch.micro = 1;
+  LinkRates links;
+  links.scale_up_bytes_per_s = 450e9;
+  links.scale_out_bytes_per_s = 50e9;
+  links.gpus_per_node = 8;
+  const auto rows = estimate_training_comm(c, links);
+  REQUIRE(rows.size() == 1 + 1);  // TP all-reduce, DP all-reduce (ZeRO-0)
+  // TP: 4 all-reduces per layer x 32 layers x 8 micro-batches of s h x 2 B.
+  CHECK(rows[0].dimension == "TP");
+  CHECK(rows[0].count == 4 * 32 * 8);
+  CHECK(rows[0].bytes_each == 8192.0 * 4096 * 2);
+  CHECK(rows[0].link == LinkClass::scale_up);
+  // DP over 4 nodes: gradients of the TP shard, through the NIC.
+  CHECK(rows[1].dimension == "DP");
+  CHECK(rows[1].link == LinkClass::scale_out);
+  CHECK(rows[1].count * rows[1].bytes_each == Approx(wm::count_params(c.model).total / 8 * 2).epsilon(0.01));
+}
