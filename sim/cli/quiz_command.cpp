@@ -117,7 +117,14 @@ wq::Quiz read_answers(const std::string& path, const wq::PresetBook& book, wq::A
                                            "the quiz's topic, as `gcsim quiz` printed it");
   const int64_t seed = top.get_int_in("seed", std::nullopt, "the quiz's seed", 0);
   wq::Quiz q = wq::make_quiz(*wq::parse_topic(topic), static_cast<uint64_t>(seed), book);
+  if (!top.has("answers")) {
+    top.allow("answers");
+    top.finish();  // a misspelt `answers` is named, with the suggestion
+  }
   ConfigReader a = top.child("answers", "your numbers, by the keys of the quiz's template", true);
+  // Every key of this quiz is known, so a misspelt one gets a suggestion.
+  for (const auto& [key, what] : q.choice_keys) a.allow(key);
+  for (const auto& x : q.quantities) a.allow(x.key);
   for (const auto& [key, what] : q.choice_keys) {
     if (a.has(key)) answers[key] = a.get_double(key, std::nullopt, what.c_str());
   }
