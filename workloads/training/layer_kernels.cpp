@@ -42,7 +42,8 @@ LayerKernels::LayerKernels(const TrainingConfig& c, double expert_load, double m
   dropout_ = m.dropout > 0.0;
   rotary_ = m.position == models::PositionKind::rotary;
   flash_ = c.attention_impl == AttentionImpl::flash;
-  if (m.attention == AttentionKind::mla) {
+  mla_ = m.attention == AttentionKind::mla;
+  if (mla_) {
     kv_heads_ = heads_;
     q_width_ = m.q_width() / t_;
     k_width_ = q_width_;
@@ -67,14 +68,29 @@ GemmShape LayerKernels::gemm(int64_t m, int64_t n, int64_t k, bool low_precision
                    batch, low_precision ? gemm_ : act_};
 }
 
-MemoryOpShape LayerKernels::norm(int64_t rows) const {
+MemoryOpShape LayerKernels::norm(int64_t rows, int64_t cols) const {
   MemoryOpShape s;
   s.kind = c_.model.norm == models::NormKind::rms_norm ? MemoryOpKind::rms_norm
                                                         : MemoryOpKind::layer_norm;
   s.rows = rows;
-  s.cols = h_;
-  s.elements = rows * h_;
+  s.cols = cols;
+  s.elements = rows * cols;
   s.flops_per_element = kNormFlops;
+  s.dtype = act_;
+  return s;
+}
+
+MemoryOpShape LayerKernels::norm_backward(int64_t elements) const {
+  return elementwise(elements, 2, kNormFlops);
+}
+
+MemoryOpShape LayerKernels::softmax(int64_t rows, int64_t cols) const {
+  MemoryOpShape s;
+  s.kind = MemoryOpKind::softmax;
+  s.rows = rows;
+  s.cols = cols;
+  s.elements = rows * cols;
+  s.flops_per_element = 5;
   s.dtype = act_;
   return s;
 }
@@ -89,6 +105,21 @@ MemoryOpShape LayerKernels::elementwise(int64_t elements, int inputs, double flo
   return s;
 }
 
+// GELU reads its input; SwiGLU the gate and the up projection. Backward
+// reads the output gradient as well.
+MemoryOpShape LayerKernels::activation(int64_t elements, bool backward) const {
+  const bool swiglu = c_.model.mlp == MlpKind::swiglu;
+  if (backward) return elementwise(elements, swiglu ? 3 : 2, kGeluFlops);
+  return swiglu ? elementwise(elements, 2, kSwigluFlops) : elementwise(elements, 1, kGeluFlops);
+}
+
+// Rotary embedding of the queries and keys (MLA: its rope part, the key's
+// shared by the heads).
+MemoryOpShape LayerKernels::rope() const {
+  if (mla_) return elementwise(tokens_ * (heads_ + 1) * c_.model.mla.qk_rope_head_dim, 2, 3);
+  return elementwise(tokens_ * (q_width_ + k_width_), 2, 3);
+}
+
 int64_t LayerKernels::pipeline_message_bytes() const {
   return tokens_ * h_ * static_cast<int64_t>(gcsim::models::gpu::dtype_bytes(act_)) / t_;
 }
@@ -100,41 +131,128 @@ uint32_t LayerKernels::pipeline_gather(OpEmitter& e, const std::string& p, uint3
                       e.streams().tp[e.lane()], OpCategory::pp, {recv});
 }
 
+uint32_t LayerKernels::tp_collective(OpEmitter& e, const std::string& name, CollectiveKind kind,
+                                     int64_t bytes, bool chain) const {
+  return e.collective(name, kind, bytes, kSlotTp + e.lane(), e.streams().tp[e.lane()],
+                      OpCategory::tp, {}, chain);
+}
+
 void LayerKernels::tp_forward_gather(OpEmitter& e, const std::string& p) const {
   if (!sp_) return;
-  e.collective(p, CollectiveKind::all_gather, tokens_ * h_ * 2, kSlotTp + e.lane(),
-               e.streams().tp[e.lane()], OpCategory::tp);
+  tp_collective(e, p, CollectiveKind::all_gather, tokens_ * h_ * 2);
 }
 
 void LayerKernels::tp_forward_reduce(OpEmitter& e, const std::string& p) const {
   if (t_ == 1) return;
-  e.collective(p, sp_ ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce,
-               tokens_ * h_ * 2, kSlotTp + e.lane(), e.streams().tp[e.lane()], OpCategory::tp);
+  tp_collective(e, p, sp_ ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce,
+                tokens_ * h_ * 2);
 }
 
 uint32_t LayerKernels::input_grad_collective(OpEmitter& e, const std::string& p) const {
   if (t_ == 1) return kNoOp;
-  return e.collective(p, sp_ ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce,
-                      tokens_ * h_ * 2, kSlotTp + e.lane(), e.streams().tp[e.lane()],
-                      OpCategory::tp, {}, false);
+  return tp_collective(e, p, sp_ ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce,
+                       tokens_ * h_ * 2, false);
 }
 
 uint32_t LayerKernels::sp_regather(OpEmitter& e, const std::string& p) const {
   if (!sp_) return kNoOp;
-  return e.collective(p, CollectiveKind::all_gather, tokens_ * h_ * 2, kSlotTp + e.lane(),
-                      e.streams().tp[e.lane()], OpCategory::tp, {}, false);
+  return tp_collective(e, p, CollectiveKind::all_gather, tokens_ * h_ * 2, false);
 }
 
-void LayerKernels::add_weight(OpEmitter& e, DeferredWeights& w, bool defer,
-                              const std::string& name, GemmShape shape,
-                              std::vector<uint32_t> deps, uint32_t* last) const {
+void LayerKernels::add_weight(OpEmitter& e, WeightGrads& g, const std::string& name,
+                              GemmShape shape, std::vector<uint32_t> deps) const {
   deps.erase(std::remove(deps.begin(), deps.end(), kNoOp), deps.end());
-  if (defer) {
-    w.gemms.emplace_back(name, shape);
-    w.deps.insert(w.deps.end(), deps.begin(), deps.end());
+  if (g.defer) {
+    g.w.gemms.emplace_back(name, shape);
+    g.w.deps.insert(g.w.deps.end(), deps.begin(), deps.end());
     return;
   }
-  *last = e.kernel(name, shape, OpCategory::compute, std::move(deps));
+  g.last = e.kernel(name, shape, OpCategory::compute, std::move(deps));
+}
+
+// ---------------------------------------------------------------------------
+// Linear layers
+
+LayerKernels::Linear LayerKernels::logits() const {
+  return {"logits", tokens_, h_, ceil_div(c_.model.vocab, t_), false};
+}
+
+LayerKernels::AttentionLinears LayerKernels::attention_linears() const {
+  const auto& a = c_.model.mla;
+  AttentionLinears l{};
+  l.q_down = {"q down", tokens_, h_, a.q_lora_rank};
+  l.q_up = {"q up", tokens_, a.q_lora_rank, q_width_};
+  l.q_proj = {"q proj", tokens_, h_, q_width_};
+  l.kv_down = {"kv down", tokens_, h_, a.kv_lora_rank + a.qk_rope_head_dim};
+  l.kv_up = {"kv up", tokens_, a.kv_lora_rank, heads_ * (a.qk_nope_head_dim + a.v_head_dim)};
+  l.qkv = {"qkv", tokens_, h_, q_width_ + k_width_ + v_width_};
+  l.proj = {"proj", tokens_, out_width_, h_};
+  return l;
+}
+
+LayerKernels::Mlp LayerKernels::dense_mlp() const {
+  const bool swiglu = c_.model.mlp == MlpKind::swiglu;
+  const int fc1_outputs = swiglu ? 2 : 1;
+  const int64_t f = c_.model.ffn_hidden / t_;
+  return {{"fc1", tokens_, h_, fc1_outputs * f},
+          {"fc2", tokens_, f, h_},
+          tokens_ * f,
+          swiglu ? "swiglu" : "gelu",
+          "act bwd"};
+}
+
+LayerKernels::Moe LayerKernels::moe_linears() const {
+  const auto& moe = c_.model.moe;
+  const int fc1_outputs = c_.model.mlp == MlpKind::swiglu ? 2 : 1;
+  const int64_t local_experts = moe.experts / c_.parallel.ep;
+  const int64_t f = moe.expert_ffn_hidden / t_;
+  const double routed = static_cast<double>(tokens_) * moe.top_k * expert_load_;
+  const int64_t per_expert = std::max<int64_t>(
+      1, static_cast<int64_t>(std::ceil(routed / static_cast<double>(local_experts))));
+  const int64_t fs = f * moe.shared_experts;
+  return {{"router", tokens_, h_, moe.experts, false},
+          {{"expert fc1", per_expert, h_, fc1_outputs * f, true, local_experts},
+           {"expert fc2", per_expert, f, h_, true, local_experts},
+           per_expert * local_experts * f,
+           "expert act",
+           "expert act bwd"},
+          {{"shared fc1", tokens_, h_, fc1_outputs * fs},
+           {"shared fc2", tokens_, fs, h_},
+           tokens_ * fs,
+           "shared act",
+           "shared act bwd"}};
+}
+
+uint32_t LayerKernels::linear_forward(OpEmitter& e, const std::string& p, const Linear& l,
+                                      std::vector<uint32_t> deps) const {
+  return e.kernel(p + " " + l.name, gemm(l.rows, l.out, l.in, l.low_precision, l.batch),
+                  OpCategory::compute, std::move(deps));
+}
+
+uint32_t LayerKernels::linear_backward(OpEmitter& e, const std::string& p, const Linear& l,
+                                       WeightGrads& g, std::vector<uint32_t> wgrad_deps,
+                                       const char* grad_reduce) const {
+  e.kernel(p + " " + l.name + " dgrad", gemm(l.rows, l.in, l.out, l.low_precision, l.batch),
+           OpCategory::compute);
+  const uint32_t coll = grad_reduce ? input_grad_collective(e, p + grad_reduce) : kNoOp;
+  add_weight(e, g, p + " " + l.name + " wgrad",
+             gemm(l.in, l.out, l.rows, l.low_precision, l.batch), std::move(wgrad_deps));
+  return coll;
+}
+
+void LayerKernels::mlp_block_forward(OpEmitter& e, const std::string& p, const Mlp& m,
+                                     std::vector<uint32_t> fc1_deps) const {
+  linear_forward(e, p, m.fc1, std::move(fc1_deps));
+  e.kernel(p + " " + m.act, activation(m.act_elements, false), OpCategory::compute);
+  linear_forward(e, p, m.fc2);
+}
+
+uint32_t LayerKernels::mlp_block_backward(OpEmitter& e, const std::string& p, const Mlp& m,
+                                          WeightGrads& g, bool tp_input) const {
+  linear_backward(e, p, m.fc2, g);
+  e.kernel(p + " " + m.act_bwd, activation(m.act_elements, true), OpCategory::compute);
+  const uint32_t gathered = tp_input ? sp_regather(e, p + " mlp regather") : kNoOp;
+  return linear_backward(e, p, m.fc1, g, {gathered}, tp_input ? " mlp grad reduce" : nullptr);
 }
 
 // ---------------------------------------------------------------------------
@@ -154,22 +272,14 @@ void LayerKernels::embedding_forward(OpEmitter& e, const std::string& p) const {
 void LayerKernels::head_forward(OpEmitter& e, const std::string& p) const {
   e.kernel(p + " final norm", norm(norm_rows_), OpCategory::compute);
   tp_forward_gather(e, p + " head gather");
-  const int64_t vocab = ceil_div(c_.model.vocab, t_);
-  e.kernel(p + " logits", gemm(tokens_, vocab, h_, false), OpCategory::compute);
-  MemoryOpShape ce;
-  ce.kind = MemoryOpKind::softmax;
-  ce.rows = tokens_;
-  ce.cols = vocab;
-  ce.elements = tokens_ * vocab;
-  ce.flops_per_element = 5;
-  ce.dtype = act_;
-  e.kernel(p + " cross entropy", ce, OpCategory::compute);
+  const Linear l = logits();
+  linear_forward(e, p, l);
+  e.kernel(p + " cross entropy", softmax(tokens_, l.out), OpCategory::compute);
   if (t_ > 1) {
     // Vocabulary-parallel cross entropy: max, sum of exponentials and the
     // target logit, one fp32 value per token each (Megatron-LM).
     for (const char* what : {" ce max", " ce sum", " ce target"}) {
-      e.collective(p + what, CollectiveKind::all_reduce, tokens_ * 4, kSlotTp + e.lane(),
-                   e.streams().tp[e.lane()], OpCategory::tp);
+      tp_collective(e, p + what, CollectiveKind::all_reduce, tokens_ * 4);
     }
   }
 }
@@ -178,17 +288,14 @@ uint32_t LayerKernels::head_backward(OpEmitter& e, const std::string& p, bool de
                                      std::vector<DeferredWeights>& deferred) const {
   DeferredWeights w;
   w.layer = kHeadLayer;
-  uint32_t last = kNoOp;
-  const int64_t vocab = ceil_div(c_.model.vocab, t_);
-  e.kernel(p + " cross entropy bwd", elementwise(tokens_ * vocab, 1, 2), OpCategory::compute);
+  WeightGrads g{w, defer};
+  const Linear l = logits();
+  e.kernel(p + " cross entropy bwd", elementwise(tokens_ * l.out, 1, 2), OpCategory::compute);
   const uint32_t gathered = sp_regather(e, p + " head regather");
-  e.kernel(p + " logits dgrad", gemm(tokens_, h_, vocab, false), OpCategory::compute);
-  const uint32_t coll = input_grad_collective(e, p + " head grad reduce");
-  add_weight(e, w, defer, p + " logits wgrad", gemm(h_, vocab, tokens_, false), {gathered}, &last);
-  e.kernel(p + " final norm bwd", elementwise(norm_rows_ * h_, 2, kNormFlops), OpCategory::compute,
-           {coll});
+  const uint32_t coll = linear_backward(e, p, l, g, {gathered}, " head grad reduce");
+  e.kernel(p + " final norm bwd", norm_backward(norm_rows_ * h_), OpCategory::compute, {coll});
   if (defer) deferred.push_back(std::move(w));
-  return last;
+  return g.last;
 }
 
 uint32_t LayerKernels::embedding_backward(OpEmitter& e, const std::string& p, bool,
@@ -213,57 +320,69 @@ uint32_t LayerKernels::emit_weights(OpEmitter& e, const DeferredWeights& w) cons
 // ---------------------------------------------------------------------------
 // Attention
 
-void LayerKernels::attention_forward(OpEmitter& e, const std::string& p, bool) const {
+void LayerKernels::flash_attention(OpEmitter& e, const std::string& p, bool backward) const {
+  const std::string pass = backward ? " bwd" : "";
+  AttentionShape a;
+  a.batch = b_;
+  a.heads = heads_;
+  a.kv_heads = kv_heads_;
+  a.head_dim = head_dim_;
+  a.dtype = act_;
+  a.q_len = sq_;
+  a.kv_len = sq_;
+  a.causal = true;
+  a.backward = backward;
+  if (cp_ == 1) {
+    e.kernel(p + " attention" + pass, a, OpCategory::compute);
+    return;
+  }
+  // Ring attention over load-balanced (zig-zag) chunks: the local causal
+  // block, then cp - 1 blocks arriving from the previous rank, each half
+  // masked, while the current one is passed on. Backward, the blocks come
+  // round again with their key/value gradients (twice the bytes), and the
+  // accumulated gradients finally go home.
   const int lane = e.lane();
-  if (flash_) {
-    AttentionShape a;
-    a.batch = b_;
-    a.heads = heads_;
-    a.kv_heads = kv_heads_;
-    a.head_dim = head_dim_;
-    a.dtype = act_;
-    a.q_len = sq_;
-    a.kv_len = sq_;
-    a.causal = true;
-    if (cp_ == 1) {
-      e.kernel(p + " attention", a, OpCategory::compute);
-      return;
-    }
-    // Ring attention over load-balanced (zig-zag) chunks: the local causal
-    // block, then cp - 1 blocks arriving from the previous rank, each half
-    // masked, while the current one is passed on.
-    const int64_t kv_bytes = tokens_ * (k_width_ + v_width_) * 2;
-    const uint32_t qkv = e.cursor();
-    e.kernel(p + " attention 0", a, OpCategory::compute);
-    uint32_t prev = qkv;
-    for (int64_t i = 1; i < cp_; ++i) {
-      const std::string step = std::to_string(i);
-      e.send(p + " cp send " + step, kPeerCpNext, e.streams().cp_send[lane], kv_bytes,
-             OpCategory::cp, {prev});
-      const uint32_t r = e.recv(p + " cp recv " + step, kPeerCpPrev, e.streams().cp_recv[lane],
-                                kv_bytes, OpCategory::cp, {});
-      AttentionShape half = a;
-      half.causal = false;
-      half.kv_len = sq_ / 2;
-      e.kernel(p + " attention " + step, half, OpCategory::compute, {r});
+  const int64_t kv_bytes = tokens_ * (k_width_ + v_width_) * 2;
+  const int64_t ring_bytes = backward ? 2 * kv_bytes : kv_bytes;
+  const uint32_t first = e.cursor();
+  e.kernel(p + " attention" + pass + " 0", a, OpCategory::compute);
+  uint32_t prev = first;
+  for (int64_t i = 1; i < cp_; ++i) {
+    const std::string step = std::to_string(i);
+    e.send(p + " cp" + pass + " send " + step, kPeerCpNext, e.streams().cp_send[lane], ring_bytes,
+           OpCategory::cp, {prev});
+    const uint32_t r = e.recv(p + " cp" + pass + " recv " + step, kPeerCpPrev,
+                              e.streams().cp_recv[lane], ring_bytes, OpCategory::cp, {});
+    AttentionShape half = a;
+    half.causal = false;
+    half.kv_len = sq_ / 2;
+    e.kernel(p + " attention" + pass + " " + step, half, OpCategory::compute, {r});
+    if (!backward) {
       e.kernel(p + " attention merge " + step, elementwise(tokens_ * out_width_, 2, 4),
                OpCategory::compute);
-      prev = r;
     }
+    prev = r;
+  }
+  if (!backward) return;
+  const uint32_t last = e.cursor();
+  e.send(p + " cp dkv send", kPeerCpNext, e.streams().cp_send[lane], kv_bytes, OpCategory::cp,
+         {last});
+  const uint32_t home = e.recv(p + " cp dkv recv", kPeerCpPrev, e.streams().cp_recv[lane],
+                               kv_bytes, OpCategory::cp, {});
+  e.kernel(p + " dkv add", elementwise(tokens_ * (k_width_ + v_width_), 2, 1),
+           OpCategory::compute, {home});
+}
+
+void LayerKernels::attention_forward(OpEmitter& e, const std::string& p, bool) const {
+  if (flash_) {
+    flash_attention(e, p, false);
     return;
   }
   // Megatron-LM's core attention: QK^T, fused scale-mask-softmax, dropout,
   // then the weighted sum of V, over the full s x s scores.
   const int64_t batch = b_ * heads_;
   e.kernel(p + " qk", gemm(sq_, s_, head_dim_, false, batch), OpCategory::compute);
-  MemoryOpShape sm;
-  sm.kind = MemoryOpKind::softmax;
-  sm.rows = batch * sq_;
-  sm.cols = s_;
-  sm.elements = sm.rows * sm.cols;
-  sm.flops_per_element = 5;
-  sm.dtype = act_;
-  e.kernel(p + " softmax", sm, OpCategory::compute);
+  e.kernel(p + " softmax", softmax(batch * sq_, s_), OpCategory::compute);
   if (dropout_) {
     e.kernel(p + " attention dropout", elementwise(batch * sq_ * s_, 1, 2), OpCategory::compute);
   }
@@ -271,47 +390,8 @@ void LayerKernels::attention_forward(OpEmitter& e, const std::string& p, bool) c
 }
 
 void LayerKernels::attention_backward(OpEmitter& e, const std::string& p) const {
-  const int lane = e.lane();
   if (flash_) {
-    AttentionShape a;
-    a.batch = b_;
-    a.heads = heads_;
-    a.kv_heads = kv_heads_;
-    a.head_dim = head_dim_;
-    a.dtype = act_;
-    a.q_len = sq_;
-    a.kv_len = sq_;
-    a.causal = true;
-    a.backward = true;
-    if (cp_ == 1) {
-      e.kernel(p + " attention bwd", a, OpCategory::compute);
-      return;
-    }
-    // Blocks come round again with their key/value gradients (twice the
-    // bytes); the accumulated gradients finally go home.
-    const int64_t kv_bytes = tokens_ * (k_width_ + v_width_) * 2;
-    const uint32_t start = e.cursor();
-    e.kernel(p + " attention bwd 0", a, OpCategory::compute);
-    uint32_t prev = start;
-    for (int64_t i = 1; i < cp_; ++i) {
-      const std::string step = std::to_string(i);
-      e.send(p + " cp bwd send " + step, kPeerCpNext, e.streams().cp_send[lane], 2 * kv_bytes,
-             OpCategory::cp, {prev});
-      const uint32_t r = e.recv(p + " cp bwd recv " + step, kPeerCpPrev,
-                                e.streams().cp_recv[lane], 2 * kv_bytes, OpCategory::cp, {});
-      AttentionShape half = a;
-      half.causal = false;
-      half.kv_len = sq_ / 2;
-      e.kernel(p + " attention bwd " + step, half, OpCategory::compute, {r});
-      prev = r;
-    }
-    const uint32_t last = e.cursor();
-    e.send(p + " cp dkv send", kPeerCpNext, e.streams().cp_send[lane], kv_bytes, OpCategory::cp,
-           {last});
-    const uint32_t home = e.recv(p + " cp dkv recv", kPeerCpPrev, e.streams().cp_recv[lane],
-                                 kv_bytes, OpCategory::cp, {});
-    e.kernel(p + " dkv add", elementwise(tokens_ * (k_width_ + v_width_), 2, 1),
-             OpCategory::compute, {home});
+    flash_attention(e, p, true);
     return;
   }
   const int64_t batch = b_ * heads_;
@@ -329,51 +409,22 @@ void LayerKernels::attention_backward(OpEmitter& e, const std::string& p) const 
 // MLP and experts
 
 void LayerKernels::mlp_forward(OpEmitter& e, int layer, const std::string& p) const {
-  const auto& m = c_.model;
-  const bool swiglu = m.mlp == MlpKind::swiglu;
-  const int fc1_outputs = swiglu ? 2 : 1;
-  auto activation = [&](const std::string& name, int64_t elements) {
-    e.kernel(name, swiglu ? elementwise(elements, 2, kSwigluFlops) : elementwise(elements, 1, kGeluFlops),
-             OpCategory::compute);
-  };
-  if (!m.is_moe_layer(layer)) {
-    const int64_t f = m.ffn_hidden / t_;
-    e.kernel(p + " fc1", gemm(tokens_, fc1_outputs * f, h_), OpCategory::compute);
-    activation(p + (swiglu ? " swiglu" : " gelu"), tokens_ * f);
-    e.kernel(p + " fc2", gemm(tokens_, h_, f), OpCategory::compute);
+  if (!c_.model.is_moe_layer(layer)) {
+    mlp_block_forward(e, p, dense_mlp(), {});
     return;
   }
-  const auto& moe = m.moe;
-  const int64_t local_experts = moe.experts / c_.parallel.ep;
-  const int64_t f = moe.expert_ffn_hidden / t_;
-  const double routed = static_cast<double>(tokens_) * moe.top_k * expert_load_;
-  const int64_t per_expert = std::max<int64_t>(
-      1, static_cast<int64_t>(std::ceil(routed / static_cast<double>(local_experts))));
+  const auto& moe = c_.model.moe;
+  const Moe x = moe_linears();
   const int lane = e.lane();
-  e.kernel(p + " router", gemm(tokens_, moe.experts, h_, false), OpCategory::compute);
-  MemoryOpShape gate;
-  gate.kind = MemoryOpKind::softmax;
-  gate.rows = tokens_;
-  gate.cols = moe.experts;
-  gate.elements = tokens_ * moe.experts;
-  gate.flops_per_element = 5;
-  gate.dtype = act_;
-  e.kernel(p + " router softmax", gate, OpCategory::compute);
+  linear_forward(e, p, x.router);
+  e.kernel(p + " router softmax", softmax(tokens_, moe.experts), OpCategory::compute);
   e.kernel(p + " permute", elementwise(tokens_ * moe.top_k * h_, 1, 0), OpCategory::compute);
   const uint32_t dispatch =
       e.collective(p + " dispatch", CollectiveKind::all_to_all, dispatch_bytes(true),
                    kSlotEp + lane, e.streams().ep[lane], OpCategory::ep, {}, false);
   // Shared experts need no routing: they run while the dispatch is in flight.
-  if (moe.shared_experts > 0) {
-    const int64_t fs = f * moe.shared_experts;
-    e.kernel(p + " shared fc1", gemm(tokens_, fc1_outputs * fs, h_), OpCategory::compute);
-    activation(p + " shared act", tokens_ * fs);
-    e.kernel(p + " shared fc2", gemm(tokens_, h_, fs), OpCategory::compute);
-  }
-  e.kernel(p + " expert fc1", gemm(per_expert, fc1_outputs * f, h_, true, local_experts),
-           OpCategory::compute, {dispatch});
-  activation(p + " expert act", per_expert * local_experts * f);
-  e.kernel(p + " expert fc2", gemm(per_expert, h_, f, true, local_experts), OpCategory::compute);
+  if (moe.shared_experts > 0) mlp_block_forward(e, p, x.shared, {});
+  mlp_block_forward(e, p, x.experts, {dispatch});
   e.collective(p + " combine", CollectiveKind::all_to_all, dispatch_bytes(false), kSlotEp + lane,
                e.streams().ep[lane], OpCategory::ep);
   e.kernel(p + " unpermute", elementwise(tokens_ * moe.top_k * h_, 2, 2), OpCategory::compute);
@@ -393,110 +444,59 @@ int64_t LayerKernels::dispatch_bytes(bool dispatch) const {
                                         static_cast<double>(h_) * bytes * max_expert_load_));
 }
 
-uint32_t LayerKernels::mlp_backward(OpEmitter& e, int layer, const std::string& p, bool defer,
-                                    DeferredWeights& w) const {
-  const auto& m = c_.model;
-  const bool swiglu = m.mlp == MlpKind::swiglu;
-  const int fc1_outputs = swiglu ? 2 : 1;
-  const int act_inputs = swiglu ? 3 : 2;
-  uint32_t last = kNoOp;
-  if (!m.is_moe_layer(layer)) {
-    const int64_t f = m.ffn_hidden / t_;
-    e.kernel(p + " fc2 dgrad", gemm(tokens_, f, h_), OpCategory::compute);
-    add_weight(e, w, defer, p + " fc2 wgrad", gemm(f, h_, tokens_), {}, &last);
-    e.kernel(p + " act bwd", elementwise(tokens_ * f, act_inputs, kGeluFlops), OpCategory::compute);
-    const uint32_t gathered = sp_regather(e, p + " mlp regather");
-    e.kernel(p + " fc1 dgrad", gemm(tokens_, h_, fc1_outputs * f), OpCategory::compute);
-    const uint32_t coll = input_grad_collective(e, p + " mlp grad reduce");
-    add_weight(e, w, defer, p + " fc1 wgrad", gemm(h_, fc1_outputs * f, tokens_), {gathered},
-               &last);
-    e.kernel(p + " norm2 bwd", elementwise(norm_rows_ * h_, 2, kNormFlops), OpCategory::compute,
-             {coll});
-    return last;
+void LayerKernels::mlp_backward(OpEmitter& e, int layer, const std::string& p,
+                                WeightGrads& g) const {
+  if (!c_.model.is_moe_layer(layer)) {
+    const uint32_t coll = mlp_block_backward(e, p, dense_mlp(), g, true);
+    e.kernel(p + " norm2 bwd", norm_backward(norm_rows_ * h_), OpCategory::compute, {coll});
+    return;
   }
-  const auto& moe = m.moe;
-  const int64_t local_experts = moe.experts / c_.parallel.ep;
-  const int64_t f = moe.expert_ffn_hidden / t_;
-  const double routed = static_cast<double>(tokens_) * moe.top_k * expert_load_;
-  const int64_t per_expert = std::max<int64_t>(
-      1, static_cast<int64_t>(std::ceil(routed / static_cast<double>(local_experts))));
+  const auto& moe = c_.model.moe;
+  const Moe x = moe_linears();
   const int lane = e.lane();
   e.kernel(p + " unpermute bwd", elementwise(tokens_ * moe.top_k * h_, 2, 2), OpCategory::compute);
   e.collective(p + " combine bwd", CollectiveKind::all_to_all, dispatch_bytes(false),
                kSlotEp + lane, e.streams().ep[lane], OpCategory::ep);
-  e.kernel(p + " expert fc2 dgrad", gemm(per_expert, f, h_, true, local_experts), OpCategory::compute);
-  add_weight(e, w, defer, p + " expert fc2 wgrad", gemm(f, h_, per_expert, true, local_experts),
-             {}, &last);
-  e.kernel(p + " expert act bwd", elementwise(per_expert * local_experts * f, act_inputs, kGeluFlops),
-           OpCategory::compute);
-  e.kernel(p + " expert fc1 dgrad", gemm(per_expert, h_, fc1_outputs * f, true, local_experts),
-           OpCategory::compute);
-  add_weight(e, w, defer, p + " expert fc1 wgrad",
-             gemm(h_, fc1_outputs * f, per_expert, true, local_experts), {}, &last);
+  mlp_block_backward(e, p, x.experts, g, false);
   const uint32_t dispatch =
       e.collective(p + " dispatch bwd", CollectiveKind::all_to_all, dispatch_bytes(true),
                    kSlotEp + lane, e.streams().ep[lane], OpCategory::ep, {}, false);
-  if (moe.shared_experts > 0) {
-    const int64_t fs = f * moe.shared_experts;
-    e.kernel(p + " shared fc2 dgrad", gemm(tokens_, fs, h_), OpCategory::compute);
-    add_weight(e, w, defer, p + " shared fc2 wgrad", gemm(fs, h_, tokens_), {}, &last);
-    e.kernel(p + " shared act bwd", elementwise(tokens_ * fs, act_inputs, kGeluFlops),
-             OpCategory::compute);
-    e.kernel(p + " shared fc1 dgrad", gemm(tokens_, h_, fc1_outputs * fs), OpCategory::compute);
-    add_weight(e, w, defer, p + " shared fc1 wgrad", gemm(h_, fc1_outputs * fs, tokens_), {},
-               &last);
-  }
+  if (moe.shared_experts > 0) mlp_block_backward(e, p, x.shared, g, false);
   e.kernel(p + " permute bwd", elementwise(tokens_ * moe.top_k * h_, 1, 0), OpCategory::compute,
            {dispatch});
   e.kernel(p + " router softmax bwd", elementwise(tokens_ * moe.experts, 2, 3), OpCategory::compute);
   const uint32_t gathered = sp_regather(e, p + " router regather");
-  e.kernel(p + " router dgrad", gemm(tokens_, h_, moe.experts, false), OpCategory::compute);
-  const uint32_t coll = input_grad_collective(e, p + " moe grad reduce");
-  add_weight(e, w, defer, p + " router wgrad", gemm(h_, moe.experts, tokens_, false), {gathered},
-             &last);
-  e.kernel(p + " norm2 bwd", elementwise(norm_rows_ * h_, 2, kNormFlops), OpCategory::compute,
-           {coll});
-  return last;
+  const uint32_t coll = linear_backward(e, p, x.router, g, {gathered}, " moe grad reduce");
+  e.kernel(p + " norm2 bwd", norm_backward(norm_rows_ * h_), OpCategory::compute, {coll});
 }
 
 // ---------------------------------------------------------------------------
 // A whole layer
 
 void LayerKernels::layer_forward(OpEmitter& e, int layer, const std::string& prefix) const {
-  const auto& m = c_.model;
   const std::string p = prefix + " L" + std::to_string(layer);
+  const AttentionLinears l = attention_linears();
   e.kernel(p + " norm1", norm(norm_rows_), OpCategory::compute);
   tp_forward_gather(e, p + " attn gather");
-  if (m.attention == AttentionKind::mla) {
-    const auto& a = m.mla;
+  if (mla_) {
+    const auto& a = c_.model.mla;
     if (a.q_lora_rank > 0) {
-      e.kernel(p + " q down", gemm(tokens_, a.q_lora_rank, h_), OpCategory::compute);
-      MemoryOpShape qn = norm(tokens_);
-      qn.cols = a.q_lora_rank;
-      qn.elements = tokens_ * a.q_lora_rank;
-      e.kernel(p + " q norm", qn, OpCategory::compute);
-      e.kernel(p + " q up", gemm(tokens_, q_width_, a.q_lora_rank), OpCategory::compute);
+      linear_forward(e, p, l.q_down);
+      e.kernel(p + " q norm", norm(tokens_, a.q_lora_rank), OpCategory::compute);
+      linear_forward(e, p, l.q_up);
     } else {
-      e.kernel(p + " q proj", gemm(tokens_, q_width_, h_), OpCategory::compute);
+      linear_forward(e, p, l.q_proj);
     }
-    e.kernel(p + " kv down", gemm(tokens_, a.kv_lora_rank + a.qk_rope_head_dim, h_),
-             OpCategory::compute);
-    MemoryOpShape kvn = norm(tokens_);
-    kvn.cols = a.kv_lora_rank;
-    kvn.elements = tokens_ * a.kv_lora_rank;
-    e.kernel(p + " kv norm", kvn, OpCategory::compute);
-    e.kernel(p + " kv up", gemm(tokens_, heads_ * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank),
-             OpCategory::compute);
-    e.kernel(p + " rope", elementwise(tokens_ * (heads_ + 1) * a.qk_rope_head_dim, 2, 3),
-             OpCategory::compute);
+    linear_forward(e, p, l.kv_down);
+    e.kernel(p + " kv norm", norm(tokens_, a.kv_lora_rank), OpCategory::compute);
+    linear_forward(e, p, l.kv_up);
+    e.kernel(p + " rope", rope(), OpCategory::compute);
   } else {
-    e.kernel(p + " qkv", gemm(tokens_, q_width_ + k_width_ + v_width_, h_), OpCategory::compute);
-    if (rotary_) {
-      e.kernel(p + " rope", elementwise(tokens_ * (q_width_ + k_width_), 2, 3), OpCategory::compute);
-    }
+    linear_forward(e, p, l.qkv);
+    if (rotary_) e.kernel(p + " rope", rope(), OpCategory::compute);
   }
   attention_forward(e, p, false);
-  e.kernel(p + " proj", gemm(tokens_, h_, out_width_), OpCategory::compute);
+  linear_forward(e, p, l.proj);
   tp_forward_reduce(e, p + " attn reduce");
   e.kernel(p + (dropout_ ? " dropout add1" : " residual1"),
            elementwise(norm_rows_ * h_, 2, dropout_ ? 3 : 1), OpCategory::compute);
@@ -510,72 +510,53 @@ void LayerKernels::layer_forward(OpEmitter& e, int layer, const std::string& pre
 
 uint32_t LayerKernels::layer_backward(OpEmitter& e, int layer, const std::string& prefix,
                                       bool defer, std::vector<DeferredWeights>& deferred) const {
-  const auto& m = c_.model;
   const std::string p = prefix + " L" + std::to_string(layer);
+  const AttentionLinears l = attention_linears();
   DeferredWeights w;
   w.layer = layer;
-  uint32_t last = kNoOp;
+  WeightGrads g{w, defer};
   if (c_.recompute == Recompute::full) layer_forward(e, layer, "R" + prefix.substr(1));
 
   // MLP block, last op first.
   if (dropout_) e.kernel(p + " dropout add2 bwd", elementwise(norm_rows_ * h_, 2, 1), OpCategory::compute);
   tp_forward_gather(e, p + " mlp grad gather");
-  uint32_t l = mlp_backward(e, layer, p, defer, w);
-  if (l != kNoOp) last = l;
+  mlp_backward(e, layer, p, g);
   e.kernel(p + " residual2 bwd", elementwise(norm_rows_ * h_, 2, 1), OpCategory::compute);
 
   // Attention block.
   if (dropout_) e.kernel(p + " dropout add1 bwd", elementwise(norm_rows_ * h_, 2, 1), OpCategory::compute);
   tp_forward_gather(e, p + " attn grad gather");
-  e.kernel(p + " proj dgrad", gemm(tokens_, out_width_, h_), OpCategory::compute);
-  add_weight(e, w, defer, p + " proj wgrad", gemm(out_width_, h_, tokens_), {}, &last);
+  linear_backward(e, p, l.proj, g);
   if (c_.recompute == Recompute::selective && !flash_) {
     attention_forward(e, "R" + p.substr(1), true);  // re-run the core attention only
   }
   attention_backward(e, p);
   const uint32_t gathered = sp_regather(e, p + " attn regather");
+  if (rotary_) e.kernel(p + " rope bwd", rope(), OpCategory::compute);
   uint32_t coll = kNoOp;
-  if (m.attention == AttentionKind::mla) {
-    const auto& a = m.mla;
-    if (rotary_) e.kernel(p + " rope bwd", elementwise(tokens_ * (heads_ + 1) * a.qk_rope_head_dim, 2, 3), OpCategory::compute);
-    const int64_t up = heads_ * (a.qk_nope_head_dim + a.v_head_dim);
-    e.kernel(p + " kv up dgrad", gemm(tokens_, a.kv_lora_rank, up), OpCategory::compute);
-    add_weight(e, w, defer, p + " kv up wgrad", gemm(a.kv_lora_rank, up, tokens_), {}, &last);
-    e.kernel(p + " kv norm bwd", elementwise(tokens_ * a.kv_lora_rank, 2, kNormFlops), OpCategory::compute);
-    e.kernel(p + " kv down dgrad", gemm(tokens_, h_, a.kv_lora_rank + a.qk_rope_head_dim),
-             OpCategory::compute);
-    add_weight(e, w, defer, p + " kv down wgrad",
-               gemm(h_, a.kv_lora_rank + a.qk_rope_head_dim, tokens_), {gathered}, &last);
+  if (mla_) {
+    const auto& a = c_.model.mla;
+    linear_backward(e, p, l.kv_up, g);
+    e.kernel(p + " kv norm bwd", norm_backward(tokens_ * a.kv_lora_rank), OpCategory::compute);
+    linear_backward(e, p, l.kv_down, g, {gathered});
     if (a.q_lora_rank > 0) {
-      e.kernel(p + " q up dgrad", gemm(tokens_, a.q_lora_rank, q_width_), OpCategory::compute);
-      add_weight(e, w, defer, p + " q up wgrad", gemm(a.q_lora_rank, q_width_, tokens_), {}, &last);
-      e.kernel(p + " q norm bwd", elementwise(tokens_ * a.q_lora_rank, 2, kNormFlops), OpCategory::compute);
-      e.kernel(p + " q down dgrad", gemm(tokens_, h_, a.q_lora_rank), OpCategory::compute);
-      coll = input_grad_collective(e, p + " attn grad reduce");
-      add_weight(e, w, defer, p + " q down wgrad", gemm(h_, a.q_lora_rank, tokens_), {gathered},
-                 &last);
+      linear_backward(e, p, l.q_up, g);
+      e.kernel(p + " q norm bwd", norm_backward(tokens_ * a.q_lora_rank), OpCategory::compute);
+      coll = linear_backward(e, p, l.q_down, g, {gathered}, " attn grad reduce");
     } else {
-      e.kernel(p + " q proj dgrad", gemm(tokens_, h_, q_width_), OpCategory::compute);
-      coll = input_grad_collective(e, p + " attn grad reduce");
-      add_weight(e, w, defer, p + " q proj wgrad", gemm(h_, q_width_, tokens_), {gathered}, &last);
+      coll = linear_backward(e, p, l.q_proj, g, {gathered}, " attn grad reduce");
     }
   } else {
-    if (rotary_) {
-      e.kernel(p + " rope bwd", elementwise(tokens_ * (q_width_ + k_width_), 2, 3), OpCategory::compute);
-    }
-    const int64_t qkv = q_width_ + k_width_ + v_width_;
-    e.kernel(p + " qkv dgrad", gemm(tokens_, h_, qkv), OpCategory::compute);
-    coll = input_grad_collective(e, p + " attn grad reduce");
-    add_weight(e, w, defer, p + " qkv wgrad", gemm(h_, qkv, tokens_), {gathered}, &last);
+    coll = linear_backward(e, p, l.qkv, g, {gathered}, " attn grad reduce");
   }
-  e.kernel(p + " norm1 bwd", elementwise(norm_rows_ * h_, 2, kNormFlops), OpCategory::compute,
+  e.kernel(p + " norm1 bwd", norm_backward(norm_rows_ * h_), OpCategory::compute,
            coll == kNoOp ? std::vector<uint32_t>{} : std::vector<uint32_t>{coll});
   e.kernel(p + " residual1 bwd", elementwise(norm_rows_ * h_, 2, 1), OpCategory::compute);
   if (defer) {
     deferred.push_back(std::move(w));
     return kNoOp;
   }
-  return last;
+  return g.last;
 }
 
 }  // namespace gcsim::workloads::training

@@ -69,29 +69,90 @@ class LayerKernels {
   int64_t tokens() const { return tokens_; }
 
  private:
+  // A linear layer on this GPU: `rows` tokens through `in` -> `out`
+  // features. Both passes build their GEMMs from this one description:
+  // forward rows x out x in, input gradient (dgrad) rows x in x out, weight
+  // gradient (wgrad) in x out x rows.
+  struct Linear {
+    const char* name;  // kernel name after the layer prefix, e.g. "fc1"
+    int64_t rows, in, out;
+    bool low_precision = true;  // the linear layers' dtype (fp8 when precision is fp8)
+    int64_t batch = 1;          // grouped GEMM: one per local expert
+  };
+  // fc1, activation, fc2: the dense MLP, the shared experts, or the routed
+  // experts' grouped GEMMs.
+  struct Mlp {
+    Linear fc1, fc2;
+    int64_t act_elements;
+    const char* act;      // forward activation kernel name
+    const char* act_bwd;  // its backward
+  };
+  struct Moe {
+    Linear router;
+    Mlp experts, shared;
+  };
+  // Query, key/value and output projections (MLA's low-rank ones or QKV).
+  struct AttentionLinears {
+    Linear q_down, q_up, q_proj, kv_down, kv_up, qkv, proj;
+  };
+  // Where a backward pass's weight-gradient GEMMs go: onto the chain (the
+  // last one kept in `last`) or, with `defer`, into `w`.
+  struct WeightGrads {
+    DeferredWeights& w;
+    bool defer;
+    uint32_t last = kNoOp;
+  };
+
   gcsim::models::gpu::GemmShape gemm(int64_t m, int64_t n, int64_t k, bool low_precision = true,
                               int64_t batch = 1) const;
-  gcsim::models::gpu::MemoryOpShape norm(int64_t rows) const;
+  gcsim::models::gpu::MemoryOpShape norm(int64_t rows, int64_t cols) const;
+  gcsim::models::gpu::MemoryOpShape norm(int64_t rows) const { return norm(rows, h_); }
+  gcsim::models::gpu::MemoryOpShape norm_backward(int64_t elements) const;
+  gcsim::models::gpu::MemoryOpShape softmax(int64_t rows, int64_t cols) const;
   gcsim::models::gpu::MemoryOpShape elementwise(int64_t elements, int inputs, double flops) const;
+  gcsim::models::gpu::MemoryOpShape activation(int64_t elements, bool backward) const;
+  gcsim::models::gpu::MemoryOpShape rope() const;
 
+  Linear logits() const;
+  AttentionLinears attention_linears() const;
+  Mlp dense_mlp() const;
+  Moe moe_linears() const;  // only for a MoE layer
+
+  uint32_t linear_forward(OpEmitter& e, const std::string& p, const Linear& l,
+                          std::vector<uint32_t> deps = {}) const;
+  // dgrad then wgrad of `l` (wgrad after `wgrad_deps`); with `grad_reduce`
+  // (a column-parallel input under TP) the input-gradient collective named
+  // p + grad_reduce runs between them: returned, kNoOp if none.
+  uint32_t linear_backward(OpEmitter& e, const std::string& p, const Linear& l, WeightGrads& g,
+                           std::vector<uint32_t> wgrad_deps = {},
+                           const char* grad_reduce = nullptr) const;
+  void mlp_block_forward(OpEmitter& e, const std::string& p, const Mlp& m,
+                         std::vector<uint32_t> fc1_deps) const;
+  // With `tp_input` the SP re-gather and the input-gradient collective of
+  // the dense MLP; returns that collective (kNoOp if none).
+  uint32_t mlp_block_backward(OpEmitter& e, const std::string& p, const Mlp& m, WeightGrads& g,
+                              bool tp_input) const;
+
+  // FlashAttention, with ring attention over CP.
+  void flash_attention(OpEmitter& e, const std::string& p, bool backward) const;
   void attention_forward(OpEmitter& e, const std::string& p, bool scores_only) const;
   void attention_backward(OpEmitter& e, const std::string& p) const;
+  uint32_t tp_collective(OpEmitter& e, const std::string& name, CollectiveKind kind,
+                         int64_t bytes, bool chain = true) const;
   void tp_forward_gather(OpEmitter& e, const std::string& p) const;  // SP all-gather
   void tp_forward_reduce(OpEmitter& e, const std::string& p) const;  // AR or RS
   void mlp_forward(OpEmitter& e, int layer, const std::string& p) const;
   // Per-rank all-to-all buffer of a dispatch (or combine) in bytes.
   int64_t dispatch_bytes(bool dispatch) const;
-  uint32_t mlp_backward(OpEmitter& e, int layer, const std::string& p, bool defer,
-                        DeferredWeights& w) const;
+  void mlp_backward(OpEmitter& e, int layer, const std::string& p, WeightGrads& g) const;
   // The backward of a column-parallel linear block's input side: returns
   // the async input-gradient collective (kNoOp without TP); the caller's
-  // next chain op must depend on it. `gathered` receives the SP all-gather
-  // of the forward input that the weight GEMM waits for.
+  // next chain op must depend on it.
   uint32_t input_grad_collective(OpEmitter& e, const std::string& p) const;
+  // The SP all-gather of the forward input that a weight GEMM waits for.
   uint32_t sp_regather(OpEmitter& e, const std::string& p) const;
-  void add_weight(OpEmitter& e, DeferredWeights& w, bool defer, const std::string& name,
-                  gcsim::models::gpu::GemmShape shape, std::vector<uint32_t> deps,
-                  uint32_t* last) const;
+  void add_weight(OpEmitter& e, WeightGrads& g, const std::string& name,
+                  gcsim::models::gpu::GemmShape shape, std::vector<uint32_t> deps) const;
 
   const TrainingConfig& c_;
   gcsim::models::gpu::Dtype act_;   // activations and non-linear GEMMs (bf16 / fp16)
@@ -100,7 +161,7 @@ class LayerKernels {
   int64_t heads_, kv_heads_;  // per GPU
   int64_t q_width_, k_width_, v_width_, out_width_;  // per GPU
   int64_t head_dim_;          // for attention kernels
-  bool sp_, dropout_, rotary_, flash_;
+  bool sp_, dropout_, rotary_, flash_, mla_;
   double expert_load_, max_expert_load_;
   bool ep_spans_nodes_;
 };
