@@ -2,16 +2,14 @@
 
 #include <algorithm>
 
+#include "sim/op_issue.h"
+
 namespace gcsim::sim {
 
+using replay::is_communication;
 using workloads::Op;
 using workloads::OpKind;
-
-namespace {
-bool is_communication(OpKind k) {
-  return k == OpKind::collective || k == OpKind::send || k == OpKind::recv;
-}
-}  // namespace
+using Arrival = replay::Arrival<uint32_t>;
 
 Replayer::Replayer(Simulator& sim, const workloads::WorkloadGraph& graph, OpExecutor& executor,
                    OpObserver& observer)
@@ -73,43 +71,22 @@ void Replayer::try_issue_stream(int rank, uint16_t stream) {
 
 void Replayer::issue(int rank, uint32_t op_index) {
   const Op& op = graph_.program(rank).ops[op_index];
-  const Time now = sim_.now();
-  switch (op.kind) {
-    case OpKind::compute:
-      executor_.run_compute(rank, op, [this, rank, op_index](Time start, Time end) {
-        finish(rank, op_index, start, end);
-      });
-      return;
-    case OpKind::delay: {
-      const Duration d = std::get<workloads::DelayOp>(op.payload).duration;
-      sim_.call_in(d, [this, rank, op_index, now] { finish(rank, op_index, now, sim_.now()); });
-      return;
-    }
-    case OpKind::memory: {
-      const Bytes delta = std::get<workloads::MemoryOp>(op.payload).delta;
-      switch (executor_.apply_memory(rank, delta)) {
-        case OpExecutor::MemoryResult::ok: break;
-        case OpExecutor::MemoryResult::out_of_memory:
-          abort(ReplayOutcome::Ending::out_of_memory, "out of memory on rank " + std::to_string(rank) + " at op '" +
-                graph_.name(op.name) + "'");
-          return;
-        case OpExecutor::MemoryResult::freed_more_than_allocated:
-          abort(ReplayOutcome::Ending::bad_memory_op, "rank " + std::to_string(rank) + " op '" + graph_.name(op.name) +
-                "' frees more HBM than is allocated at that moment");
-          return;
-      }
-      // Zero-duration, but completed through the queue so that ops issued
-      // by its completion see a consistent order.
-      sim_.call_in(Duration::zero(),
-                   [this, rank, op_index, now] { finish(rank, op_index, now, now); });
-      return;
-    }
-    case OpKind::collective:
-    case OpKind::send:
-    case OpKind::recv:
-      arrive(rank, op_index);
-      return;
+  if (is_communication(op.kind)) {
+    arrive(rank, op_index);
+    return;
   }
+  replay::issue_local(
+      sim_, executor_, rank, op, op,
+      [this, rank, op_index](Time start, Time end) { finish(rank, op_index, start, end); },
+      [this, rank, &op](OpExecutor::MemoryResult result) {
+        if (result == OpExecutor::MemoryResult::out_of_memory) {
+          abort(ReplayOutcome::Ending::out_of_memory, "out of memory on rank " + std::to_string(rank) +
+                " at op '" + graph_.name(op.name) + "'");
+        } else {
+          abort(ReplayOutcome::Ending::bad_memory_op, "rank " + std::to_string(rank) + " op '" +
+                graph_.name(op.name) + "' frees more HBM than is allocated at that moment");
+        }
+      });
 }
 
 Replayer::RendezvousKey Replayer::key_for(int rank, const Op& op) {
@@ -124,41 +101,10 @@ Replayer::RendezvousKey Replayer::key_for(int rank, const Op& op) {
   return {false, peer, self, st.recv_seq[p.peer]++};
 }
 
-std::string Replayer::mismatch(const std::vector<Arrival>& parties) const {
-  const auto describe = [this](int r, const Op& op) {
-    std::string s = "rank " + std::to_string(r) + " '" + graph_.name(op.name) + "' (";
-    if (const auto* c = std::get_if<workloads::CollectiveOp>(&op.payload)) {
-      s += std::string(workloads::collective_name(c->kind)) + " of " +
-           std::to_string(c->bytes.count()) + " B";
-    } else {
-      s += "p2p of " + std::to_string(std::get<workloads::P2pOp>(op.payload).bytes.count()) + " B";
-    }
-    return s + ")";
-  };
-  const Op& first = graph_.program(parties.front().rank).ops[parties.front().op];
-  for (const Arrival& party : parties) {
-    const int r = party.rank;
-    const Op& op = graph_.program(r).ops[party.op];
-    bool same = false;
-    if (const auto* a = std::get_if<workloads::CollectiveOp>(&first.payload)) {
-      const auto* b = std::get_if<workloads::CollectiveOp>(&op.payload);
-      same = b && a->kind == b->kind && a->bytes == b->bytes && a->root == b->root;
-    } else {
-      const auto* b = std::get_if<workloads::P2pOp>(&op.payload);
-      same = b && std::get<workloads::P2pOp>(first.payload).bytes == b->bytes;
-    }
-    if (!same) {
-      return describe(parties.front().rank, first) + " meets " + describe(r, op) +
-             ": matched communication must agree on kind and size";
-    }
-  }
-  return "";
-}
-
 void Replayer::arrive(int rank, uint32_t op_index) {
   const Op& op = graph_.program(rank).ops[op_index];
   const RendezvousKey key = key_for(rank, op);
-  Rendezvous& rv = rendezvous_[key];
+  replay::Rendezvous<uint32_t>& rv = rendezvous_[key];
   if (rv.parties == 0) rv.parties = graph_.participant_count(rank, op);
   rv.arrived.push_back({rank, op_index, sim_.now()});
   if (rv.arrived.size() < rv.parties) return;
@@ -166,18 +112,15 @@ void Replayer::arrive(int rank, uint32_t op_index) {
   // Everyone is here: the transfer runs once, then completes on every rank.
   std::vector<Arrival> parties = std::move(rv.arrived);
   rendezvous_.erase(key);
-  std::sort(parties.begin(), parties.end());  // deterministic completion order
-  if (std::string why = mismatch(parties); !why.empty()) {
-    abort(ReplayOutcome::Ending::mismatched_communication, why);
-    return;
-  }
-  std::vector<int> ranks;
-  ranks.reserve(parties.size());
-  for (const Arrival& a : parties) ranks.push_back(a.rank);
-  const Op& first = graph_.program(parties.front().rank).ops[parties.front().op];
-  executor_.run_communication(first, ranks, [this, parties](Time, Time end) {
-    for (const Arrival& a : parties) finish(a.rank, a.op, a.when, end);
-  });
+  std::string why = replay::meet(
+      executor_, std::move(parties),
+      [this](const Arrival& a) -> const Op& { return graph_.program(a.rank).ops[a.op]; },
+      [this](const Arrival& a) {
+        return "rank " + std::to_string(a.rank) + " '" +
+               graph_.name(graph_.program(a.rank).ops[a.op].name) + "'";
+      },
+      [this](const Arrival& a, Time end) { finish(a.rank, a.op, a.when, end); });
+  if (!why.empty()) abort(ReplayOutcome::Ending::mismatched_communication, why);
 }
 
 void Replayer::finish(int rank, uint32_t op_index, Time start, Time end) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/rendezvous.h"
 #include "sim/simulator.h"
 #include "workloads/ir.h"
 
@@ -92,21 +93,7 @@ class Replayer {
       return static_cast<size_t>(h ^ (static_cast<uint64_t>(k.seq) << 1 | k.collective));
     }
   };
-  // A party at a rendezvous; only ops in flight are stored, not one time
-  // per op per rank.
-  struct Arrival {
-    int rank;
-    uint32_t op;
-    Time when;
-    bool operator<(const Arrival& o) const { return rank != o.rank ? rank < o.rank : op < o.op; }
-  };
-  struct Rendezvous {
-    std::vector<Arrival> arrived;
-    size_t parties = 0;
-  };
   RendezvousKey key_for(int rank, const workloads::Op& op);
-  // "" when every party's op agrees on kind and size, else the mismatch.
-  std::string mismatch(const std::vector<Arrival>& parties) const;
 
   void try_issue_stream(int rank, uint16_t stream);
   void issue(int rank, uint32_t op_index);
@@ -119,7 +106,9 @@ class Replayer {
   OpObserver& observer_;
   std::vector<ProgramIndex> programs_;
   std::vector<RankState> ranks_;
-  std::unordered_map<RendezvousKey, Rendezvous, KeyHash> rendezvous_;
+  // Parties (rank, op index) met so far; only ops in flight are stored,
+  // not one time per op per rank.
+  std::unordered_map<RendezvousKey, replay::Rendezvous<uint32_t>, KeyHash> rendezvous_;
   uint64_t ops_done_ = 0;
   Time makespan_ = Time::zero();
   bool aborted_ = false;

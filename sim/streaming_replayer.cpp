@@ -3,17 +3,14 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "sim/op_issue.h"
+
 namespace gcsim::sim {
 
+using replay::is_communication;
 using workloads::Op;
 using workloads::OpKind;
 using Ending = StreamOutcome::Ending;
-
-namespace {
-bool is_communication(OpKind k) {
-  return k == OpKind::collective || k == OpKind::send || k == OpKind::recv;
-}
-}  // namespace
 
 bool StreamingReplayer::IdIntervals::contains(uint64_t id) const {
   auto it = by_first_.upper_bound(id);
@@ -207,42 +204,27 @@ void StreamingReplayer::try_issue_stream(int rank, uint16_t stream) {
 void StreamingReplayer::issue(int rank, uint64_t seq) {
   Entry& e = entry(rank, seq);
   const Op& op = e.src.op;
-  const Time now = sim_.now();
-  switch (op.kind) {
-    case OpKind::compute:
-      // The window's copy would be freed and its address reused, and
-      // executors may cache per op address: sources hand out kernels.
-      if (e.src.kernel == nullptr) throw std::logic_error("an OpSource gave a compute op without its kernel");
-      executor_.run_compute(rank, *e.src.kernel,
-                            [this, rank, seq](Time start, Time end) { finish(rank, seq, start, end); });
-      return;
-    case OpKind::delay: {
-      const Duration d = std::get<workloads::DelayOp>(op.payload).duration;
-      sim_.call_in(d, [this, rank, seq, now] { finish(rank, seq, now, sim_.now()); });
-      return;
-    }
-    case OpKind::memory: {
-      const Bytes delta = std::get<workloads::MemoryOp>(op.payload).delta;
-      switch (executor_.apply_memory(rank, delta)) {
-        case OpExecutor::MemoryResult::ok: break;
-        case OpExecutor::MemoryResult::out_of_memory:
-          abort(Ending::out_of_memory, "out of memory on rank " + std::to_string(rank) + " at " +
-                                           describe(rank, seq));
-          return;
-        case OpExecutor::MemoryResult::freed_more_than_allocated:
+  if (is_communication(op.kind)) {
+    arrive(rank, seq);
+    return;
+  }
+  // The window's copy would be freed and its address reused, and
+  // executors may cache per op address: sources hand out kernels.
+  if (op.kind == OpKind::compute && e.src.kernel == nullptr) {
+    throw std::logic_error("an OpSource gave a compute op without its kernel");
+  }
+  replay::issue_local(
+      sim_, executor_, rank, op, e.src.kernel ? *e.src.kernel : op,
+      [this, rank, seq](Time start, Time end) { finish(rank, seq, start, end); },
+      [this, rank, seq](OpExecutor::MemoryResult result) {
+        if (result == OpExecutor::MemoryResult::out_of_memory) {
+          abort(Ending::out_of_memory,
+                "out of memory on rank " + std::to_string(rank) + " at " + describe(rank, seq));
+        } else {
           abort(Ending::bad_memory_op,
                 describe(rank, seq) + " frees more HBM than is allocated at that moment");
-          return;
-      }
-      sim_.call_in(Duration::zero(), [this, rank, seq, now] { finish(rank, seq, now, now); });
-      return;
-    }
-    case OpKind::collective:
-    case OpKind::send:
-    case OpKind::recv:
-      arrive(rank, seq);
-      return;
-  }
+        }
+      });
 }
 
 void StreamingReplayer::arrive(int rank, uint64_t seq) {
@@ -279,41 +261,12 @@ void StreamingReplayer::arrive(int rank, uint64_t seq) {
 // Every party is here: check they agree, run the transfer once, then finish
 // it on every rank (in rank order, as the Replayer does).
 void StreamingReplayer::meet(std::vector<Arrival> parties) {
-  std::sort(parties.begin(), parties.end());
-  const Op& first = entry(parties.front().rank, parties.front().seq).src.op;
-  for (const Arrival& a : parties) {
-    const Op& op = entry(a.rank, a.seq).src.op;
-    bool same = false;
-    if (const auto* x = std::get_if<workloads::CollectiveOp>(&first.payload)) {
-      const auto* y = std::get_if<workloads::CollectiveOp>(&op.payload);
-      same = y && x->kind == y->kind && x->bytes == y->bytes && x->root == y->root;
-    } else {
-      const auto* y = std::get_if<workloads::P2pOp>(&op.payload);
-      same = y && std::get<workloads::P2pOp>(first.payload).bytes == y->bytes;
-    }
-    if (!same) {
-      auto what = [&](const Arrival& p) {
-        const Op& o = entry(p.rank, p.seq).src.op;
-        std::string s = describe(p.rank, p.seq) + " (";
-        if (const auto* c = std::get_if<workloads::CollectiveOp>(&o.payload)) {
-          s += std::string(workloads::collective_name(c->kind)) + " of " + std::to_string(c->bytes.count()) + " B";
-        } else {
-          s += "p2p of " + std::to_string(std::get<workloads::P2pOp>(o.payload).bytes.count()) + " B";
-        }
-        return s + ")";
-      };
-      abort(Ending::mismatched_communication,
-            what(parties.front()) + " meets " + what(a) +
-                ": matched communication must agree on kind and size");
-      return;
-    }
-  }
-  std::vector<int> ranks;
-  ranks.reserve(parties.size());
-  for (const Arrival& a : parties) ranks.push_back(a.rank);
-  executor_.run_communication(first, ranks, [this, parties](Time, Time end) {
-    for (const Arrival& a : parties) finish(a.rank, a.seq, a.when, end);
-  });
+  std::string why = replay::meet(
+      executor_, std::move(parties),
+      [this](const Arrival& a) -> const Op& { return entry(a.rank, a.op).src.op; },
+      [this](const Arrival& a) { return describe(a.rank, a.op); },
+      [this](const Arrival& a, Time end) { finish(a.rank, a.op, a.when, end); });
+  if (!why.empty()) abort(Ending::mismatched_communication, why);
 }
 
 void StreamingReplayer::finish(int rank, uint64_t seq, Time start, Time end) {
@@ -409,8 +362,8 @@ std::string StreamingReplayer::stuck_report() {
       if (parts.size() >= kMax) return;
       const auto& [src, dst, tag] = key;
       const Arrival& a = list.front();
-      const auto& p = std::get<workloads::P2pOp>(entry(a.rank, a.seq).src.op.payload);
-      parts.push_back(describe(a.rank, a.seq) + (send ? ": SEND to rank " + std::to_string(dst)
+      const auto& p = std::get<workloads::P2pOp>(entry(a.rank, a.op).src.op.payload);
+      parts.push_back(describe(a.rank, a.op) + (send ? ": SEND to rank " + std::to_string(dst)
                                                      : ": RECV from rank " + std::to_string(src)) +
                       " (tag " + std::to_string(tag) + ", " + std::to_string(p.bytes.count()) +
                       " B) was never matched by a " + (send ? "RECV at rank " + std::to_string(dst)
@@ -432,7 +385,7 @@ std::string StreamingReplayer::stuck_report() {
     std::string ms;
     for (size_t i = 0; i < missing.size() && i < 8; ++i) ms += (i ? ", " : "") + std::to_string(missing[i]);
     if (missing.size() > 8) ms += ", ...";
-    parts.push_back(describe(rv.arrived.front().rank, rv.arrived.front().seq) + ": collective " +
+    parts.push_back(describe(rv.arrived.front().rank, rv.arrived.front().op) + ": collective " +
                     std::to_string(key.second + 1) + " on its group waits for rank(s) " + ms +
                     ", which never reach it");
   }

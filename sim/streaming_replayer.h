@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "sim/op_source.h"
+#include "sim/rendezvous.h"
 #include "sim/replayer.h"
 #include "sim/simulator.h"
 
@@ -115,16 +116,9 @@ class StreamingReplayer {
     size_t limit = 0;
     bool exhausted = false;
   };
-  struct Arrival {
-    int rank;
-    uint64_t seq;
-    Time when;
-    bool operator<(const Arrival& o) const { return rank != o.rank ? rank < o.rank : seq < o.seq; }
-  };
-  struct Rendezvous {
-    std::vector<Arrival> arrived;
-    size_t parties = 0;
-  };
+  // Parties named by their seq.
+  using Arrival = replay::Arrival<uint64_t>;
+  using Rendezvous = replay::Rendezvous<uint64_t>;
 
   Entry& entry(int rank, uint64_t seq);
   void refill(int rank);
