@@ -151,8 +151,11 @@ std::string build_report(const RunFigures& f) {
     << sim::format_duration(eff.tile_overhead) << " |\n";
   o << "| NVLink per GPU each way | " << fmt("%.0f GB/s", gpu.nvlink_bandwidth.gb_per_s())
     << " | |\n";
-  o << (s.cluster.calibration.empty() ? "\nEfficiencies from the preset.\n"
-                                      : "\nEfficiencies from " + s.cluster.calibration + ".\n");
+  // calibration_applied names the profile file whether the preset chose it or
+  // cluster.calibration did; empty means the preset's own rounded figures.
+  const std::string& profile = s.cluster.gpu.calibration_applied;
+  o << (profile.empty() ? "\nEfficiencies from the preset (no calibration profile).\n"
+                        : "\nEfficiencies from the calibration profile " + profile + ".\n");
   o << "\n## Memory\n\nPeak HBM per GPU " << human_bytes(peak_memory(f).as_double()) << " of "
     << human_bytes(s.cluster.gpu.hbm_capacity.as_double()) << ": "
     << (f.oom.empty() ? "fits." : "**does not fit** (" + f.oom + ").") << "\n";

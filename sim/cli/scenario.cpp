@@ -66,9 +66,15 @@ ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes,
   }
   cluster.nodes = static_cast<int>(nodes);
   cluster.gpus_per_node = static_cast<int>(gpus_per_node);
-  cluster.calibration = c.get_string("calibration", std::string(),
-                                     "calibration profile replacing the preset's efficiencies");
-  if (!cluster.calibration.empty()) {
+  // read_gpu applied the preset's default profile when this key is absent;
+  // recording its name keeps `gcsim check`'s resolved config equal to the run.
+  const std::string preset_profile =
+      cluster.gpu.calibration_applied.empty() ? std::string() : cluster.gpu.calibration;
+  cluster.calibration = c.get_string(
+      "calibration", preset_profile,
+      "calibration profile replacing the preset's efficiencies (default: the preset's own "
+      "profile; none: the preset's rounded efficiencies)");
+  if (!cluster.calibration.empty() && cluster.calibration != preset_profile) {
     apply_calibration_profile(cluster.calibration, cluster.gpu, c);
   }
 

@@ -43,7 +43,8 @@ Span op(const Json& s, const std::string& name, int rank) {
 
 std::string config(int collective_sms, bool gemms) {
   std::string y =
-      "cluster: {gpu: h200-sxm, nodes: 1, gpus_per_node: 2}\n"
+      // calibration: none: the hand figures use the preset's efficiencies.
+      "cluster: {gpu: h200-sxm, nodes: 1, gpus_per_node: 2, calibration: none}\n"
       "network: {model: flow, collective_sms: " +
       std::to_string(collective_sms) +
       "}\n"

@@ -86,7 +86,8 @@ Span op(const Json& summary, const std::string& name) {
 }
 
 std::string graph(const std::string& ops) {
-  return "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1}\n"
+  // calibration: none: the hand figures use the preset's efficiencies.
+  return "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1, calibration: none}\n"
          "workload:\n  kind: graph\n  ops:\n" +
          ops;
 }
