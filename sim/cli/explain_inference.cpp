@@ -54,7 +54,7 @@ std::string explain_inference(const Scenario& s, const Json& summary) {
   o << worksheet_section("3. Communication per step",
                          {e.tp_comm_per_step});
   o << worksheet_section("4. Time: prefill and decode rooflines",
-                         {e.prompt_tokens, e.output_tokens, e.prefill_per_token, e.batch, e.decode_step, e.ttft, e.tpot});
+                         {e.prompt_tokens, e.output_tokens, e.arrival_rate, e.prefill_per_token, e.batch, e.decode_step, e.ttft, e.tpot});
 
   std::vector<Comparison> cmp;
   const Json& mem = summary["memory"]["replica"];
@@ -67,14 +67,19 @@ std::string explain_inference(const Scenario& s, const Json& summary) {
   const double in_system = summary.contains("littles_law")
                                ? summary["littles_law"].value("mean_requests_in_system", 0.0) : 0.0;
   const double ttft = summary["ttft_s"].value("mean", 0.0), tpot = summary["tpot_s"].value("mean", 0.0);
-  const double rate = summary["requests"].value("arrival_rate_per_s", 0.0);
   const double P = e.prompt_tokens.value, O = e.output_tokens.value;
   std::string l_why = facts;
-  if (rate > 0) {
-    l_why = "Little's law with the simulated latencies: rate x (TTFT + O x TPOT) = " + est::num(rate) + " x (" +
-            est::format_value(ttft, est::Unit::seconds) + " + " + est::num(O) + " x " +
-            est::format_value(tpot, est::Unit::seconds) + ") = " + est::num(std::round(rate * (ttft + O * tpot) * 100) / 100) +
-            ": the difference follows the TTFT and TPOT rows";
+  const double completed = summary["requests"].value("completed", 0.0);
+  const double duration = summary.value("simulated_time_s", 0.0);
+  if (completed > 0 && duration > 0 && summary.contains("e2e_s")) {
+    // Little's law over the run as simulated: time in the system summed over
+    // requests, over the run's length (ramp-up and drain included, which a
+    // steady-state estimate leaves out).
+    const double e2e = summary["e2e_s"].value("mean", 0.0);
+    l_why = "Little's law over the simulated run: completed x mean E2E / run length = " + est::num(completed) +
+            " x " + est::format_value(e2e, est::Unit::seconds) + " / " + est::format_value(duration, est::Unit::seconds) +
+            " = " + est::num(std::round(completed * e2e / duration * 100) / 100) +
+            " (E2E = TTFT + O x TPOT, see those rows; ramp-up and drain lower the mean of a short run)";
   }
   cmp.push_back({"requests in the system", e.batch.value, in_system, est::Unit::count, l_why, ""});
   // The simulator's kernels for a prefill of one prompt and for a decode

@@ -75,7 +75,6 @@ std::string explain_collective(const Scenario& s, const Json& summary) {
                             ", " + std::to_string(r.value("channels", 0)) + " channels";
     Comparison c{std::string(collectives::op_name(w.op)) + " " + est::format_value(bytes, est::Unit::bytes),
                  bound.value, sim_t, est::Unit::seconds, "", ""};
-    const double busbw = r.value("busbw_GBps", 0.0) * 1e9;
     const double latency_share = bound.value > 0 ? (bound.value - (links.bandwidth(nodes > 1 ? est::LinkClass::scale_out : est::LinkClass::scale_up) > 0 ? wire.value / links.bandwidth(nodes > 1 ? est::LinkClass::scale_out : est::LinkClass::scale_up) : 0.0)) / bound.value : 0.0;
     if (sim_t < bound.value) {
       c.reason = r.value("algorithm", std::string()) == "nvls"
@@ -84,9 +83,9 @@ std::string explain_collective(const Scenario& s, const Json& summary) {
     } else if (latency_share > 0.5 || sim_t < 50e-6) {
       c.reason = "latency-bound at this size: per-step protocol latency and launch set the time, not bandwidth (" + how + ")";
     } else {
-      c.reason = "achieved bus bandwidth " + est::format_value(busbw, est::Unit::bytes_per_s) + " of the " +
-                 est::format_value(links.bandwidth(nodes > 1 ? est::LinkClass::scale_out : est::LinkClass::scale_up), est::Unit::bytes_per_s) +
-                 " link: protocol efficiency and channel count of the calibrated collective model (" + how + ")";
+      c.reason = "the calibrated collective model (" + how + ") reaches " +
+                 est::format_value(sim_t > 0 ? bound.value / sim_t : 0.0, est::Unit::fraction) +
+                 " of the bound's bandwidth: protocol efficiency, channel count and per-step latency";
     }
     const std::string link = busiest_link_text(summary);
     if (!link.empty() && nodes > 1) c.reason += "; " + link;
@@ -139,10 +138,10 @@ std::string explain_graph(const Scenario& s, const Json& summary) {
         c.estimate = e.roofline.value;
         const Span sp = spans[{name, rank}];
         c.simulated = sp.end - sp.start;
-        c.reason = "launch latency " + est::format_value(s.cluster.gpu.kernel_launch_latency.seconds(), est::Unit::seconds) +
-                   " and per-wave overhead on " + est::num(e.wave_count) + " waves; wave quantization keeps " +
-                   est::format_value(e.waves.value, est::Unit::fraction) + " of the SM slots busy (" + e.waves.formula + ")" +
-                   (e.memory_bound ? "; HBM-bound: tiles share the bandwidth per SM" : "");
+        c.reason = "fixed overheads `" + e.overheads.formula + "` = " +
+                   est::format_value(e.overheads.value, est::Unit::seconds) + "; wave quantization keeps " +
+                   est::format_value(e.waves.value, est::Unit::fraction) + " of the SM slots busy (" + e.waves.formula +
+                   ")" + (e.memory_bound ? "; HBM-bound: tiles share the bandwidth per SM" : "");
       } else if (op.kind == workloads::OpKind::collective) {
         const auto& col = std::get<workloads::CollectiveOp>(op.payload);
         const auto members = g.participants(rank, op);
@@ -176,6 +175,16 @@ std::string explain_graph(const Scenario& s, const Json& summary) {
         c.simulated = sp.end - sp.start;
       } else {
         continue;
+      }
+      // Ops of the same rank running at the same time share SMs and HBM.
+      const Span mine = op.kind == workloads::OpKind::collective ? by_name[name] : spans[{name, rank}];
+      for (const auto& [key, other] : spans) {
+        if (key.second != rank || key.first == name) continue;
+        if (other.start < mine.end && mine.start < other.end && c.simulated > c.estimate) {
+          c.reason = "runs beside " + key.first + " on rank " + std::to_string(rank) +
+                     " (they share the SMs and HBM bandwidth); " + c.reason;
+          break;
+        }
       }
       const std::string link = busiest_link_text(summary);
       if (op.kind != workloads::OpKind::compute && !link.empty() && !c.reason.empty()) c.reason += "; " + link;

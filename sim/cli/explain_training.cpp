@@ -184,7 +184,12 @@ std::string explain_training(const Scenario& s, const Json& summary) {
       why = std::string(dim) + " collectives take longer than the bandwidth bound: NCCL-like algorithm and protocol "
             "choice, per-step latency and the collective model's achieved bus bandwidth (ideal " +
             est::format_value(ideal_total, est::Unit::seconds) + " per step)";
-      if (sim_v < est_v) why = std::string(dim) + " collectives partly overlap compute on their own streams in the simulation";
+      if (sim_v < est_v) {
+        why = std::string(dim) + " collectives run on their own streams and partly overlap compute in the simulation" +
+              (c.parallel.schedule == wt::Schedule::dualpipe && key == "ep"
+                   ? " (DualPipe pairs: more hides under the other chunk than max(0, EP - compute) assumes)"
+                   : " (the backward's input-gradient collectives do not block the weight-gradient GEMMs)");
+      }
     }
     if (!link.empty()) why += "; " + link;
     r->reason = why;

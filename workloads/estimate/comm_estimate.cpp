@@ -60,23 +60,32 @@ Line ideal_time_line(CollectiveOp op, double bytes, int n, double bw, double lat
                        " x " + num(latency));
 }
 
-LinkClass group_link(const wt::TrainingConfig& c, const std::string& dim, int gpus_per_node) {
+namespace {
+
+// Global ranks of the group of `dim` that contains rank 0.
+std::vector<int> group_members(const wt::TrainingConfig& c, const std::string& dim) {
   const wt::RankGrid grid(c.parallel);
-  std::vector<int> members;
-  if (dim == "TP" || dim == "SP") members = grid.group(wt::Group::tp, 0);
-  else if (dim == "CP") members = grid.group(wt::Group::cp, 0);
-  else if (dim == "EP") members = grid.group(wt::Group::ep, 0);
-  else if (dim == "DP") members = grid.group(wt::Group::dp, 0);
-  else if (dim == "DP (experts)") members = grid.group(wt::Group::expert_dp, 0);
-  else if (dim == "PP") {
-    members = {0};
-    if (grid.extent(wt::Axis::pp) > 1) members.push_back(grid.moved(0, wt::Axis::pp, 1));
-  }
-  const int per = std::max(1, gpus_per_node);
-  for (int r : members) {
-    if (r / per != members.front() / per) return LinkClass::scale_out;
-  }
-  return LinkClass::scale_up;
+  if (dim == "TP" || dim == "SP") return grid.group(wt::Group::tp, 0);
+  if (dim == "CP") return grid.group(wt::Group::cp, 0);
+  if (dim == "EP") return grid.group(wt::Group::ep, 0);
+  if (dim == "DP") return grid.group(wt::Group::dp, 0);
+  if (dim == "DP (experts)") return grid.group(wt::Group::expert_dp, 0);
+  std::vector<int> members{0};
+  if (dim == "PP" && grid.extent(wt::Axis::pp) > 1) members.push_back(grid.moved(0, wt::Axis::pp, 1));
+  return members;
+}
+
+}  // namespace
+
+int group_nodes(const wt::TrainingConfig& c, const std::string& dim, int gpus_per_node) {
+  std::vector<int> nodes;
+  for (int r : group_members(c, dim)) nodes.push_back(r / std::max(1, gpus_per_node));
+  std::sort(nodes.begin(), nodes.end());
+  return static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+}
+
+LinkClass group_link(const wt::TrainingConfig& c, const std::string& dim, int gpus_per_node) {
+  return group_nodes(c, dim, gpus_per_node) > 1 ? LinkClass::scale_out : LinkClass::scale_up;
 }
 
 std::vector<CommRow> estimate_training_comm(const wt::TrainingConfig& c, const LinkRates& links) {
@@ -121,6 +130,9 @@ std::vector<CommRow> estimate_training_comm(const wt::TrainingConfig& c, const L
     const int wire_n = op == CollectiveOp::send_recv ? 2 : n;
     r.wire_bytes = wire_bytes_line(op, bytes, wire_n);
     r.time_each = ideal_time_line(op, bytes, wire_n, bw, lat);
+    const int nodes = group_nodes(c, r.dimension, links.gpus_per_node);
+    // An all-to-all across nodes keeps the on-node share on NVLink.
+    if (op == CollectiveOp::all_to_all && nodes > 1) r.time_each = collective_bound_line(op, bytes, n, nodes, links);
     r.time_total = make_line(r.dimension + " " + std::string(collectives::op_name(op)) + " per step",
                              count * r.time_each.value, Unit::seconds,
                              num(count) + " x " + format_value(r.time_each.value, Unit::seconds));
@@ -149,10 +161,25 @@ std::vector<CommRow> estimate_training_comm(const wt::TrainingConfig& c, const L
         "(cp-1) K/V chunks forward + 2 x (cp-1) backward, per layer x " + per_step);
   }
   if (p.ep > 1 && moe_layers > 0) {
-    const double bytes = tokens * m.moe.top_k * h * act;
-    add("EP", CollectiveOp::all_to_all, p.ep, 4.0 * moe_layers * mb, bytes,
-        "dispatch + combine, forward and backward, per MoE layer x " + num(moe_layers) + " MoE layers x " +
-            num(mb) + " micro-batches; tokens x top_k x h x 2 B");
+    // A token goes to top_k experts; node-limited routing (DeepSeek-V3 M = 4)
+    // sends it across the network once per node at most. FP8 runs dispatch
+    // in 1 byte and combine in 2.
+    const bool spans = group_nodes(c, "EP", links.gpus_per_node) > 1;
+    int copies = m.moe.top_k;
+    if (spans && m.moe.max_route_nodes > 0) copies = std::min(copies, m.moe.max_route_nodes);
+    const double combine = tokens * copies * h * act;
+    const double dispatch = c.precision == wt::Precision::fp8 ? combine / act : combine;
+    const std::string what = " per MoE layer x " + num(moe_layers) + " MoE layers x " + num(mb) +
+                             " micro-batches; tokens x " + num(copies) + " copies x h x ";
+    if (dispatch != combine) {
+      add("EP", CollectiveOp::all_to_all, p.ep, 2.0 * moe_layers * mb, dispatch,
+          "dispatch forward and backward" + what + "1 B (fp8)");
+      add("EP", CollectiveOp::all_to_all, p.ep, 2.0 * moe_layers * mb, combine,
+          "combine forward and backward" + what + "2 B");
+    } else {
+      add("EP", CollectiveOp::all_to_all, p.ep, 4.0 * moe_layers * mb, combine,
+          "dispatch + combine, forward and backward" + what + "2 B");
+    }
   }
   if (p.pp > 1) {
     const double bytes = tokens * h * act / (p.sequence_parallel ? p.tp : 1);

@@ -57,6 +57,8 @@ struct CommRow {
 // The link class a group of `c`'s dimension crosses: scale-out when its
 // ranks span more than one node under the placement order.
 LinkClass group_link(const training::TrainingConfig& c, const std::string& dimension, int gpus_per_node);
+// Nodes that group spans.
+int group_nodes(const training::TrainingConfig& c, const std::string& dimension, int gpus_per_node);
 
 std::vector<CommRow> estimate_training_comm(const training::TrainingConfig& c, const LinkRates& links);
 

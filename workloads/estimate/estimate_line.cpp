@@ -49,8 +49,10 @@ std::string format_value(double value, Unit unit) {
     case Unit::bytes: {
       const double a = std::fabs(value);
       // Exact binary multiples (KV blocks, per-GPU KV) read best in KiB/MiB.
-      if (a >= 1024 && a < 1073741824.0 && std::fmod(a, 1024.0) == 0.0) {
-        if (std::fmod(a, 1048576.0) == 0.0) return printf_str("%.4g MiB", value / 1048576.0, "");
+      if (a >= 1048576.0 && a < 1073741824.0 && std::fmod(a, 1048576.0) == 0.0) {
+        return printf_str("%.4g MiB", value / 1048576.0, "");
+      }
+      if (a >= 1024 && a < 1048576.0 && std::fmod(a, 1024.0) == 0.0) {
         return printf_str("%.4g KiB", value / 1024.0, "");
       }
       return si(value, "B", kSi, 7);

@@ -43,7 +43,7 @@ double mean_length(const wi::LengthDist& d, const wi::RequestsConfig& r, bool pr
 
 std::vector<Line> InferenceEstimate::lines() const {
   std::vector<Line> out = kv.lines();
-  out.insert(out.end(), {prompt_tokens, output_tokens, prefill_per_token, batch, decode_step,
+  out.insert(out.end(), {prompt_tokens, output_tokens, arrival_rate, prefill_per_token, batch, decode_step,
                          tp_comm_per_step, ttft, tpot});
   return out;
 }
@@ -103,14 +103,24 @@ InferenceEstimate estimate_inference(const wi::ServingConfig& s, const gpu::GpuS
   double L = cap;
   std::string batch_f = "min(max concurrent, requests) = min(" + num(e.kv.max_concurrent.value) + ", " +
                         num(static_cast<double>(r.count)) + ")";
-  if (r.arrival == wi::ArrivalKind::poisson || r.arrival == wi::ArrivalKind::gamma) {
+  double arrivals = r.rate;  // requests per second
+  if (r.arrival == wi::ArrivalKind::trace && !r.trace.empty()) {
+    // A trace's mean arrival rate: its requests over the span of arrivals.
+    double last = 0;
+    for (const auto& row : r.trace) last = std::max(last, row.arrival_s);
+    arrivals = last > 0 ? static_cast<double>(r.trace.size()) / last : 0.0;
+  }
+  if (arrivals > 0 && (r.arrival == wi::ArrivalKind::poisson || r.arrival == wi::ArrivalKind::gamma ||
+                   r.arrival == wi::ArrivalKind::trace)) {
     L = 1.0;
     for (int i = 0; i < 50; ++i) {
       const double tpot = decode(L) + (L * prompt / output) * per_token;
-      L = std::clamp(r.rate * (prompt * per_token + output * tpot), 1.0, cap);
+      L = std::clamp(arrivals * (prompt * per_token + output * tpot), 1.0, cap);
     }
-    batch_f = "Little's law L = rate x (P t_prefill + O TPOT(L)), rate " + num(r.rate) + "/s, at most " + num(cap);
+    batch_f = "Little's law L = rate x (P t_prefill + O TPOT(L)), rate " + num(arrivals) + "/s, at most " + num(cap);
   }
+  e.arrival_rate = make_line("arrival rate", r.arrival == wi::ArrivalKind::burst ? 0.0 : arrivals, Unit::count,
+                             r.arrival == wi::ArrivalKind::trace ? "trace requests / last arrival" : "requests.arrival.rate");
   e.batch = make_line("requests decoding together", L, Unit::count, batch_f);
   e.decode_step = make_line("decode step", decode(L), Unit::seconds,
                             "pp x (weights + L (P + O/2) KV/token) / HBM rate + TP + host = " + num(pp) + " x (" +

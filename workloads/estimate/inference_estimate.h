@@ -22,6 +22,7 @@ struct InferenceEstimate {
   KvEstimate kv;
   Line prompt_tokens;       // mean prompt length of the load
   Line output_tokens;       // mean output length
+  Line arrival_rate;        // requests per second (a trace: its requests over its span; 0 for a burst)
   Line batch;               // decodes in a step: min(max_num_seqs, requests the KV holds, load)
   Line prefill_per_token;   // seconds per prompt token, compute-bound
   Line decode_step;         // seconds per decode step of `batch` requests, HBM-bound

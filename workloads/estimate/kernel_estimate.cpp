@@ -31,6 +31,11 @@ KernelEstimate estimate_kernel(const gpu::GpuSpec& g, const gpu::KernelDesc& k) 
                       Unit::fraction,
                       "tiles / (waves x width) = " + num(static_cast<double>(k.tiles)) + " / (" + num(e.wave_count) +
                           " x " + num(width) + ")");
+  const double per_wave = (g.efficiency.tile_overhead + k.extra_wave_overhead).seconds();
+  const double fixed = (g.kernel_launch_latency + k.setup).seconds();
+  e.overheads = make_line(k.name + " fixed overheads", fixed + e.wave_count * per_wave, Unit::seconds,
+                          "launch + setup + waves x per-wave overhead = " + num(fixed) + " + " + num(e.wave_count) +
+                              " x " + num(per_wave));
   return e;
 }
 

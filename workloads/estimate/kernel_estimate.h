@@ -16,6 +16,7 @@ namespace gcsim::workloads::estimate {
 struct KernelEstimate {
   Line roofline;  // seconds, launch latency and per-wave overheads left out
   Line waves;     // fraction of the SM-wave slots doing work: tiles / (waves x width)
+  Line overheads;  // launch latency + setup + waves x (tile overhead + extra per-wave overhead)
   double wave_count = 0;
   bool memory_bound = false;
 };

@@ -101,7 +101,7 @@ TrainingTimeEstimate estimate_training_time(const wt::TrainingConfig& c, const g
 
   const double mb = static_cast<double>(c.micro_batches());
   const double backward_last = compute * 2.0 / 3.0 / std::max(1.0, mb);
-  double cp_total = 0, dp_grad = 0, dp_last_bucket = 0, dp_gather = 0;
+  double ep_total = 0, cp_total = 0, dp_grad = 0, dp_last_bucket = 0, dp_gather = 0;
   std::vector<std::pair<std::string, double>> dims;
   for (const auto& r : comm) {
     e.comm.push_back(r.time_total);
@@ -115,11 +115,22 @@ TrainingTimeEstimate estimate_training_time(const wt::TrainingConfig& c, const g
       }
     }
     if (r.dimension == "TP" || r.dimension == "SP") dims.emplace_back("TP", x);
-    if (r.dimension == "EP") dims.emplace_back("EP", x);
+    if (r.dimension == "EP") ep_total += x;
     if (r.dimension == "PP") {
       // Sends in the steady state overlap the other stages' work; the fill
       // and the drain wait for 2 (p - 1) of them.
       dims.emplace_back("PP", r.time_each.value * 2.0 * (p.pp - 1));
+    }
+  }
+  if (ep_total > 0) {
+    // DualPipe runs one chunk's all-to-all under the paired chunk's compute
+    // (DeepSeek-V3 3.2.1); other schedules wait for it.
+    if (p.schedule == wt::Schedule::dualpipe) {
+      e.exposed.push_back(make_line("exposed EP", std::max(0.0, ep_total - compute), Unit::seconds,
+                                    "DualPipe overlaps it with the paired chunk: max(0, EP - compute) = max(0, " +
+                                        num(ep_total) + " - " + num(compute) + ")"));
+    } else {
+      dims.emplace_back("EP", ep_total);
     }
   }
   for (const auto& [d, x] : dims) {
@@ -145,10 +156,14 @@ TrainingTimeEstimate estimate_training_time(const wt::TrainingConfig& c, const g
   // Adam over this GPU's shard: reads gradient, master weight, m, v; writes
   // the three fp32 states: 28 bytes per parameter through HBM.
   const wt::PipelinePlan plan = wt::build_pipeline(p.schedule, p.pp, p.virtual_stages, static_cast<int>(mb));
-  const auto rp = wt::rank_params(c, plan, 0);
+  // Mean over pipeline ranks, as the breakdown averages its observed ranks.
   const bool sharded = c.optimizer.zero_stage >= 1;
-  const double local = rp.dense / (sharded ? p.dp * p.cp : 1) +
-                       rp.expert / (sharded ? std::max(1, p.dp / p.ep) * p.cp : 1);
+  double local = 0;
+  for (int r = 0; r < p.pp; ++r) {
+    const auto rp = wt::rank_params(c, plan, r);
+    local += (rp.dense / (sharded ? p.dp * p.cp : 1) +
+              rp.expert / (sharded ? std::max(1, p.dp / p.ep) * p.cp : 1)) / p.pp;
+  }
   const double hbm = g.hbm_bandwidth.bytes_per_s() * g.efficiency.hbm;
   e.optimizer = make_line("optimizer step", 28.0 * local / std::max(1.0, hbm), Unit::seconds,
                           "28 B x local params / HBM rate = 28 x " + num(local) + " / " + num(hbm));
@@ -167,7 +182,9 @@ TrainingTimeEstimate estimate_training_time(const wt::TrainingConfig& c, const g
   const double tok = static_cast<double>(c.batch.micro) * static_cast<double>(m.seq_len) / p.cp;
   const double h = static_cast<double>(m.hidden), t = p.tp;
   const double q = static_cast<double>(m.q_width()), kv = static_cast<double>(m.kv_width());
-  e.waves.push_back(wave_efficiency_line("QKV GEMM", tok, (q + 2 * kv) / t, h, g.sm_count));
+  if (m.attention != workloads::models::AttentionKind::mla) {  // MLA projects through low-rank GEMMs
+    e.waves.push_back(wave_efficiency_line("QKV GEMM", tok, (q + 2 * kv) / t, h, g.sm_count));
+  }
   e.waves.push_back(wave_efficiency_line("attention output GEMM", tok, h, q / t, g.sm_count));
   if (m.dense_mlp_layers() > 0) {
     const double fc1 = (m.mlp == workloads::models::MlpKind::swiglu ? 2.0 : 1.0) * static_cast<double>(m.ffn_hidden);
