@@ -189,7 +189,10 @@ LinkId PacketModel::first_hop(Flow& f) {
     if (f.path.empty() || !links_[static_cast<size_t>(f.path.front())].usable) return kNoLink;
     return f.path.front();
   }
-  NextHopCache::Entry& e = hops_.lookup(f.src_node, f.transfer.dst_rank);
+  return spray_or_adaptive(hops_.lookup(f.src_node, f.transfer.dst_rank));
+}
+
+LinkId PacketModel::spray_or_adaptive(NextHopCache::Entry& e) {
   if (e.links.empty()) return kNoLink;
   if (policy_ == RoutingPolicy::spray) return e.links[e.cursor++ % e.links.size()];
   // Adaptive: an idle port first, then the one with the least queued.
@@ -434,19 +437,7 @@ LinkId PacketModel::route(Packet& p, NodeId at) {
     if (e.links.empty()) return kNoLink;
     return e.links[routing_.hash_at(at, f.key) % e.links.size()];
   }
-  NextHopCache::Entry& e = hops_.lookup(at, flows_[p.flow].transfer.dst_rank);
-  if (e.links.empty()) return kNoLink;
-  if (policy_ == RoutingPolicy::spray) return e.links[e.cursor++ % e.links.size()];
-  LinkId best = e.links.front();
-  int64_t best_load = INT64_MAX;
-  for (LinkId l : e.links) {
-    const int64_t load = queued_bytes(l);
-    if (load < best_load) {
-      best = l;
-      best_load = load;
-    }
-  }
-  return best;
+  return spray_or_adaptive(hops_.lookup(at, flows_[p.flow].transfer.dst_rank));
 }
 
 void PacketModel::deliver(uint32_t pk) {

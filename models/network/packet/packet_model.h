@@ -182,6 +182,9 @@ class PacketModel : public NetworkModel, private sim::EventHandler {
   void after_source_send(uint32_t flow, uint32_t bytes);
   void make_ready(uint32_t flow);
   LinkId first_hop(Flow& f);
+  // Spraying or adaptive routing's pick among the next hops `e` (kNoLink if
+  // none): round-robin, or the port with the least queued.
+  LinkId spray_or_adaptive(NextHopCache::Entry& e);
   LinkId route(Packet& p, NodeId at);
   void deliver(uint32_t packet);
   void lose(uint32_t packet);
