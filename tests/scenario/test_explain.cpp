@@ -82,6 +82,17 @@ TEST_CASE("gcsim explain: every example config, a reason for every difference ab
   CHECK(explained >= 10);
 }
 
+#ifndef GCSIM_NO_CHAKRA
+TEST_CASE("gcsim explain: a Chakra trace is explained op by op", "[explain][scenario]") {
+  const std::string config = source_path("tests/data/chakra/two_ranks.chakra.yaml");
+  const auto r = run_gcsim({"explain", config});
+  INFO(r.err);
+  REQUIRE(r.exit_status == 0);
+  CHECK(check_reasons(r.out, config) > 0);
+  CHECK(r.out.find("roofline") != std::string::npos);
+}
+#endif
+
 TEST_CASE("gcsim explain: training worksheet in the issue's order, same output twice",
           "[explain][scenario]") {
   const std::string config = source_path("configs/examples/failures_small.yaml");
