@@ -6,6 +6,7 @@
 #include "sim/cli/format.h"
 #include "sim/cli/gpu_spec_loader.h"
 #include "sim/cli/network_report.h"
+#include "sim/cli/report_parts.h"
 #include "sim/trace_writer.h"
 
 namespace gcsim::cli {
@@ -241,12 +242,7 @@ std::string build_inference_report(const InferenceFigures& f) {
       << gib(bytes) << " in all; mean " << ms(t / f.outcome.transfers.size()) << " ms, longest "
       << ms(worst) << " ms.\n";
   }
-  if (f.network) o << network_report_section(*f.network);
-  if (!s.notes.empty()) {
-    o << "\n## Modelling notes\n\n";
-    for (const auto& n : s.notes) o << "- " << n << "\n";
-  }
-  o << "\nThe fully resolved configuration is under `config` in summary.json.\n";
+  o << report_tail(s, f.network);
   return o.str();
 }
 

@@ -6,6 +6,7 @@
 #include "sim/cli/format.h"
 #include "sim/cli/gpu_spec_loader.h"
 #include "sim/cli/network_report.h"
+#include "sim/cli/report_parts.h"
 #include "sim/cli/straggler_loader.h"
 #include "sim/unit_parse.h"
 
@@ -63,14 +64,7 @@ sim::Bytes peak_memory(const RunFigures& f) {
 Json build_summary(const RunFigures& f) {
   const Scenario& s = *f.scenario;
   const auto& g = *s.graph;
-  Json j = Json::object();
-  j["kind"] = s.workload_kind;
-  j["status"] = f.oom.empty() ? "ok" : "oom";
-  j["simulated_time_s"] = f.simulated_time.seconds();
-  j["events"] = f.events;
-  j["wall_time_s"] = f.wall_time_s;
-  j["gpus"] = s.cluster.total_gpus();
-  j["gpu"] = s.cluster.gpu.name;
+  Json j = summary_head(f);
   Json memory = Json::object();
   memory["peak_bytes_per_gpu"] = peak_memory(f).count();
   memory["capacity_bytes"] = s.cluster.gpu.hbm_capacity.count();
@@ -87,11 +81,7 @@ Json build_summary(const RunFigures& f) {
                    {"end_s", r.end.seconds()}});
   }
   j["ops"] = ops;
-  if (!s.cluster.stragglers.empty()) j["stragglers"] = stragglers_json(s.cluster.stragglers);
-  if (f.network) j["network"] = network_summary(*f.network);
-  j["notes"] = s.notes;
-  j["hardware"] = gpu_spec_json(s.cluster.gpu);
-  j["config"] = s.resolved;
+  add_summary_tail(j, s, f.network);
   return j;
 }
 
@@ -159,12 +149,7 @@ std::string build_report(const RunFigures& f) {
   o << "\n## Memory\n\nPeak HBM per GPU " << human_bytes(peak_memory(f).as_double()) << " of "
     << human_bytes(s.cluster.gpu.hbm_capacity.as_double()) << ": "
     << (f.oom.empty() ? "fits." : "**does not fit** (" + f.oom + ").") << "\n";
-  if (f.network) o << network_report_section(*f.network);
-  if (!s.notes.empty()) {
-    o << "\n## Modelling notes\n\n";
-    for (const auto& n : s.notes) o << "- " << n << "\n";
-  }
-  o << "\nThe fully resolved configuration is under `config` in summary.json.\n";
+  o << report_tail(s, f.network);
   return o.str();
 }
 

@@ -6,6 +6,7 @@
 #include "sim/cli/format.h"
 #include "sim/cli/gpu_spec_loader.h"
 #include "sim/cli/network_report.h"
+#include "sim/cli/report_parts.h"
 #include "sim/cli/straggler_loader.h"
 #include "workloads/models/model_formulas.h"
 
@@ -77,14 +78,7 @@ Json build_training_summary(const RunFigures& f, const TrainingFigures& t) {
   const Scenario& s = *f.scenario;
   const TrainingRun& run = *s.training;
   const auto& c = run.config;
-  Json j = Json::object();
-  j["kind"] = s.workload_kind;
-  j["status"] = f.oom.empty() ? "ok" : "oom";
-  j["simulated_time_s"] = f.simulated_time.seconds();
-  j["events"] = f.events;
-  j["wall_time_s"] = f.wall_time_s;
-  j["gpus"] = s.cluster.total_gpus();
-  j["gpu"] = s.cluster.gpu.name;
+  Json j = summary_head(f);
   j["step_time_s"] = t.step_s;
   j["tokens_per_s"] = t.tokens_per_s;
   j["tflops_per_gpu"] = t.tflops_per_gpu;
@@ -155,11 +149,7 @@ Json build_training_summary(const RunFigures& f, const TrainingFigures& t) {
   if (!run.workload.mirror_note.empty()) sim["note"] = run.workload.mirror_note;
   if (run.workload.max_expert_load != 1.0) sim["max_expert_load"] = run.workload.max_expert_load;
   j["simulation"] = sim;
-  if (!s.cluster.stragglers.empty()) j["stragglers"] = stragglers_json(s.cluster.stragglers);
-  if (f.network) j["network"] = network_summary(*f.network);
-  j["notes"] = s.notes;
-  j["hardware"] = gpu_spec_json(s.cluster.gpu);
-  j["config"] = s.resolved;
+  add_summary_tail(j, s, f.network);
   return j;
 }
 
@@ -232,12 +222,7 @@ std::string build_training_report(const RunFigures& f, const TrainingFigures& t)
     << fmt("%.2f", m.in_flight) << " micro-batches in flight) | " << gib(m.activations)
     << " |\n| communication buffers | " << gib(m.communication_buffers) << " |\n| reserved | "
     << gib(m.reserved) << " |\n| **total** | **" << gib(m.total()) << "** |\n";
-  if (f.network) o << network_report_section(*f.network);
-  if (!s.notes.empty()) {
-    o << "\n## Modelling notes\n\n";
-    for (const auto& n : s.notes) o << "- " << n << "\n";
-  }
-  o << "\nThe fully resolved configuration is under `config` in summary.json.\n";
+  o << report_tail(s, f.network);
   return o.str();
 }
 
