@@ -154,3 +154,37 @@ TEST_CASE("communication rows of a TP8 x DP4 step", "[explain]") {
   CHECK(rows[1].link == LinkClass::scale_out);
   CHECK(rows[1].count * rows[1].bytes_each == Approx(wm::count_params(c.model).total / 8 * 2).epsilon(0.01));
 }
+
+TEST_CASE("step time is the sum of its parts, MFU its inverse", "[explain]") {
+  wt::TrainingConfig c;
+  c.model = preset("llama3-8b");
+  c.parallel.tp = 8;
+  c.parallel.pp = 4;
+  c.parallel.dp = 2;
+  c.batch.global = 64;
+  c.batch.micro = 1;
+  models::gpu::GpuSpec g;
+  g.sm_count = 132;
+  g.tensor_peak[static_cast<size_t>(models::gpu::Dtype::bf16)] = sim::FlopRate::tflops(1000);
+  g.hbm_bandwidth = sim::Bandwidth::gb_per_s(3000);
+  LinkRates links;
+  links.scale_up_bytes_per_s = 450e9;
+  links.scale_out_bytes_per_s = 50e9;
+  const auto rows = estimate_training_comm(c, links);
+  const TrainingTimeEstimate t = estimate_training_time(c, g, rows);
+  // 1F1B, p = 4, m = 64 / 2 = 32: bubble = 3/32 of the compute.
+  CHECK(t.bubble_fraction.value == Approx(3.0 / 32));
+  CHECK(t.bubble.value == Approx(3.0 / 32 * t.compute.value));
+  double exposed = 0;
+  for (const auto& l : t.exposed) exposed += l.value;
+  CHECK(t.step.value == Approx(t.compute.value + t.bubble.value + t.optimizer.value + exposed));
+  // GEMM rate 1000 TFLOP/s x 0.8 (the default tensor efficiency).
+  CHECK(t.rate.value == Approx(800e12));
+  CHECK(t.mfu.value == Approx(t.model_flops.value / (t.step.value * 64 * 1000e12)));
+  // TP groups of 8 inside a node, PP stages on other nodes: NVLink for TP, NIC for PP.
+  CHECK(rows.front().dimension == "TP");
+  CHECK(rows.front().link == LinkClass::scale_up);
+  for (const auto& r : rows) {
+    if (r.dimension == "PP") CHECK(r.link == LinkClass::scale_out);
+  }
+}
