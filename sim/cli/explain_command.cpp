@@ -39,6 +39,11 @@ models::gpu::KernelDesc kernel_of(const models::gpu::GpuSpec& g, const workloads
   return gpu::memory_kernel(g, std::get<gpu::MemoryOpShape>(c.shape));
 }
 
+const Json& field(const Json& j, const char* key) {
+  static const Json empty = Json::object();
+  return j.is_object() && j.contains(key) ? j[key] : empty;
+}
+
 std::string busiest_link_text(const Json& summary) {
   if (!summary.contains("network")) return "";
   const Json& n = summary["network"];

@@ -26,6 +26,10 @@ int explain_command(const std::string& config_path, const ExplainOptions& option
 // The cluster's links as the estimate sees them.
 workloads::estimate::LinkRates link_rates(const ClusterConfig& cluster);
 
+// j[key], or an empty object when j has no such key (a summary from a run
+// that ended early): .value(...) on it gives the default.
+const sim::config::Json& field(const sim::config::Json& j, const char* key);
+
 // "busiest link node0/gpu0->leaf0 carried 1.2 GB at 87% utilization" from
 // summary.json's network object; "" when the run moved nothing on a fabric
 // or its busiest link was busy less than 20% of the run.

@@ -21,13 +21,13 @@ namespace {
 std::string load_facts(const Json& summary, double est_batch) {
   std::ostringstream o;
   const double in_system = summary.contains("littles_law")
-                               ? summary["littles_law"].value("mean_requests_in_system", 0.0) : 0.0;
+                               ? field(summary, "littles_law").value("mean_requests_in_system", 0.0) : 0.0;
   o << "requests in the system average " << est::num(std::round(in_system * 100) / 100) << " (estimate "
     << est::num(std::round(est_batch * 100) / 100) << ")";
   const int64_t pre = summary.value("preemptions", int64_t{0});
   if (pre > 0) o << ", " << pre << " preemptions recomputed or swapped KV";
   if (summary.contains("kv_cache")) {
-    const Json& kv = summary["kv_cache"];
+    const Json& kv = field(summary, "kv_cache");
     if (kv.value("prefix_hit_rate", 0.0) > 0) {
       o << ", prefix-cache hit rate " << est::format_value(kv.value("prefix_hit_rate", 0.0), est::Unit::fraction)
         << " skips that share of prefill";
@@ -57,7 +57,7 @@ std::string explain_inference(const Scenario& s, const Json& summary) {
                          {e.prompt_tokens, e.output_tokens, e.arrival_rate, e.prefill_per_token, e.batch, e.decode_step, e.ttft, e.tpot});
 
   std::vector<Comparison> cmp;
-  const Json& mem = summary["memory"]["replica"];
+  const Json& mem = field(field(summary, "memory"), "replica");
   cmp.push_back({"KV bytes per token per GPU", e.kv.bytes_per_token_per_gpu.value,
                  mem.value("kv_bytes_per_token_per_gpu", 0.0), est::Unit::bytes, "", ""});
   cmp.push_back({"weights per GPU", e.kv.weights.value, mem.value("weights_bytes_per_gpu", 0.0), est::Unit::bytes, "", ""});
@@ -65,17 +65,17 @@ std::string explain_inference(const Scenario& s, const Json& summary) {
                  "the run plans memory as vLLM does at start-up, the same arithmetic", ""});
   const std::string facts = load_facts(summary, e.batch.value);
   const double in_system = summary.contains("littles_law")
-                               ? summary["littles_law"].value("mean_requests_in_system", 0.0) : 0.0;
-  const double ttft = summary["ttft_s"].value("mean", 0.0), tpot = summary["tpot_s"].value("mean", 0.0);
+                               ? field(summary, "littles_law").value("mean_requests_in_system", 0.0) : 0.0;
+  const double ttft = field(summary, "ttft_s").value("mean", 0.0), tpot = field(summary, "tpot_s").value("mean", 0.0);
   const double P = e.prompt_tokens.value, O = e.output_tokens.value;
   std::string l_why = facts;
-  const double completed = summary["requests"].value("completed", 0.0);
+  const double completed = field(summary, "requests").value("completed", 0.0);
   const double duration = summary.value("simulated_time_s", 0.0);
   if (completed > 0 && duration > 0 && summary.contains("e2e_s")) {
     // Little's law over the run as simulated: time in the system summed over
     // requests, over the run's length (ramp-up and drain included, which a
     // steady-state estimate leaves out).
-    const double e2e = summary["e2e_s"].value("mean", 0.0);
+    const double e2e = field(summary, "e2e_s").value("mean", 0.0);
     l_why = "Little's law over the simulated run: completed x mean E2E / run length = " + est::num(completed) +
             " x " + est::format_value(e2e, est::Unit::seconds) + " / " + est::format_value(duration, est::Unit::seconds) +
             " = " + est::num(std::round(completed * e2e / duration * 100) / 100) +

@@ -61,7 +61,7 @@ std::string explain_collective(const Scenario& s, const Json& summary) {
        "the link-rate bound per size.\n\n";
   std::vector<est::Line> lines;
   std::vector<Comparison> cmp;
-  const Json& results = summary["results"];
+  const Json& results = field(summary, "results");
   for (size_t i = 0; i < w.sizes.size() && i < results.size(); ++i) {
     const double bytes = w.sizes[i].as_double();
     const est::Line wire = est::wire_bytes_line(w.op, bytes, n);
@@ -103,7 +103,7 @@ std::string explain_graph(const Scenario& s, const Json& summary) {
   if (!s.graph) return o.str();
   std::map<std::pair<std::string, int>, Span> spans;
   std::map<std::string, Span> by_name;
-  for (const auto& r : summary["ops"]) {
+  for (const auto& r : field(summary, "ops")) {
     const std::string name = r.value("name", std::string());
     const Span sp{r.value("start_s", 0.0), r.value("end_s", 0.0)};
     spans[{name, r.value("rank", 0)}] = sp;
@@ -198,7 +198,7 @@ std::string explain_graph(const Scenario& s, const Json& summary) {
 
 std::string explain_failures(const Scenario& s, const Json& summary) {
   const FailuresSetup& f = *s.failures;
-  const Json& r = summary["failures"];
+  const Json& r = field(summary, "failures");
   const double per_hour = f.counts.total_rate_per_hour(f.rates);
   const double interruptions = std::max(1e-9, r.value("interruptions", 0.0));
   const double recovery = r.value("recovery_s", 0.0) / interruptions;
@@ -214,7 +214,7 @@ std::string explain_failures(const Scenario& s, const Json& summary) {
                  "the run searches the interval over simulated failure histories (or uses the configured one); "
                  "Daly's form assumes exponential job failures with a fixed recovery of " +
                      est::format_value(recovery, est::Unit::seconds), ""});
-  const double eff = r.contains("effective_training_time_fraction") ? r["effective_training_time_fraction"].value("mean", 0.0) : 0.0;
+  const double eff = r.contains("effective_training_time_fraction") ? field(r, "effective_training_time_fraction").value("mean", 0.0) : 0.0;
   cmp.push_back({"useful fraction", e.useful_fraction.value, eff, est::Unit::fraction,
                  "the simulation waits for spares (" + est::num(r.value("spare_waits", 0.0)) +
                      " waits), draws failures per component class and loses work to correlated failures; Daly "

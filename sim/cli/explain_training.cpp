@@ -39,15 +39,15 @@ std::string comm_table(const std::vector<est::CommRow>& rows) {
   return o.str();
 }
 
-double exposed(const Json& b, const char* dim) { return b["exposed_comm_s"].value(dim, 0.0); }
+double exposed(const Json& b, const char* dim) { return field(b, "exposed_comm_s").value(dim, 0.0); }
 
 // Compute per pipeline rank in the simulation: the spread says whether the
 // stages are balanced (embedding and head sit on the end stages).
 std::string stage_spread(const Json& summary) {
-  if (!summary.contains("per_rank") || summary["per_rank"].size() < 2) return "";
+  if (!summary.contains("per_rank") || field(summary, "per_rank").size() < 2) return "";
   double lo = 1e300, hi = 0;
   int lo_r = 0, hi_r = 0;
-  for (const auto& r : summary["per_rank"]) {
+  for (const auto& r : field(summary, "per_rank")) {
     const double c = r.value("compute_s", 0.0);
     if (c < lo) lo = c, lo_r = r.value("pipeline_rank", 0);
     if (c > hi) hi = c, hi_r = r.value("pipeline_rank", 0);
@@ -121,7 +121,7 @@ std::string explain_training(const Scenario& s, const Json& summary) {
   o << worksheet_section("4. Time per step", time_lines);
 
   // 5. Beside the simulation.
-  const Json& b = summary["breakdown"];
+  const Json& b = field(summary, "breakdown");
   const double step = summary.value("step_time_s", 0.0);
   const double compute_sim = b.value("compute_s", 0.0);
   std::vector<Comparison> cmp;
@@ -211,7 +211,7 @@ std::string explain_training(const Scenario& s, const Json& summary) {
     Comparison* r = add("MFU", t.mfu.value, summary.value("mfu", 0.0), est::Unit::fraction);
     r->reason = "MFU = model FLOPs / (step x GPUs x peak): it moves inversely with the step time row";
   }
-  const Json& m = summary["memory"];
+  const Json& m = field(summary, "memory");
   {
     Comparison* r = add("memory per GPU (fullest)", mem.total.value, m.value("peak_bytes_per_gpu", 0.0), est::Unit::bytes);
     r->reason = c.model.moe.skew > 0 ? "the run sizes activations for the most loaded expert (skew " +
