@@ -57,7 +57,10 @@ void monte_carlo(uint64_t seed, int k, int m, double& collision, double& shared)
 Quiz make_network_quiz(uint64_t seed, const PresetBook& presets) {
   sim::RandomStream r = quiz_stream(seed, "network");
   std::vector<std::string> gpus;
-  for (const auto& [name, spec] : presets.gpus) gpus.push_back(name);
+  // GPUs of an NVLink/NVSwitch node (the question's scale-up domain).
+  for (const auto& [name, spec] : presets.gpus) {
+    if (spec.nvlink_bandwidth.bytes_per_s() > 0) gpus.push_back(name);
+  }
   const std::string gpu_name = pick(r, gpus);
   const auto& gpu = presets.gpus.at(gpu_name);
   const int nodes = pick(r, std::vector<int>{2, 4});
