@@ -4,8 +4,7 @@
 
 namespace gcsim::sim {
 
-namespace {
-const char* category(workloads::OpKind k) {
+const char* op_category(workloads::OpKind k) {
   switch (k) {
     case workloads::OpKind::compute: return "compute";
     case workloads::OpKind::collective: return "collective";
@@ -16,7 +15,6 @@ const char* category(workloads::OpKind k) {
   }
   return "op";
 }
-}  // namespace
 
 Recorder::Recorder(const workloads::WorkloadGraph& graph, const std::string& trace_path,
                    const std::string& gpu_name)
@@ -36,7 +34,7 @@ void Recorder::on_op_done(int rank, uint32_t op_index, Time start, Time end) {
   records_.push_back({rank, op_index, start, end});
   if (!trace_) return;
   const workloads::Op& op = graph_.program(rank).ops[op_index];
-  trace_->span(rank, op.stream + 1, graph_.name(op.name), category(op.kind), start, end,
+  trace_->span(rank, op.stream + 1, graph_.name(op.name), op_category(op.kind), start, end,
                describe_ ? describe_(rank, op) : std::string());
 }
 

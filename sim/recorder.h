@@ -14,6 +14,10 @@
 
 namespace gcsim::sim {
 
+// An op's kind by name ("compute", "send", ...): the trace's span category
+// and the report's kind column.
+const char* op_category(workloads::OpKind k);
+
 struct OpRecord {
   int rank;
   uint32_t op;

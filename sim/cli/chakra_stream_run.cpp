@@ -7,24 +7,13 @@
 
 #include "models/cluster/cluster_model.h"
 #include "sim/cli/network_setup.h"
+#include "sim/recorder.h"
 #include "sim/trace_writer.h"
 #include "workloads/chakra/stream_source.h"
 
 namespace gcsim::cli {
 
 namespace {
-
-const char* category(workloads::OpKind k) {
-  switch (k) {
-    case workloads::OpKind::compute: return "compute";
-    case workloads::OpKind::collective: return "collective";
-    case workloads::OpKind::send: return "send";
-    case workloads::OpKind::recv: return "recv";
-    case workloads::OpKind::memory: return "memory";
-    case workloads::OpKind::delay: return "delay";
-  }
-  return "op";
-}
 
 // Spans to a Perfetto trace as ops finish; nothing kept per op.
 class SpanWriter : public sim::StreamObserver {
@@ -42,7 +31,7 @@ class SpanWriter : public sim::StreamObserver {
     const int tid = op.op.stream + 1;
     if (named_.insert({rank, tid}).second) trace_->thread_name(rank, tid, source_.stream_name(op.op.stream));
     trace_->span(rank, tid, op.name.empty() ? "node " + std::to_string(op.id) : op.name,
-                 category(op.op.kind), start, end);
+                 sim::op_category(op.op.kind), start, end);
   }
   void close() {
     if (trace_) trace_->close();

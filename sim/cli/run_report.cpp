@@ -17,18 +17,6 @@ using workloads::OpKind;
 
 namespace {
 
-const char* kind_name(OpKind k) {
-  switch (k) {
-    case OpKind::compute: return "compute";
-    case OpKind::collective: return "collective";
-    case OpKind::send: return "send";
-    case OpKind::recv: return "recv";
-    case OpKind::memory: return "memory";
-    case OpKind::delay: return "delay";
-  }
-  return "?";
-}
-
 struct RankTotals {
   size_t ops = 0;
   double compute_s = 0, communication_s = 0;
@@ -123,7 +111,7 @@ std::string build_report(const RunFigures& f) {
   for (size_t i = 0; i < std::min<size_t>(20, by_length.size()); ++i) {
     const auto& r = by_length[i];
     const auto& op = g.program(r.rank).ops[r.op];
-    o << "| " << g.name(op.name) << " | " << r.rank << " | " << kind_name(op.kind) << " | "
+    o << "| " << g.name(op.name) << " | " << r.rank << " | " << sim::op_category(op.kind) << " | "
       << g.stream(op.stream) << " | " << human_time(r.start.seconds()) << " | "
       << human_time((r.end - r.start).seconds()) << " |\n";
   }
