@@ -41,7 +41,11 @@ std::string load_facts(const Json& summary, double est_batch) {
 
 std::string explain_inference(const Scenario& s, const Json& summary) {
   const InferenceSetup& setup = *s.inference;
-  const wi::ServingConfig& sc = setup.serving;
+  // A rate search reports the highest rate that met the SLOs: the
+  // worksheet is written for that rate.
+  wi::ServingConfig sc = setup.serving;
+  const double reported = field(summary, "requests").value("arrival_rate_per_s", 0.0);
+  if (sc.rate_search.enabled && reported > 0) sc.requests.rate = reported;
   std::ostringstream o;
   o << "Model " << sc.model.name << ", " << sc.replicas << " replica(s) of TP " << sc.parallel.tp << " PP "
     << sc.parallel.pp << (sc.disaggregation.enabled ? ", disaggregated prefill/decode" : "")
