@@ -4,12 +4,14 @@
 // ../shared/REFERENCE.md: 120 / 31.4 / 16.6 / 1.9 GB), ring all-reduce
 // bytes 2(n-1)/n S (nccl-tests PERFORMANCE.md), Llama-2-70B KV bytes per
 // token (2 x 80 layers x 8 KV heads x 128 x 2 B = 327,680 B; 40 KiB per GPU
-// at TP8), and the pipeline bubble (p-1)/m against the schedule itself.
+// at TP8), the pipeline bubble (p-1)/m against the schedule itself, and the
+// serving rooflines (decode reads weights + KV from HBM) by hand.
 #include <memory>
 
 #include "catch.h"
 #include "sim/cli/model_spec_loader.h"
 #include "workloads/estimate/comm_estimate.h"
+#include "workloads/estimate/inference_estimate.h"
 #include "workloads/estimate/memory_estimate.h"
 #include "workloads/estimate/model_estimate.h"
 #include "workloads/estimate/time_estimate.h"
@@ -187,4 +189,35 @@ TEST_CASE("step time is the sum of its parts, MFU its inverse", "[explain]") {
   for (const auto& r : rows) {
     if (r.dimension == "PP") CHECK(r.link == LinkClass::scale_out);
   }
+}
+
+TEST_CASE("serving roofline: prefill compute-bound, decode reads the weights and the KV", "[explain]") {
+  workloads::inference::ServingConfig s;
+  s.model = llama2_70b();
+  s.parallel.tp = 8;
+  s.requests.arrival = workloads::inference::ArrivalKind::burst;
+  s.requests.count = 4;
+  s.requests.prompt.value = 1000;
+  s.requests.output.value = 200;
+  models::gpu::GpuSpec g;
+  g.sm_count = 132;
+  g.tensor_peak[static_cast<size_t>(models::gpu::Dtype::bf16)] = sim::FlopRate::tflops(1000);
+  g.hbm_bandwidth = sim::Bandwidth::gb_per_s(3000);
+  g.hbm_capacity = sim::Bytes(80'000'000'000);
+  LinkRates links;
+  links.scale_up_bytes_per_s = 450e9;
+  const InferenceEstimate e = estimate_inference(s, g, links);
+  // A burst of 4 requests all decode together.
+  CHECK(e.batch.value == 4);
+  // Decode: (weights per GPU + 4 x (1000 + 100) tokens x 40 KiB) / (3000 GB/s x 0.9)
+  // plus 2 x 80 all-reduces of 4 x 8192 x 2 B over 8 GPUs at 450 GB/s.
+  const double hbm = 3000e9 * 0.9;
+  const double ar = 2.0 * 7 / 8 * 4 * 8192 * 2 / 450e9;
+  CHECK(e.decode_step.value == Approx((e.kv.weights.value + 4 * 1100 * 40960.0) / hbm + 160 * ar));
+  // Prefill: 2 x 68.7B active weight FLOPs (no head) + causal attention
+  // over 500 keys on average, on 8 GPUs at 1000 x 0.8 TFLOP/s.
+  const double attention = 2.0 * 80 * 500 * (8192 + 8192);
+  CHECK(e.prefill_per_token.value == Approx((2.0 * 68.45e9 + attention) / (8 * 800e12)).epsilon(0.01));
+  // TPOT = decode step + the prefills that share the steps: 4 x 1000/200 tokens each step.
+  CHECK(e.tpot.value == Approx(e.decode_step.value + 4 * 1000.0 / 200 * e.prefill_per_token.value));
 }
