@@ -75,6 +75,11 @@ struct GpuSpec {
   // Hopper and later sizes the grid to the SMs and keeps them to the end.
   bool persistent_gemm = false;
   GpuEfficiency efficiency;
+  // Steady-state tensor-core throughput under back-to-back tensor work over
+  // the rested rate, once the power limit has lowered the SM clock
+  // (sustained_clocks.h; 1 = no power capping). Runs with sustained clocks
+  // (training, by default) derate the tensor efficiencies by it.
+  double sustained_tensor_fraction = 1.0;
   // The calibration profile the preset names as its default ("" = none), and
   // the one applied to this spec ("" = the preset's own efficiencies).
   std::string calibration;

@@ -18,7 +18,8 @@ namespace {
 // The config with its workload replaced by the exported trace; cluster,
 // network and simulation as the user wrote them (with -s overrides).
 std::string replay_config(const std::string& config_path, const LoadOptions& options,
-                          const std::string& stem, const std::string& replay_path) {
+                          const std::string& stem, const std::string& replay_path,
+                          bool sustained_clocks) {
   sim::config::ConfigSource source;
   YAML::Node root = sim::config::load_yaml_file(config_path, options.overrides, source);
   YAML::Node w;
@@ -27,6 +28,9 @@ std::string replay_config(const std::string& config_path, const LoadOptions& opt
   w["comm_groups"] = stem + ".comm_groups.json";
   w["compute"] = "model";
   root["workload"] = w;
+  // A training step's kernels ran at sustained clocks (cluster.clocks:
+  // auto); the replay is a chakra workload, which defaults to rested.
+  if (sustained_clocks) root["cluster"]["clocks"] = "sustained";
   if (options.seed) root["simulation"]["seed"] = *options.seed;
   YAML::Emitter e;
   e << root;
@@ -65,7 +69,7 @@ int export_command(const std::string& config_path, const LoadOptions& options,
   }
   const fs::path replay = fs::path(out_dir) / (stem + ".chakra.yaml");
   std::ofstream f(replay);
-  f << replay_config(config_path, used, stem, replay.string());
+  f << replay_config(config_path, used, stem, replay.string(), s.cluster.sustained_clocks);
   if (!f.good()) throw ConfigError("command line", 0, "-o", "cannot write " + replay.string());
 
   out << "gcsim: exported " << config_path << " (" << s.workload_kind << ")\n";

@@ -38,6 +38,14 @@ GpuSpec read_spec_document(const YAML::Node& root, const std::string& origin) {
   return spec;
 }
 
+double read_sustained_fraction(ConfigReader& r, double fallback) {
+  const double f = r.get_double(
+      "sustained_tensor_fraction", fallback,
+      "steady-state over rested tensor-core throughput at the power limit (1 = no capping)");
+  if (!(f > 0.0 && f <= 1.0)) r.fail("sustained_tensor_fraction", "must lie in (0, 1]");
+  return f;
+}
+
 }  // namespace
 
 void read_efficiency(ConfigReader& r, GpuEfficiency& eff) {
@@ -144,6 +152,7 @@ GpuSpec read_gpu_fields(ConfigReader& r, const GpuSpec* base) {
   ConfigReader eff = r.child("efficiency", "achieved fractions of the peaks");
   read_efficiency(eff, s.efficiency);
   eff.finish();
+  s.sustained_tensor_fraction = read_sustained_fraction(r, s.sustained_tensor_fraction);
   s.calibration = r.get_string("calibration", base ? base->calibration : std::string(),
                                "default calibration profile (a name in calibration/profiles/ or a "
                                "path), applied unless cluster.calibration names another or none");
@@ -227,6 +236,7 @@ Json gpu_spec_json(const GpuSpec& s) {
   j["kernel_launch_latency"] = sim::format_duration(s.kernel_launch_latency);
   j["sm_bandwidth_headroom"] = s.sm_bandwidth_headroom;
   j["persistent_gemm"] = s.persistent_gemm;
+  j["sustained_tensor_fraction"] = s.sustained_tensor_fraction;
   const auto& e = s.efficiency;
   Json eff_tensor = Json::object();
   for (Dtype d : models::gpu::kAllDtypes) {
@@ -292,6 +302,9 @@ void apply_calibration_profile(const std::string& path, GpuSpec& spec, const Con
   ConfigReader eff = r.child("efficiency", "fitted efficiencies", true);
   read_efficiency(eff, spec.efficiency);
   eff.finish();
+  if (r.has("sustained_tensor_fraction")) {
+    spec.sustained_tensor_fraction = read_sustained_fraction(r, spec.sustained_tensor_fraction);
+  }
   // Informational: fit statistics, held-out errors, provenance, raw data.
   for (const char* key : {"fit", "validation", "fit_errors", "provenance", "measurements"}) {
     r.allow(key);

@@ -1,7 +1,9 @@
 #include "sim/cli/scenario.h"
 
+#include <cstdio>
 #include <memory>
 
+#include "models/gpu/sustained_clocks.h"
 #include "sim/cli/collective_workload_loader.h"
 #ifndef GCSIM_NO_CHAKRA
 #include "sim/cli/chakra_workload_loader.h"
@@ -78,6 +80,11 @@ ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes,
     apply_calibration_profile(cluster.calibration, cluster.gpu, c);
   }
 
+  cluster.clocks = c.get_choice(
+      "clocks", {"auto", "sustained", "rested"}, std::string("auto"),
+      "tensor-core clocks: sustained (the power-capped steady state: tensor efficiencies x the "
+      "GPU's sustained_tensor_fraction), rested (isolated kernels), auto (sustained for "
+      "training, rested otherwise)");
   topology = read_topology(c, cluster);
   cluster.stragglers = read_stragglers(c, cluster.nodes, cluster.gpus_per_node);
   if (any_slow(cluster.stragglers)) {
@@ -86,6 +93,25 @@ ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes,
                     "follows the parallel strategy");
   }
   return cluster;
+}
+
+}  // namespace
+
+namespace {
+
+// A training step is minutes of back-to-back GEMMs, so its GPUs run at the
+// clock their power limit allows; a hand-written graph or a serving
+// iteration is timed as measured on a rested GPU.
+void apply_clocks(Scenario& s) {
+  ClusterConfig& c = s.cluster;
+  c.sustained_clocks =
+      c.clocks == "sustained" || (c.clocks == "auto" && s.workload_kind == "training");
+  if (!c.sustained_clocks || c.gpu.sustained_tensor_fraction == 1.0) return;
+  c.gpu = models::gpu::at_sustained_clocks(c.gpu);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3f", c.gpu.sustained_tensor_fraction);
+  s.notes.push_back(std::string("tensor-core work at sustained clocks: x") + buf +
+                    " of the rested rate (power cap; cluster.clocks: rested turns it off)");
 }
 
 }  // namespace
@@ -134,6 +160,7 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
   ConfigReader workload = top.child("workload", "what runs on the cluster", true);
   s.workload_kind =
       workload.get_choice("kind", names_of(workload_kinds()), std::nullopt, "workload kind");
+  apply_clocks(s);
   if (s.workload_kind == "graph") {
     s.graph = load_graph_workload(workload, s.cluster.total_gpus(), s.cluster.gpu);
   } else if (s.workload_kind == "training") {

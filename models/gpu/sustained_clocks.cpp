@@ -1,0 +1,15 @@
+#include "models/gpu/sustained_clocks.h"
+
+namespace gcsim::models::gpu {
+
+GpuSpec at_sustained_clocks(const GpuSpec& spec) {
+  GpuSpec s = spec;
+  const double f = spec.sustained_tensor_fraction;
+  if (f == 1.0) return s;  // bit for bit the rested GPU
+  for (double& e : s.efficiency.tensor) e *= f;
+  s.efficiency.attention *= f;
+  s.efficiency.attention_backward *= f;
+  return s;
+}
+
+}  // namespace gcsim::models::gpu
