@@ -1,11 +1,11 @@
 #include "sim/cli/chakra_stream_run.h"
-#include "sim/cli/network_setup.h"
 
 #include <chrono>
 #include <memory>
 #include <set>
 
 #include "models/cluster/cluster_model.h"
+#include "sim/cli/collective_report.h"
 #include "sim/cli/network_setup.h"
 #include "sim/recorder.h"
 #include "sim/trace_writer.h"
@@ -54,6 +54,7 @@ ChakraStreamRun run_chakra_streamed(const Scenario& s, const std::string& prefix
   models::cluster::ClusterModel cluster(simulator, cluster_model_config(s));
   const std::unique_ptr<NetworkStack> network = build_network_stack(simulator, s);
   cluster.attach_network(*network->model, network->fabric);
+  configure_collectives(s, cluster);  // as gcsim run does: NCCL's algorithms on a fabric model
   SpanWriter spans(trace_path, source, s.cluster.gpu.name);
   sim::StreamingReplayer replayer(simulator, source, cluster, spans, {window});
   ChakraStreamRun run;

@@ -7,28 +7,22 @@
 #include <sstream>
 
 #include "sim/cli/collective_workload_loader.h"
+#include "sim/cli/format.h"
 #include "sim/unit_parse.h"
 
 namespace gcsim::cli {
 
 using sim::config::Json;
 
-namespace {
-
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-}  // namespace
-
 void configure_collectives(const Scenario& s, models::cluster::ClusterModel& cluster) {
   if (!s.collective) {
-    // Hand-written graphs on a fabric model run their collectives as NCCL
-    // does on it; under `analytical` they keep the closed α-β forms that
-    // model stands for (DESIGN.md: "analytical: α-β, no contention").
-    if (s.workload_kind == "graph" && s.network.model != "analytical") {
+    // Hand-written graphs, training steps and Chakra replays on a fabric
+    // model run their collectives as NCCL does on it (algorithm, protocol,
+    // channels, links); under `analytical` they keep the closed α-β forms
+    // that model stands for (DESIGN.md: "analytical: α-β, no contention").
+    const bool engine_kind = s.workload_kind == "graph" || s.workload_kind == "training" ||
+                             s.workload_kind == "chakra";
+    if (engine_kind && s.network.model != "analytical") {
       models::cluster::CollectiveChoice choice;
       choice.on_network = true;
       cluster.set_collective_choice(choice);

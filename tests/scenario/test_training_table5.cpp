@@ -6,17 +6,19 @@
 // configs/studies/korthikanti-table5.yaml, run here through `gcsim sweep`.
 //
 // The target is every case within 10% and a mean error of at most
-// 5%. With the GPU model and the shipped a100-sxm-80gb preset as they are
-// (tensor efficiency 0.80, not measured on an A100, rested clocks; TP
-// collectives by the alpha-beta form at 300 GB/s) every case comes out
-// fast, by 5-17%, mean 10.6%: GEMMs run at ~239 TF/s in the model where a
-// sustained Megatron run gets less (README: sustained GEMMs settle 10-15%
-// below their rested speed). What-ifs, same configs: TP/SP collectives on
-// the NCCL collective engine (ring, ~210 GB/s busbw at 100 MB on 8 A100)
-// instead of alpha-beta: mean 7.8%, max 12.0%, all still fast; tensor
-// efficiency 0.72 instead of 0.80: mean 4.9%, max 10.8% (22B fast, 1T 4%
-// slow). This test pins today's figures so that a change in them is seen;
-// the bounds below are what holds today, not the target.
+// 5%. Today (network flow: TP/SP collectives on the NCCL collective engine,
+// ~210 GB/s ring busbw on 8 A100; tensor work at sustained clocks, the
+// a100-sxm-80gb preset's 0.80 tensor efficiency x 0.854, a power-cap
+// fraction measured on an H100 and only assumed for the A100):
+//   22B  -3.9% / -0.9%, 175B +1.3% / +3.5%, 530B +4.9% / +7.1%,
+//   1T +11.3% / +10.9% (SP+selective / full): mean 5.5%, max 11.3%.
+// The error grows with model size: the 1T's bubble is 15-16% of the step,
+// (p-1)/m = 12.3% plus the last stage's LM head (+6% work on a 2-layer
+// stage), and one flat tensor efficiency ignores the A100's better
+// efficiency on the 1T's larger GEMMs (no A100 profile to fit it from).
+// Rested clocks (cluster.clocks: rested) put every case fast, mean 8.0%.
+// This test pins today's figures so that a change in them is seen; the
+// bounds below are what holds today, not the target.
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -89,15 +91,14 @@ TEST_CASE("Korthikanti et al. Table 5: iteration times of GPT 22B-1T on A100",
     sum += std::fabs(error);
     worst = std::max(worst, std::fabs(error));
     ++cases;
-    // The as-is model predicts every case fast (rested A100 preset), by
-    // less than 17%.
-    CHECK(error < 0.0);
-    CHECK(error > -0.17);
+    // Today: from 3.9% fast (22B) to 11.3% slow (1T).
+    CHECK(error > -0.05);
+    CHECK(error < 0.12);
   }
   const double mean = sum / cases;
   INFO("Korthikanti Table 5 with the shipped A100 preset: mean |error| " << 100 * mean
                                                                           << "%, max " << 100 * worst
                                                                           << "%\n" << table.str());
   CHECK(cases == 8);
-  CHECK(mean < 0.11);
+  CHECK(mean < 0.06);
 }
