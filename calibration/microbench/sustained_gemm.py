@@ -10,7 +10,8 @@ capping"). gcsim's `sustained_tensor_fraction` is the ratio measured here:
 per case, with NVML SM clock and power sampled every 20 ms. Cases: the 8192^3 square in bf16 and
 fp16, and the three GEMM shapes of a GPT-3 175B layer at TP 8 (Korthikanti et al. 2022; b*s = 2048
 tokens, h = 12288: QKV 2048x4608x12288, FC1 2048x6144x12288, FC2 2048x12288x6144) run in turn as a
-training step does. Inputs are torch.randn (never zeros); two input sets alternate so operands are
+training step does, alone and with memory-bound kernels (layer norm, GELU, residual add) after each
+GEMM, to see whether the gaps let the clock recover. Inputs are torch.randn (never zeros); two input sets alternate so operands are
 not served from L2 between repetitions.
 
     python3 sustained_gemm.py -o OUT.json [--seconds 30]
@@ -36,8 +37,24 @@ def gemm_sets(shapes, dtype, sets=2):
     return out
 
 
-def run_case(name, shapes, dtype, seconds, sampler):
-    """Back-to-back cycles over `shapes` for `seconds`, one event pair per cycle."""
+def memory_ops(dtype):
+    """The memory-bound kernels between a GPT-3 175B TP8 layer's GEMMs (b*s = 2048, h = 12288):
+    a layer norm over the hidden state, GELU over the FC1 output, a residual add."""
+    x = torch.randn(2048, 12288, device="cuda", dtype=dtype)
+    y = torch.randn(2048, 12288, device="cuda", dtype=dtype)
+    f = torch.randn(2048, 6144, device="cuda", dtype=dtype)
+    w = torch.ones(12288, device="cuda", dtype=dtype)
+
+    def run():
+        torch.nn.functional.layer_norm(x, (12288,), w, w)
+        torch.nn.functional.gelu(f)
+        torch.add(x, y, out=x)
+    return run
+
+
+def run_case(name, shapes, dtype, seconds, sampler, between=None):
+    """Back-to-back cycles over `shapes` for `seconds`, one event pair per cycle; `between`
+    (memory-bound kernels) runs after each GEMM when given, as in a training step."""
     flops = sum(2.0 * m * n * k for m, n, k in shapes)
     sets = gemm_sets(shapes, dtype)
     for ops in sets:  # warm-up: cuBLAS heuristics and workspaces
@@ -57,6 +74,8 @@ def run_case(name, shapes, dtype, seconds, sampler):
             s.record()
             for a, b, c in sets[i % 2]:
                 torch.matmul(a, b, out=c)
+                if between:
+                    between()
             e.record()
             starts.append(s)
             ends.append(e)
@@ -99,6 +118,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("-o", required=True)
     ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--cases", default="", help="comma-separated substrings of case names to run")
     args = ap.parse_args()
     sampler = ClockSampler()
     p = torch.cuda.get_device_properties(0)
@@ -110,13 +130,31 @@ def main():
     cases = [("square bf16 8192^3", [(8192, 8192, 8192)], torch.bfloat16),
              ("square fp16 8192^3", [(8192, 8192, 8192)], torch.float16),
              ("gpt3-175b tp8 layer fp16", layer, torch.float16)]
+    cases.append(("gpt3-175b tp8 layer fp16 + memory-bound", layer, torch.float16))
+    if args.cases:
+        cases = [c for c in cases if any(sel in c[0] for sel in args.cases.split(","))]
     results = []
     for name, shapes, dtype in cases:
-        rec = run_case(name, shapes, dtype, args.seconds, sampler)
+        between = memory_ops(dtype) if "memory-bound" in name else None
+        rec = run_case(name, shapes, dtype, args.seconds, sampler, between)
         results.append(rec)
         print("%-26s rested %7.1f TF/s  steady %7.1f TF/s  fraction %.3f  (%d cycles)" % (
             name, rec["rested_tflops"], rec["steady_tflops"], rec["sustained_fraction"], rec["cycles"]),
             flush=True)
+
+    # gcsim's model: only tensor-core work slows (by the GEMM-only fraction f); memory-bound
+    # kernels keep their time. With g the GEMM share of a rested mixed cycle (the GEMM-only
+    # case's rested cycle over the mixed one), the mixed cycle should then hold 1 / (g/f + 1 - g).
+    by_name = {r["case"]: r for r in results}
+    alone, mixed = by_name.get("gpt3-175b tp8 layer fp16"), by_name.get("gpt3-175b tp8 layer fp16 + memory-bound")
+    if alone and mixed:
+        g = alone["rested_median_us"] / mixed["rested_median_us"]
+        f = alone["sustained_fraction"]
+        meta["model_check"] = {"gemm_share_rested": g, "gemm_fraction": f,
+                               "predicted_mixed_fraction": 1.0 / (g / f + 1.0 - g),
+                               "measured_mixed_fraction": mixed["sustained_fraction"]}
+        print("model check: GEMM share %.3f, predicted mixed fraction %.3f, measured %.3f" % (
+            g, meta["model_check"]["predicted_mixed_fraction"], mixed["sustained_fraction"]))
     sampler.stop()
     meta["clocks_by_section"] = sampler.summary() if sampler.ok else {"error": getattr(sampler, "err", "")}
     with open(args.o, "w") as f:
