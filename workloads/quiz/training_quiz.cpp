@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "models/gpu/dtype.h"
+#include "models/gpu/sustained_clocks.h"
 #include "workloads/estimate/comm_estimate.h"
 #include "workloads/estimate/memory_estimate.h"
 #include "workloads/estimate/time_estimate.h"
@@ -70,7 +71,9 @@ Quiz make_training_quiz(uint64_t seed, const PresetBook& presets) {
   const int nic_gbps = pick(r, std::vector<int>{200, 400});
   const int64_t batch = pick(r, std::vector<int64_t>{256, 512});
   const auto& m = presets.models.at(model_name);
-  const auto& gpu = presets.gpus.at(gpu_name);
+  // A training step runs its GEMMs at the power-capped sustained clocks
+  // (models/gpu/sustained_clocks.h), as the simulated check does.
+  const auto gpu = models::gpu::at_sustained_clocks(presets.gpus.at(gpu_name));
   const double hbm = gpu.hbm_capacity.as_double();
 
   // The worked layout: the least model parallelism that fits, TP first (it
@@ -137,7 +140,9 @@ Quiz make_training_quiz(uint64_t seed, const PresetBook& presets) {
       "(b) For TP " + std::to_string(tp) + ", PP " + std::to_string(pp) + ", DP " +
       std::to_string(dp) + " (the worked answer's choice): bytes each GPU sends per step for "
       "TP/SP, PP and DP; peak memory per GPU; step time at " +
-      fmt("%.0f%%", gpu.efficiency.tensor_for(Dtype::bf16) * 100) + " of bf16 peak.\n";
+      fmt("%.0f%%", gpu.efficiency.tensor_for(Dtype::bf16) * 100) +
+      " of bf16 peak (the preset's efficiency at sustained, power-capped clocks: x" +
+      fmt("%.3f", gpu.sustained_tensor_fraction) + ").\n";
 
   q.steps.push_back("Layout: the least model parallelism that fits 90% of HBM, TP first (NVLink) "
                     "then PP: TP " + std::to_string(tp) + " x PP " + std::to_string(pp) +
