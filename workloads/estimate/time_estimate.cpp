@@ -101,7 +101,7 @@ TrainingTimeEstimate estimate_training_time(const wt::TrainingConfig& c, const g
 
   const double mb = static_cast<double>(c.micro_batches());
   const double backward_last = compute * 2.0 / 3.0 / std::max(1.0, mb);
-  double ep_total = 0, cp_total = 0, dp_grad = 0, dp_last_bucket = 0, dp_gather = 0;
+  double tp_total = 0, ep_total = 0, cp_total = 0, dp_grad = 0, dp_last_bucket = 0, dp_gather = 0;
   std::vector<std::pair<std::string, double>> dims;
   for (const auto& r : comm) {
     e.comm.push_back(r.time_total);
@@ -114,7 +114,8 @@ TrainingTimeEstimate estimate_training_time(const wt::TrainingConfig& c, const g
         dp_last_bucket = std::max(dp_last_bucket, r.time_each.value);
       }
     }
-    if (r.dimension == "TP" || r.dimension == "SP") dims.emplace_back("TP", x);
+    // TP all-reduces, or SP's all-gathers and reduce-scatters: one row.
+    if (r.dimension == "TP" || r.dimension == "SP") tp_total += x;
     if (r.dimension == "EP") ep_total += x;
     if (r.dimension == "PP") {
       // Sends in the steady state overlap the other stages' work; the fill
@@ -122,6 +123,7 @@ TrainingTimeEstimate estimate_training_time(const wt::TrainingConfig& c, const g
       dims.emplace_back("PP", r.time_each.value * 2.0 * (p.pp - 1));
     }
   }
+  if (tp_total > 0) dims.insert(dims.begin(), {"TP", tp_total});
   if (ep_total > 0) {
     // DualPipe runs one chunk's all-to-all under the paired chunk's compute
     // (DeepSeek-V3 3.2.1); other schedules wait for it.
