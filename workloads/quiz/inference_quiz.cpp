@@ -184,18 +184,7 @@ Quiz make_inference_quiz(uint64_t seed, const PresetBook& presets) {
 
   auto add = [&](const char* key, const char* what, const char* unit, double est, double tol,
                  const char* why, const char* ptr, double scale, double sim_tol) {
-    Quantity x;
-    x.key = key;
-    x.what = what;
-    x.unit = unit;
-    x.estimate = est;
-    x.tolerance = tol;
-    x.tolerance_why = why;
-    x.verification = ptr ? 0 : -1;
-    x.sim_pointer = ptr ? ptr : "";
-    x.sim_scale = scale;
-    x.sim_tolerance = sim_tol;
-    q.quantities.push_back(x);
+    add_quantity(q, key, what, unit, est, tol, why, 0, ptr, scale, sim_tol);
   };
   const char* exact = "1%: an exact product of the model's shape";
   add("kv_bytes_per_token", "KV-cache bytes per token, whole model", "B",

@@ -162,17 +162,7 @@ Quiz make_network_quiz(uint64_t seed, const PresetBook& presets) {
       "counts the rails; both move the answer by about that much";
   auto add = [&](const char* key, const char* what, const char* unit, double est, int v,
                  const char* ptr, double scale) {
-    Quantity x;
-    x.key = key;
-    x.what = what;
-    x.unit = unit;
-    x.estimate = est;
-    x.tolerance = 0.15;
-    x.tolerance_why = why_time;
-    x.verification = v;
-    x.sim_pointer = ptr;
-    x.sim_scale = scale;
-    q.quantities.push_back(x);
+    add_quantity(q, key, what, unit, est, 0.15, why_time, v, ptr, scale);
   };
   add("ring_time_ms", "ring all-reduce time", "ms", t_ring * 1e3, 0, "/results/0/time_s", 1e3);
   add("ring_busbw_gbps", "ring bus bandwidth (nccl-tests)", "GB/s",

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
+#include <utility>
 
 namespace gcsim::workloads::quiz {
 
@@ -67,6 +68,23 @@ std::string answers_template(const Quiz& q) {
   for (const auto& [key, what] : q.choice_keys) t += "  " + key + ":    # " + what + "\n";
   for (const auto& x : q.quantities) t += "  " + x.key + ":    # " + x.what + " (" + x.unit + ")\n";
   return t;
+}
+
+void add_quantity(Quiz& q, const char* key, const char* what, const char* unit, double estimate,
+                  double tolerance, const char* tolerance_why, int verification,
+                  const char* sim_pointer, double sim_scale, double sim_tolerance) {
+  Quantity x;
+  x.key = key;
+  x.what = what;
+  x.unit = unit;
+  x.estimate = estimate;
+  x.tolerance = tolerance;
+  x.tolerance_why = tolerance_why;
+  x.verification = sim_pointer ? verification : -1;
+  x.sim_pointer = sim_pointer ? sim_pointer : "";
+  x.sim_scale = sim_scale;
+  x.sim_tolerance = sim_tolerance;
+  q.quantities.push_back(std::move(x));
 }
 
 std::string render_quiz(const Quiz& q) {

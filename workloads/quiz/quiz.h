@@ -98,6 +98,12 @@ Quiz make_inference_quiz(uint64_t seed, const PresetBook& presets);
 Quiz make_network_quiz(uint64_t seed, const PresetBook& presets);
 Quiz make_reliability_quiz(uint64_t seed, const PresetBook& presets);
 
+// Appends a question to `q` (fields as in Quantity). A null `sim_pointer`
+// means no simulated value (verification is then ignored).
+void add_quantity(Quiz& q, const char* key, const char* what, const char* unit, double estimate,
+                  double tolerance, const char* tolerance_why, int verification,
+                  const char* sim_pointer, double sim_scale, double sim_tolerance = 0.25);
+
 // The quiz as markdown: question, worked answer, the simulator's check (the
 // simulated column empty until filled) and the answers template.
 std::string render_quiz(const Quiz& q);

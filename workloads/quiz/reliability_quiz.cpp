@@ -116,18 +116,7 @@ Quiz make_reliability_quiz(uint64_t seed, const PresetBook& presets) {
 
   auto add = [&](const char* key, const char* what, const char* unit, double est, double tol,
                  const char* why, const char* ptr, double scale, double sim_tol) {
-    Quantity x;
-    x.key = key;
-    x.what = what;
-    x.unit = unit;
-    x.estimate = est;
-    x.tolerance = tol;
-    x.tolerance_why = why;
-    x.verification = 0;
-    x.sim_pointer = ptr;
-    x.sim_scale = scale;
-    x.sim_tolerance = sim_tol;
-    q.quantities.push_back(x);
+    add_quantity(q, key, what, unit, est, tol, why, 0, ptr, scale, sim_tol);
   };
   const char* why_mtbf =
       "10%: scaling Llama 3's 3.09 h by GPUs instead of counting components per tier differs by "
