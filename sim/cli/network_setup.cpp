@@ -2,11 +2,12 @@
 
 #include <stdexcept>
 
+#include "models/gpu/gpu_throttle.h"
 #include "models/network/analytical_model.h"
 #include "models/network/flow_model.h"
-#include "models/gpu/gpu_throttle.h"
 #include "models/network/packet/packet_model.h"
 #include "sim/cli/straggler_loader.h"
+#include "sim/cli/training_workload_loader.h"
 #include "topologies/build_fabric.h"
 #include "topologies/fault_schedule.h"
 
@@ -20,7 +21,15 @@ models::cluster::ClusterModelConfig cluster_model_config(const Scenario& s) {
   c.num_ranks = s.cluster.total_gpus();
   for (const auto& st : s.cluster.stragglers) {
     // A speed-1 entry is the nominal GPU: left out, the run is the same.
-    if (st.slows()) c.rank_gpu[st.rank] = models::gpu::throttled(s.cluster.gpu, throttle_of(st));
+    if (!st.slows()) continue;
+    // In a mirrored training step the straggler's stage runs on its
+    // simulated rank, which takes the straggler's speed.
+    int rank = st.rank;
+    if (s.training) {
+      const auto& stand_in = s.training->straggler_stand_in;
+      if (auto it = stand_in.find(st.rank); it != stand_in.end()) rank = it->second;
+    }
+    c.rank_gpu[rank] = models::gpu::throttled(s.cluster.gpu, throttle_of(st));
   }
   c.fabric.gpus_per_node = s.cluster.gpus_per_node;
   c.fabric.scale_up_bandwidth = s.cluster.scale_up.bandwidth;

@@ -110,4 +110,12 @@ bool any_slow(const std::vector<StragglerConfig>& stragglers) {
                      [](const StragglerConfig& s) { return s.slows(); });
 }
 
+std::vector<int> slow_ranks(const std::vector<StragglerConfig>& stragglers) {
+  std::vector<int> out;
+  for (const auto& s : stragglers) {
+    if (s.slows()) out.push_back(s.rank);
+  }
+  return out;  // read_stragglers sorted them by rank
+}
+
 }  // namespace gcsim::cli

@@ -33,4 +33,7 @@ nlohmann::json stragglers_json(const std::vector<StragglerConfig>& stragglers);
 // Whether any straggler is actually slower than nominal.
 bool any_slow(const std::vector<StragglerConfig>& stragglers);
 
+// The ranks of the stragglers that are slower than nominal, ascending.
+std::vector<int> slow_ranks(const std::vector<StragglerConfig>& stragglers);
+
 }  // namespace gcsim::cli

@@ -9,6 +9,7 @@
 #include "sim/cli/model_spec_loader.h"
 #include "sim/unit_parse.h"
 #include "workloads/models/model_formulas.h"
+#include "workloads/training/straggler_mirror.h"
 #include "workloads/training/symmetric_executor.h"
 
 namespace gcsim::cli {
@@ -103,7 +104,8 @@ void read_optimizer(ConfigReader& w, TrainingConfig& c) {
 std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, int gpus_per_node,
                                                     const models::gpu::GpuSpec& gpu,
                                                     std::vector<std::string>& notes,
-                                                    const std::string& stragglers) {
+                                                    const std::string& stragglers,
+                                                    const std::vector<int>& slow_ranks) {
   auto run = std::make_shared<TrainingRun>();
   TrainingConfig& c = run->config;
   c.model = read_model(w);
@@ -172,16 +174,32 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
   }
 
   GeneratorOptions o;
-  // A slow GPU times its TP, CP and DP groups differently from their
-  // mirrors, so every rank runs.
-  o.mirror = simulate == "auto" && stragglers.empty();
+  o.mirror = simulate == "auto";
   o.memory_ops = run->fits;
   o.gpus_per_node = gpus_per_node;
   run->workload = generate_training(c, o);
-  const bool straggler_off = simulate == "auto" && !stragglers.empty();
-  if (straggler_off) {
-    run->workload.mirror_note = "mirroring off: straggler on " + stragglers +
-                                " (its groups are no longer symmetric); every rank is simulated";
+  bool straggler_off = false;
+  if (run->workload.mirrored && !slow_ranks.empty()) {
+    // A straggler keeps the mirrored run when its stage's simulated rank
+    // can stand in for it (straggler_mirror.h); otherwise every rank runs.
+    std::string why;
+    run->straggler_stand_in = straggler_stand_ins(c, run->workload, slow_ranks, &why);
+    if (run->straggler_stand_in.empty()) {
+      o.mirror = false;
+      run->workload = generate_training(c, o);
+      run->workload.mirror_note = "mirroring off: straggler on " + stragglers + " (" + why +
+                                  "); every rank is simulated";
+      straggler_off = true;
+    } else {
+      std::string stand_ins;
+      for (const auto& [slow, stand_in] : run->straggler_stand_in) {
+        stand_ins += (stand_ins.empty() ? "" : ", ") + std::to_string(slow) + " -> " +
+                     std::to_string(stand_in);
+      }
+      notes.push_back("straggler on " + stragglers + ": mirrored ranks kept, its stage's simulated "
+                      "rank runs at its speed (" + stand_ins + "); the slow data-parallel replica "
+                      "paces every replica at the gradient collectives");
+    }
   }
   if (run->workload.mirrored) {
     notes.push_back("mirrored ranks: " + std::to_string(run->workload.simulated.size()) + " of " +

@@ -5,6 +5,7 @@
 // Impossible strategies fail naming the key and the constraint.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,16 +30,22 @@ struct TrainingRun {
   double hardware_flops = 0;  // model FLOPs plus recompute
   double peak_flops_per_gpu = 0;  // dense bf16/fp16 tensor peak (the MFU denominator)
   std::string attention_kernel;
+  // Slow rank -> the simulated rank that runs at its speed in a mirrored
+  // run (workloads/training/straggler_mirror.h); empty otherwise.
+  std::map<int, int> straggler_stand_in;
 };
 
 // Reads `workload` (kind training) for a cluster of `gpus` GPUs,
-// `gpus_per_node` per node. `stragglers` ("" when none) describes slow
-// GPUs: they break the symmetry of their groups, so mirroring is off.
+// `gpus_per_node` per node. `slow_ranks` (ascending) are stragglers and
+// `stragglers` ("" when none) describes them: mirroring stays on when their
+// stages' simulated ranks can stand in for them (straggler_stand_in), and
+// is off otherwise.
 std::shared_ptr<TrainingRun> load_training_workload(sim::config::ConfigReader& workload, int gpus,
                                                     int gpus_per_node,
                                                     const models::gpu::GpuSpec& gpu,
                                                     std::vector<std::string>& notes,
-                                                    const std::string& stragglers = "");
+                                                    const std::string& stragglers = "",
+                                                    const std::vector<int>& slow_ranks = {});
 
 // Wraps the cluster model so that mirrored ranks' collectives are timed
 // over their whole groups.

@@ -1,8 +1,11 @@
-// Stragglers through the gcsim command: `cluster.stragglers` turns the
-// mirrored-rank shortcut off (a slow GPU breaks its groups' symmetry) and
-// says so, summary.json and report.md name the slow GPUs, a speed of 1 is
-// the nominal GPU (the same step, mirroring kept), and a graph workload's
-// kernel on the slow rank takes longer.
+// Stragglers through the gcsim command: with every straggler in one
+// data-parallel replica the mirrored-rank shortcut stays on, the
+// straggler's stage's simulated rank taking its speed
+// (workloads/training/straggler_mirror.h), and gives the full run's step to
+// the picosecond; stragglers in two replicas turn it off and say so.
+// summary.json and report.md name the slow GPUs, a speed of 1 is the
+// nominal GPU (the same step), and a graph workload's kernel on the slow
+// rank takes longer.
 #include <filesystem>
 #include <string>
 
@@ -40,7 +43,7 @@ workload:
 
 }  // namespace
 
-TEST_CASE("straggler run: mirroring off, every rank simulated, the slow GPU reported",
+TEST_CASE("straggler run: the slow GPU's stage mirror stands in for it, as the full run",
           "[scenario][straggler]") {
   const auto base = run_summary(small_training(""));
   CHECK(base["simulation"]["mirrored"] == true);
@@ -48,14 +51,17 @@ TEST_CASE("straggler run: mirroring off, every rank simulated, the slow GPU repo
   CHECK_FALSE(base.contains("stragglers"));
 
   const auto slow = run_summary(small_training("  stragglers: [{rank: 1, speed: 0.5}]"));
-  CHECK(slow["simulation"]["mirrored"] == false);
-  CHECK(slow["simulation"]["simulated_ranks"] == 8);
-  const std::string note = slow["simulation"]["note"].get<std::string>();
-  CHECK(note.find("straggler on rank 1 at 50% SM clock") != std::string::npos);
+  CHECK(slow["simulation"]["mirrored"] == true);
+  CHECK(slow["simulation"]["simulated_ranks"] == 2);
   REQUIRE(slow["stragglers"].size() == 1);
   CHECK(slow["stragglers"][0]["rank"] == 1);
   CHECK(slow["stragglers"][0]["speed"] == 0.5);
   CHECK(slow["stragglers"][0]["memory_speed"] == 1.0);
+  bool stand_in_note = false;
+  for (const auto& n : slow["notes"]) {
+    stand_in_note |= n.get<std::string>().find("1 -> 0") != std::string::npos;
+  }
+  CHECK(stand_in_note);
   // Rank 1 is in stage 0's first TP group: that stage runs near half speed
   // and, GPipe's slower stage, sets the step: 2m(F+B) + F + B against
   // (m+1)(F+B) with m = 4, i.e. up to 1.8x; less, since norms, element-wise
@@ -66,16 +72,38 @@ TEST_CASE("straggler run: mirroring off, every rank simulated, the slow GPU repo
   INFO("step " << base["step_time_s"] << " s -> " << slow["step_time_s"] << " s");
   CHECK(ratio > 1.4);
   CHECK(ratio < 1.8);
-  // The full run asked for explicitly is the same run.
-  const auto all = run_summary(
-      small_training("  stragglers: [{rank: 1, speed: 0.5}]") + "  simulate: all\n");
-  CHECK(all["step_time_s"] == slow["step_time_s"]);
-
+  // Every rank simulated gives the same step to the picosecond, for a
+  // straggler in either replica and either stage, and for one slowed in
+  // both clocks.
+  for (const char* st : {"[{rank: 1, speed: 0.5}]", "[{node: 0, gpu: 7, speed: 0.5}]",
+                         "[{rank: 2, speed: 0.8, memory_speed: 0.9}]",
+                         "[{rank: 3, speed: 0.5}, {rank: 6, speed: 0.7}]"}) {
+    const std::string list = std::string("  stragglers: ") + st;
+    const auto mirrored = run_summary(small_training(list));
+    const auto all = run_summary(small_training(list) + "  simulate: all\n");
+    INFO(st);
+    CHECK(mirrored["simulation"]["mirrored"] == true);
+    CHECK(all["simulation"]["simulated_ranks"] == 8);
+    CHECK(mirrored["step_time_s"] == all["step_time_s"]);
+  }
   // A slow rank in the other replica's last stage (node 0, gpu 7) slows
   // the step alike: every replica waits at the gradient all-reduce.
   const auto last = run_summary(small_training("  stragglers: [{node: 0, gpu: 7, speed: 0.5}]"));
   CHECK(last["stragglers"][0]["rank"] == 7);
   CHECK(last["step_time_s"].get<double>() / base["step_time_s"].get<double>() > 1.4);
+}
+
+TEST_CASE("straggler run: stragglers in two replicas turn mirroring off", "[scenario][straggler]") {
+  // Ranks 1 (replica 0) and 6 (replica 1): each replica is slow in another
+  // stage, which no single mirrored replica can stand for.
+  const std::string list = "  stragglers: [{rank: 1, speed: 0.5}, {rank: 6, speed: 0.7}]";
+  const auto two = run_summary(small_training(list));
+  CHECK(two["simulation"]["mirrored"] == false);
+  CHECK(two["simulation"]["simulated_ranks"] == 8);
+  const std::string note = two["simulation"]["note"].get<std::string>();
+  CHECK(note.find("more than one data-parallel replica") != std::string::npos);
+  const auto all = run_summary(small_training(list) + "  simulate: all\n");
+  CHECK(all["step_time_s"] == two["step_time_s"]);
 }
 
 TEST_CASE("straggler run: speed 1 is the nominal GPU, the same summary", "[scenario][straggler]") {
@@ -101,7 +129,8 @@ TEST_CASE("straggler run: report.md names the slow GPU", "[scenario][straggler]"
   const std::string report = read_text(tmp / "out" / "report.md");
   CHECK(report.find("| stragglers | rank 2 at 80% SM clock and 90% HBM bandwidth |") !=
         std::string::npos);
-  CHECK(report.find("mirroring off: straggler on rank 2") != std::string::npos);
+  CHECK(report.find("straggler on rank 2 at 80% SM clock and 90% HBM bandwidth: mirrored ranks kept") !=
+        std::string::npos);
 }
 
 TEST_CASE("straggler run: a graph workload's kernel on the slow GPU", "[scenario][straggler]") {

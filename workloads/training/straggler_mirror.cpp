@@ -1,0 +1,47 @@
+#include "workloads/training/straggler_mirror.h"
+
+#include <algorithm>
+#include <set>
+
+#include "workloads/training/rank_grid.h"
+
+namespace gcsim::workloads::training {
+
+std::map<int, int> straggler_stand_ins(const TrainingConfig& c, const TrainingWorkload& w,
+                                       const std::vector<int>& slow_ranks, std::string* why) {
+  std::map<int, int> out;
+  if (c.parallel.ep > 1) {
+    *why = "expert all-to-alls couple data-parallel replicas";
+    return out;
+  }
+  const RankGrid grid(c.parallel);
+  // Axes the generator mirrored (mirrored_axes, e.g. "tp, cp, dp"): the
+  // simulated rank of a set has coordinate 0 on each.
+  const auto mirrored = [&](const char* axis) {
+    return w.mirrored_axes.find(axis) != std::string::npos;
+  };
+  std::set<int> stages;
+  for (int r : slow_ranks) {
+    if (grid.at(r, Axis::edp) != grid.at(slow_ranks.front(), Axis::edp)) {
+      *why = "stragglers in more than one data-parallel replica";
+      return {};
+    }
+    if (!stages.insert(grid.at(r, Axis::pp)).second) {
+      *why = "two stragglers in one pipeline stage";
+      return {};
+    }
+    RankGrid::Coord coord = grid.coord(r);
+    if (mirrored("tp")) coord[static_cast<size_t>(Axis::tp)] = 0;
+    if (mirrored("cp")) coord[static_cast<size_t>(Axis::cp)] = 0;
+    if (mirrored("dp")) coord[static_cast<size_t>(Axis::edp)] = 0;
+    const int stand_in = grid.rank(coord);
+    if (!std::binary_search(w.simulated.begin(), w.simulated.end(), stand_in)) {
+      *why = "its stage's mirror is not simulated";
+      return {};
+    }
+    out[r] = stand_in;
+  }
+  return out;
+}
+
+}  // namespace gcsim::workloads::training
