@@ -168,10 +168,21 @@ Schedule tree(const CollectiveRequest& req, const GroupLayout& layout, int chann
   // channel, up (reduce) and down (broadcast) at once, pipelined.
   const double x = req.bytes.as_double() / channels;
   const int hosts = layout.num_hosts();
+  const int k = std::max(1, layout.max_per_host());
   FlowSet set(layout, channels, false, merge);
   int depth = 0;
   for (int c = 0; c < channels; ++c) {
-    const int t = c % 2;
+    // Channel c's chain starts at (and leaves the host through the NIC of)
+    // the GPU at position c mod k. NCCL runs every tree channel twice, on
+    // the same GPUs and NICs, once per tree (connect.cc duplicates channel
+    // c into c + nChannels, tree 1 mirrored), so each NIC carries both
+    // trees: interior in one (3 edges), leaf in the other (1 edge). Taking
+    // tree c % 2 would put tree 0 on every even rail and tree 1 on every
+    // odd one for even k, leaving a host's interior-tree NICs with three
+    // times its leaf NICs' bytes. The tree alternates per lap of the rails
+    // instead: with 2k channels or a multiple, every NIC carries each tree
+    // equally often, as NCCL's twins do.
+    const int t = (c % k + c / k) % 2;
     std::vector<int> heads;
     heads.reserve(static_cast<size_t>(hosts));
     for (const auto& members : layout.hosts()) {
