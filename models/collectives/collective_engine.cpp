@@ -214,17 +214,19 @@ CollectiveEngine::PhaseCost CollectiveEngine::phase_cost(const Phase& phase,
                                 : 0.0;
   const double bw_out =
       out.known ? out.bandwidth.bytes_per_s() * tier_efficiency(true) * algo_eff : 0.0;
-  double max_sent = 0.0, endpoint_s = 0.0, channel_rate = std::numeric_limits<double>::max();
+  // One channel's rate over each tier at its busiest GPU (bytes/s).
+  constexpr double kNone = std::numeric_limits<double>::max();
+  double max_sent = 0.0, endpoint_s = 0.0, rate_up = kNone, rate_out = kNone;
   for (int r : touched) {
     const auto i = static_cast<size_t>(r);
     max_sent = std::max(max_sent, sent_up_[i] + sent_out_[i]);
     if (bw_up > 0) {
       endpoint_s = std::max({endpoint_s, sent_up_[i] / bw_up, recv_up_[i] / bw_up});
-      if (channels_up_[i] > 0) channel_rate = std::min(channel_rate, bw_up / channels_up_[i]);
+      if (channels_up_[i] > 0) rate_up = std::min(rate_up, bw_up / channels_up_[i]);
     }
     if (bw_out > 0) {
       endpoint_s = std::max({endpoint_s, sent_out_[i] / bw_out, recv_out_[i] / bw_out});
-      if (channels_out_[i] > 0) channel_rate = std::min(channel_rate, bw_out / channels_out_[i]);
+      if (channels_out_[i] > 0) rate_out = std::min(rate_out, bw_out / channels_out_[i]);
     }
   }
   for (int r : touched) {
@@ -238,18 +240,26 @@ CollectiveEngine::PhaseCost CollectiveEngine::phase_cost(const Phase& phase,
   double sm_s = 0.0;
   if (pp.max_per_channel.bytes_per_s() > 0) {
     sm_s = std::max(sm_s, max_channel_payload / pp.max_per_channel.bytes_per_s());
-    channel_rate = std::min(channel_rate, pp.max_per_channel.bytes_per_s());
+    rate_up = std::min(rate_up, pp.max_per_channel.bytes_per_s());
+    rate_out = std::min(rate_out, pp.max_per_channel.bytes_per_s());
   }
   const sim::Bandwidth ceiling = gpu_ceiling(p, layout.num_hosts());
   if (ceiling.bytes_per_s() > 0) sm_s = std::max(sm_s, max_sent / ceiling.bytes_per_s());
   c.sm_time = seconds(sm_s);
 
   // Pipeline start-up: fill hops of one slice (no larger than a step's
-  // payload per channel) at one channel's rate.
+  // payload per channel), each at one channel's rate on its own tier: a
+  // tree's chain inside a host crosses NVLink, only its host-to-host edges
+  // the NICs (the slower tier takes the hops when only one is known).
   const double slice =
       std::min(pp.slice.as_double(), std::max(0.0, phase.step_payload_per_channel));
-  if (phase.fill_hops > 0 && slice > 0 && channel_rate < std::numeric_limits<double>::max()) {
-    c.fill = seconds(phase.fill_hops * slice / channel_rate);
+  const double slowest = std::min(rate_up, rate_out);
+  if (phase.fill_hops > 0 && slice > 0 && slowest < kNone) {
+    const int hops_out =
+        rate_out < kNone ? std::min(phase.fill_hops, phase.steps_scale_out) : 0;
+    const int hops_up = phase.fill_hops - hops_out;
+    const double up = rate_up < kNone ? rate_up : slowest;
+    c.fill = seconds(slice * (hops_up / up + (hops_out > 0 ? hops_out / rate_out : 0.0)));
   }
   return c;
 }
