@@ -80,6 +80,8 @@ struct GpuSpec {
   // (sustained_clocks.h; 1 = no power capping). Runs with sustained clocks
   // (training, by default) derate the tensor efficiencies by it.
   double sustained_tensor_fraction = 1.0;
+  // Whether the tensor efficiencies above already include it.
+  bool at_sustained_clocks = false;
   // The calibration profile the preset names as its default ("" = none), and
   // the one applied to this spec ("" = the preset's own efficiencies).
   std::string calibration;

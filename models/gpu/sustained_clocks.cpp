@@ -9,6 +9,7 @@ GpuSpec at_sustained_clocks(const GpuSpec& spec) {
   for (double& e : s.efficiency.tensor) e *= f;
   s.efficiency.attention *= f;
   s.efficiency.attention_backward *= f;
+  s.at_sustained_clocks = true;
   return s;
 }
 

@@ -15,6 +15,8 @@ TEST_CASE("sustained clocks derate tensor-core efficiencies only", "[gpu][clocks
   // (calibration/measurements/h100-sxm/sustained_gemm_2026-11-22.json).
   rested.sustained_tensor_fraction = 0.854;
   const auto s = at_sustained_clocks(rested);
+  CHECK(s.at_sustained_clocks);
+  CHECK_FALSE(rested.at_sustained_clocks);
   for (Dtype d : {Dtype::tf32, Dtype::bf16, Dtype::fp16, Dtype::fp8, Dtype::int8}) {
     CHECK(s.efficiency.tensor_for(d) == Approx(rested.efficiency.tensor_for(d) * 0.854));
     CHECK(s.tensor_peak_for(d).flops_per_s() == rested.tensor_peak_for(d).flops_per_s());

@@ -83,8 +83,11 @@ TrainingTimeEstimate estimate_training_time(const wt::TrainingConfig& c, const g
   const double peak = g.tensor_peak_for(mm).flops_per_s();
   const double eff = g.efficiency.tensor_for(mm);
   const double rate = peak * eff;
+  const std::string clocks =
+      g.at_sustained_clocks ? ", at sustained clocks x" + num(g.sustained_tensor_fraction) : "";
   e.rate = make_line("GEMM rate per GPU (" + std::string(gpu::dtype_name(mm)) +
-                         (g.calibration_applied.empty() ? ", preset efficiency" : ", calibrated: " + g.calibration_applied) + ")",
+                         (g.calibration_applied.empty() ? ", preset efficiency" : ", calibrated: " + g.calibration_applied) +
+                         clocks + ")",
                      rate, Unit::flops, "peak x efficiency = " + num(peak) + " x " + num(eff));
   // Matrix FLOPs at the GEMM rate; causal flash attention computes half of
   // the s x s scores, at its own efficiencies (forward, and backward at 2x).
