@@ -1,6 +1,7 @@
 #include "sim/cli/training_report.h"
 
 #include <algorithm>
+#include <array>
 #include <sstream>
 
 #include "sim/cli/format.h"
@@ -9,6 +10,7 @@
 #include "sim/cli/report_parts.h"
 #include "sim/cli/straggler_loader.h"
 #include "workloads/models/model_formulas.h"
+#include "workloads/training/step_traffic.h"
 
 namespace gcsim::cli {
 
@@ -111,6 +113,22 @@ Json build_training_summary(const RunFigures& f, const TrainingFigures& t) {
 
   Json bd = breakdown_json(t.breakdown.mean);
   j["breakdown"] = bd;
+  // Wire bytes per GPU per step by dimension, averaged over the observed
+  // (one per pipeline stage) ranks (workloads/training/step_traffic.h).
+  std::array<double, workloads::training::kCategories> sent{};
+  double embedding = 0;
+  for (int r : t.breakdown.ranks) {
+    const auto b = workloads::training::bytes_sent(*s.graph, run.workload, r);
+    for (size_t k = 0; k < sent.size(); ++k) sent[k] += b.by_category[k];
+    embedding += b.embedding;
+  }
+  Json traffic = Json::object();
+  const double observed = static_cast<double>(std::max<size_t>(1, t.breakdown.ranks.size()));
+  for (OpCategory c : kComm) {
+    traffic[workloads::training::category_name(c)] = sent[static_cast<size_t>(c)] / observed;
+  }
+  traffic["embedding"] = embedding / observed;
+  j["bytes_sent_per_gpu"] = traffic;
   Json stages = Json::array();
   for (size_t i = 0; i < t.breakdown.ranks.size(); ++i) {
     const workloads::training::RankGrid grid(c.parallel);

@@ -119,12 +119,17 @@ TEST_CASE("quiz: training communication per dimension equals Megatron's counts b
   REQUIRE(q.title == "Train gpt3-175b on 256 a100-sxm-80gb");
   // REFERENCE.md: TP moves 8 b s h (t-1)/t elements per layer per
   // micro-batch (SP's all-gather + reduce-scatter the same total), 2 B
-  // each, 48 layers per stage, 32 micro-batches:
-  //   8 x 2048 x 12288 x 7/8 x 2 x 48 x 32 = 541,165,879,296 B.
-  CHECK(estimate_of(q, "tp_bytes_per_step") == Approx(541165879296.0).epsilon(1e-9));
-  // PP with SP: b s h / t x 2 B = 6,291,456 B per send, one activation and
-  // one gradient per micro-batch: 64 x 6,291,456 = 402,653,184 B.
-  CHECK(estimate_of(q, "pp_bytes_per_step") == Approx(402653184.0).epsilon(1e-9));
+  // each; Megatron-LM with SP also re-gathers the sequence-sharded inputs
+  // of the QKV and FC1 GEMMs in the backward for their weight gradients
+  // (2 more all-gathers of b s h): 10 b s h (t-1)/t per layer. 48 layers
+  // per stage, 32 micro-batches:
+  //   10 x 2048 x 12288 x 7/8 x 2 x 48 x 32 = 676,457,349,120 B.
+  CHECK(estimate_of(q, "tp_bytes_per_step") == Approx(676457349120.0).epsilon(1e-9));
+  // PP with SP: b s h / t x 2 B = 6,291,456 B per send. Each micro-batch
+  // crosses the one stage boundary forward (stage 0 sends) and backward
+  // (stage 1 sends): 2 (p - 1) / p = 1 send per GPU per micro-batch,
+  // 32 x 6,291,456 = 201,326,592 B.
+  CHECK(estimate_of(q, "pp_bytes_per_step") == Approx(201326592.0).epsilon(1e-9));
   // ZeRO-1 (Rajbhandari et al.): reduce-scatter of the gradients and
   // all-gather of the weights, each (d-1)/d x 2 B x the stage's parameters:
   // 2 x 15/16 x 2 x P_stage, P_stage ~ 175e9 / 16 ~ 10.98e9 -> ~4.1e10 B.

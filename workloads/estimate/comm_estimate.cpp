@@ -147,7 +147,13 @@ std::vector<CommRow> estimate_training_comm(const wt::TrainingConfig& c, const L
     const std::string why = num(per_layer) + " per layer (2 forward, 2 backward" +
                             (per_layer > 4 ? ", 2 recompute" : "") + ") x " + per_step;
     if (p.sequence_parallel) {
-      add("SP", CollectiveOp::all_gather, p.tp, per_layer * layers * mb, bytes, why);
+      // Megatron keeps only the sequence-sharded input of the QKV and FC1
+      // GEMMs and gathers it again in the backward for their weight
+      // gradients: 2 more all-gathers per layer.
+      add("SP", CollectiveOp::all_gather, p.tp, (per_layer + 2.0) * layers * mb, bytes,
+          num(per_layer + 2.0) + " per layer (2 forward, 2 backward, 2 re-gathers for the weight "
+          "gradients" + (per_layer > 4 ? std::string(", 2 recompute") : std::string()) + ") x " +
+              per_step);
       add("SP", CollectiveOp::reduce_scatter, p.tp, per_layer * layers * mb, bytes, why);
     } else {
       add("TP", CollectiveOp::all_reduce, p.tp, per_layer * layers * mb, bytes, why);
@@ -183,9 +189,13 @@ std::vector<CommRow> estimate_training_comm(const wt::TrainingConfig& c, const L
   }
   if (p.pp > 1) {
     const double bytes = tokens * h * act / (p.sequence_parallel ? p.tp : 1);
-    add("PP", CollectiveOp::send_recv, 2, 2.0 * mb * plan.stages_of(0).size(), bytes,
-        "activation forward + gradient backward per micro-batch per stage held; b s h x 2 B" +
-            std::string(p.sequence_parallel ? " / t" : ""));
+    // Every micro-batch's activation crosses each of the p v - 1 chunk
+    // boundaries forward and its gradient backward: 2 (p v - 1) sends,
+    // p GPUs share them.
+    const double chunks = static_cast<double>(p.pp) * static_cast<double>(plan.stages_of(0).size());
+    add("PP", CollectiveOp::send_recv, 2, 2.0 * (chunks - 1.0) / p.pp * mb, bytes,
+        "2 (p v - 1) / p sends per micro-batch per GPU (activation forward, gradient backward, "
+        "every chunk boundary); b s h x 2 B" + std::string(p.sequence_parallel ? " / t" : ""));
   }
   const int zs = c.optimizer.zero_stage;
   const CollectiveOp grad_op = zs == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;

@@ -206,12 +206,14 @@ Quiz make_training_quiz(uint64_t seed, const PresetBook& presets) {
   const char* why_bytes =
       "10%: counts of collectives per layer and the ring factor are exact; bucket and "
       "embedding details move it a few percent";
+  // Checked against the bytes the simulated step issued per GPU
+  // (summary.json bytes_sent_per_gpu, workloads/training/step_traffic.h).
   add("tp_bytes_per_step", "bytes one GPU sends per step for TP/SP", "B", bytes_tp, 0.10,
-      why_bytes, nullptr, 1, 0);
+      why_bytes, "/bytes_sent_per_gpu/tp", 1, 0.10);
   add("pp_bytes_per_step", "bytes one GPU sends per step for PP", "B", bytes_pp, 0.10, why_bytes,
-      nullptr, 1, 0);
+      "/bytes_sent_per_gpu/pp", 1, 0.10);
   add("dp_bytes_per_step", "bytes one GPU sends per step for DP", "B", bytes_dp, 0.10, why_bytes,
-      nullptr, 1, 0);
+      "/bytes_sent_per_gpu/dp", 1, 0.10);
   add("peak_memory_gb", "peak HBM per GPU", "GB", mem.total.value / 1e9, 0.15,
       "15%: activation accounting (which tensors are kept) is the user's model",
       "/memory/simulated_peak_bytes", 1e-9, 0.15);
