@@ -19,6 +19,19 @@ using gcsim::test::TempDir;
 
 namespace {
 
+// TP 2 x PP 2 (1F1B) x DP 2 on one HGX node, flow network: kernels, TP
+// all-reduces, pipeline sends and receives, DP reduce-scatters, memory.
+const char* kSmallTrain = R"(
+cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 8, scale_up: {kind: nvswitch}, scale_out: {topology: none}}
+network: {model: flow}
+workload:
+  kind: training
+  model: {layers: 4, hidden: 1024, heads: 16, vocab: 32000, seq_len: 1024}
+  batch: {global: 8, micro: 1}
+  parallelism: {tp: 2, pp: 2, dp: 2, schedule: 1f1b}
+  optimizer: {kind: adam, zero_stage: 1}
+)";
+
 // Runs `config` directly and through export + replay; returns both summaries.
 std::pair<nlohmann::ordered_json, nlohmann::ordered_json> direct_and_replayed(
     const std::string& config, const TempDir& tmp, std::vector<std::string> replay_extra = {}) {
@@ -73,16 +86,7 @@ TEST_CASE("chakra: a training step replays from its export with the same step ti
   // rank needs its own trace), and the mirrored shortcut is exact, so the
   // replay of all 8 ranks must give the same step time.
   TempDir tmp;
-  gcsim::test::write_text(tmp / "small_train.yaml", R"(
-cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 8, scale_up: {kind: nvswitch}, scale_out: {topology: none}}
-network: {model: flow}
-workload:
-  kind: training
-  model: {layers: 4, hidden: 1024, heads: 16, vocab: 32000, seq_len: 1024}
-  batch: {global: 8, micro: 1}
-  parallelism: {tp: 2, pp: 2, dp: 2, schedule: 1f1b}
-  optimizer: {kind: adam, zero_stage: 1}
-)");
+  gcsim::test::write_text(tmp / "small_train.yaml", kSmallTrain);
   const auto [direct, replay] = direct_and_replayed((tmp / "small_train.yaml").string(), tmp);
   REQUIRE(direct.contains("step_time_s"));
   CHECK(replay["simulated_time_s"].get<double>() == direct["step_time_s"].get<double>());
@@ -157,16 +161,7 @@ TEST_CASE("chakra: a streamed replay on the full stack gives gcsim run's time", 
   // streamed on the same cluster and flow network that `gcsim run` builds:
   // the same step time to the picosecond.
   TempDir tmp;
-  gcsim::test::write_text(tmp / "small_train.yaml", R"(
-cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 8, scale_up: {kind: nvswitch}, scale_out: {topology: none}}
-network: {model: flow}
-workload:
-  kind: training
-  model: {layers: 4, hidden: 1024, heads: 16, vocab: 32000, seq_len: 1024}
-  batch: {global: 8, micro: 1}
-  parallelism: {tp: 2, pp: 2, dp: 2, schedule: 1f1b}
-  optimizer: {kind: adam, zero_stage: 1}
-)");
+  gcsim::test::write_text(tmp / "small_train.yaml", kSmallTrain);
   const auto [direct, replay] = direct_and_replayed((tmp / "small_train.yaml").string(), tmp);
   const std::string replay_config = (tmp / "trace" / "small_train.chakra.yaml").string();
   const gcsim::cli::Scenario s = gcsim::cli::load_scenario(replay_config, {});

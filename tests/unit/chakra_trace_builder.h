@@ -81,6 +81,29 @@ class ChakraTraceBuilder {
   std::vector<std::vector<ChakraProtoMsg::Node>> nodes_;
 };
 
+// The hand-built four-rank trace of test_chakra_trace.cpp ("a hand-built
+// trace replays with hand-computed times": makespan 1642 us), written under
+// `prefix`:
+//   rank 0: A (10 us), B (20 us, after A), S: send 40 MB to rank 1 (after
+//           B), AR: all-reduce of 400 MB over group "1" (after S)
+//   rank 1: C (50 us), R: recv 40 MB from rank 0, D (5 us, after R),
+//           AR (after D)
+//   ranks 2, 3: AR
+inline void write_hand_built_trace(const std::string& prefix) {
+  ChakraTraceBuilder b(4);
+  b.comp(0, 1, "A", 10);
+  b.comp(0, 2, "B", 20).add_ctrl_deps(1);
+  b.send(0, 3, "S", 1, 40'000'000, 0, {2});
+  b.coll(0, 4, "AR", 0, 400'000'000, "1", {3});
+  b.comp(1, 10, "C", 50);
+  b.recv(1, 11, "R", 0, 40'000'000, 0);
+  b.comp(1, 12, "D", 5, {11});
+  b.coll(1, 13, "AR", 0, 400'000'000, "1", {12});
+  b.coll(2, 0, "AR", 0, 400'000'000, "1");
+  b.coll(3, 0, "AR", 0, 400'000'000, "1");
+  b.write(prefix);
+}
+
 }  // namespace gcsim::test
 
 #endif  // GCSIM_NO_CHAKRA

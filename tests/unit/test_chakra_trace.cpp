@@ -255,19 +255,8 @@ TEST_CASE("chakra: a hand-built trace replays with hand-computed times", "[chakr
   // rank 1 arrives (136) and takes 2(n-1) alpha + 2(n-1)/n S/beta =
   // 6 us + 1.5 x 400e6 / 400e9 s = 1506 us: 136-1642 us, the makespan.
   test::TempDir tmp;
-  ChakraTraceBuilder b(4);
-  b.comp(0, 1, "A", 10);
-  b.comp(0, 2, "B", 20).add_ctrl_deps(1);
-  b.send(0, 3, "S", 1, 40'000'000, 0, {2});
-  b.coll(0, 4, "AR", 0, 400'000'000, "1", {3});
-  b.comp(1, 10, "C", 50);
-  b.recv(1, 11, "R", 0, 40'000'000, 0);
-  b.comp(1, 12, "D", 5, {11});
-  b.coll(1, 13, "AR", 0, 400'000'000, "1", {12});
-  b.coll(2, 0, "AR", 0, 400'000'000, "1");
-  b.coll(3, 0, "AR", 0, 400'000'000, "1");
   const std::string prefix = (tmp / "hand").string();
-  b.write(prefix);
+  test::write_hand_built_trace(prefix);
 
   ImportOptions o = options(4);
   o.comm_groups["1"] = {0, 1, 2, 3};

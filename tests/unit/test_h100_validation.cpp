@@ -8,7 +8,7 @@
 
 #include "calibration/fit/kernel_validation.h"
 #include "catch.h"
-#include "sim/cli/gpu_spec_loader.h"
+#include "preset_fixtures.h"
 
 using namespace gcsim;
 
@@ -24,11 +24,7 @@ std::vector<nlohmann::json> h100_runs() {
   return runs;
 }
 
-models::gpu::GpuSpec h100() {
-  auto source = std::make_shared<sim::config::ConfigSource>();
-  sim::config::ConfigReader nowhere(YAML::Node(), "", source, nullptr);
-  return cli::load_gpu_preset("h100-sxm", nowhere, "gpu");
-}
+models::gpu::GpuSpec h100() { return test::gpu_preset("h100-sxm"); }
 
 double error_of(const std::vector<calibration::KernelComparison>& rows, const std::string& label) {
   for (const auto& r : rows) {

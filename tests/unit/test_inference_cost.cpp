@@ -4,7 +4,6 @@
 // are timed by running them through the executor, once per distinct size.
 #include "catch.h"
 #include "models/cluster/cluster_model.h"
-#include "sim/cli/gpu_spec_loader.h"
 #include "test_inference_fixtures.h"
 #include "workloads/inference/comm_timer.h"
 #include "workloads/inference/iteration_cost.h"
@@ -15,20 +14,8 @@ using namespace gcsim::workloads::inference;
 
 namespace {
 
-// No communication: tp = 1 steps have none.
-class NoComm : public CommTimer {
- public:
-  sim::Duration collective(workloads::CollectiveKind, sim::Bytes, const std::vector<int>&) override {
-    return sim::Duration::zero();
-  }
-  sim::Duration p2p(int, int, sim::Bytes) override { return sim::Duration::zero(); }
-};
-
-models::gpu::GpuSpec h100() {
-  auto source = std::make_shared<sim::config::ConfigSource>();
-  sim::config::ConfigReader nowhere(YAML::Node(), "", source, nullptr);
-  return cli::load_gpu_preset("h100-sxm", nowhere, "gpu");
-}
+using test::h100;
+using test::NoComm;
 
 IterationCostConfig llama8b_on_h100() {
   IterationCostConfig c;

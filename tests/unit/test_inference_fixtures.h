@@ -5,17 +5,23 @@
 #include <string>
 #include <vector>
 
-#include "sim/cli/model_spec_loader.h"
+#include "preset_fixtures.h"
+#include "workloads/inference/comm_timer.h"
 #include "workloads/inference/request.h"
 #include "workloads/models/model_spec.h"
 
 namespace gcsim::test {
 
-inline workloads::models::ModelSpec model_preset(const std::string& name) {
-  auto source = std::make_shared<sim::config::ConfigSource>();
-  sim::config::ConfigReader nowhere(YAML::Node(), "", source, nullptr);
-  return cli::load_model_preset(name, nowhere, "model");
-}
+// No communication: tp = 1 steps have none.
+class NoComm : public workloads::inference::CommTimer {
+ public:
+  sim::Duration collective(workloads::CollectiveKind, sim::Bytes, const std::vector<int>&) override {
+    return sim::Duration::zero();
+  }
+  sim::Duration p2p(int, int, sim::Bytes) override { return sim::Duration::zero(); }
+};
+
+inline models::gpu::GpuSpec h100() { return gpu_preset("h100-sxm"); }
 
 // Llama-2-70B (Touvron et al. 2023, Table 1 and the released config.json):
 // Llama 3 70B's shape with a 32,000-token vocabulary and 4,096 context.

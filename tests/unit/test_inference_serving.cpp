@@ -9,7 +9,6 @@
 #include "fabric_fixtures.h"
 #include "models/cluster/cluster_model.h"
 #include "models/network/flow_model.h"
-#include "sim/cli/gpu_spec_loader.h"
 #include "test_inference_fixtures.h"
 #include "workloads/inference/serving_metrics.h"
 #include "workloads/inference/serving_system.h"
@@ -19,19 +18,8 @@ using namespace gcsim::workloads::inference;
 
 namespace {
 
-class NoComm : public CommTimer {
- public:
-  sim::Duration collective(workloads::CollectiveKind, sim::Bytes, const std::vector<int>&) override {
-    return sim::Duration::zero();
-  }
-  sim::Duration p2p(int, int, sim::Bytes) override { return sim::Duration::zero(); }
-};
-
-models::gpu::GpuSpec h100() {
-  auto source = std::make_shared<sim::config::ConfigSource>();
-  sim::config::ConfigReader nowhere(YAML::Node(), "", source, nullptr);
-  return cli::load_gpu_preset("h100-sxm", nowhere, "gpu");
-}
+using test::h100;
+using test::NoComm;
 
 ServingConfig llama8b(SchedulerMode mode) {
   ServingConfig c;

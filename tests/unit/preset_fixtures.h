@@ -1,0 +1,28 @@
+// The built-in GPU and model presets (configs/), loaded as `gcsim` loads
+// them, for tests whose figures follow the shipped presets.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "sim/cli/gpu_spec_loader.h"
+#include "sim/cli/model_spec_loader.h"
+
+namespace gcsim::test {
+
+inline sim::config::ConfigReader nowhere_reader() {
+  auto source = std::make_shared<sim::config::ConfigSource>();
+  return sim::config::ConfigReader(YAML::Node(), "", source, nullptr);
+}
+
+inline models::gpu::GpuSpec gpu_preset(const std::string& name) {
+  auto nowhere = nowhere_reader();
+  return cli::load_gpu_preset(name, nowhere, "gpu");
+}
+
+inline workloads::models::ModelSpec model_preset(const std::string& name) {
+  auto nowhere = nowhere_reader();
+  return cli::load_model_preset(name, nowhere, "model");
+}
+
+}  // namespace gcsim::test
