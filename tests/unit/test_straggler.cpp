@@ -14,8 +14,7 @@
 #include "models/cluster/cluster_model.h"
 #include "models/gpu/gpu_throttle.h"
 #include "models/gpu/kernel_cost_model.h"
-#include "sim/recorder.h"
-#include "sim/replayer.h"
+#include "training_replay.h"
 #include "workloads/training/symmetric_executor.h"
 #include "workloads/training/training_generator.h"
 
@@ -96,11 +95,7 @@ TrainingConfig small_step() {
   return c;
 }
 
-struct Step {
-  TrainingWorkload w;
-  std::vector<sim::OpRecord> records;
-  sim::Time end;
-};
+using Step = test::TrainingStep;
 
 // Every rank simulated (no mirroring), communication free (zero latency,
 // unbounded bandwidth, no SMs held), so that the step is compute and the
@@ -110,7 +105,6 @@ Step run_step(const TrainingConfig& c, const GpuSpec& gpu, const std::map<int, G
   GeneratorOptions o;
   o.mirror = false;
   out.w = generate_training(c, o);
-  sim::Simulator simulator(1);
   models::cluster::ClusterModelConfig cfg;
   cfg.gpu = gpu;
   cfg.rank_gpu = slow;
@@ -121,17 +115,7 @@ Step run_step(const TrainingConfig& c, const GpuSpec& gpu, const std::map<int, G
   cfg.fabric.scale_out_bandwidth = sim::Bandwidth::gb_per_s(1e12);
   cfg.fabric.scale_out_latency = sim::Duration::zero();
   cfg.collective_sms = 0;
-  models::cluster::ClusterModel cluster(simulator, cfg);
-  SymmetricExecutor executor(cluster, out.w);
-  sim::Recorder recorder(*out.w.graph, "", "test");
-  sim::Replayer replayer(simulator, *out.w.graph, executor, recorder);
-  replayer.start();
-  simulator.run();
-  const auto outcome = replayer.outcome();
-  INFO(outcome.stuck);
-  REQUIRE(outcome.complete);
-  out.records = recorder.sorted_records();
-  out.end = outcome.makespan;
+  test::replay_training(out, cfg);
   return out;
 }
 

@@ -6,10 +6,8 @@
 
 #include "catch.h"
 #include "gpu_test_specs.h"
-#include "models/cluster/cluster_model.h"
 #include "sim/cli/model_spec_loader.h"
-#include "sim/recorder.h"
-#include "sim/replayer.h"
+#include "training_replay.h"
 #include "workloads/training/step_breakdown.h"
 #include "workloads/training/symmetric_executor.h"
 #include "workloads/training/training_generator.h"
@@ -37,10 +35,7 @@ workloads::models::ModelSpec small_llama(int layers) {
   return m;
 }
 
-struct Run {
-  TrainingWorkload w;
-  std::vector<sim::OpRecord> records;
-  sim::Time end;
+struct Run : test::TrainingStep {
   BreakdownResult breakdown;
 };
 
@@ -53,7 +48,6 @@ Run run(const TrainingConfig& c, bool mirror, bool free_comm = false, int gpus_p
   o.gpus_per_node = gpus_per_node;
   out.w = generate_training(c, o);
   REQUIRE(workloads::validate(*out.w.graph).empty());
-  sim::Simulator simulator(1);
   models::cluster::ClusterModelConfig cfg;
   cfg.gpu = test::h100_datasheet();
   cfg.num_ranks = c.gpus();
@@ -63,17 +57,7 @@ Run run(const TrainingConfig& c, bool mirror, bool free_comm = false, int gpus_p
   cfg.fabric.scale_out_bandwidth = sim::Bandwidth::gb_per_s(free_comm ? 1e12 : 50);
   cfg.fabric.scale_out_latency = free_comm ? sim::Duration::zero() : sim::us(int64_t{2});
   cfg.collective_sms = free_comm ? 0 : 16;
-  models::cluster::ClusterModel cluster(simulator, cfg);
-  SymmetricExecutor executor(cluster, out.w);
-  sim::Recorder recorder(*out.w.graph, "", "test");
-  sim::Replayer replayer(simulator, *out.w.graph, executor, recorder);
-  replayer.start();
-  simulator.run();
-  const auto outcome = replayer.outcome();
-  INFO(outcome.stuck);
-  REQUIRE(outcome.complete);
-  out.records = recorder.sorted_records();
-  out.end = outcome.makespan;
+  test::replay_training(out, cfg);
   std::vector<int> observed;
   for (int r : out.w.simulated) {
     if (!out.w.graph->program(r).ops.empty()) observed.push_back(r);
