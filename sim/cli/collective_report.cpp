@@ -20,9 +20,8 @@ void configure_collectives(const Scenario& s, models::cluster::ClusterModel& clu
     // model run their collectives as NCCL does on it (algorithm, protocol,
     // channels, links); under `analytical` they keep the closed α-β forms
     // that model stands for (DESIGN.md: "analytical: α-β, no contention").
-    const bool engine_kind = s.workload_kind == "graph" || s.workload_kind == "training" ||
-                             s.workload_kind == "chakra";
-    if (engine_kind && s.network.model != "analytical") {
+    // (Inference sets up its own cluster model: inference_run.cpp.)
+    if (s.network.model != "analytical") {
       models::cluster::CollectiveChoice choice;
       choice.on_network = true;
       cluster.set_collective_choice(choice);

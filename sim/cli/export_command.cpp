@@ -69,7 +69,7 @@ int export_command(const std::string& config_path, const LoadOptions& options,
   }
   const fs::path replay = fs::path(out_dir) / (stem + ".chakra.yaml");
   std::ofstream f(replay);
-  f << replay_config(config_path, used, stem, replay.string(), s.cluster.sustained_clocks);
+  f << replay_config(config_path, used, stem, replay.string(), s.cluster.gpu.at_sustained_clocks);
   if (!f.good()) throw ConfigError("command line", 0, "-o", "cannot write " + replay.string());
 
   out << "gcsim: exported " << config_path << " (" << s.workload_kind << ")\n";

@@ -104,9 +104,9 @@ namespace {
 // iteration is timed as measured on a rested GPU.
 void apply_clocks(Scenario& s) {
   ClusterConfig& c = s.cluster;
-  c.sustained_clocks =
+  const bool sustained =
       c.clocks == "sustained" || (c.clocks == "auto" && s.workload_kind == "training");
-  if (!c.sustained_clocks || c.gpu.sustained_tensor_fraction == 1.0) return;
+  if (!sustained || c.gpu.sustained_tensor_fraction == 1.0) return;
   c.gpu = models::gpu::at_sustained_clocks(c.gpu);
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.3f", c.gpu.sustained_tensor_fraction);

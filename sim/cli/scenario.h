@@ -51,9 +51,9 @@ struct ClusterConfig {
   std::string calibration;  // profile path, "" when none
   // Tensor-core clocks: "sustained" (power-capped steady state), "rested",
   // or "auto" (sustained for training, rested otherwise); see
-  // models/gpu/sustained_clocks.h. `gpu` is already derated when sustained.
+  // models/gpu/sustained_clocks.h. `gpu` is already derated when sustained
+  // (gpu.at_sustained_clocks).
   std::string clocks = "auto";
-  bool sustained_clocks = false;
   std::vector<StragglerConfig> stragglers;  // ascending rank, as written (speed 1 included)
   int total_gpus() const { return nodes * gpus_per_node; }
 };
