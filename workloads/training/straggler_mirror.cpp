@@ -15,11 +15,6 @@ std::map<int, int> straggler_stand_ins(const TrainingConfig& c, const TrainingWo
     return out;
   }
   const RankGrid grid(c.parallel);
-  // Axes the generator mirrored (mirrored_axes, e.g. "tp, cp, dp"): the
-  // simulated rank of a set has coordinate 0 on each.
-  const auto mirrored = [&](const char* axis) {
-    return w.mirrored_axes.find(axis) != std::string::npos;
-  };
   std::set<int> stages;
   for (int r : slow_ranks) {
     if (grid.at(r, Axis::edp) != grid.at(slow_ranks.front(), Axis::edp)) {
@@ -30,10 +25,11 @@ std::map<int, int> straggler_stand_ins(const TrainingConfig& c, const TrainingWo
       *why = "two stragglers in one pipeline stage";
       return {};
     }
+    // The simulated rank of its set: coordinate 0 on every mirrored axis.
     RankGrid::Coord coord = grid.coord(r);
-    if (mirrored("tp")) coord[static_cast<size_t>(Axis::tp)] = 0;
-    if (mirrored("cp")) coord[static_cast<size_t>(Axis::cp)] = 0;
-    if (mirrored("dp")) coord[static_cast<size_t>(Axis::edp)] = 0;
+    for (size_t a = 0; a < kAxes; ++a) {
+      if (w.mirrored_axis[a]) coord[a] = 0;
+    }
     const int stand_in = grid.rank(coord);
     if (!std::binary_search(w.simulated.begin(), w.simulated.end(), stand_in)) {
       *why = "its stage's mirror is not simulated";

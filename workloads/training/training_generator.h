@@ -17,6 +17,7 @@
 // run equal to the full one.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -45,6 +46,8 @@ struct TrainingWorkload {
   std::vector<int> simulated;     // ranks that run programs, ascending
   bool mirrored = false;          // some axes mirrored
   std::string mirrored_axes;      // e.g. "tp, cp, dp"
+  // Per Axis: whether its coordinate is mirrored (simulated ranks have 0).
+  std::array<bool, kAxes> mirrored_axis{};
   std::string mirror_note;        // why the shortcut is off, or ""
   // (rank << 16 | comm slot) -> every rank a reduced collective stands for.
   std::unordered_map<uint64_t, std::vector<int>> widened_groups;
