@@ -72,6 +72,15 @@ void Scheduler::reject(Request* r, StepPlan& plan) {
   ++plan.rejected;
 }
 
+void Scheduler::admit_head(Request* r, int64_t hit, int64_t n, StepPlan& plan) {
+  waiting_.pop_front();
+  if (r->preemptions == 0) r->cached_tokens = hit;
+  r->num_computed = hit;
+  r->state = RequestState::running;
+  running_.push_back(r);
+  plan.add(r, n, 0, false);
+}
+
 void Scheduler::preempt(Request* r, StepPlan& plan) {
   remove_running(r);
   ++preemptions_;

@@ -116,6 +116,9 @@ class Scheduler {
   int64_t wanted_tokens(const Request& r) const;
   bool is_decode(const Request& r) const;
   void reject(Request* r, StepPlan& plan);
+  // Moves the head of waiting_ (`r`, its blocks allocated) to running_ with
+  // `hit` prefix-cached tokens, and plans `n` of its prompt tokens.
+  void admit_head(Request* r, int64_t hit, int64_t n, StepPlan& plan);
 
   SchedulerConfig config_;
   KvCacheManager& kv_;

@@ -36,12 +36,7 @@ void SchedulerV0::schedule_prefills(StepPlan& plan) {
     if (kv_.free_blocks() - need < watermark) break;  // AllocStatus.LATER
     if (n > budget || seqs + 1 > config_.max_num_seqs) break;
     kv_.allocate(*r, r->num_tokens(), hit, r->num_tokens());
-    waiting_.pop_front();
-    if (r->preemptions == 0) r->cached_tokens = hit;
-    r->num_computed = hit;
-    r->state = RequestState::running;
-    running_.push_back(r);
-    plan.add(r, n, 0, false);
+    admit_head(r, hit, n, plan);
     budget -= n;
     ++seqs;
   }

@@ -72,12 +72,7 @@ StepPlan SchedulerV1::schedule() {
     if (!config_.enable_chunked_prefill && n > budget) break;
     n = std::min(n, budget);
     if (!kv_.allocate(*r, hit + n, hit, hit + n)) break;
-    waiting_.pop_front();
-    if (r->preemptions == 0) r->cached_tokens = hit;
-    r->num_computed = hit;
-    r->state = RequestState::running;
-    running_.push_back(r);
-    plan.add(r, n, 0, false);
+    admit_head(r, hit, n, plan);
     budget -= n;
   }
   return plan;
