@@ -34,6 +34,17 @@ Fabric switch_ring(int n) {
   return f;
 }
 
+// PFC without DCQCN on small buffers (512 KiB, Xoff 64 KiB, Xon 32 KiB), so
+// that pauses spread within microseconds.
+PacketConfig small_buffer_pfc() {
+  PacketConfig cfg;
+  cfg.dcqcn.enabled = false;
+  cfg.buffer = sim::KiB(512);
+  cfg.pfc.xoff = sim::KiB(64);
+  cfg.pfc.xon = sim::KiB(32);
+  return cfg;
+}
+
 }  // namespace
 
 TEST_CASE("PFC deadlock on a ring is detected, reported and the run ends", "[packet][deadlock]") {
@@ -47,11 +58,7 @@ TEST_CASE("PFC deadlock on a ring is detected, reported and the run ends", "[pac
   Routing r(f, 1);
   for (int i = 0; i < 6; ++i) REQUIRE(r.ecmp_path({i, (i + 2) % 6, 0}).size() == 4);
   sim::Simulator sim;
-  PacketConfig cfg;
-  cfg.dcqcn.enabled = false;
-  cfg.buffer = sim::KiB(512);
-  cfg.pfc.xoff = sim::KiB(64);
-  cfg.pfc.xon = sim::KiB(32);
+  const PacketConfig cfg = small_buffer_pfc();
   PacketModel m(sim, f, r, cfg);
   int completed = 0;
   for (int i = 0; i < 6; ++i) m.start({i, (i + 2) % 6, sim::MiB(16)}, [&] { ++completed; });
@@ -82,11 +89,7 @@ TEST_CASE("the same ring without a cycle of waits does not deadlock", "[packet][
   Fabric f = switch_ring(6);
   Routing r(f, 1);
   sim::Simulator sim;
-  PacketConfig cfg;
-  cfg.dcqcn.enabled = false;
-  cfg.buffer = sim::KiB(512);
-  cfg.pfc.xoff = sim::KiB(64);
-  cfg.pfc.xon = sim::KiB(32);
+  const PacketConfig cfg = small_buffer_pfc();
   PacketModel m(sim, f, r, cfg);
   int completed = 0;
   for (int i = 0; i < 6; ++i) m.start({i, (i + 1) % 6, sim::MiB(4)}, [&] { ++completed; });
