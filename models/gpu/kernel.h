@@ -69,6 +69,10 @@ struct MemoryOpShape {
   int inputs = 1;          // elementwise: tensors read (gelu 1, add 2)
   double flops_per_element = 1.0;
   Dtype dtype = Dtype::bf16;
+  // elementwise only: HBM bytes moved per element when the tensors differ in
+  // type (an optimizer pass reading an fp16 gradient and writing fp32); 0 =
+  // (inputs + 1) x the dtype's size.
+  double bytes_per_element = 0.0;
 };
 
 }  // namespace gcsim::models::gpu

@@ -155,7 +155,8 @@ KernelDesc attention_kernel(const GpuSpec& spec, const AttentionShape& s) {
 }
 
 KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
-  if (s.elements < 0 || s.rows < 0 || s.cols < 0 || s.inputs < 0 || s.flops_per_element < 0) {
+  if (s.elements < 0 || s.rows < 0 || s.cols < 0 || s.inputs < 0 || s.flops_per_element < 0 ||
+      s.bytes_per_element < 0) {
     throw std::invalid_argument("memory op: sizes must be >= 0");
   }
   KernelDesc k;
@@ -167,7 +168,8 @@ KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
   switch (s.kind) {
     case MemoryOpKind::elementwise:
       elements = static_cast<double>(s.elements);
-      bytes = (s.inputs + 1.0) * elements * dtype_bytes(s.dtype);
+      bytes = s.bytes_per_element > 0.0 ? s.bytes_per_element * elements
+                                        : (s.inputs + 1.0) * elements * dtype_bytes(s.dtype);
       flops = s.flops_per_element * elements;
       what = "elementwise";
       break;

@@ -88,6 +88,9 @@ void read_optimizer(ConfigReader& w, TrainingConfig& c) {
   const std::string state = o.get_choice("state_dtype", {"fp32", "bf16"}, std::string("fp32"),
                                          "Adam m and v (DeepSeek-V3 keeps them in bf16)");
   c.optimizer.state_bytes = 4.0 + (state == "fp32" ? 8.0 : 4.0);  // master weight + m + v
+  c.optimizer.grad_clip = o.get_double("grad_clip", 1.0,
+                                       "gradient global-norm clip (Megatron-LM's default 1.0; 0 = off)");
+  if (c.optimizer.grad_clip < 0) o.fail("grad_clip", "must be >= 0 (0 turns clipping off)");
   o.finish();
 }
 

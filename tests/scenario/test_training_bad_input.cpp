@@ -80,3 +80,7 @@ TEST_CASE("training bad input: unknown keys and placement", "[cli][training]") {
   expect_bad({"train_unknown_key.yaml", 12, "workload.parallelism.tensor_parallel", {"unknown key"}});
   expect_bad({"train_order.yaml", 12, "workload.parallelism.order", {"'xp'"}});
 }
+
+TEST_CASE("training bad input: optimizer settings", "[cli][training]") {
+  expect_bad({"train_grad_clip.yaml", 14, "workload.optimizer.grad_clip", {"must be >= 0"}});
+}

@@ -12,6 +12,7 @@
 #include "models/gpu/gpu_spec.h"
 #include "models/gpu/hbm.h"
 #include "models/gpu/kernel_cost_model.h"
+#include "preset_fixtures.h"
 
 namespace gpu = gcsim::models::gpu;
 namespace sim = gcsim::sim;
@@ -191,6 +192,14 @@ TEST_CASE("memory ops move each tensor once, grid-stride tiles", "[gpu]") {
   CHECK(n.total_bytes() == Approx(268'435'456.0));
   CHECK(n.tiles == 132);
 
+  // Mixed types (an fp16 gradient read, an fp32 copy written): the bytes
+  // per element are given, 2 + 4 = 6.
+  gpu::MemoryOpShape widen;
+  widen.kind = gpu::MemoryOpKind::elementwise;
+  widen.elements = 1 << 20;
+  widen.bytes_per_element = 6;
+  CHECK(gpu::memory_kernel(h100, widen).total_bytes() == Approx(6.0 * (1 << 20)));
+
   gpu::MemoryOpShape tiny;
   tiny.kind = gpu::MemoryOpKind::memcpy;
   tiny.elements = 10;
@@ -228,4 +237,18 @@ TEST_CASE("fp32 GEMM runs on the CUDA cores", "[gpu]") {
   const gpu::KernelDesc t =
       gpu::gemm_kernel_with_tile(h100, {4096, 4096, 4096, 1, gpu::Dtype::fp32}, {128, 256});
   CHECK(within_ps(gpu::tile_cost(h100, t, 132).compute, 661'072'392, 2));
+}
+
+TEST_CASE("A100 preset: the published maximum achievable matmul rate at its best shape",
+          "[gpu][a100]") {
+  // S. Bekman, ml-engineering, "Maximum Achievable Matmul FLOPS comparison
+  // table" (mamf-finder.py, CUDA 12.1): A100 SXM 267.9 TF/s bf16 at
+  // 6912x16384x2048, 85.9% of 312. The preset's tensor efficiency is
+  // anchored to it (rested clocks: a short measurement).
+  const gpu::GpuSpec a100 = gcsim::test::gpu_preset("a100-sxm-80gb");
+  const int64_t m = 6912, n = 16384, k = 2048;
+  const gpu::KernelDesc g = gpu::gemm_kernel(a100, {m, n, k, 1, gpu::Dtype::bf16});
+  const double seconds = gpu::isolated_time(a100, g, a100.sm_count).seconds();
+  const double tflops = 2.0 * m * n * k / seconds / 1e12;
+  CHECK(tflops == Approx(267.9).epsilon(0.01));
 }

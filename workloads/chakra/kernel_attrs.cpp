@@ -65,6 +65,7 @@ struct Writer {
     add_int(n, "gcsim_cols", s.cols);
     add_int(n, "gcsim_inputs", s.inputs);
     add_double(n, "gcsim_flops_per_element", s.flops_per_element);
+    if (s.bytes_per_element > 0.0) add_double(n, "gcsim_bytes_per_element", s.bytes_per_element);
     dtype(s.dtype);
   }
 };
@@ -136,6 +137,7 @@ std::optional<ComputeOp> read_kernel_shape(const ChakraProtoMsg::Node& n) {
     s.cols = int_attr(n, "gcsim_cols").value_or(0);
     s.inputs = static_cast<int>(int_attr(n, "gcsim_inputs").value_or(1));
     s.flops_per_element = number_attr(n, "gcsim_flops_per_element").value_or(1.0);
+    s.bytes_per_element = number_attr(n, "gcsim_bytes_per_element").value_or(0.0);
     s.dtype = need_dtype(n);
     return ComputeOp{s};
   }

@@ -6,6 +6,7 @@
 #include "workloads/estimate/model_estimate.h"
 #include "workloads/models/model_formulas.h"
 #include "workloads/training/memory_model.h"
+#include "workloads/training/optimizer_step.h"
 #include "workloads/training/pipeline_schedule.h"
 
 namespace gcsim::workloads::estimate {
@@ -158,20 +159,31 @@ TrainingTimeEstimate estimate_training_time(const wt::TrainingConfig& c, const g
   e.bubble_fraction = bubble_fraction_line(p.schedule, p.pp, p.virtual_stages, c.micro_batches());
   e.bubble = make_line("bubble", p.pp > 1 ? e.bubble_fraction.value * compute : 0.0, Unit::seconds,
                        "fraction x compute = " + num(e.bubble_fraction.value) + " x " + num(compute));
-  // Adam over this GPU's shard: reads gradient, master weight, m, v; writes
-  // the three fp32 states: 28 bytes per parameter through HBM.
+  // The optimizer step's HBM passes (workloads/training/optimizer_step.h)
+  // over this GPU's shard of the optimizer and the gradients it holds.
   const wt::PipelinePlan plan = wt::build_pipeline(p.schedule, p.pp, p.virtual_stages, static_cast<int>(mb));
   // Mean over pipeline ranks, as the breakdown averages its observed ranks.
-  const bool sharded = c.optimizer.zero_stage >= 1;
-  double local = 0;
-  for (int r = 0; r < p.pp; ++r) {
-    const auto rp = wt::rank_params(c, plan, r);
-    local += (rp.dense / (sharded ? p.dp * p.cp : 1) +
-              rp.expert / (sharded ? std::max(1, p.dp / p.ep) * p.cp : 1)) / p.pp;
+  auto mean_params = [&](bool sharded) {
+    double n = 0;
+    for (int r = 0; r < p.pp; ++r) {
+      const auto rp = wt::rank_params(c, plan, r);
+      n += (rp.dense / (sharded ? p.dp * p.cp : 1) +
+            rp.expert / (sharded ? std::max(1, p.dp / p.ep) * p.cp : 1)) / p.pp;
+    }
+    return n;
+  };
+  const double shard = mean_params(c.optimizer.zero_stage >= 1);
+  const double held = mean_params(c.optimizer.zero_stage >= 2);
+  double bytes = 0;
+  std::string terms;
+  for (const wt::OptimizerPass& pass : wt::optimizer_passes(c.optimizer, c.precision)) {
+    bytes += pass.bytes() * (pass.over_shard ? shard : held);
+    terms += (terms.empty() ? "" : " + ") + num(pass.bytes()) + (pass.over_shard ? "" : " (held)");
   }
   const double hbm = g.hbm_bandwidth.bytes_per_s() * g.efficiency.hbm;
-  e.optimizer = make_line("optimizer step", 28.0 * local / std::max(1.0, hbm), Unit::seconds,
-                          "28 B x local params / HBM rate = 28 x " + num(local) + " / " + num(hbm));
+  e.optimizer = make_line("optimizer step", bytes / std::max(1.0, hbm), Unit::seconds,
+                          "(" + terms + ") B x params / HBM rate = " + num(bytes) + " B over " +
+                              num(shard) + " shard params / " + num(hbm));
   double exposed = 0;
   for (const auto& l : e.exposed) exposed += l.value;
   const double step = compute + e.bubble.value + e.optimizer.value + exposed;

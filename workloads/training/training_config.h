@@ -55,6 +55,7 @@ struct OptimizerConfig {
   double weight_bytes = 2.0;  // working copy of a parameter (fp16/bf16)
   double grad_bytes = 2.0;    // gradient per parameter
   double state_bytes = 12.0;  // Adam: fp32 master weight + m + v
+  double grad_clip = 1.0;     // global-norm clipping threshold; 0 = no norm pass
 };
 
 struct TrainingConfig {

@@ -9,6 +9,7 @@
 
 #include "workloads/models/model_formulas.h"
 #include "workloads/training/layer_kernels.h"
+#include "workloads/training/optimizer_step.h"
 
 namespace gcsim::workloads::training {
 
@@ -495,18 +496,23 @@ class ProgramBuilder {
                       kSlotEmbedding, em_->streams().dp, OpCategory::pp, {last_dp_});
       }
     }
-    // Adam on this rank's shard: reads gradient, master weight, m and v
-    // (fp32), writes the three back: 28 bytes per parameter.
+    // The mixed-precision step's HBM passes (optimizer_step.h): over this
+    // rank's optimizer shard, or over every gradient it holds.
     const bool sharded = c_.optimizer.zero_stage >= 1;
-    const double local = params.dense / (sharded ? dp_full_ : 1) +
+    const bool grads_sharded = c_.optimizer.zero_stage >= 2;
+    const double shard = params.dense / (sharded ? dp_full_ : 1) +
                          params.expert / (sharded ? edp_full_ : 1);
-    gcsim::models::gpu::MemoryOpShape adam;
-    adam.kind = gcsim::models::gpu::MemoryOpKind::elementwise;
-    adam.elements = std::max<int64_t>(1, static_cast<int64_t>(std::llround(local)));
-    adam.inputs = 6;
-    adam.flops_per_element = 12;
-    adam.dtype = gcsim::models::gpu::Dtype::fp32;
-    em_->kernel("optimizer step", adam, OpCategory::optimizer, {last_dp_});
+    const double held = params.dense / (grads_sharded ? dp_full_ : 1) +
+                        params.expert / (grads_sharded ? edp_full_ : 1);
+    for (const OptimizerPass& pass : optimizer_passes(c_.optimizer, c_.precision)) {
+      gcsim::models::gpu::MemoryOpShape shape;
+      shape.kind = gcsim::models::gpu::MemoryOpKind::elementwise;
+      shape.elements = std::max<int64_t>(1, std::llround(pass.over_shard ? shard : held));
+      shape.bytes_per_element = pass.bytes();
+      shape.flops_per_element = pass.flops;
+      shape.dtype = gcsim::models::gpu::Dtype::fp32;
+      em_->kernel("optimizer " + pass.name, shape, OpCategory::optimizer, {last_dp_});
+    }
     const int stage = c_.optimizer.zero_stage;
     if (stage == 1 || stage == 2) {
       const double w = c_.optimizer.weight_bytes;

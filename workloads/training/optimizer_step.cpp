@@ -1,0 +1,27 @@
+#include "workloads/training/optimizer_step.h"
+
+namespace gcsim::workloads::training {
+
+namespace {
+constexpr double kFp32 = 4.0;  // bytes: main gradient and master weight
+}  // namespace
+
+std::vector<OptimizerPass> optimizer_passes(const OptimizerConfig& o, Precision precision) {
+  const double g = o.grad_bytes;
+  std::vector<OptimizerPass> passes;
+  // The gradient buffers are zeroed before the next accumulation.
+  passes.push_back({"zero gradients", 0.0, g, false, 0.0});
+  // Gradients accumulated in 16 bits are copied to fp32 main gradients;
+  // fp32 accumulation (grad_dtype: fp32) uses its buffer in place.
+  if (g < kFp32) passes.push_back({"gradients to fp32", g, kFp32, true, 1.0});
+  // fp16's dynamic loss scale: divide by the scale and look for inf/NaN.
+  if (precision == Precision::fp16) passes.push_back({"unscale + inf check", kFp32, kFp32, true, 2.0});
+  if (o.grad_clip > 0) passes.push_back({"gradient norm", kFp32, 0.0, true, 2.0});
+  // Adam reads the gradient and its states (master weight, m, v) and writes
+  // the states back.
+  passes.push_back({"adam", kFp32 + o.state_bytes, o.state_bytes, true, 12.0});
+  passes.push_back({"master to model weights", kFp32, o.weight_bytes, true, 1.0});
+  return passes;
+}
+
+}  // namespace gcsim::workloads::training

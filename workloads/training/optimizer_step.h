@@ -1,0 +1,42 @@
+// The HBM passes of one mixed-precision optimizer step, as Megatron-LM's
+// fp16/bf16 optimizers (Float16OptimizerWithFloat16Params and the distributed
+// optimizer) run them once per iteration. All are memory-bound: time = bytes
+// through HBM. The generator emits one kernel per pass and `gcsim explain`
+// sums the same list, so both use one definition.
+//
+// Per parameter, with 2-byte gradients, fp32 master weights and fp32 Adam
+// states (the defaults), fp16 with dynamic loss scaling:
+//   zero gradients            write 2                      (every held gradient)
+//   gradients to fp32 main    read 2,  write 4             (optimizer shard)
+//   unscale + inf check       read 4,  write 4             (fp16 only)
+//   gradient norm             read 4                       (grad_clip > 0)
+//   Adam                      read 4 + 12, write 12        (grad, master, m, v)
+//   master to model weights   read 4,  write 2
+// = 54 B per parameter (bf16: 46, no loss scaling); Adam alone is 28.
+// Not modelled: the clip's scaling pass (only when the norm exceeds the
+// threshold) and the scalar all-reduces of the norm and the inf flag over
+// the model-parallel group (latency only, a few tens of microseconds).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "workloads/training/training_config.h"
+
+namespace gcsim::workloads::training {
+
+struct OptimizerPass {
+  std::string name;
+  double read_bytes = 0;   // per parameter
+  double write_bytes = 0;  // per parameter
+  // true: over the parameters whose optimizer state this rank owns (its
+  // ZeRO shard); false: over every gradient the rank holds.
+  bool over_shard = true;
+  double flops = 0;  // per parameter (vector work; it never bounds these passes)
+
+  double bytes() const { return read_bytes + write_bytes; }
+};
+
+std::vector<OptimizerPass> optimizer_passes(const OptimizerConfig& o, Precision precision);
+
+}  // namespace gcsim::workloads::training
