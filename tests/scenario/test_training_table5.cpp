@@ -6,19 +6,24 @@
 // configs/studies/korthikanti-table5.yaml, run here through `gcsim sweep`.
 //
 // The target is every case within 10% and a mean error of at most
-// 5%. Today (network flow: TP/SP collectives on the NCCL collective engine,
-// ~210 GB/s ring busbw on 8 A100; tensor work at sustained clocks, the
-// a100-sxm-80gb preset's 0.80 tensor efficiency x 0.854, a power-cap
-// fraction measured on an H100 and only assumed for the A100):
-//   22B  -3.9% / -0.9%, 175B +1.3% / +3.5%, 530B +4.9% / +7.1%,
-//   1T +11.3% / +10.9% (SP+selective / full): mean 5.5%, max 11.3%.
-// The error grows with model size: the 1T's bubble is 15-16% of the step,
-// (p-1)/m = 12.3% plus the last stage's LM head (+6% work on a 2-layer
-// stage), and one flat tensor efficiency ignores the A100's better
-// efficiency on the 1T's larger GEMMs (no A100 profile to fit it from).
-// Rested clocks (cluster.clocks: rested) put every case fast, mean 8.0%.
-// This test pins today's figures so that a change in them is seen; the
-// bounds below are what holds today, not the target.
+// 5%, below the analytical model Calculon's 3.65% mean (8.87% max). Today
+// (network flow: TP/SP collectives on the NCCL collective engine; the
+// a100-sxm-80gb preset's 16-bit tensor efficiency anchored to the published
+// A100 maximum achievable matmul rate, 267.9 TF/s; tensor work at sustained
+// clocks, x0.854, a power-cap fraction measured on an H100 and only assumed
+// for the A100; Megatron's mixed-precision optimizer passes, 54 B per
+// parameter):
+//   22B -5.4% / -3.4%, 175B -5.4% / -3.2%, 530B -3.0% / -0.8%,
+//   1T +2.8% / +2.4% (SP+selective / full): mean 3.3%, max 5.4%.
+// What is left grows with model size: the small models run fast and the
+// 1T slow. In the 22B (one micro-batch of 4) the 48 layers take 0.95 s
+// (7.1 ms forward, 12.6 ms backward each with SP + selective) and the rest
+// of the iteration 0.09 s (optimizer 0.08 s, embedding and head 0.01 s);
+// candidates for the missing 0.06 s are the loss's fp32 passes over the
+// logits (modelled as one kernel) and multi-tensor optimizer kernels that
+// run below streaming bandwidth. Neither is measured here.
+// The 1T's bubble is 15-16% of the step: (p-1)/m = 12.3% plus the last
+// stage's LM head (+8% work on a 2-layer stage), which paces the pipeline.
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -91,14 +96,18 @@ TEST_CASE("Korthikanti et al. Table 5: iteration times of GPT 22B-1T on A100",
     sum += std::fabs(error);
     worst = std::max(worst, std::fabs(error));
     ++cases;
-    // Today: from 3.9% fast (22B) to 11.3% slow (1T).
-    CHECK(error > -0.05);
-    CHECK(error < 0.12);
+    // The target: every case within 10%. Today: from 5.4% fast (22B,
+    // 175B) to 2.8% slow (1T).
+    CHECK(std::fabs(error) < 0.10);
+    CHECK(error > -0.06);
+    CHECK(error < 0.04);
   }
   const double mean = sum / cases;
   INFO("Korthikanti Table 5 with the shipped A100 preset: mean |error| " << 100 * mean
                                                                           << "%, max " << 100 * worst
                                                                           << "%\n" << table.str());
   CHECK(cases == 8);
-  CHECK(mean < 0.06);
+  CHECK(mean <= 0.05);    // the target
+  CHECK(mean < 0.0365);   // Calculon's mean on the same eight
+
 }
