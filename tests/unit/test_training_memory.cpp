@@ -121,3 +121,30 @@ TEST_CASE("DualPipe holds two stages' parameters", "[training][memory]") {
   // Rank 3 (a middle rank, no embedding or head): stages 3 and 4.
   CHECK(rank_params(c, dual, 3).total() == Approx(2 * rank_params(c, one, 3).total()));
 }
+
+TEST_CASE("FP8 training keeps the Linear layers' inputs in one byte", "[training][memory]") {
+  // TransformerEngine and DeepSeek-V3 (section 3.3) save the FP8 copy each
+  // GEMM read for its weight gradient; the norms' inputs (the residual
+  // stream), attention's Q, K, V and the activation function's input stay
+  // 16-bit. GPT-3 175B layer at TP 8, no SP, flash attention, b = 1:
+  // the four Linear inputs shrink from 2 to 1 byte each,
+  //   attention norm output  T h       = 2048 x 12288
+  //   output-proj input      T h / t
+  //   MLP norm output        T h
+  //   FC2 input              T 4h / t
+  // = 2048 x 12288 x (1 + 1/8 + 1 + 4/8) = 66,060,288 bytes less.
+  TrainingConfig c;
+  c.model = preset("gpt3-175b");
+  c.parallel.tp = 8;
+  c.batch.micro = 1;
+  c.precision = Precision::bf16;
+  const double bf16 = layer_activation_bytes(c, 0);
+  c.precision = Precision::fp8;
+  const double fp8 = layer_activation_bytes(c, 0);
+  CHECK(bf16 - fp8 == Approx(66'060'288.0));
+  // Full recompute keeps only the layer input (the residual stream): no change.
+  c.recompute = Recompute::full;
+  const double fp8_full = layer_activation_bytes(c, 0);
+  c.precision = Precision::bf16;
+  CHECK(layer_activation_bytes(c, 0) == fp8_full);
+}

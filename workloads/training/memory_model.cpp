@@ -63,10 +63,13 @@ double layer_activation_bytes(const TrainingConfig& c, int layer, double expert_
   const double T = x.tokens, h = static_cast<double>(m.hidden);
   const bool drop = m.dropout > 0.0;
   if (c.recompute == Recompute::full) return x.rep(kAct * T * h);
+  // An activation kept for a Linear layer's backward: FP8 training keeps the
+  // quantized copy the GEMM read (TransformerEngine; DeepSeek-V3 §3.3), 1 B.
+  const double lin = c.precision == Precision::fp8 ? 1.0 : kAct;
 
   double bytes = 0;
   // Attention block: the norm's input and output (the projections' input).
-  bytes += x.rep(2.0 * kAct * T * h);
+  bytes += x.rep((kAct + lin) * T * h);
   const double heads = m.heads;
   double v_width = static_cast<double>(m.kv_width());
   double k_width = static_cast<double>(m.kv_width());
@@ -75,9 +78,9 @@ double layer_activation_bytes(const TrainingConfig& c, int layer, double expert_
     const auto& a = m.mla;
     // Compressed query and key/value with their norms' inputs and outputs
     // (the down-projections are replicated over TP).
-    bytes += x.rep(2.0 * kAct * T * static_cast<double>(a.q_lora_rank));
+    bytes += x.rep((kAct + lin) * T * static_cast<double>(a.q_lora_rank));
     bytes += x.rep(kAct * T * static_cast<double>(a.kv_lora_rank + a.qk_rope_head_dim));
-    bytes += x.rep(kAct * T * static_cast<double>(a.kv_lora_rank));
+    bytes += x.rep(lin * T * static_cast<double>(a.kv_lora_rank));
     k_width = static_cast<double>(m.q_width());
     out_width = heads * static_cast<double>(a.v_head_dim);
   }
@@ -92,23 +95,23 @@ double layer_activation_bytes(const TrainingConfig& c, int layer, double expert_
   } else {
     bytes += x.shard(4.0 * heads * T);  // fp32 log-sum-exp per query row
   }
-  bytes += x.shard(kAct * T * out_width);  // output projection input
+  bytes += x.shard(lin * T * out_width);  // output projection input
   if (drop) bytes += x.rep(kMask * T * h);
 
   // MLP block: norm input and output.
-  bytes += x.rep(2.0 * kAct * T * h);
+  bytes += x.rep((kAct + lin) * T * h);
   const double fc1_outputs = m.mlp == MlpKind::swiglu ? 2.0 : 1.0;  // gate and up
   if (m.is_moe_layer(layer)) {
     const auto& e = m.moe;
     const double routed = T * e.top_k * expert_load;  // token copies this GPU's experts get
     const double f = static_cast<double>(e.expert_ffn_hidden);
     bytes += x.rep(4.0 * T * e.experts);                      // fp32 router probabilities
-    bytes += x.rep(2.0 * kAct * routed * h);                  // dispatched inputs, outputs
-    bytes += x.shard(kAct * routed * f * (fc1_outputs + 1.0));  // expert hidden
-    bytes += x.shard(kAct * T * e.shared_experts * f * (fc1_outputs + 1.0));
+    bytes += x.rep((lin + kAct) * routed * h);                // dispatched inputs, outputs
+    bytes += x.shard(routed * f * (kAct * fc1_outputs + lin));  // expert hidden
+    bytes += x.shard(T * e.shared_experts * f * (kAct * fc1_outputs + lin));
   } else {
     const double f = static_cast<double>(m.ffn_hidden);
-    bytes += x.shard(kAct * T * f * (fc1_outputs + 1.0));  // FC1 output, FC2 input
+    bytes += x.shard(T * f * (kAct * fc1_outputs + lin));  // FC1 output, FC2 input
   }
   if (drop) bytes += x.rep(kMask * T * h);
   return bytes;
