@@ -8,6 +8,8 @@
 #include "gpu_test_specs.h"
 #include "sim/cli/model_spec_loader.h"
 #include "training_replay.h"
+#include "workloads/models/model_formulas.h"
+#include "workloads/training/memory_model.h"
 #include "workloads/training/step_breakdown.h"
 #include "workloads/training/symmetric_executor.h"
 #include "workloads/training/training_generator.h"
@@ -268,4 +270,36 @@ TEST_CASE("training: layers per stage with the fewer_at_ends remainder policy",
   CHECK(ds[0] == 3);
   CHECK(ds[15] == 3);
   CHECK(ds[1] == 3);
+}
+
+TEST_CASE("training: interleaved schedule with an uneven layer split", "[training][generator]") {
+  // 30 layers over pp 4 x v 2 = 8 model chunks: ceil(30/8) = 4 each, the
+  // two missing taken from the first and last chunks: 3 4 4 4 4 4 4 3.
+  // Rank r holds chunks r and r + 4: rank 0 and rank 3 hold 7 layers,
+  // ranks 1 and 2 hold 8.
+  TrainingConfig c;
+  c.model = small_llama(30);
+  c.parallel.pp = 4;
+  c.parallel.schedule = Schedule::interleaved;
+  c.parallel.virtual_stages = 2;
+  c.batch = {8, 1};
+  CHECK(check_strategy(c, 4).key == "parallelism.pp");  // the even split is refused
+  c.parallel.layer_split = LayerSplit::fewer_at_ends;
+  REQUIRE(!check_strategy(c, 4));
+  CHECK(split_layers(30, 8) == std::vector<int>{3, 4, 4, 4, 4, 4, 4, 3});
+  const PipelinePlan plan = build_pipeline(c.parallel.schedule, 4, 2, 8);
+  const auto stages = model_stage_layers(c, plan);
+  REQUIRE(stages.size() == 8);
+  CHECK(stages[4].first == 15);  // rank 0's second chunk starts after 3 + 4 x 3 layers
+  CHECK(stages[7].count == 3);
+  // Per-rank parameters follow the layers: rank 1 (8 layers, no
+  // embedding) holds 8/7 of rank 0's layers, less rank 0's embedding.
+  const auto counts = workloads::models::count_params(c.model);
+  const double layer = counts.dense_layer.total();
+  CHECK(rank_params(c, plan, 1).total() == Approx(8 * layer));
+  CHECK(rank_params(c, plan, 0).total() == Approx(7 * layer + counts.embedding + counts.position));
+  // The step runs, and the lighter end ranks idle more than the middle.
+  const Run r = run(c, true, true);
+  CHECK(r.end > sim::Time::zero());
+  CHECK(r.breakdown.per_rank.size() == 4);
 }

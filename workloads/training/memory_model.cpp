@@ -119,11 +119,10 @@ double layer_activation_bytes(const TrainingConfig& c, int layer, double expert_
 
 std::vector<StageLayers> model_stage_layers(const TrainingConfig& c, const PipelinePlan& plan) {
   std::vector<int> counts;
-  if (plan.model_stages == c.parallel.pp) {
-    counts = stage_layers(c);
-  } else {
-    counts.assign(static_cast<size_t>(plan.model_stages), c.model.layers / plan.model_stages);
-  }
+  // Interleaved: model stage k is chunk k / pp of rank k % pp; an uneven
+  // split takes the missing layers from the first and last chunks, which
+  // hold the embedding and the head.
+  counts = split_layers(c.model.layers, plan.model_stages);
   std::vector<StageLayers> out;
   int first = 0;
   for (int n : counts) {

@@ -24,22 +24,23 @@ const char* recompute_name(Recompute r) {
   return "?";
 }
 
-std::vector<int> stage_layers(const TrainingConfig& c) {
-  const int pp = c.parallel.pp, layers = c.model.layers;
-  std::vector<int> split(static_cast<size_t>(pp), layers / pp);
-  if (layers % pp == 0) return split;
+std::vector<int> split_layers(int layers, int stages) {
+  std::vector<int> split(static_cast<size_t>(stages), layers / stages);
+  if (layers % stages == 0) return split;
   // ceil per stage, then the surplus comes off the ends: first, last,
   // second, second-to-last, ...
-  const int per = (layers + pp - 1) / pp;
+  const int per = (layers + stages - 1) / stages;
   std::fill(split.begin(), split.end(), per);
-  int surplus = per * pp - layers;
+  int surplus = per * stages - layers;
   for (int i = 0; surplus > 0; ++i) {
-    const int stage = (i % 2 == 0) ? i / 2 : pp - 1 - i / 2;
+    const int stage = (i % 2 == 0) ? i / 2 : stages - 1 - i / 2;
     --split[static_cast<size_t>(stage)];
     --surplus;
   }
   return split;
 }
+
+std::vector<int> stage_layers(const TrainingConfig& c) { return split_layers(c.model.layers, c.parallel.pp); }
 
 StrategyProblem check_strategy(const TrainingConfig& c, int cluster_gpus) {
   const auto s = [](int64_t v) { return std::to_string(v); };
@@ -113,10 +114,16 @@ StrategyProblem check_strategy(const TrainingConfig& c, int cluster_gpus) {
       if (p.virtual_stages < 2) {
         return {"parallelism.virtual_stages", "interleaved needs virtual_stages >= 2"};
       }
-      if (p.layer_split != LayerSplit::even || m.layers % (p.pp * p.virtual_stages) != 0) {
+      if (p.layer_split == LayerSplit::even && m.layers % (p.pp * p.virtual_stages) != 0) {
         return {"parallelism.virtual_stages",
                 "pp x virtual_stages (" + s(p.pp * p.virtual_stages) +
-                    ") must divide the layers (" + s(m.layers) + ") for the interleaved schedule"};
+                    ") must divide the layers (" + s(m.layers) +
+                    ") for the interleaved schedule, or set parallelism.layer_split: fewer_at_ends"};
+      }
+      if (m.layers < p.pp * p.virtual_stages) {
+        return {"parallelism.virtual_stages",
+                "pp x virtual_stages (" + s(p.pp * p.virtual_stages) + ") exceeds the layers (" +
+                    s(m.layers) + "): a model chunk would be empty"};
       }
       if (mb % p.pp != 0) {
         return {"batch.global", "the interleaved schedule needs the micro-batches per pipeline (" +

@@ -84,7 +84,10 @@ struct StrategyProblem {
 };
 StrategyProblem check_strategy(const TrainingConfig& c, int cluster_gpus);
 
-// Layers of each pipeline stage (model stages, pp of them), per the split.
+// `layers` over `stages` model stages: equal, or (when they do not divide)
+// one more on every stage, then one less taken from the ends in turn.
+std::vector<int> split_layers(int layers, int stages);
+// Layers of each pipeline rank's stage without interleaving (pp of them).
 std::vector<int> stage_layers(const TrainingConfig& c);
 
 }  // namespace gcsim::workloads::training
