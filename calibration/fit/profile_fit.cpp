@@ -143,17 +143,6 @@ void set_param(GpuSpec& s, int p, double v) {
   }
 }
 
-double current(const GpuSpec& s, int p) {
-  switch (p) {
-    case kLaunch: return s.kernel_launch_latency.microseconds();
-    case kSetup: return s.efficiency.gemm_setup.microseconds();
-    case kOverhead: return s.efficiency.tile_overhead.microseconds();
-    case kAttOverhead: return s.efficiency.attention_tile_overhead.microseconds();
-    case kAttBwdOverhead: return s.efficiency.attention_backward_tile_overhead.microseconds();
-    default: return inverse_of(s, p);
-  }
-}
-
 // Lower bounds: times >= 0, inverse efficiencies >= 1 (efficiency <= 1).
 double lower_bound(int p) { return p <= kAttBwdOverhead ? 0.0 : 1.0; }
 
