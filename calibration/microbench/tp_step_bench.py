@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A tensor-parallel GPT layer stack, forward and backward, timed on real GPUs with NCCL: the
 measurement a gcsim `training` run with the same model and TP is checked against
-(tests/scenario/test_training_tp_measured.cpp).
+(tests/scenario/test_training_measured.cpp).
 
     torchrun --nproc_per_node N calibration/microbench/tp_step_bench.py -o OUT.json [--seconds 8]
 
@@ -34,6 +34,10 @@ import torch_timing as tt  # noqa: E402
 
 VERSION = "tp_step_bench 1.0"
 
+# Ranks in the tensor-parallel group: all of them here (main sets it); 1 when another script uses
+# TpLayer without TP (pp_step_bench.py).
+TP = {"size": 1}
+
 
 class CopyToTp(torch.autograd.Function):
     @staticmethod
@@ -42,7 +46,7 @@ class CopyToTp(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g):
-        if dist.get_world_size() > 1:
+        if TP["size"] > 1:
             g = g.contiguous()
             dist.all_reduce(g)
         return g
@@ -51,7 +55,7 @@ class CopyToTp(torch.autograd.Function):
 class ReduceFromTp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
-        if dist.get_world_size() > 1:
+        if TP["size"] > 1:
             dist.all_reduce(x)
         ctx.mark_dirty(x)
         return x
@@ -146,6 +150,7 @@ def main():
     a = ap.parse_args()
     dist.init_process_group("nccl")
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    TP["size"] = dist.get_world_size()
     cases = [("gpt_h8192_s4096_b1_l4", 4, 1, 4096, 8192, 64),
              ("gpt_h4096_s4096_b2_l4", 4, 2, 4096, 4096, 32)]
     results = [run_case(*c, a.seconds) for c in cases]
