@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Data parallelism with the gradient all-reduce overlapping the backward, timed on real GPUs: the
+measurement a gcsim `training` run with DP is checked against
+(tests/scenario/test_training_measured.cpp).
+
+    torchrun --nproc_per_node N calibration/microbench/dp_step_bench.py -o OUT.json [--seconds 8]
+
+The model is tp_step_bench.TpLayer without TP (four GPT layers: LayerNorm, QKV, flash causal
+attention, output projection, GELU MLP 4h; bf16, no biases, no dropout) wrapped in PyTorch's
+DistributedDataParallel with 80 MB buckets (bucket_cap_mb=76.29, i.e. 80e6 bytes, Megatron's
+40M-parameter bucket in bf16): each bucket's NCCL all-reduce starts as soon as its gradients are
+ready, beside the rest of the backward. Timed per step (forward + backward, whose end waits for
+the last all-reduce), back to back for `--seconds` after 3 warm-up steps, the slowest rank's
+median over the second half; also the same model without DDP on each GPU (no communication).
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_timing as tt  # noqa: E402
+from tp_step_bench import TpLayer  # noqa: E402
+
+VERSION = "dp_step_bench 1.0"
+BUCKET_BYTES = 80_000_000
+
+
+class Stack(torch.nn.Module):
+    def __init__(self, layers, hidden, heads):
+        super().__init__()
+        self.layers = [TpLayer(hidden, heads, 4 * hidden, 1) for _ in range(layers)]
+        # Registered in the order of use, so DDP's buckets follow the backward (last layer first).
+        self.params = torch.nn.ParameterList()
+        for layer in self.layers:
+            for i, p in enumerate(layer.params()):
+                q = torch.nn.Parameter(p.detach())
+                self.params.append(q)
+            layer.ln = [(self.params[-8], self.params[-7]), (self.params[-6], self.params[-5])]
+            layer.w_qkv, layer.w_o, layer.w_up, layer.w_down = (self.params[-4], self.params[-3],
+                                                                 self.params[-2], self.params[-1])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer.forward(x)
+        return x
+
+
+def timed_steps(step, seconds):
+    for _ in range(3):
+        step()
+    torch.cuda.synchronize()
+    dist.barrier()
+    events = []
+    tt.backlog(2000)
+    t_end = time.perf_counter() + seconds
+    while time.perf_counter() < t_end or len(events) < 10:
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        step()
+        e.record()
+        events.append((s, e))
+        if len(events) % 4 == 0:
+            e.synchronize()
+    torch.cuda.synchronize()
+    times = [a.elapsed_time(b) * 1000.0 for a, b in events]
+    return times, statistics.median(times[len(times) // 2:])
+
+
+def run_case(name, layers, batch, seq, hidden, heads, seconds):
+    torch.manual_seed(1)
+    model = Stack(layers, hidden, heads)
+    x = torch.randn(batch, seq, hidden, device="cuda", dtype=torch.bfloat16)
+    g = torch.randn(batch, seq, hidden, device="cuda", dtype=torch.bfloat16)
+
+    def plain_step():
+        for p in model.parameters():
+            p.grad = None
+        model(x).backward(g)
+
+    _, alone = timed_steps(plain_step, seconds / 2)
+    ddp = DDP(model, bucket_cap_mb=BUCKET_BYTES / 2**20)
+
+    def ddp_step():
+        for p in model.parameters():
+            p.grad = None
+        ddp(x).backward(g)
+
+    times, dp = timed_steps(ddp_step, seconds)
+    mine = torch.tensor([dp, alone], device="cuda", dtype=torch.float64)
+    dist.all_reduce(mine, op=dist.ReduceOp.MAX)
+    grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    rec = {"name": name, "dp": dist.get_world_size(), "layers": layers, "batch": batch, "seq": seq,
+           "hidden": hidden, "heads": heads, "ffn": 4 * hidden, "dtype": "bf16",
+           "attention": "flash causal", "bucket_bytes": BUCKET_BYTES, "gradient_bytes": grad_bytes,
+           "steps": len(times), "step_us": mine[0].item(), "no_comm_us": mine[1].item(),
+           "rank0_all_us": times if dist.get_rank() == 0 else None}
+    if dist.get_rank() == 0:
+        print("%s dp%d: %d steps, step %.1f us, without DDP %.1f us, %.2f GB of gradients" % (
+            name, rec["dp"], len(times), rec["step_us"], rec["no_comm_us"], grad_bytes / 1e9), flush=True)
+    del ddp, model
+    torch.cuda.empty_cache()
+    return rec
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-o", "--out", required=True)
+    ap.add_argument("--seconds", type=float, default=8.0)
+    a = ap.parse_args()
+    dist.init_process_group("nccl")
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    cases = [("gpt_h4096_s4096_b2_l4", 4, 2, 4096, 4096, 32),
+             ("gpt_h4096_s2048_b1_l4", 4, 1, 2048, 4096, 32)]
+    results = [run_case(*c, a.seconds) for c in cases]
+    if dist.get_rank() == 0:
+        meta = tt.provenance("calibration/microbench/dp_step_bench.py", VERSION)
+        meta["world_size"] = dist.get_world_size()
+        meta["nccl"] = ".".join(str(v) for v in torch.cuda.nccl.version())
+        meta["env"] = {k: v for k, v in os.environ.items() if k.startswith("NCCL_")}
+        meta["nvidia_smi_end"] = tt.nvsmi("clocks.sm,clocks.mem,power.draw,clocks_event_reasons.active")
+        with open(a.out, "w") as f:
+            json.dump({"schema": "gcsim.microbench.v1", "meta": meta, "results": results}, f, indent=1)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
