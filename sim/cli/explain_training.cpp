@@ -139,8 +139,8 @@ std::string explain_training(const Scenario& s, const Json& summary) {
   }
   {
     Comparison* r = add("optimizer step", t.optimizer.value, b.value("optimizer_s", 0.0), est::Unit::seconds);
-    r->reason = "the optimizer kernel runs as an fp32 elementwise kernel (6 inputs, 12 FLOP per element) whose "
-                "tiles the GPU model times with launch latency and wave overhead";
+    r->reason = "the optimizer's HBM passes run as elementwise kernels whose tiles the GPU model times with "
+                "launch latency and wave overhead";
   }
   {
     Comparison* r = add("bubble", t.bubble.value, b.value("bubble_s", 0.0), est::Unit::seconds);
@@ -149,7 +149,8 @@ std::string explain_training(const Scenario& s, const Json& summary) {
       r->reason = "PP 1 has no pipeline bubble; the simulated idle time is the wait for the tail of the "
                   "last collectives (charged to the bubble by the breakdown)";
     } else {
-      r->reason = "the formula assumes equal stages and free sends; in the simulation " +
+      r->reason = "the estimate weighs each stage by its layers and head and takes the sends as free; in the "
+                  "simulation " +
                   (spread.empty() ? std::string("the stages wait on pipeline sends") : spread) +
                   ", and pipeline sends delay the fill and drain (exposed PP " +
                   est::format_value(exposed(b, "pp"), est::Unit::seconds) + ")";

@@ -59,6 +59,27 @@ std::vector<Line> TrainingTimeEstimate::lines() const {
   return out;
 }
 
+double slowest_rank_compute(const wt::TrainingConfig& c, const wt::PipelinePlan& plan, double compute,
+                            double layers_s, double head_s, double attention_s) {
+  const int pp = c.parallel.pp;
+  if (pp <= 1 || plan.schedule == wt::Schedule::dualpipe) return compute;
+  const auto stages = wt::model_stage_layers(c, plan);
+  const double L = c.model.layers;
+  const double mean = (layers_s + head_s + attention_s) / pp;  // per token, per rank
+  double worst = compute;
+  for (int r = 0; r < pp; ++r) {
+    double layers = 0;
+    bool head = false;
+    for (int k : plan.stages_of(r)) {
+      layers += stages[static_cast<size_t>(k)].count;
+      head = head || k == plan.model_stages - 1;
+    }
+    const double load = layers / L * (layers_s + attention_s) + (head ? head_s : 0.0);
+    worst = std::max(worst, compute * load / mean);
+  }
+  return worst;
+}
+
 double TrainingTimeEstimate::exposed_of(const std::string& dim) const {
   double s = 0;
   for (const auto& l : exposed) {
@@ -157,11 +178,20 @@ TrainingTimeEstimate estimate_training_time(const wt::TrainingConfig& c, const g
             num(dp_last_bucket) + ", " + num(dp_grad) + " - " + num(backward_last) + ") + " + num(dp_gather)));
   }
   e.bubble_fraction = bubble_fraction_line(p.schedule, p.pp, p.virtual_stages, c.micro_batches());
-  e.bubble = make_line("bubble", p.pp > 1 ? e.bubble_fraction.value * compute : 0.0, Unit::seconds,
-                       "fraction x compute = " + num(e.bubble_fraction.value) + " x " + num(compute));
+  const wt::PipelinePlan plan = wt::build_pipeline(p.schedule, p.pp, p.virtual_stages, static_cast<int>(mb));
+  // The slowest pipeline rank sets the pace and the others wait for it: its
+  // layers and, on the last stage, the output head. `compute` is the mean.
+  const double slowest = slowest_rank_compute(c, plan, compute, (3.0 + (full ? 1.0 : 0.0)) * f.layers / rate,
+                                              3.0 * f.logits / rate, attn_t);
+  if (p.pp > 1) {
+    e.bubble = make_line("bubble", e.bubble_fraction.value * compute + (slowest - compute), Unit::seconds,
+                         "fraction x compute + slowest rank's extra compute = " + num(e.bubble_fraction.value) +
+                             " x " + num(compute) + " + (" + num(slowest) + " - " + num(compute) + ")");
+  } else {
+    e.bubble = make_line("bubble", 0.0, Unit::seconds, "no pipeline");
+  }
   // The optimizer step's HBM passes (workloads/training/optimizer_step.h)
   // over this GPU's shard of the optimizer and the gradients it holds.
-  const wt::PipelinePlan plan = wt::build_pipeline(p.schedule, p.pp, p.virtual_stages, static_cast<int>(mb));
   // Mean over pipeline ranks, as the breakdown averages its observed ranks.
   auto mean_params = [&](bool sharded) {
     double n = 0;

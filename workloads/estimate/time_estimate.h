@@ -12,12 +12,21 @@
 #include "models/gpu/gpu_spec.h"
 #include "workloads/estimate/comm_estimate.h"
 #include "workloads/estimate/estimate_line.h"
+#include "workloads/training/pipeline_schedule.h"
 #include "workloads/training/training_config.h"
 
 namespace gcsim::workloads::estimate {
 
 // Bubble as a fraction of the busy time of a pipeline rank.
 Line bubble_fraction_line(training::Schedule s, int pp, int v, int64_t micro_batches);
+
+// Compute per step of the busiest pipeline rank: `compute` (the mean per
+// GPU) scaled by that rank's share of the per-token work, from its layers
+// (`layers_s` and `attention_s` are the whole model's, seconds per token) and,
+// on the last stage, the output head (`head_s`). Equal to `compute` without
+// a pipeline and for DualPipe (each rank holds a stage from either end).
+double slowest_rank_compute(const training::TrainingConfig& c, const training::PipelinePlan& plan,
+                            double compute, double layers_s, double head_s, double attention_s);
 
 // Wave quantization of a GEMM M x N x K on `sms` SMs with tile_m x tile_n
 // tiles: tiles = ceil(M/tm) ceil(N/tn), waves = ceil(tiles / sms); value =
