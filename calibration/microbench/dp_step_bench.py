@@ -14,19 +14,15 @@ the last all-reduce), back to back for `--seconds` after 3 warm-up steps, the sl
 median over the second half; also the same model without DDP on each GPU (no communication).
 """
 import argparse
-import json
 import os
-import statistics
 import sys
-import time
 
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import torch_timing as tt  # noqa: E402
-from tp_step_bench import TpLayer  # noqa: E402
+from tp_step_bench import TpLayer, finish, start, timed_steps  # noqa: E402
 
 VERSION = "dp_step_bench 1.0"
 BUCKET_BYTES = 80_000_000
@@ -50,27 +46,6 @@ class Stack(torch.nn.Module):
         for layer in self.layers:
             x = layer.forward(x)
         return x
-
-
-def timed_steps(step, seconds):
-    for _ in range(3):
-        step()
-    torch.cuda.synchronize()
-    dist.barrier()
-    events = []
-    tt.backlog(2000)
-    t_end = time.perf_counter() + seconds
-    while time.perf_counter() < t_end or len(events) < 10:
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        step()
-        e.record()
-        events.append((s, e))
-        if len(events) % 4 == 0:
-            e.synchronize()
-    torch.cuda.synchronize()
-    times = [a.elapsed_time(b) * 1000.0 for a, b in events]
-    return times, statistics.median(times[len(times) // 2:])
 
 
 def run_case(name, layers, batch, seq, hidden, heads, seconds):
@@ -114,22 +89,11 @@ def main():
     ap.add_argument("-o", "--out", required=True)
     ap.add_argument("--seconds", type=float, default=8.0)
     a = ap.parse_args()
-    dist.init_process_group("nccl")
-    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    start()
     cases = [("gpt_h4096_s4096_b2_l4", 4, 2, 4096, 4096, 32),
              ("gpt_h4096_s2048_b1_l4", 4, 1, 2048, 4096, 32)]
     results = [run_case(*c, a.seconds) for c in cases]
-    if dist.get_rank() == 0:
-        meta = tt.provenance("calibration/microbench/dp_step_bench.py", VERSION)
-        meta["world_size"] = dist.get_world_size()
-        meta["nccl"] = ".".join(str(v) for v in torch.cuda.nccl.version())
-        meta["env"] = {k: v for k, v in os.environ.items() if k.startswith("NCCL_")}
-        meta["nvidia_smi_end"] = tt.nvsmi("clocks.sm,clocks.mem,power.draw,clocks_event_reasons.active")
-        with open(a.out, "w") as f:
-            json.dump({"schema": "gcsim.microbench.v1", "meta": meta, "results": results}, f, indent=1)
-    dist.barrier()
-    dist.destroy_process_group()
-
+    finish(a.out, "calibration/microbench/dp_step_bench.py", VERSION, results)
 
 if __name__ == "__main__":
     main()

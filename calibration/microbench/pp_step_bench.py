@@ -15,7 +15,6 @@ median step. Also timed: the stage's forward + backward of one micro-batch alone
 which gives the ideal 1F1B step (m + p - 1)(F + B) to compare the pipeline's overhead with.
 """
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -24,8 +23,7 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import torch_timing as tt  # noqa: E402
-from tp_step_bench import TpLayer  # noqa: E402
+from tp_step_bench import TpLayer, finish, start  # noqa: E402
 
 VERSION = "pp_step_bench 1.0"
 
@@ -140,22 +138,11 @@ def main():
     ap.add_argument("-o", "--out", required=True)
     ap.add_argument("--steps", type=int, default=6)
     a = ap.parse_args()
-    dist.init_process_group("nccl")
-    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    start()
     cases = [("gpt_h4096_s4096_b1_l4_m8", 4, 8, 1, 4096, 4096, 32),
              ("gpt_h4096_s4096_b1_l4_m4", 4, 4, 1, 4096, 4096, 32)]
     results = [run_case(*c, a.steps) for c in cases]
-    if dist.get_rank() == 0:
-        meta = tt.provenance("calibration/microbench/pp_step_bench.py", VERSION)
-        meta["world_size"] = dist.get_world_size()
-        meta["nccl"] = ".".join(str(v) for v in torch.cuda.nccl.version())
-        meta["env"] = {k: v for k, v in os.environ.items() if k.startswith("NCCL_")}
-        meta["nvidia_smi_end"] = tt.nvsmi("clocks.sm,clocks.mem,power.draw,clocks_event_reasons.active")
-        with open(a.out, "w") as f:
-            json.dump({"schema": "gcsim.microbench.v1", "meta": meta, "results": results}, f, indent=1)
-    dist.barrier()
-    dist.destroy_process_group()
-
+    finish(a.out, "calibration/microbench/pp_step_bench.py", VERSION, results)
 
 if __name__ == "__main__":
     main()

@@ -94,6 +94,51 @@ class TpLayer:
         return x1 + ReduceFromTp.apply(F.gelu(z @ self.w_up.t()) @ self.w_down.t())
 
 
+def start():
+    """Joins the NCCL process group torchrun set up, on this rank's GPU."""
+    dist.init_process_group("nccl")
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+
+
+def timed_steps(step, seconds):
+    """Runs `step` back to back for `seconds` (at least 10 times) after 3 warm-ups, one CUDA event pair
+    each, the host at most 4 steps ahead; returns every step's time (us) and the median of the
+    second half (the GPUs at sustained clocks)."""
+    for _ in range(3):
+        step()
+    torch.cuda.synchronize()
+    dist.barrier()
+    events = []
+    tt.backlog(2000)
+    t_end = time.perf_counter() + seconds
+    while time.perf_counter() < t_end or len(events) < 10:
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        step()
+        e.record()
+        events.append((s, e))
+        if len(events) % 4 == 0:
+            e.synchronize()
+    torch.cuda.synchronize()
+    times = [a.elapsed_time(b) * 1000.0 for a, b in events]
+    return times, statistics.median(times[len(times) // 2:])
+
+
+def finish(out_path, script, version, results):
+    """Rank 0 writes the results with the machine's, NCCL's and the script's provenance; then every
+    rank leaves the process group."""
+    if dist.get_rank() == 0:
+        meta = tt.provenance(script, version)
+        meta["world_size"] = dist.get_world_size()
+        meta["nccl"] = ".".join(str(v) for v in torch.cuda.nccl.version())
+        meta["env"] = {k: v for k, v in os.environ.items() if k.startswith("NCCL_")}
+        meta["nvidia_smi_end"] = tt.nvsmi("clocks.sm,clocks.mem,power.draw,clocks_event_reasons.active")
+        with open(out_path, "w") as f:
+            json.dump({"schema": "gcsim.microbench.v1", "meta": meta, "results": results}, f, indent=1)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
 def run_case(name, layers, batch, seq, hidden, heads, seconds):
     t = dist.get_world_size()
     torch.manual_seed(1)  # the same weights and inputs on every rank (replicated x)
@@ -110,25 +155,8 @@ def run_case(name, layers, batch, seq, hidden, heads, seconds):
             y = layer.forward(y)
         y.backward(g)
 
-    for _ in range(3):
-        step()
-    torch.cuda.synchronize()
-    dist.barrier()
-    events = []
-    tt.backlog(2000)
-    t_end = time.perf_counter() + seconds
-    while time.perf_counter() < t_end or len(events) < 10:
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        step()
-        e.record()
-        events.append((s, e))
-        if len(events) % 4 == 0:
-            e.synchronize()  # keep the host close behind: at most a few steps queued
-    torch.cuda.synchronize()
-    times = [a.elapsed_time(b) * 1000.0 for a, b in events]
-    half = times[len(times) // 2:]
-    mine = torch.tensor([statistics.median(half), statistics.median(times[:5])], device="cuda",
+    times, sustained = timed_steps(step, seconds)
+    mine = torch.tensor([sustained, statistics.median(times[:5])], device="cuda",
                         dtype=torch.float64)
     dist.all_reduce(mine, op=dist.ReduceOp.MAX)
     rec = {"name": name, "tp": t, "layers": layers, "batch": batch, "seq": seq, "hidden": hidden,
@@ -148,23 +176,12 @@ def main():
     ap.add_argument("-o", "--out", required=True)
     ap.add_argument("--seconds", type=float, default=8.0)
     a = ap.parse_args()
-    dist.init_process_group("nccl")
-    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    start()
     TP["size"] = dist.get_world_size()
     cases = [("gpt_h8192_s4096_b1_l4", 4, 1, 4096, 8192, 64),
              ("gpt_h4096_s4096_b2_l4", 4, 2, 4096, 4096, 32)]
     results = [run_case(*c, a.seconds) for c in cases]
-    if dist.get_rank() == 0:
-        meta = tt.provenance("calibration/microbench/tp_step_bench.py", VERSION)
-        meta["world_size"] = dist.get_world_size()
-        meta["nccl"] = ".".join(str(v) for v in torch.cuda.nccl.version())
-        meta["env"] = {k: v for k, v in os.environ.items() if k.startswith("NCCL_")}
-        meta["nvidia_smi_end"] = tt.nvsmi("clocks.sm,clocks.mem,power.draw,clocks_event_reasons.active")
-        with open(a.out, "w") as f:
-            json.dump({"schema": "gcsim.microbench.v1", "meta": meta, "results": results}, f, indent=1)
-    dist.barrier()
-    dist.destroy_process_group()
-
+    finish(a.out, "calibration/microbench/tp_step_bench.py", VERSION, results)
 
 if __name__ == "__main__":
     main()
