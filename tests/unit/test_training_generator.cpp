@@ -260,12 +260,12 @@ TEST_CASE("training: layers per stage with the fewer_at_ends remainder policy",
   c.model = small_llama(126);
   c.parallel.pp = 16;
   c.parallel.layer_split = LayerSplit::fewer_at_ends;
-  const auto split = stage_layers(c);
+  const auto split = split_layers(c.model.layers, c.parallel.pp);
   CHECK(split.front() == 7);
   CHECK(split.back() == 7);
   for (size_t s = 1; s + 1 < split.size(); ++s) CHECK(split[s] == 8);
   c.model.layers = 61;  // DeepSeek-V3 on 16: three stages of 3
-  const auto ds = stage_layers(c);
+  const auto ds = split_layers(c.model.layers, c.parallel.pp);
   CHECK(std::count(ds.begin(), ds.end(), 3) == 3);
   CHECK(ds[0] == 3);
   CHECK(ds[15] == 3);

@@ -193,21 +193,16 @@ TrainingTimeEstimate estimate_training_time(const wt::TrainingConfig& c, const g
   // The optimizer step's HBM passes (workloads/training/optimizer_step.h)
   // over this GPU's shard of the optimizer and the gradients it holds.
   // Mean over pipeline ranks, as the breakdown averages its observed ranks.
-  auto mean_params = [&](bool sharded) {
-    double n = 0;
-    for (int r = 0; r < p.pp; ++r) {
-      const auto rp = wt::rank_params(c, plan, r);
-      n += (rp.dense / (sharded ? p.dp * p.cp : 1) +
-            rp.expert / (sharded ? std::max(1, p.dp / p.ep) * p.cp : 1)) / p.pp;
-    }
-    return n;
-  };
-  const double shard = mean_params(c.optimizer.zero_stage >= 1);
-  const double held = mean_params(c.optimizer.zero_stage >= 2);
-  double bytes = 0;
+  const auto passes = wt::optimizer_passes(c.optimizer, c.precision);
+  double bytes = 0, shard = 0;
+  for (int r = 0; r < p.pp; ++r) {
+    const wt::OptimizerScope scope = wt::optimizer_scope(wt::rank_params(c, plan, r), c.optimizer.zero_stage,
+                                                         p.dp * p.cp, std::max(1, p.dp / p.ep) * p.cp);
+    bytes += wt::optimizer_bytes(passes, scope) / p.pp;
+    shard += scope.shard / p.pp;
+  }
   std::string terms;
-  for (const wt::OptimizerPass& pass : wt::optimizer_passes(c.optimizer, c.precision)) {
-    bytes += pass.bytes() * (pass.over_shard ? shard : held);
+  for (const wt::OptimizerPass& pass : passes) {
     terms += (terms.empty() ? "" : " + ") + num(pass.bytes()) + (pass.over_shard ? "" : " (held)");
   }
   const double hbm = g.hbm_bandwidth.bytes_per_s() * g.efficiency.hbm;

@@ -24,4 +24,17 @@ std::vector<OptimizerPass> optimizer_passes(const OptimizerConfig& o, Precision 
   return passes;
 }
 
+OptimizerScope optimizer_scope(const RankParams& p, int zero_stage, int dp_ranks, int expert_dp_ranks) {
+  auto over = [&](bool sharded) {
+    return p.dense / (sharded ? dp_ranks : 1) + p.expert / (sharded ? expert_dp_ranks : 1);
+  };
+  return {over(zero_stage >= 1), over(zero_stage >= 2)};
+}
+
+double optimizer_bytes(const std::vector<OptimizerPass>& passes, const OptimizerScope& scope) {
+  double bytes = 0;
+  for (const OptimizerPass& pass : passes) bytes += pass.bytes() * (pass.over_shard ? scope.shard : scope.held);
+  return bytes;
+}
+
 }  // namespace gcsim::workloads::training

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "workloads/training/memory_model.h"
 #include "workloads/training/training_config.h"
 
 namespace gcsim::workloads::training {
@@ -38,5 +39,17 @@ struct OptimizerPass {
 };
 
 std::vector<OptimizerPass> optimizer_passes(const OptimizerConfig& o, Precision precision);
+
+// The parameters one rank's passes run over: its optimizer shard (ZeRO 1 and
+// up shard the states over the data-parallel ranks, experts' over the
+// expert-data-parallel ones) and the gradients it holds (sharded from ZeRO 2).
+struct OptimizerScope {
+  double shard = 0;
+  double held = 0;
+};
+OptimizerScope optimizer_scope(const RankParams& p, int zero_stage, int dp_ranks, int expert_dp_ranks);
+
+// HBM bytes the passes move over `scope`.
+double optimizer_bytes(const std::vector<OptimizerPass>& passes, const OptimizerScope& scope);
 
 }  // namespace gcsim::workloads::training

@@ -40,8 +40,6 @@ std::vector<int> split_layers(int layers, int stages) {
   return split;
 }
 
-std::vector<int> stage_layers(const TrainingConfig& c) { return split_layers(c.model.layers, c.parallel.pp); }
-
 StrategyProblem check_strategy(const TrainingConfig& c, int cluster_gpus) {
   const auto s = [](int64_t v) { return std::to_string(v); };
   const ParallelConfig& p = c.parallel;

@@ -87,7 +87,5 @@ StrategyProblem check_strategy(const TrainingConfig& c, int cluster_gpus);
 // `layers` over `stages` model stages: equal, or (when they do not divide)
 // one more on every stage, then one less taken from the ends in turn.
 std::vector<int> split_layers(int layers, int stages);
-// Layers of each pipeline rank's stage without interleaving (pp of them).
-std::vector<int> stage_layers(const TrainingConfig& c);
 
 }  // namespace gcsim::workloads::training

@@ -498,16 +498,11 @@ class ProgramBuilder {
     }
     // The mixed-precision step's HBM passes (optimizer_step.h): over this
     // rank's optimizer shard, or over every gradient it holds.
-    const bool sharded = c_.optimizer.zero_stage >= 1;
-    const bool grads_sharded = c_.optimizer.zero_stage >= 2;
-    const double shard = params.dense / (sharded ? dp_full_ : 1) +
-                         params.expert / (sharded ? edp_full_ : 1);
-    const double held = params.dense / (grads_sharded ? dp_full_ : 1) +
-                        params.expert / (grads_sharded ? edp_full_ : 1);
+    const OptimizerScope scope = optimizer_scope(params, c_.optimizer.zero_stage, dp_full_, edp_full_);
     for (const OptimizerPass& pass : optimizer_passes(c_.optimizer, c_.precision)) {
       gcsim::models::gpu::MemoryOpShape shape;
       shape.kind = gcsim::models::gpu::MemoryOpKind::elementwise;
-      shape.elements = std::max<int64_t>(1, std::llround(pass.over_shard ? shard : held));
+      shape.elements = std::max<int64_t>(1, std::llround(pass.over_shard ? scope.shard : scope.held));
       shape.bytes_per_element = pass.bytes();
       shape.flops_per_element = pass.flops;
       shape.dtype = gcsim::models::gpu::Dtype::fp32;
