@@ -3,12 +3,7 @@
 namespace gcsim::sim::replay {
 
 using workloads::CollectiveOp;
-using workloads::OpKind;
 using workloads::P2pOp;
-
-bool is_communication(OpKind k) {
-  return k == OpKind::collective || k == OpKind::send || k == OpKind::recv;
-}
 
 bool same_communication(const workloads::Op& first, const workloads::Op& op) {
   if (const auto* a = std::get_if<CollectiveOp>(&first.payload)) {

@@ -14,8 +14,6 @@
 
 namespace gcsim::sim::replay {
 
-bool is_communication(workloads::OpKind k);
-
 // Whether an op met at a rendezvous agrees with the first one there: the
 // same collective kind, size and root, or a p2p of the same size.
 bool same_communication(const workloads::Op& first, const workloads::Op& op);

@@ -6,7 +6,7 @@
 
 namespace gcsim::sim {
 
-using replay::is_communication;
+using workloads::is_communication;
 using workloads::Op;
 using workloads::OpKind;
 using Arrival = replay::Arrival<uint32_t>;

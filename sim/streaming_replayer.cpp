@@ -7,7 +7,7 @@
 
 namespace gcsim::sim {
 
-using replay::is_communication;
+using workloads::is_communication;
 using workloads::Op;
 using workloads::OpKind;
 using Ending = StreamOutcome::Ending;

@@ -17,6 +17,19 @@ const char* collective_name(CollectiveKind k) {
   return "?";
 }
 
+models::collectives::CollectiveOp collective_op(CollectiveKind k) {
+  using models::collectives::CollectiveOp;
+  switch (k) {
+    case CollectiveKind::all_reduce: return CollectiveOp::all_reduce;
+    case CollectiveKind::all_gather: return CollectiveOp::all_gather;
+    case CollectiveKind::reduce_scatter: return CollectiveOp::reduce_scatter;
+    case CollectiveKind::broadcast: return CollectiveOp::broadcast;
+    case CollectiveKind::reduce: return CollectiveOp::reduce;
+    case CollectiveKind::all_to_all: return CollectiveOp::all_to_all;
+  }
+  return CollectiveOp::all_reduce;
+}
+
 WorkloadGraph::WorkloadGraph(int num_ranks)
     : programs_(static_cast<size_t>(std::max(num_ranks, 0))),
       bindings_(static_cast<size_t>(std::max(num_ranks, 0))) {

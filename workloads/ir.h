@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "models/collectives/collective.h"
 #include "models/gpu/kernel.h"
 #include "sim/time.h"
 #include "sim/units.h"
@@ -27,12 +28,18 @@
 namespace gcsim::workloads {
 
 enum class OpKind : uint8_t { compute, collective, send, recv, memory, delay };
+// Collectives and point-to-point sends and receives: ops that meet other ranks.
+inline bool is_communication(OpKind k) {
+  return k == OpKind::collective || k == OpKind::send || k == OpKind::recv;
+}
 
 enum class CollectiveKind : uint8_t {
   all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all
 };
 
 const char* collective_name(CollectiveKind k);
+// The collectives library's name for the same operation.
+models::collectives::CollectiveOp collective_op(CollectiveKind k);
 
 struct ComputeOp {
   std::variant<models::gpu::GemmShape, models::gpu::AttentionShape, models::gpu::MemoryOpShape>

@@ -17,18 +17,6 @@ namespace {
 // GPUs' scheduling pass (priority 1'000'000, see GpuOptions).
 constexpr int32_t kHoldRequestPriority = 999'999;
 
-collectives::CollectiveOp op_for(CollectiveKind k) {
-  switch (k) {
-    case CollectiveKind::all_reduce: return collectives::CollectiveOp::all_reduce;
-    case CollectiveKind::all_gather: return collectives::CollectiveOp::all_gather;
-    case CollectiveKind::reduce_scatter: return collectives::CollectiveOp::reduce_scatter;
-    case CollectiveKind::broadcast: return collectives::CollectiveOp::broadcast;
-    case CollectiveKind::reduce: return collectives::CollectiveOp::reduce;
-    case CollectiveKind::all_to_all: return collectives::CollectiveOp::all_to_all;
-  }
-  return collectives::CollectiveOp::all_reduce;
-}
-
 network::CollectiveAlgo algo_for(CollectiveKind k) {
   switch (k) {
     case CollectiveKind::all_reduce: return network::CollectiveAlgo::all_reduce;
@@ -131,7 +119,7 @@ collectives::CollectiveRequest ClusterModel::collective_request(
     const Op& op, const std::vector<int>& ranks) const {
   const auto& c = std::get<workloads::CollectiveOp>(op.payload);
   collectives::CollectiveRequest req;
-  req.op = op_for(c.kind);
+  req.op = workloads::collective_op(c.kind);
   req.ranks = ranks;
   req.bytes = c.bytes;
   req.root = c.root;

@@ -32,7 +32,7 @@ std::vector<RankTotals> rank_totals(const RunFigures& f) {
     const double d = (r.end - r.start).seconds();
     ++x.ops;
     if (op.kind == OpKind::compute) x.compute_s += d;
-    if (op.kind == OpKind::collective || op.kind == OpKind::send || op.kind == OpKind::recv) {
+    if (workloads::is_communication(op.kind)) {
       x.communication_s += d;
     }
     if (x.first_start_s < 0 || r.start.seconds() < x.first_start_s) x.first_start_s = r.start.seconds();

@@ -79,10 +79,7 @@ class RankCharges {
     if (ps > 0) out_.seconds[static_cast<size_t>(c)] += static_cast<double>(ps) * 1e-12;
   }
   void bubble(int64_t ps) { add(OpCategory::memory, ps); }
-  bool is_comm(uint32_t i) const {
-    const OpKind k = ops_[i].kind;
-    return k == OpKind::collective || k == OpKind::send || k == OpKind::recv;
-  }
+  bool is_comm(uint32_t i) const { return is_communication(ops_[i].kind); }
   int64_t comm_start(uint32_t i) const {
     return is_comm(i) && ops_[i].kind != OpKind::collective ? t0_[i] : spans_[i].start;
   }

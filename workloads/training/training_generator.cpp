@@ -15,10 +15,6 @@ namespace gcsim::workloads::training {
 
 namespace {
 
-uint64_t slot_key(int rank, uint16_t slot) {
-  return static_cast<uint64_t>(rank) << 16 | slot;
-}
-
 // A pipeline message: the output of forward (k, j) or the input gradient of
 // backward (k, j).
 struct Message {
@@ -170,9 +166,7 @@ class ProgramBuilder {
     std::vector<uint8_t> issued_this_turn[2] = {std::vector<uint8_t>(f.ops.size(), 0),
                                                 std::vector<uint8_t>(b.ops.size(), 0)};
     int cur = 0;
-    auto is_comm = [](const Op& op) {
-      return op.kind == OpKind::collective || op.kind == OpKind::send || op.kind == OpKind::recv;
-    };
+    auto is_comm = [](const Op& op) { return is_communication(op.kind); };
     while (next[0] < f.ops.size() || next[1] < b.ops.size()) {
       if (next[cur] >= progs[cur]->ops.size()) cur = 1 - cur;
       const Op& src = progs[cur]->ops[next[cur]];
@@ -702,7 +696,7 @@ TrainingWorkload generate_training(const TrainingConfig& c, const GeneratorOptio
       // the other way round make a distinct one.
       if (reversed) std::reverse(members.begin(), members.end());
       binding.comms[slot] = g.add_communicator(members);
-      if (members.size() != full.size()) w.widened_groups[slot_key(r, slot)] = full;
+      if (members.size() != full.size()) w.widened_groups[TrainingWorkload::slot_key(r, slot)] = full;
     };
     bind(kSlotTp, Group::tp, false);
     bind(kSlotTp + 1, Group::tp, true);
@@ -731,8 +725,8 @@ TrainingWorkload generate_training(const TrainingConfig& c, const GeneratorOptio
       binding.peers[kPeerCpPrev] = r;
       // Both ends of the self-addressed pair stand for the hop into this
       // rank, the one it waits for.
-      w.widened_peers[slot_key(r, kPeerCpNext)] = cp_prev;
-      w.widened_peers[slot_key(r, kPeerCpPrev)] = cp_prev;
+      w.widened_peers[TrainingWorkload::slot_key(r, kPeerCpNext)] = cp_prev;
+      w.widened_peers[TrainingWorkload::slot_key(r, kPeerCpPrev)] = cp_prev;
     } else {
       binding.peers[kPeerCpNext] = cp_next;
       binding.peers[kPeerCpPrev] = cp_prev;

@@ -49,10 +49,22 @@ struct TrainingWorkload {
   // Per Axis: whether its coordinate is mirrored (simulated ranks have 0).
   std::array<bool, kAxes> mirrored_axis{};
   std::string mirror_note;        // why the shortcut is off, or ""
-  // (rank << 16 | comm slot) -> every rank a reduced collective stands for.
+  // slot_key(rank, comm slot) -> every rank a reduced collective stands for.
   std::unordered_map<uint64_t, std::vector<int>> widened_groups;
-  // (rank << 16 | peer slot) -> the real peer of a self-addressed p2p.
+  // slot_key(rank, peer slot) -> the real peer of a self-addressed p2p.
   std::unordered_map<uint64_t, int> widened_peers;
+
+  static uint64_t slot_key(int rank, uint16_t slot) { return static_cast<uint64_t>(rank) << 16 | slot; }
+  // The whole group a mirrored rank's collective on `slot` stands for, or null.
+  const std::vector<int>* widened_group(int rank, uint16_t slot) const {
+    const auto it = widened_groups.find(slot_key(rank, slot));
+    return it == widened_groups.end() ? nullptr : &it->second;
+  }
+  // The real peer of a self-addressed p2p on `slot`, or null.
+  const int* widened_peer(int rank, uint16_t slot) const {
+    const auto it = widened_peers.find(slot_key(rank, slot));
+    return it == widened_peers.end() ? nullptr : &it->second;
+  }
   std::vector<double> expert_load;  // per EP index (mean 1)
   double max_expert_load = 1.0;
   bool ep_spans_nodes = false;
