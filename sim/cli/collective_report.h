@@ -30,9 +30,9 @@ struct CollectiveResult {
 
 // Before the run: collectives (and send/recv) of a `collective` workload
 // run on the collective engine over the attached network, with the
-// workload's algorithm, protocol and NVLS choice; a `graph` workload's
-// collectives too when the network model is flow or packet (analytical
-// keeps α-β). Other kinds are left as they are.
+// workload's algorithm, protocol and NVLS choice; those of a graph,
+// training or Chakra workload too when the network model is flow or packet
+// (analytical keeps the closed α-β form; inference sets up its own).
 void configure_collectives(const Scenario& s, models::cluster::ClusterModel& cluster);
 
 // After the run: one result per size, from the op records (time = first

@@ -3,10 +3,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <variant>
 #include <unistd.h>
 
-#include "models/gpu/kernel_cost_model.h"
 #include "sim/cli/explain_table.h"
 #include "sim/cli/failures_loader.h"
 #include "sim/cli/run_command.h"
@@ -30,13 +28,6 @@ workloads::estimate::LinkRates link_rates(const ClusterConfig& c) {
   // Without a scale-up domain the GPUs of a node talk through the NIC path.
   if (r.scale_up_bytes_per_s <= 0) r.scale_up_bytes_per_s = r.scale_out_bytes_per_s;
   return r;
-}
-
-models::gpu::KernelDesc kernel_of(const models::gpu::GpuSpec& g, const workloads::ComputeOp& c) {
-  namespace gpu = models::gpu;
-  if (const auto* x = std::get_if<gpu::GemmShape>(&c.shape)) return gpu::gemm_kernel(g, *x);
-  if (const auto* x = std::get_if<gpu::AttentionShape>(&c.shape)) return gpu::attention_kernel(g, *x);
-  return gpu::memory_kernel(g, std::get<gpu::MemoryOpShape>(c.shape));
 }
 
 const Json& field(const Json& j, const char* key) {

@@ -35,10 +35,6 @@ const sim::config::Json& field(const sim::config::Json& j, const char* key);
 // or its busiest link was busy less than 20% of the run.
 std::string busiest_link_text(const sim::config::Json& summary);
 
-// The kernel the GPU model runs for a compute op (throws
-// std::invalid_argument on a shape the GPU cannot run).
-models::gpu::KernelDesc kernel_of(const models::gpu::GpuSpec& gpu, const workloads::ComputeOp& op);
-
 // Worksheet and comparison per workload kind; `summary` is the run's
 // summary.json. Each returns markdown sections.
 std::string explain_training(const Scenario& s, const sim::config::Json& summary);

@@ -63,10 +63,10 @@ std::string explain_inference(const Scenario& s, const Json& summary) {
   std::vector<Comparison> cmp;
   const Json& mem = field(field(summary, "memory"), "replica");
   cmp.push_back({"KV bytes per token per GPU", e.kv.bytes_per_token_per_gpu.value,
-                 mem.value("kv_bytes_per_token_per_gpu", 0.0), est::Unit::bytes, "", ""});
-  cmp.push_back({"weights per GPU", e.kv.weights.value, mem.value("weights_bytes_per_gpu", 0.0), est::Unit::bytes, "", ""});
+                 mem.value("kv_bytes_per_token_per_gpu", 0.0), est::Unit::bytes, ""});
+  cmp.push_back({"weights per GPU", e.kv.weights.value, mem.value("weights_bytes_per_gpu", 0.0), est::Unit::bytes, ""});
   cmp.push_back({"KV blocks per GPU", e.kv.blocks.value, mem.value("num_gpu_blocks", 0.0), est::Unit::count,
-                 "the run plans memory as vLLM does at start-up, the same arithmetic", ""});
+                 "the run plans memory as vLLM does at start-up, the same arithmetic"});
   const std::string facts = load_facts(summary, e.batch.value);
   const double in_system = summary.contains("littles_law")
                                ? field(summary, "littles_law").value("mean_requests_in_system", 0.0) : 0.0;
@@ -85,7 +85,7 @@ std::string explain_inference(const Scenario& s, const Json& summary) {
             " = " + est::num(std::round(completed * e2e / duration * 100) / 100) +
             " (E2E = TTFT + O x TPOT, see those rows; ramp-up and drain lower the mean of a short run)";
   }
-  cmp.push_back({"requests in the system", e.batch.value, in_system, est::Unit::count, l_why, ""});
+  cmp.push_back({"requests in the system", e.batch.value, in_system, est::Unit::count, l_why});
   // The simulator's kernels for a prefill of one prompt and for a decode
   // step of the requests it actually kept running.
   const auto prefill = est::serving_step_kernels(sc.model, s.cluster.gpu, sc.parallel, sc.dtype, P, 1, P, P, false);
@@ -107,7 +107,7 @@ std::string explain_inference(const Scenario& s, const Json& summary) {
     ttft_why += "; disaggregated: the prefill runs on TP " + std::to_string(sc.disaggregation.prefill_tp) +
                 " and the KV cache then crosses the network to a decode replica";
   }
-  cmp.push_back({"TTFT (mean)", e.ttft.value, ttft, est::Unit::seconds, ttft_why, ""});
+  cmp.push_back({"TTFT (mean)", e.ttft.value, ttft, est::Unit::seconds, ttft_why});
   std::string tpot_why = "the GPU model's decode step of the " + est::num(std::round(L * 10) / 10) +
                          " requests actually in the system (M padded to a CUDA-graph size): " + mix_text(decode) +
                          ", plus norms, sampling and TP all-reduces; " + facts;
@@ -115,7 +115,7 @@ std::string explain_inference(const Scenario& s, const Json& summary) {
     tpot_why += "; speculative decoding emits accepted drafts (acceptance " + est::num(sc.speculative.acceptance_rate) +
                 "), several tokens per step";
   }
-  cmp.push_back({"TPOT (mean)", e.tpot.value, tpot, est::Unit::seconds, tpot_why, ""});
+  cmp.push_back({"TPOT (mean)", e.tpot.value, tpot, est::Unit::seconds, tpot_why});
   o << "## 5. Estimate vs simulation\n\n" << comparison_table(cmp, facts);
   return o.str();
 }

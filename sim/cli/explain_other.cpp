@@ -8,6 +8,7 @@
 #include <sstream>
 #include <variant>
 
+#include "models/cluster/cluster_model.h"
 #include "sim/cli/collective_workload_loader.h"
 #include "sim/cli/explain_command.h"
 #include "sim/cli/explain_table.h"
@@ -28,18 +29,6 @@ int nodes_spanned(const std::vector<int>& ranks, int per_node) {
   std::set<int> nodes;
   for (int r : ranks) nodes.insert(r / std::max(1, per_node));
   return static_cast<int>(nodes.size());
-}
-
-CollectiveOp to_op(workloads::CollectiveKind k) {
-  switch (k) {
-    case workloads::CollectiveKind::all_reduce: return CollectiveOp::all_reduce;
-    case workloads::CollectiveKind::all_gather: return CollectiveOp::all_gather;
-    case workloads::CollectiveKind::reduce_scatter: return CollectiveOp::reduce_scatter;
-    case workloads::CollectiveKind::broadcast: return CollectiveOp::broadcast;
-    case workloads::CollectiveKind::reduce: return CollectiveOp::reduce;
-    case workloads::CollectiveKind::all_to_all: return CollectiveOp::all_to_all;
-  }
-  return CollectiveOp::all_reduce;
 }
 
 // Simulated span of an op by name: the latest start over the ranks that
@@ -74,8 +63,10 @@ std::string explain_collective(const Scenario& s, const Json& summary) {
     const std::string how = r.value("algorithm", std::string("?")) + "/" + r.value("protocol", std::string("?")) +
                             ", " + std::to_string(r.value("channels", 0)) + " channels";
     Comparison c{std::string(collectives::op_name(w.op)) + " " + est::format_value(bytes, est::Unit::bytes),
-                 bound.value, sim_t, est::Unit::seconds, "", ""};
-    const double latency_share = bound.value > 0 ? (bound.value - (links.bandwidth(nodes > 1 ? est::LinkClass::scale_out : est::LinkClass::scale_up) > 0 ? wire.value / links.bandwidth(nodes > 1 ? est::LinkClass::scale_out : est::LinkClass::scale_up) : 0.0)) / bound.value : 0.0;
+                 bound.value, sim_t, est::Unit::seconds, ""};
+    const double link_bw = links.bandwidth(nodes > 1 ? est::LinkClass::scale_out : est::LinkClass::scale_up);
+    const double wire_time = link_bw > 0 ? wire.value / link_bw : 0.0;
+    const double latency_share = bound.value > 0 ? (bound.value - wire_time) / bound.value : 0.0;
     if (sim_t < bound.value) {
       c.reason = r.value("algorithm", std::string()) == "nvls"
                      ? "NVLS reduces inside the NVSwitch: each GPU sends its buffer once instead of 2(n-1)/n of it (" + how + ")"
@@ -123,12 +114,12 @@ std::string explain_graph(const Scenario& s, const Json& summary) {
       const std::string name = g.name(op.name);
       if (op.kind == workloads::OpKind::memory || op.kind == workloads::OpKind::recv || seen.count(name)) continue;
       seen.insert(name);
-      Comparison c{name, 0, 0, est::Unit::seconds, "", ""};
+      Comparison c{name, 0, 0, est::Unit::seconds, ""};
       if (op.kind == workloads::OpKind::compute) {
         const auto& comp = std::get<workloads::ComputeOp>(op.payload);
         gpu::KernelDesc k;
         try {
-          k = kernel_of(s.cluster.gpu, comp);
+          k = models::cluster::kernel_for(s.cluster.gpu, comp);
         } catch (const std::invalid_argument&) {
           continue;  // the run rejected it already; nothing to estimate
         }
@@ -146,7 +137,7 @@ std::string explain_graph(const Scenario& s, const Json& summary) {
         const auto& col = std::get<workloads::CollectiveOp>(op.payload);
         const auto members = g.participants(rank, op);
         const int n = static_cast<int>(members.size());
-        est::Line b = est::collective_bound_line(to_op(col.kind), col.bytes.as_double(), n,
+        est::Line b = est::collective_bound_line(workloads::collective_op(col.kind), col.bytes.as_double(), n,
                                                  nodes_spanned(members, s.cluster.gpus_per_node), links);
         b.label = name + ": " + b.label;
         lines.push_back(b);
@@ -209,7 +200,7 @@ std::string explain_failures(const Scenario& s, const Json& summary) {
                          e.lines());
   std::vector<Comparison> cmp;
   cmp.push_back({"job MTBF", e.mtbf.value, r.value("job_mtbf_s", 0.0), est::Unit::seconds,
-                 "the run sums the same per-class rates", ""});
+                 "the run sums the same per-class rates"});
   // With a configured interval the run keeps it (1797 s is 30 min of whole
   // steps); with `search` it reports the optimum it found.
   const bool searched = !f.interval.has_value();
@@ -222,12 +213,12 @@ std::string explain_failures(const Scenario& s, const Json& summary) {
            est::format_value(r.value("checkpoint_cost_s", 0.0), est::Unit::seconds) + "), so checkpointing often is cheap";
   }
   cmp.push_back({searched ? "checkpoint interval (optimum)" : "checkpoint interval (configured)", e.daly.value,
-                 r.value("checkpoint_interval_s", 0.0), est::Unit::seconds, why, ""});
+                 r.value("checkpoint_interval_s", 0.0), est::Unit::seconds, why});
   const double eff = r.contains("effective_training_time_fraction") ? field(r, "effective_training_time_fraction").value("mean", 0.0) : 0.0;
   cmp.push_back({"useful fraction", e.useful_fraction.value, eff, est::Unit::fraction,
                  "the simulation waits for spares (" + est::num(r.value("spare_waits", 0.0)) +
                      " waits), draws failures per component class and loses work to correlated failures; Daly "
-                     "charges a constant recovery per failure", ""});
+                     "charges a constant recovery per failure"});
   o << comparison_table(cmp, "see summary.json failures");
   return o.str();
 }

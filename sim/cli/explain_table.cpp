@@ -1,18 +1,15 @@
 #include "sim/cli/explain_table.h"
 
 #include <cmath>
-#include <cstdio>
 #include <sstream>
+
+#include "sim/cli/format.h"
 
 namespace gcsim::cli {
 
 bool Comparison::needs_reason() const { return std::fabs(difference()) > kExplainThreshold; }
 
-std::string percent(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.1f%%", 100.0 * fraction);
-  return buf;
-}
+std::string percent(double fraction) { return fmt("%+.1f%%", 100.0 * fraction); }
 
 std::string worksheet_section(const std::string& title, const std::vector<est::Line>& lines) {
   std::ostringstream o;
@@ -33,10 +30,9 @@ std::string comparison_table(const std::vector<Comparison>& rows, const std::str
     std::string why;
     if (r.needs_reason()) {
       if (!r.reason.empty()) why = r.reason;
-      else if (!r.carrier.empty()) why = "no specific cause found; the difference is in " + r.carrier;
       else why = "no specific cause found; " + fallback;
     } else {
-      why = "within 10%";
+      why = "within " + fmt("%g%%", 100.0 * kExplainThreshold);
     }
     o << "| " << r.quantity << " | " << est::format_value(r.estimate, r.unit) << " | "
       << est::format_value(r.simulated, r.unit) << " | " << percent(r.difference()) << " | " << why << " |\n";

@@ -23,9 +23,6 @@ struct Comparison {
   // Why the simulation differs: a mechanism the simulator found, with its
   // figure. Required when |difference| > kExplainThreshold.
   std::string reason;
-  // Which breakdown term carries the difference, with its figure: printed
-  // when no specific reason was found.
-  std::string carrier;
   double difference() const { return est::relative_difference(estimate, simulated); }
   bool needs_reason() const;
 };
@@ -33,8 +30,8 @@ struct Comparison {
 // "## title\n\n" then one bullet per line: "- label: `formula` = **value**".
 std::string worksheet_section(const std::string& title, const std::vector<est::Line>& lines);
 // Markdown table: quantity | estimate | simulated | difference | reason.
-// A row above the threshold with neither reason nor carrier reads "no
-// specific cause found" followed by `fallback`.
+// A row above the threshold without a reason reads "no specific cause
+// found" followed by `fallback`.
 std::string comparison_table(const std::vector<Comparison>& rows, const std::string& fallback);
 
 // "+12.3%" (relative difference as the table prints it).

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <variant>
 
+#include "models/cluster/cluster_model.h"
 #include "sim/cli/explain_command.h"
 #include "sim/cli/explain_table.h"
 #include "sim/cli/training_workload_loader.h"
@@ -66,11 +67,13 @@ std::string kernel_reason(const Scenario& s, const est::TrainingTimeEstimate& t)
   const int rank = run.workload.simulated.front();
   std::vector<models::gpu::KernelDesc> kernels;
   std::vector<bool> attention;
-  for (const auto& op : s.graph->program(rank).ops) {
-    if (op.kind != workloads::OpKind::compute) continue;
-    if (s.graph->name(op.name).find("optimizer") != std::string::npos) continue;
+  const auto& ops = s.graph->program(rank).ops;
+  const auto& categories = run.workload.categories.at(s.graph->program_id(rank));
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const auto& op = ops[i];
+    if (op.kind != workloads::OpKind::compute || categories[i] == wt::OpCategory::optimizer) continue;
     const auto& c = std::get<workloads::ComputeOp>(op.payload);
-    kernels.push_back(kernel_of(s.cluster.gpu, c));
+    kernels.push_back(models::cluster::kernel_for(s.cluster.gpu, c));
     attention.push_back(std::holds_alternative<models::gpu::AttentionShape>(c.shape));
   }
   const est::KernelMix mix = est::kernel_mix(s.cluster.gpu, kernels, attention);
@@ -127,7 +130,7 @@ std::string explain_training(const Scenario& s, const Json& summary) {
   std::vector<Comparison> cmp;
   cmp.reserve(16);  // rows are filled through pointers while added
   auto add = [&](std::string q, double e, double v, est::Unit u) {
-    cmp.push_back(Comparison{std::move(q), e, v, u, "", ""});
+    cmp.push_back(Comparison{std::move(q), e, v, u, ""});
     return &cmp.back();
   };
   // Compute: the simulated kernels' achieved rate against the one assumed.

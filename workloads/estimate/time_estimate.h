@@ -44,7 +44,7 @@ struct TrainingTimeEstimate {
   std::vector<Line> exposed;  // per dimension: what the step is estimated to wait for
   Line bubble_fraction;
   Line bubble;
-  Line optimizer;       // Adam step, HBM-bound
+  Line optimizer;       // the optimizer step's HBM passes (training/optimizer_step.h)
   Line step;
   Line mfu;
   std::vector<Line> waves;  // the layer's GEMMs, wave quantization
