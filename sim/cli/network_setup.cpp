@@ -21,7 +21,7 @@ models::cluster::ClusterModelConfig cluster_model_config(const Scenario& s) {
   c.num_ranks = s.cluster.total_gpus();
   for (const auto& st : s.cluster.stragglers) {
     // A speed-1 entry is the nominal GPU: left out, the run is the same.
-    if (!st.slows()) continue;
+    if (!st.throttle.slows()) continue;
     // In a mirrored training step the straggler's stage runs on its
     // simulated rank, which takes the straggler's speed.
     int rank = st.rank;
@@ -29,7 +29,7 @@ models::cluster::ClusterModelConfig cluster_model_config(const Scenario& s) {
       const auto& stand_in = s.training->straggler_stand_in;
       if (auto it = stand_in.find(st.rank); it != stand_in.end()) rank = it->second;
     }
-    c.rank_gpu[rank] = models::gpu::throttled(s.cluster.gpu, throttle_of(st));
+    c.rank_gpu[rank] = models::gpu::throttled(s.cluster.gpu, st.throttle);
   }
   c.fabric.gpus_per_node = s.cluster.gpus_per_node;
   c.fabric.scale_up_bandwidth = s.cluster.scale_up.bandwidth;

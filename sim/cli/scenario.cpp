@@ -1,6 +1,5 @@
 #include "sim/cli/scenario.h"
 
-#include <cstdio>
 #include <memory>
 
 #include "models/gpu/sustained_clocks.h"
@@ -10,6 +9,7 @@
 #endif
 #include "sim/cli/fabric_loader.h"
 #include "sim/cli/failures_loader.h"
+#include "sim/cli/format.h"
 #include "sim/cli/gpu_spec_loader.h"
 #include "sim/cli/graph_workload_loader.h"
 #include "sim/cli/inference_workload_loader.h"
@@ -108,9 +108,7 @@ void apply_clocks(Scenario& s) {
       c.clocks == "sustained" || (c.clocks == "auto" && s.workload_kind == "training");
   if (!sustained || c.gpu.sustained_tensor_fraction == 1.0) return;
   c.gpu = models::gpu::at_sustained_clocks(c.gpu);
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.3f", c.gpu.sustained_tensor_fraction);
-  s.notes.push_back(std::string("tensor-core work at sustained clocks: x") + buf +
+  s.notes.push_back("tensor-core work at sustained clocks: x" + fmt("%.3f", c.gpu.sustained_tensor_fraction) +
                     " of the rested rate (power cap; cluster.clocks: rested turns it off)");
 }
 

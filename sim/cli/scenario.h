@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "models/gpu/gpu_spec.h"
+#include "models/gpu/gpu_throttle.h"
 #include "models/network/network_model.h"
 #include "models/network/packet/packet_config.h"
 #include "sim/config/config_reader.h"
@@ -37,9 +38,7 @@ struct ScaleOutConfig {
 // A GPU that runs slower than its peers without failing (cluster.stragglers).
 struct StragglerConfig {
   int rank = 0;
-  double speed = 1.0;         // SM clock / nominal: tensor and vector rates
-  double memory_speed = 1.0;  // HBM bandwidth / nominal
-  bool slows() const { return speed < 1.0 || memory_speed < 1.0; }
+  models::gpu::Throttle throttle;  // its SM clock (`speed`) and HBM bandwidth scale
 };
 
 struct ClusterConfig {

@@ -1,7 +1,8 @@
 #include "sim/cli/straggler_loader.h"
 
 #include <algorithm>
-#include <cstdio>
+
+#include "sim/cli/format.h"
 
 namespace gcsim::cli {
 
@@ -12,19 +13,13 @@ namespace {
 double read_factor(ConfigReader& r, const std::string& key, const char* doc) {
   const double f = r.get_double(key, 1.0, doc);
   if (!(f > 0.0 && f <= 1.0)) {
-    char got[64];
-    std::snprintf(got, sizeof got, "%g", f);
-    r.fail(key, std::string("must lie in (0, 1] (a share of the nominal rate; a failed GPU is a "
-                            "failure, not a straggler), got ") + got);
+    r.fail(key, "must lie in (0, 1] (a share of the nominal rate; a failed GPU is a failure, not a "
+                "straggler), got " + fmt("%g", f));
   }
   return f;
 }
 
-std::string percent(double f) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g%%", f * 100.0);
-  return buf;
-}
+std::string percent(double f) { return fmt("%g%%", f * 100.0); }
 
 }  // namespace
 
@@ -63,10 +58,10 @@ std::vector<StragglerConfig> read_stragglers(ConfigReader& cluster, int nodes, i
       }
       s.rank = static_cast<int>(node * gpus_per_node + g);
     }
-    s.speed = read_factor(r, "speed",
+    s.throttle.compute_speed = read_factor(r, "speed",
                           "SM clock / nominal in (0, 1]: tensor-core and CUDA-core rates and "
                           "per-wave SM work scale with it");
-    s.memory_speed = read_factor(r, "memory_speed",
+    s.throttle.memory_speed = read_factor(r, "memory_speed",
                                  "HBM bandwidth / nominal in (0, 1]; 1 by default: throttling "
                                  "lowers the SM clock, HBM keeps its own clock");
     for (const auto& earlier : out) {
@@ -83,16 +78,12 @@ std::vector<StragglerConfig> read_stragglers(ConfigReader& cluster, int nodes, i
   return out;
 }
 
-models::gpu::Throttle throttle_of(const StragglerConfig& s) {
-  return models::gpu::Throttle{s.speed, s.memory_speed};
-}
-
 std::string describe_stragglers(const std::vector<StragglerConfig>& stragglers) {
   std::string out;
   for (const auto& s : stragglers) {
     if (!out.empty()) out += ", ";
-    out += "rank " + std::to_string(s.rank) + " at " + percent(s.speed) + " SM clock";
-    if (s.memory_speed < 1.0) out += " and " + percent(s.memory_speed) + " HBM bandwidth";
+    out += "rank " + std::to_string(s.rank) + " at " + percent(s.throttle.compute_speed) + " SM clock";
+    if (s.throttle.memory_speed < 1.0) out += " and " + percent(s.throttle.memory_speed) + " HBM bandwidth";
   }
   return out;
 }
@@ -100,20 +91,20 @@ std::string describe_stragglers(const std::vector<StragglerConfig>& stragglers) 
 nlohmann::json stragglers_json(const std::vector<StragglerConfig>& stragglers) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& s : stragglers) {
-    a.push_back({{"rank", s.rank}, {"speed", s.speed}, {"memory_speed", s.memory_speed}});
+    a.push_back({{"rank", s.rank}, {"speed", s.throttle.compute_speed}, {"memory_speed", s.throttle.memory_speed}});
   }
   return a;
 }
 
 bool any_slow(const std::vector<StragglerConfig>& stragglers) {
   return std::any_of(stragglers.begin(), stragglers.end(),
-                     [](const StragglerConfig& s) { return s.slows(); });
+                     [](const StragglerConfig& s) { return s.throttle.slows(); });
 }
 
 std::vector<int> slow_ranks(const std::vector<StragglerConfig>& stragglers) {
   std::vector<int> out;
   for (const auto& s : stragglers) {
-    if (s.slows()) out.push_back(s.rank);
+    if (s.throttle.slows()) out.push_back(s.rank);
   }
   return out;  // read_stragglers sorted them by rank
 }

@@ -21,9 +21,6 @@ namespace gcsim::cli {
 std::vector<StragglerConfig> read_stragglers(sim::config::ConfigReader& cluster, int nodes,
                                              int gpus_per_node);
 
-// The throttle of one straggler (gpu::throttled()).
-models::gpu::Throttle throttle_of(const StragglerConfig& s);
-
 // "rank 5 at 50% SM clock" for notes and reports; ranks joined by ", ".
 std::string describe_stragglers(const std::vector<StragglerConfig>& stragglers);
 
