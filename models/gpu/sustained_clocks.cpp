@@ -5,7 +5,8 @@ namespace gcsim::models::gpu {
 GpuSpec at_sustained_clocks(const GpuSpec& spec) {
   GpuSpec s = spec;
   const double f = spec.sustained_tensor_fraction;
-  if (f == 1.0) return s;  // bit for bit the rested GPU
+  if (f == 1.0) return s;                    // bit for bit the rested GPU
+  if (spec.at_sustained_clocks) return s;    // already derated: once only
   for (double& e : s.efficiency.tensor) e *= f;
   s.efficiency.attention *= f;
   s.efficiency.attention_backward *= f;

@@ -29,6 +29,11 @@ TEST_CASE("sustained clocks derate tensor-core efficiencies only", "[gpu][clocks
   CHECK(s.efficiency.vector == rested.efficiency.vector);
   CHECK(s.efficiency.row_reduction == rested.efficiency.row_reduction);
   CHECK(s.hbm_bandwidth.bytes_per_s() == rested.hbm_bandwidth.bytes_per_s());
+  // Derated once only: a spec already at sustained clocks (an exported
+  // replay's, or the quiz's) is not cut to 0.854^2.
+  const auto twice = at_sustained_clocks(s);
+  CHECK(twice.efficiency.tensor_for(Dtype::bf16) == s.efficiency.tensor_for(Dtype::bf16));
+  CHECK(twice.efficiency.attention == s.efficiency.attention);
 }
 
 TEST_CASE("a GPU without power capping is unchanged at sustained clocks", "[gpu][clocks]") {
