@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "catch.h"
-#include "sim/cli/model_spec_loader.h"
+#include "preset_fixtures.h"
 #include "workloads/estimate/comm_estimate.h"
 #include "workloads/estimate/inference_estimate.h"
 #include "workloads/estimate/memory_estimate.h"
@@ -25,10 +25,25 @@ namespace wt = gcsim::workloads::training;
 
 namespace {
 
-wm::ModelSpec preset(const std::string& name) {
-  auto source = std::make_shared<sim::config::ConfigSource>();
-  sim::config::ConfigReader nowhere(YAML::Node(), "", source, nullptr);
-  return cli::load_model_preset(name, nowhere, "model");
+using test::model_preset;
+
+// A GPU of round figures: 132 SMs, 1000 TF/s bf16, 3000 GB/s HBM, the
+// default efficiencies (tensor 0.8, HBM 0.9).
+models::gpu::GpuSpec round_gpu() {
+  models::gpu::GpuSpec g;
+  g.sm_count = 132;
+  g.tensor_peak[static_cast<size_t>(models::gpu::Dtype::bf16)] = sim::FlopRate::tflops(1000);
+  g.hbm_bandwidth = sim::Bandwidth::gb_per_s(3000);
+  return g;
+}
+
+// 450 GB/s NVLink, 50 GB/s NICs, 8 GPUs a node.
+LinkRates hgx_links() {
+  LinkRates links;
+  links.scale_up_bytes_per_s = 450e9;
+  links.scale_out_bytes_per_s = 50e9;
+  links.gpus_per_node = 8;
+  return links;
 }
 
 // Llama-2-70B (Touvron et al. 2023): 80 layers, hidden 8192, 64 heads, 8 KV
@@ -54,7 +69,7 @@ wm::ModelSpec llama2_70b() {
 }  // namespace
 
 TEST_CASE("GPT-3 175B has 174.6B parameters by Megatron's formula", "[explain]") {
-  const ModelEstimate e = estimate_model(preset("gpt3-175b"));
+  const ModelEstimate e = estimate_model(model_preset("gpt3-175b"));
   // 12 x 96 x 12288^2 x (1 + 13/(12 x 12288) + (51200 + 2048)/(12 x 96 x 12288))
   // = 174,615,822,336 (Narayanan et al. SC'21, Table 1: 174.6B).
   CHECK(e.narayanan.value == Approx(174'615'822'336.0).epsilon(1e-9));
@@ -71,7 +86,7 @@ TEST_CASE("GPT-3 175B has 174.6B parameters by Megatron's formula", "[explain]")
 }
 
 TEST_CASE("MoE models show active parameters below the total", "[explain]") {
-  const ModelEstimate e = estimate_model(preset("mixtral-8x7b"));
+  const ModelEstimate e = estimate_model(model_preset("mixtral-8x7b"));
   // Mixtral 8x7B: 46.7B total, 12.9B active (Jiang et al. 2024).
   CHECK(e.total.value == Approx(46.7e9).epsilon(0.01));
   CHECK(e.active.value == Approx(12.9e9).epsilon(0.01));
@@ -135,16 +150,12 @@ TEST_CASE("bubble formulas match the schedules run with unit passes", "[explain]
 
 TEST_CASE("communication rows of a TP8 x DP4 step", "[explain]") {
   wt::TrainingConfig c;
-  c.model = preset("llama3-8b");
+  c.model = model_preset("llama3-8b");
   c.parallel.tp = 8;
   c.parallel.dp = 4;
   c.batch.global = 32;
   c.batch.micro = 1;
-  LinkRates links;
-  links.scale_up_bytes_per_s = 450e9;
-  links.scale_out_bytes_per_s = 50e9;
-  links.gpus_per_node = 8;
-  const auto rows = estimate_training_comm(c, links);
+  const auto rows = estimate_training_comm(c, hgx_links());
   REQUIRE(rows.size() == 1 + 1);  // TP all-reduce, DP all-reduce (ZeRO-0)
   // TP: 4 all-reduces per layer x 32 layers x 8 micro-batches of s h x 2 B.
   CHECK(rows[0].dimension == "TP");
@@ -159,20 +170,14 @@ TEST_CASE("communication rows of a TP8 x DP4 step", "[explain]") {
 
 TEST_CASE("step time is the sum of its parts, MFU its inverse", "[explain]") {
   wt::TrainingConfig c;
-  c.model = preset("llama3-8b");
+  c.model = model_preset("llama3-8b");
   c.parallel.tp = 8;
   c.parallel.pp = 4;
   c.parallel.dp = 2;
   c.batch.global = 64;
   c.batch.micro = 1;
-  models::gpu::GpuSpec g;
-  g.sm_count = 132;
-  g.tensor_peak[static_cast<size_t>(models::gpu::Dtype::bf16)] = sim::FlopRate::tflops(1000);
-  g.hbm_bandwidth = sim::Bandwidth::gb_per_s(3000);
-  LinkRates links;
-  links.scale_up_bytes_per_s = 450e9;
-  links.scale_out_bytes_per_s = 50e9;
-  const auto rows = estimate_training_comm(c, links);
+  const models::gpu::GpuSpec g = round_gpu();
+  const auto rows = estimate_training_comm(c, hgx_links());
   const TrainingTimeEstimate t = estimate_training_time(c, g, rows);
   // 1F1B, p = 4, m = 64 / 2 = 32: the fill and drain are 3/32 of the
   // compute, and the last stage's output head makes it the slowest. Per
@@ -185,6 +190,9 @@ TEST_CASE("step time is the sum of its parts, MFU its inverse", "[explain]") {
   const double A = 3 * f.layers / 800e12, H = 3 * f.logits / 800e12;
   const double T = f.attention / 2 / 1000e12 *
                    (1 / g.efficiency.attention + 2 / g.efficiency.attention_backward);
+  // Compute per GPU: 64 sequences of 8192 tokens over 64 GPUs, each token
+  // A + H + T seconds of the whole model's work.
+  CHECK(t.compute.value == Approx(64.0 * 8192 / 64 * (A + H + T)));
   const double last = ((A + T) / 4 + H) / ((A + H + T) / 4);
   // Llama 3 8B's 128,256-entry head is about 2.4 layers of GEMM work.
   CHECK(H / (A / 32) == Approx(2.41).epsilon(0.01));
@@ -212,10 +220,7 @@ TEST_CASE("serving roofline: prefill compute-bound, decode reads the weights and
   s.requests.count = 4;
   s.requests.prompt.value = 1000;
   s.requests.output.value = 200;
-  models::gpu::GpuSpec g;
-  g.sm_count = 132;
-  g.tensor_peak[static_cast<size_t>(models::gpu::Dtype::bf16)] = sim::FlopRate::tflops(1000);
-  g.hbm_bandwidth = sim::Bandwidth::gb_per_s(3000);
+  models::gpu::GpuSpec g = round_gpu();
   g.hbm_capacity = sim::Bytes(80'000'000'000);
   LinkRates links;
   links.scale_up_bytes_per_s = 450e9;

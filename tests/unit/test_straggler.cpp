@@ -61,6 +61,9 @@ TEST_CASE("straggler: a throttled spec scales the SM rates, not HBM unless asked
   const double c_half = models::gpu::isolated_time(slow, copy, 132).seconds();
   CHECK(c_half > c_fast);
   CHECK(c_half < 1.05 * c_fast);
+  // Exactly: every wave stays HBM-bound and pays its SM overhead twice.
+  const double waves = models::gpu::wave_count(h100, copy, 132);
+  CHECK(c_half - c_fast == Approx(waves * h100.efficiency.tile_overhead.seconds()).epsilon(1e-9));
 }
 
 namespace {
