@@ -3,7 +3,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 #include "sim/cli/explain_table.h"
 #include "sim/cli/failures_loader.h"
@@ -58,25 +57,6 @@ namespace {
 
 // The run writes its summary.json here and explain reads it back: the same
 // code path, outputs and contract as `gcsim run`.
-class RunDirectory {
- public:
-  explicit RunDirectory(const std::string& out_dir) : keep_(!out_dir.empty()) {
-    path_ = keep_ ? fs::path(out_dir)
-                  : fs::temp_directory_path() / ("gcsim-explain-" + std::to_string(::getpid()));
-  }
-  ~RunDirectory() {
-    std::error_code ec;
-    if (!keep_) fs::remove_all(path_, ec);
-  }
-  RunDirectory(const RunDirectory&) = delete;
-  RunDirectory& operator=(const RunDirectory&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  bool keep_;
-  fs::path path_;
-};
-
 std::string cluster_line(const Scenario& s) {
   std::ostringstream o;
   o << s.cluster.nodes << " x " << s.cluster.gpus_per_node << " " << s.cluster.gpu.name << ", scale-up "
@@ -95,7 +75,7 @@ std::string cluster_line(const Scenario& s) {
 
 int explain_command(const std::string& config_path, const ExplainOptions& options, std::ostream& out) {
   const Scenario s = load_scenario(config_path, options.load);
-  RunDirectory dir(options.out_dir);
+  RunDirectory dir(options.out_dir, "gcsim-explain-");
   std::ostringstream run_output;  // run's human summary: not part of the worksheet
   RunOptions run{options.load, dir.path().string(), false, false};
   const int rc = run_command(config_path, run, run_output);

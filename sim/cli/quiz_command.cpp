@@ -1,7 +1,5 @@
 #include "sim/cli/quiz_command.h"
 
-#include <unistd.h>
-
 #include <boost/program_options.hpp>
 #include <filesystem>
 #include <fstream>
@@ -46,23 +44,6 @@ namespace {
 
 // A private scratch folder for the verification configs and their outputs,
 // removed when the quiz is done.
-class ScratchDir {
- public:
-  ScratchDir() {
-    path_ = fs::temp_directory_path() /
-            ("gcsim-quiz-" + std::to_string(static_cast<long long>(::getpid())));
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
 Json run_verification(const wq::Verification& v, const fs::path& dir) {
   const fs::path config = dir / (v.name + ".yaml");
   {
@@ -88,7 +69,7 @@ Json run_verification(const wq::Verification& v, const fs::path& dir) {
 
 void verify_quiz(wq::Quiz& quiz) {
   if (quiz.verifications.empty()) return;
-  ScratchDir dir;
+  RunDirectory dir("", "gcsim-quiz-");
   std::vector<Json> summaries;
   for (const auto& v : quiz.verifications) summaries.push_back(run_verification(v, dir.path()));
   for (auto& x : quiz.quantities) {
@@ -138,7 +119,8 @@ wq::Quiz read_answers(const std::string& path, const wq::PresetBook& book, wq::A
 
 wq::Topic default_topic(uint64_t seed) {
   sim::RandomStream r(seed, "quiz/topic");
-  return *wq::parse_topic(wq::topic_names()[static_cast<size_t>(r.uniform_int(4))]);
+  const auto& names = wq::topic_names();
+  return *wq::parse_topic(names[static_cast<size_t>(r.uniform_int(names.size()))]);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "sim/cli/run_command.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -168,6 +170,21 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
   write_file(dir / "report.md", report);
   out << human_summary(fig, dir.string(), options.trace) << collective_table;
   return 0;
+}
+
+RunDirectory::RunDirectory(const std::string& keep, const std::string& prefix) : keep_(!keep.empty()) {
+  namespace fs = std::filesystem;
+  if (keep_) {
+    path_ = keep;
+  } else {
+    path_ = fs::temp_directory_path() / (prefix + std::to_string(static_cast<long long>(::getpid())));
+    fs::create_directories(path_);
+  }
+}
+
+RunDirectory::~RunDirectory() {
+  std::error_code ec;
+  if (!keep_) std::filesystem::remove_all(path_, ec);
 }
 
 }  // namespace gcsim::cli

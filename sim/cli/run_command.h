@@ -2,6 +2,7 @@
 // summary.json, report.md and (with --trace) trace.json.
 #pragma once
 
+#include <filesystem>
 #include <iosfwd>
 #include <string>
 
@@ -21,5 +22,21 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
 
 // Prints the fully resolved config with a doc comment per key.
 int check_command(const std::string& config_path, const LoadOptions& options, std::ostream& out);
+
+// Where a command that runs other runs (explain, quiz) puts their output:
+// `keep` when given (left in place), else a temporary folder named `prefix`
+// and the process id, created now and removed with this object.
+class RunDirectory {
+ public:
+  RunDirectory(const std::string& keep, const std::string& prefix);
+  ~RunDirectory();
+  RunDirectory(const RunDirectory&) = delete;
+  RunDirectory& operator=(const RunDirectory&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  bool keep_;
+  std::filesystem::path path_;
+};
 
 }  // namespace gcsim::cli
