@@ -137,6 +137,12 @@ uint32_t LayerKernels::tp_collective(OpEmitter& e, const std::string& name, Coll
                       OpCategory::tp, {}, chain);
 }
 
+uint32_t LayerKernels::ep_all_to_all(OpEmitter& e, const std::string& name, bool dispatch,
+                                     bool chain) const {
+  return e.collective(name, CollectiveKind::all_to_all, dispatch_bytes(dispatch), kSlotEp + e.lane(),
+                      e.streams().ep[e.lane()], OpCategory::ep, {}, chain);
+}
+
 void LayerKernels::tp_forward_gather(OpEmitter& e, const std::string& p) const {
   if (!sp_) return;
   tp_collective(e, p, CollectiveKind::all_gather, tokens_ * h_ * 2);
@@ -415,18 +421,14 @@ void LayerKernels::mlp_forward(OpEmitter& e, int layer, const std::string& p) co
   }
   const auto& moe = c_.model.moe;
   const Moe x = moe_linears();
-  const int lane = e.lane();
   linear_forward(e, p, x.router);
   e.kernel(p + " router softmax", softmax(tokens_, moe.experts), OpCategory::compute);
   e.kernel(p + " permute", elementwise(tokens_ * moe.top_k * h_, 1, 0), OpCategory::compute);
-  const uint32_t dispatch =
-      e.collective(p + " dispatch", CollectiveKind::all_to_all, dispatch_bytes(true),
-                   kSlotEp + lane, e.streams().ep[lane], OpCategory::ep, {}, false);
+  const uint32_t dispatch = ep_all_to_all(e, p + " dispatch", true, false);
   // Shared experts need no routing: they run while the dispatch is in flight.
   if (moe.shared_experts > 0) mlp_block_forward(e, p, x.shared, {});
   mlp_block_forward(e, p, x.experts, {dispatch});
-  e.collective(p + " combine", CollectiveKind::all_to_all, dispatch_bytes(false), kSlotEp + lane,
-               e.streams().ep[lane], OpCategory::ep);
+  ep_all_to_all(e, p + " combine", false, true);
   e.kernel(p + " unpermute", elementwise(tokens_ * moe.top_k * h_, 2, 2), OpCategory::compute);
 }
 
@@ -453,14 +455,10 @@ void LayerKernels::mlp_backward(OpEmitter& e, int layer, const std::string& p,
   }
   const auto& moe = c_.model.moe;
   const Moe x = moe_linears();
-  const int lane = e.lane();
   e.kernel(p + " unpermute bwd", elementwise(tokens_ * moe.top_k * h_, 2, 2), OpCategory::compute);
-  e.collective(p + " combine bwd", CollectiveKind::all_to_all, dispatch_bytes(false),
-               kSlotEp + lane, e.streams().ep[lane], OpCategory::ep);
+  ep_all_to_all(e, p + " combine bwd", false, true);
   mlp_block_backward(e, p, x.experts, g, false);
-  const uint32_t dispatch =
-      e.collective(p + " dispatch bwd", CollectiveKind::all_to_all, dispatch_bytes(true),
-                   kSlotEp + lane, e.streams().ep[lane], OpCategory::ep, {}, false);
+  const uint32_t dispatch = ep_all_to_all(e, p + " dispatch bwd", true, false);
   if (moe.shared_experts > 0) mlp_block_backward(e, p, x.shared, g, false);
   e.kernel(p + " permute bwd", elementwise(tokens_ * moe.top_k * h_, 1, 0), OpCategory::compute,
            {dispatch});

@@ -139,6 +139,9 @@ class LayerKernels {
   void attention_backward(OpEmitter& e, const std::string& p) const;
   uint32_t tp_collective(OpEmitter& e, const std::string& name, CollectiveKind kind,
                          int64_t bytes, bool chain = true) const;
+  // An EP all-to-all of the dispatch (tokens to their experts) or the
+  // combine (results back) on the lane's EP stream.
+  uint32_t ep_all_to_all(OpEmitter& e, const std::string& name, bool dispatch, bool chain) const;
   void tp_forward_gather(OpEmitter& e, const std::string& p) const;  // SP all-gather
   void tp_forward_reduce(OpEmitter& e, const std::string& p) const;  // AR or RS
   void mlp_forward(OpEmitter& e, int layer, const std::string& p) const;
