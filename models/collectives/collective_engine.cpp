@@ -240,8 +240,9 @@ CollectiveEngine::PhaseCost CollectiveEngine::phase_cost(const Phase& phase,
   double sm_s = 0.0;
   if (pp.max_per_channel.bytes_per_s() > 0) {
     sm_s = std::max(sm_s, max_channel_payload / pp.max_per_channel.bytes_per_s());
-    rate_up = std::min(rate_up, pp.max_per_channel.bytes_per_s());
-    rate_out = std::min(rate_out, pp.max_per_channel.bytes_per_s());
+    // Only a tier the collective uses gets the cap (kNone stays "not used").
+    if (rate_up < kNone) rate_up = std::min(rate_up, pp.max_per_channel.bytes_per_s());
+    if (rate_out < kNone) rate_out = std::min(rate_out, pp.max_per_channel.bytes_per_s());
   }
   const sim::Bandwidth ceiling = gpu_ceiling(p, layout.num_hosts());
   if (ceiling.bytes_per_s() > 0) sm_s = std::max(sm_s, max_sent / ceiling.bytes_per_s());
@@ -259,7 +260,7 @@ CollectiveEngine::PhaseCost CollectiveEngine::phase_cost(const Phase& phase,
         rate_out < kNone ? std::min(phase.fill_hops, phase.steps_scale_out) : 0;
     const int hops_up = phase.fill_hops - hops_out;
     const double up = rate_up < kNone ? rate_up : slowest;
-    c.fill = seconds(slice * (hops_up / up + (hops_out > 0 ? hops_out / rate_out : 0.0)));
+    c.fill = seconds(slice * (hops_up / up + hops_out / rate_out));
   }
   return c;
 }
