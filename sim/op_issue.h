@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,7 +49,9 @@ void issue_local(Simulator& sim, OpExecutor& executor, int rank, const workloads
     case workloads::OpKind::collective:
     case workloads::OpKind::send:
     case workloads::OpKind::recv:
-      return;  // the caller's rendezvous
+      // Communication meets at the caller's rendezvous; issued here it
+      // would never finish.
+      throw std::logic_error("issue_local given a communication op");
   }
 }
 
