@@ -44,6 +44,7 @@ std::string explain_collective(const Scenario& s, const Json& summary) {
   const auto links = link_rates(s.cluster);
   const int n = static_cast<int>(w.ranks.size());
   const int nodes = nodes_spanned(w.ranks, s.cluster.gpus_per_node);
+  const std::string link = busiest_link_text(summary);
   std::ostringstream o;
   o << "Collective `" << collectives::op_name(w.op) << "` over " << n << " GPUs on " << nodes
     << " node(s). A model, memory and step time do not apply; what applies is the bytes each GPU sends and "
@@ -78,7 +79,6 @@ std::string explain_collective(const Scenario& s, const Json& summary) {
                  est::format_value(sim_t > 0 ? bound.value / sim_t : 0.0, est::Unit::fraction) +
                  " of the bound's bandwidth: protocol efficiency, channel count and per-step latency";
     }
-    const std::string link = busiest_link_text(summary);
     if (!link.empty() && nodes > 1) c.reason += "; " + link;
     cmp.push_back(c);
   }
@@ -103,6 +103,7 @@ std::string explain_graph(const Scenario& s, const Json& summary) {
     b.end = std::max(b.end, sp.end);
   }
   const auto links = link_rates(s.cluster);
+  const std::string link = busiest_link_text(summary);
   const auto& g = *s.graph;
   std::vector<est::Line> lines;
   std::vector<Comparison> cmp;
@@ -177,7 +178,6 @@ std::string explain_graph(const Scenario& s, const Json& summary) {
           break;
         }
       }
-      const std::string link = busiest_link_text(summary);
       if (op.kind != workloads::OpKind::compute && !link.empty() && !c.reason.empty()) c.reason += "; " + link;
       cmp.push_back(c);
     }
