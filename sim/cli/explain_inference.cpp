@@ -18,10 +18,8 @@ namespace {
 
 // What the run's own figures say about the load: queueing, preemption,
 // prefix hits, cache pressure; each with its number.
-std::string load_facts(const Json& summary, double est_batch) {
+std::string load_facts(const Json& summary, double in_system, double est_batch) {
   std::ostringstream o;
-  const double in_system = summary.contains("littles_law")
-                               ? field(summary, "littles_law").value("mean_requests_in_system", 0.0) : 0.0;
   o << "requests in the system average " << est::num(std::round(in_system * 100) / 100) << " (estimate "
     << est::num(std::round(est_batch * 100) / 100) << ")";
   const int64_t pre = summary.value("preemptions", int64_t{0});
@@ -67,9 +65,8 @@ std::string explain_inference(const Scenario& s, const Json& summary) {
   cmp.push_back({"weights per GPU", e.kv.weights.value, mem.value("weights_bytes_per_gpu", 0.0), est::Unit::bytes, ""});
   cmp.push_back({"KV blocks per GPU", e.kv.blocks.value, mem.value("num_gpu_blocks", 0.0), est::Unit::count,
                  "the run plans memory as vLLM does at start-up, the same arithmetic"});
-  const std::string facts = load_facts(summary, e.batch.value);
-  const double in_system = summary.contains("littles_law")
-                               ? field(summary, "littles_law").value("mean_requests_in_system", 0.0) : 0.0;
+  const double in_system = field(summary, "littles_law").value("mean_requests_in_system", 0.0);
+  const std::string facts = load_facts(summary, in_system, e.batch.value);
   const double ttft = field(summary, "ttft_s").value("mean", 0.0), tpot = field(summary, "tpot_s").value("mean", 0.0);
   const double P = e.prompt_tokens.value, O = e.output_tokens.value;
   std::string l_why = facts;

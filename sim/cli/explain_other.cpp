@@ -214,7 +214,7 @@ std::string explain_failures(const Scenario& s, const Json& summary) {
   }
   cmp.push_back({searched ? "checkpoint interval (optimum)" : "checkpoint interval (configured)", e.daly.value,
                  r.value("checkpoint_interval_s", 0.0), est::Unit::seconds, why});
-  const double eff = r.contains("effective_training_time_fraction") ? field(r, "effective_training_time_fraction").value("mean", 0.0) : 0.0;
+  const double eff = field(r, "effective_training_time_fraction").value("mean", 0.0);
   cmp.push_back({"useful fraction", e.useful_fraction.value, eff, est::Unit::fraction,
                  "the simulation waits for spares (" + est::num(r.value("spare_waits", 0.0)) +
                      " waits), draws failures per component class and loses work to correlated failures; Daly "

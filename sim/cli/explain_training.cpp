@@ -45,7 +45,7 @@ double exposed(const Json& b, const char* dim) { return field(b, "exposed_comm_s
 // Compute per pipeline rank in the simulation: the spread says whether the
 // stages are balanced (embedding and head sit on the end stages).
 std::string stage_spread(const Json& summary) {
-  if (!summary.contains("per_rank") || field(summary, "per_rank").size() < 2) return "";
+  if (field(summary, "per_rank").size() < 2) return "";
   double lo = 1e300, hi = 0;
   int lo_r = 0, hi_r = 0;
   for (const auto& r : field(summary, "per_rank")) {
