@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "models/collectives/collective.h"
 #include "workloads/quiz/quiz.h"
 #include "workloads/quiz/quiz_pick.h"
 
@@ -104,9 +105,11 @@ Quiz make_network_quiz(uint64_t seed, const PresetBook& presets) {
   // same volume over NVLink, so the bus rate is min(NVLink, g x NIC).
   const double b_bus = std::min(b_nvl, g * b_nic);
   const double ring_lat = 2.0 * (n - 1) * a_net;
-  const double ring_bw = 2.0 * (n - 1) / n * S / b_bus;
+  // nccl-tests' all-reduce bus factor 2(n-1)/n: the share of S each rank sends.
+  const double busbw_factor =
+      models::collectives::bus_bandwidth_factor(models::collectives::CollectiveOp::all_reduce, n);
+  const double ring_bw = busbw_factor * S / b_bus;
   const double t_ring = ring_lat + ring_bw;
-  const double busbw_factor = 2.0 * (n - 1) / n;  // nccl-tests, all-reduce
   q.steps.push_back("Bus rate per GPU: min(NVLink, 8 x NIC) = min(" + fmt("%.0f", b_nvl / 1e9) +
                     ", 8 x " + fmt("%.0f", b_nic / 1e9) + ") = " + fmt("%.0f GB/s", b_bus / 1e9) +
                     " (each node's ring crossings spread over its 8 rails).");
