@@ -71,6 +71,13 @@ int RankGrid::moved(int rank, Axis a, int value) const {
   return rank + (value - (rank / stride_[i]) % extent_[i]) * stride_[i];
 }
 
+int RankGrid::mirror(int rank, const std::array<bool, kAxes>& mirrored) const {
+  for (size_t a = 0; a < kAxes; ++a) {
+    if (mirrored[a]) rank = moved(rank, static_cast<Axis>(a), 0);
+  }
+  return rank;
+}
+
 std::vector<int> RankGrid::group(Group g, int rank) const {
   std::vector<Axis> axes;
   switch (g) {

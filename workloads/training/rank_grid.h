@@ -40,6 +40,9 @@ class RankGrid {
   int at(int rank, Axis a) const { return coord(rank)[static_cast<size_t>(a)]; }
   // The same rank moved to another coordinate along one axis.
   int moved(int rank, Axis a, int value) const;
+  // The rank that stands for `rank` when the axes in `mirrored` are
+  // mirrored: its coordinate 0 on each of them.
+  int mirror(int rank, const std::array<bool, kAxes>& mirrored) const;
   // Members of `g` containing `rank`, in increasing rank order.
   std::vector<int> group(Group g, int rank) const;
   // "tp-cp-ep-dp-pp" as given (ep added before dp when absent).

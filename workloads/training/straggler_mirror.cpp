@@ -1,6 +1,5 @@
 #include "workloads/training/straggler_mirror.h"
 
-#include <algorithm>
 #include <set>
 
 #include "workloads/training/rank_grid.h"
@@ -25,17 +24,8 @@ std::map<int, int> straggler_stand_ins(const TrainingConfig& c, const TrainingWo
       *why = "two stragglers in one pipeline stage";
       return {};
     }
-    // The simulated rank of its set: coordinate 0 on every mirrored axis.
-    RankGrid::Coord coord = grid.coord(r);
-    for (size_t a = 0; a < kAxes; ++a) {
-      if (w.mirrored_axis[a]) coord[a] = 0;
-    }
-    const int stand_in = grid.rank(coord);
-    if (!std::binary_search(w.simulated.begin(), w.simulated.end(), stand_in)) {
-      *why = "its stage's mirror is not simulated";
-      return {};
-    }
-    out[r] = stand_in;
+    // The simulated rank of its set (the generator's own rule).
+    out[r] = grid.mirror(r, w.mirrored_axis);
   }
   return out;
 }

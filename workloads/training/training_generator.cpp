@@ -649,13 +649,7 @@ TrainingWorkload generate_training(const TrainingConfig& c, const GeneratorOptio
       w.mirrored_axes += (w.mirrored_axes.empty() ? "" : ", ") + std::string(kAxisNames[a]);
     }
   }
-  auto simulated = [&](int r) {
-    const auto coord = grid.coord(r);
-    for (size_t a = 0; a < kAxes; ++a) {
-      if (mirrored[a] && coord[a] != 0) return false;
-    }
-    return true;
-  };
+  auto simulated = [&](int r) { return grid.mirror(r, mirrored) == r; };
   for (int r = 0; r < grid.size(); ++r) {
     if (simulated(r)) w.simulated.push_back(r);
   }
