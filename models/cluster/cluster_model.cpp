@@ -242,7 +242,7 @@ sim::OpExecutor::MemoryResult ClusterModel::apply_memory(int rank, sim::Bytes de
 std::string ClusterModel::describe(const Op& op, int rank) const {
   nlohmann::ordered_json j;
   if (std::holds_alternative<workloads::ComputeOp>(op.payload)) {
-    const int si = rank >= 0 && rank < num_ranks() ? spec_of_rank_[static_cast<size_t>(rank)] : 0;
+    const int si = spec_of_rank_.at(static_cast<size_t>(rank));
     const gpu::GpuSpec& spec = specs_[static_cast<size_t>(si)];
     const gpu::KernelDesc& k = kernel_of(op, si);
     const int sms = spec.sm_count;

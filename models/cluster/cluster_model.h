@@ -94,8 +94,8 @@ class ClusterModel : public sim::OpExecutor {
   // A JSON object literal explaining what `op` costs: for a
   // kernel its tiles, waves, flops, bytes and the bound of a tile; for a
   // transfer its bytes. Shown as trace-event args.
-  // `rank` picks the GPU whose spec costs it (-1: the cluster's `gpu`).
-  std::string describe(const workloads::Op& op, int rank = -1) const;
+  // `rank` picks the GPU whose spec costs it (a straggler's own).
+  std::string describe(const workloads::Op& op, int rank) const;
 
   // The α-β duration of a communication op among `ranks`.
   sim::Duration communication_time(const workloads::Op& op, const std::vector<int>& ranks) const;
