@@ -48,4 +48,14 @@ nlohmann::ordered_json read_json(const std::filesystem::path& path);
 // `extra` arguments), requires exit status 0 and returns its summary.json.
 nlohmann::ordered_json run_summary(const std::string& yaml, std::vector<std::string> extra = {});
 
+// One 8192^3 bf16 GEMM on one H100 (2048 tiles of 128x256 in 16 waves), with
+// the preset's rounded efficiencies (`calibration: none`) that hand figures use.
+inline constexpr const char* kH100Gemm8192 =
+    R"(cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1, calibration: none}
+workload:
+  kind: graph
+  ops:
+    - {name: g, rank: 0, op: gemm, m: 8192, n: 8192, k: 8192}
+)";
+
 }  // namespace gcsim::test

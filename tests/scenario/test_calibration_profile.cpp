@@ -9,15 +9,7 @@ using gcsim::test::TempDir;
 using gcsim::test::write_text;
 
 namespace {
-// One 8192^3 bf16 GEMM on an H100: 2048 tiles of 128x256 in 16 waves.
-// `calibration: none` keeps the preset's rounded efficiencies, which the
-// hand figures below use.
-const char* kGemm = R"(cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1, calibration: none}
-workload:
-  kind: graph
-  ops:
-    - {name: g, rank: 0, op: gemm, m: 8192, n: 8192, k: 8192}
-)";
+const char* const kGemm = gcsim::test::kH100Gemm8192;
 
 double gemm_seconds(const TempDir& dir, const std::vector<std::string>& extra) {
   std::vector<std::string> args{"run", (dir / "gemm.yaml").string(), "-q", "-o",

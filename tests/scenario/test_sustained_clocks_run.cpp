@@ -14,13 +14,7 @@ using gcsim::test::write_text;
 
 namespace {
 
-// One 8192^3 bf16 GEMM on an H100 with the preset's rounded efficiencies.
-const char* kGemm = R"(cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1, calibration: none}
-workload:
-  kind: graph
-  ops:
-    - {name: g, rank: 0, op: gemm, m: 8192, n: 8192, k: 8192}
-)";
+const char* const kGemm = gcsim::test::kH100Gemm8192;
 
 // Runs `config` expecting bad input: exit status 2; returns stderr.
 std::string run_bad(const std::string& config, std::vector<std::string> extra) {
