@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """NCCL collectives through PyTorch (one process per GPU), nccl-tests style: time per call of
-all_reduce, all_gather, reduce_scatter, all_to_all and broadcast from --min-bytes to --max-bytes
-(x2 steps), with algbw = S / t and busbw = algbw x factor (nccl-tests doc/PERFORMANCE.md):
-2(n-1)/n all_reduce; (n-1)/n all_gather (S = output), reduce_scatter (S = input), all_to_all;
-1 broadcast.
+all_reduce, all_gather, reduce_scatter, all_to_all, broadcast and send_recv from --min-bytes to
+--max-bytes (x2 steps; default 8 B to 4 GiB, as nccl-tests' -b 8 -e 4G -f 2), with algbw = S / t and
+busbw = algbw x factor (nccl-tests doc/PERFORMANCE.md): 2(n-1)/n all_reduce; (n-1)/n all_gather
+(S = output), reduce_scatter (S = input), all_to_all; 1 broadcast and send_recv (S = what each rank
+sends; send_recv is nccl-tests' sendrecv: every rank sends to rank+1 and receives from rank-1 in one
+group call). A size is rounded up to a whole number of float32 elements per rank.
 
     NCCL_NVLS_ENABLE=0 torchrun --standalone --nproc_per_node=N calibration/microbench/nccl_sweep.py \
         -o OUT.json [--ops all_reduce,...] [--probe]
@@ -13,9 +15,12 @@ back-to-back calls (iters chosen for ~2 ms a loop, 5..200) with one CUDA event p
 loop on the current stream (PyTorch's NCCL stream waits on it and it waits for the NCCL stream),
 the stream back-logged with torch.cuda._sleep so the host never throttles the loop; a barrier
 before each loop. time_us = median over loops of loop time / iters, and the reported value is
-the largest over ranks (the collective ends when its slowest rank does). Out-of-place where the
-PyTorch API is (all_gather_into_tensor, reduce_scatter_tensor, all_to_all_single), in-place for
-all_reduce and broadcast. NCCL_ALGO / NCCL_PROTO, if set, are recorded as forced.
+the largest over ranks (the collective ends when its slowest rank does). Placement as nccl-tests
+runs both: all_gather and reduce_scatter out-of-place and in-place (NCCL's in-place layout: the
+rank's input is its slice of the output, or its output the rank's slice of the input);
+all_reduce and broadcast in-place only and all_to_all, send_recv out-of-place only, because
+PyTorch's API has only that form. nvidia-smi clocks, power and throttle reasons are read
+before and after each op's sweep. NCCL_ALGO / NCCL_PROTO, if set, are recorded as forced.
 --probe runs each op and size once (for NCCL_DEBUG_SUBSYS=TUNING logs of NCCL's choices).
 """
 import argparse
@@ -31,12 +36,18 @@ import torch.distributed as dist
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_timing as tt  # noqa: E402
 
-VERSION = "nccl_sweep 1.1"
+VERSION = "nccl_sweep 1.2"
 # NVLink multicast stays off (device README: it can take the host's GPUs out of service).
 for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"), ("NVSHMEM_DISABLE_NVLS", "1")):
     os.environ[_k] = _v
 
-OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
+# (op, in_place) pairs that PyTorch can issue.
+PLACEMENTS = {"all_reduce": (True,), "all_gather": (False, True), "reduce_scatter": (False, True),
+              "all_to_all": (False,), "broadcast": (True,), "send_recv": (False,)}
+
+
+SMI_FIELDS = "clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active"
 
 
 def bus_factor(op, n):
@@ -47,23 +58,42 @@ def bus_factor(op, n):
     return 1.0
 
 
-def make_call(op, nbytes, n):
+def round_bytes(op, nbytes, n):
+    """Bytes actually moved: whole float32 elements, and a whole number of them per rank where
+    the op splits its buffer over ranks."""
+    per = 4 * (n if op in ("all_gather", "reduce_scatter", "all_to_all") else 1)
+    return max(per, (nbytes + per - 1) // per * per)
+
+
+def make_call(op, nbytes, n, in_place):
     elems = nbytes // 4
+    rank = dist.get_rank()
     if op == "all_reduce":
         t = torch.randn(elems, device="cuda")
         return lambda: dist.all_reduce(t)
     if op == "all_gather":
         out = torch.empty(elems, device="cuda")
-        inp = torch.randn(elems // n, device="cuda")
+        inp = out.narrow(0, rank * (elems // n), elems // n) if in_place else torch.randn(elems // n, device="cuda")
+        if in_place:
+            inp.normal_()
         return lambda: dist.all_gather_into_tensor(out, inp)
     if op == "reduce_scatter":
         inp = torch.randn(elems, device="cuda")
-        out = torch.empty(elems // n, device="cuda")
+        out = inp.narrow(0, rank * (elems // n), elems // n) if in_place else torch.empty(elems // n, device="cuda")
         return lambda: dist.reduce_scatter_tensor(out, inp)
     if op == "all_to_all":
         inp = torch.randn(elems, device="cuda")
         out = torch.empty(elems, device="cuda")
         return lambda: dist.all_to_all_single(out, inp)
+    if op == "send_recv":
+        src = torch.randn(elems, device="cuda")
+        dst = torch.empty(elems, device="cuda")
+        ops = [dist.P2POp(dist.isend, src, (rank + 1) % n), dist.P2POp(dist.irecv, dst, (rank - 1) % n)]
+
+        def call():
+            for w in dist.batch_isend_irecv(ops):
+                w.wait()
+        return call
     t = torch.randn(elems, device="cuda")
     return lambda: dist.broadcast(t, src=0)
 
@@ -92,8 +122,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-o", "--out", required=True)
     ap.add_argument("--ops", default=",".join(OPS))
-    ap.add_argument("--min-bytes", type=int, default=1024)
-    ap.add_argument("--max-bytes", type=int, default=1 << 30)
+    ap.add_argument("--min-bytes", type=int, default=8)
+    ap.add_argument("--max-bytes", type=int, default=4 << 30)
     ap.add_argument("--probe", action="store_true")
     ap.add_argument("--label", default="")
     a = ap.parse_args()
@@ -110,29 +140,36 @@ def main():
         sizes.append(b)
         b *= 2
     rows = []
+    smi = []
     for op in a.ops.split(","):
-        for nbytes in sizes:
-            call = make_call(op, nbytes, n)
-            if a.probe:
-                call()
+        if rank == 0:
+            smi.append({"op": op, "when": "before", "state": tt.nvsmi(SMI_FIELDS)})
+        for in_place in PLACEMENTS[op]:
+            for size in sizes:
+                nbytes = round_bytes(op, size, n)
+                call = make_call(op, nbytes, n, in_place)
+                if a.probe:
+                    call()
+                    torch.cuda.synchronize()
+                    continue
+                for _ in range(5):
+                    call()
                 torch.cuda.synchronize()
-                continue
-            for _ in range(5):
-                call()
-            torch.cuda.synchronize()
-            est = time_loop(call, 5)
-            # Every rank must issue the same number of calls: agree on the slowest rank's estimate.
-            agreed = torch.tensor([est], device="cuda")
-            dist.all_reduce(agreed, op=dist.ReduceOp.MAX)
-            iters = int(min(200, max(5, math.ceil(2000.0 / max(agreed.item(), 1.0)))))
-            loops = [time_loop(call, iters) for _ in range(5)]
-            rows.append({"op": op, "bytes": nbytes, "iters": iters, "loop_us": loops,
-                         "time_us": statistics.median(loops)})
-            if rank == 0:
-                print("progress %s %d B %d iters %.2f us (rank 0)" % (op, nbytes, iters, rows[-1]["time_us"]),
-                      flush=True)
-            del call
-            torch.cuda.empty_cache()
+                est = time_loop(call, 5)
+                # Every rank must issue the same number of calls: agree on the slowest rank's estimate.
+                agreed = torch.tensor([est], device="cuda")
+                dist.all_reduce(agreed, op=dist.ReduceOp.MAX)
+                iters = int(min(200, max(5, math.ceil(2000.0 / max(agreed.item(), 1.0)))))
+                loops = [time_loop(call, iters) for _ in range(5)]
+                rows.append({"op": op, "bytes": nbytes, "in_place": in_place, "iters": iters, "loop_us": loops,
+                             "time_us": statistics.median(loops)})
+                if rank == 0:
+                    print("progress %s%s %d B %d iters %.2f us (rank 0)" % (
+                        op, " in-place" if in_place else "", nbytes, iters, rows[-1]["time_us"]), flush=True)
+                del call
+                torch.cuda.empty_cache()
+        if rank == 0:
+            smi.append({"op": op, "when": "after", "state": tt.nvsmi(SMI_FIELDS)})
     gathered = [None] * n
     dist.all_gather_object(gathered, {"rank": rank, "rows": rows, "check_ok": ok,
                                       "device": torch.cuda.get_device_name(dev)})
@@ -148,18 +185,19 @@ def main():
                             "algbw_GBps": algbw, "busbw_GBps": algbw * bus_factor(r["op"], n),
                             "per_rank_time_us": per_rank, "iters": r["iters"],
                             "algorithm": forced.get("NCCL_ALGO", "default"),
-                            "protocol": forced.get("NCCL_PROTO", "default"), "in_place": r["op"] in ("all_reduce", "broadcast")})
+                            "protocol": forced.get("NCCL_PROTO", "default"), "in_place": r["in_place"]})
         meta = tt.provenance("calibration/microbench/nccl_sweep.py", VERSION)
         meta.update({"nccl_version": ".".join(str(x) for x in torch.cuda.nccl.version()), "ranks": n,
                      "label": a.label, "forced": forced, "dtype": "float32",
                      "devices": [g["device"] for g in gathered],
                      "env": {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "CUDA_VISIBLE", "TORCH_SYMM", "NVSHMEM"))},
-                     "correctness_all_reduce_ok": all(g["check_ok"] for g in gathered)})
+                     "correctness_all_reduce_ok": all(g["check_ok"] for g in gathered),
+                     "nvidia_smi_by_op": smi})
         with open(a.out, "w") as f:
             json.dump({"schema": "gcsim.nccl_sweep.v1", "meta": meta, "results": results}, f, indent=1)
         for r in results:
             print("%-15s n=%d %11d B %10.2f us algbw %7.2f busbw %7.2f GB/s %s/%s" % (
-                r["op"], n, r["bytes"], r["time_us"], r["algbw_GBps"], r["busbw_GBps"], r["algorithm"], r["protocol"]))
+                r["op"] + ("*" if r["in_place"] else ""), n, r["bytes"], r["time_us"], r["algbw_GBps"], r["busbw_GBps"], r["algorithm"], r["protocol"]))
     dist.barrier()
     dist.destroy_process_group()
 

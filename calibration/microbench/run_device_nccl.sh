@@ -3,7 +3,10 @@
 #   calibration/microbench/run_device_nccl.sh OUTDIR default|forced [GROUP_SIZES]
 # default: every op on each group size (GPUs 0..n-1) with NCCL's own choices, plus one
 #          probe run per group size with NCCL_DEBUG_SUBSYS=TUNING (what NCCL chose per size);
-# forced:  all_reduce on 2 GPUs under NCCL_ALGO x NCCL_PROTO = {Ring, Tree} x {Simple, LL, LL128}.
+# forced:  all_reduce on 2 GPUs under NCCL_ALGO x NCCL_PROTO = {Ring, Tree} x {Simple, LL, LL128},
+#          8 B to 256 MiB (MAX_FORCED_BYTES).
+# Each run's JSON is also copied to COPY_DIR (if set) as soon as it ends, so a call cut off
+# at its time limit keeps what finished.
 # Writes OUTDIR/nccl_<mode>.json (merged) and OUTDIR/nccl_<mode>_info.log.
 out=${1:?OUTDIR}
 mode=${2:?default|forced}
@@ -19,9 +22,11 @@ launch() {  # n label outfile [args...]
   local n=$1 label=$2 file=$3; shift 3
   local vis=$(seq -s, 0 $((n - 1)))
   echo "=== $label: $n GPUs ($vis) $(date -u +%T) NCCL_ALGO=${NCCL_ALGO-} NCCL_PROTO=${NCCL_PROTO-}" | tee -a "$info"
-  CUDA_VISIBLE_DEVICES=$vis timeout ${LAUNCH_TIMEOUT:-90} python3 -m torch.distributed.run --standalone --nproc_per_node=$n \
+  CUDA_VISIBLE_DEVICES=$vis timeout ${LAUNCH_TIMEOUT:-300} python3 -m torch.distributed.run --standalone --nproc_per_node=$n \
     "$here/nccl_sweep.py" -o "$file" --label "$label" "$@" > "$tmp/$label.log" 2>&1
   echo "rc=$? $(date -u +%T)" | tee -a "$info"
+  [ -n "${COPY_DIR:-}" ] && [ -f "$file" ] && cp "$file" "$COPY_DIR/"
+  true
 }
 if [ "$mode" = default ]; then
   nvidia-smi topo -m >> "$info" 2>&1
@@ -42,7 +47,7 @@ if [ "$mode" = default ]; then
 else
   for algo in Ring Tree; do
     for proto in Simple LL LL128; do
-      NCCL_ALGO=$algo NCCL_PROTO=$proto launch 2 "forced_${algo}_${proto}_n2" "$tmp/forced_${algo}_${proto}.json" --ops all_reduce
+      NCCL_ALGO=$algo NCCL_PROTO=$proto launch 2 "forced_${algo}_${proto}_n2" "$tmp/forced_${algo}_${proto}.json" --ops all_reduce --max-bytes ${MAX_FORCED_BYTES:-268435456}
       grep -vE "NCCL INFO" "$tmp/forced_${algo}_${proto}_n2.log" | tail -30 >> "$info"
       runs+=("$tmp/forced_${algo}_${proto}.json")
     done
