@@ -49,67 +49,106 @@ models::network::Fabric one_host(const models::gpu::GpuSpec& gpu, int n) {
   return f;
 }
 
-// The fitted fields as a vector in log space: the link share of each op
-// family (all-reduce, all-gather, reduce-scatter, broadcast and reduce,
-// all-to-all and send/recv), then per protocol the base latency (us), the
-// step overhead (us), the slice (bytes) and the ceiling (GB/s).
-constexpr double kMinUs = 1e-3, kMinBytes = 64.0;
-constexpr std::array<std::array<CollectiveOp, 2>, 5> kOpFamilies{{
-    {CollectiveOp::all_reduce, CollectiveOp::all_reduce},
-    {CollectiveOp::all_gather, CollectiveOp::all_gather},
-    {CollectiveOp::reduce_scatter, CollectiveOp::reduce_scatter},
-    {CollectiveOp::broadcast, CollectiveOp::reduce},
-    {CollectiveOp::all_to_all, CollectiveOp::send_recv},
-}};
-constexpr int kFields = 5 + 3 * 4;
+// The fitted fields, each held inside its physical range (fit_ranges())
+// by a logistic map in log space: v -> lo * (hi/lo)^sigmoid(v). Per
+// protocol the base latency, the step overhead, the pipeline slice and the
+// ceiling, then Simple's chunk and ring loop overhead. The NVLink payload
+// share is not fitted: it is measured directly (fit_ranges() says where).
+constexpr int kFields = 3 * 4 + 2;
+
+double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+double to_unit(double x, const FitRange& r) {
+  const double u = std::log(std::clamp(x, r.lo, r.hi) / r.lo) / std::log(r.hi / r.lo);
+  const double c = std::clamp(u, 1e-3, 1.0 - 1e-3);
+  return std::log(c / (1.0 - c));
+}
+double from_unit(double v, const FitRange& r) {
+  return r.lo * std::pow(r.hi / r.lo, sigmoid(v));
+}
+
+// Field i of the vector: its range, and how to read and write it.
+struct Field {
+  FitRange range;
+  std::function<double(const CollectiveParams&)> get;
+  std::function<void(CollectiveParams&, double)> set;
+};
+
+std::vector<Field> fields() {
+  std::vector<Field> f;
+  const auto ranges = fit_ranges();
+  auto range = [&](const std::string& name) {
+    for (const auto& r : ranges) {
+      if (r.name == name) return r;
+    }
+    throw std::logic_error("fit: no range " + name);
+  };
+  for (Protocol pr : models::collectives::kAllProtocols) {
+    const std::string nm(models::collectives::protocol_name(pr));
+    f.push_back({range(nm + ".base_latency_us"),
+                 [pr](const CollectiveParams& p) { return p.latency_of(Algorithm::ring, pr).base.microseconds(); },
+                 [pr](CollectiveParams& p, double x) {
+                   for (Algorithm a : {Algorithm::ring, Algorithm::direct, Algorithm::pairwise,
+                                       Algorithm::hierarchical}) {
+                     p.latency_of(a, pr).base = sim::us(x);
+                   }
+                 }});
+    f.push_back({range(nm + ".step_overhead_us"),
+                 [pr](const CollectiveParams& p) {
+                   return p.latency_of(Algorithm::ring, pr).step_scale_up.microseconds();
+                 },
+                 [pr](CollectiveParams& p, double x) {
+                   for (Algorithm a : {Algorithm::ring, Algorithm::direct, Algorithm::pairwise,
+                                       Algorithm::hierarchical}) {
+                     p.latency_of(a, pr).step_scale_up = sim::us(x);
+                   }
+                 }});
+    f.push_back({range(nm + ".slice_bytes"),
+                 [pr](const CollectiveParams& p) { return p.protocol_of(pr).slice.as_double(); },
+                 [pr](CollectiveParams& p, double x) { p.protocol_of(pr).slice = sim::Bytes(std::llround(x)); }});
+    const bool per_gpu = pr == Protocol::ll;
+    f.push_back({range(nm + (per_gpu ? ".max_per_gpu_GBps" : ".max_per_channel_GBps")),
+                 [pr, per_gpu](const CollectiveParams& p) {
+                   const auto& pp = p.protocol_of(pr);
+                   return (per_gpu ? pp.max_per_gpu : pp.max_per_channel).gb_per_s();
+                 },
+                 [pr, per_gpu](CollectiveParams& p, double x) {
+                   auto& pp = p.protocol_of(pr);
+                   (per_gpu ? pp.max_per_gpu : pp.max_per_channel) = sim::Bandwidth::gb_per_s(x);
+                 }});
+  }
+  f.push_back({range("Simple.chunk_bytes"),
+               [](const CollectiveParams& p) { return p.protocol_of(Protocol::simple).chunk.as_double(); },
+               [](CollectiveParams& p, double x) { p.protocol_of(Protocol::simple).chunk = sim::Bytes(std::llround(x)); }});
+  f.push_back({range("Simple.ring_loop_overhead_us"),
+               [](const CollectiveParams& p) {
+                 return p.protocol_of(Protocol::simple).ring_loop_overhead.microseconds();
+               },
+               [](CollectiveParams& p, double x) { p.protocol_of(Protocol::simple).ring_loop_overhead = sim::us(x); }});
+  return f;
+}
 
 std::vector<double> to_vector(const CollectiveParams& p) {
   std::vector<double> v;
-  for (const auto& fam : kOpFamilies) v.push_back(std::log(p.efficiency_of(fam[0])));
-  for (Protocol pr : models::collectives::kAllProtocols) {
-    const auto& l = p.latency_of(Algorithm::ring, pr);
-    const auto& pp = p.protocol_of(pr);
-    v.push_back(std::log(std::max(kMinUs, l.base.microseconds())));
-    v.push_back(std::log(std::max(kMinUs, l.step_scale_up.microseconds())));
-    v.push_back(std::log(std::max(kMinBytes, pp.slice.as_double())));
-    const sim::Bandwidth cap = pr == Protocol::ll ? pp.max_per_gpu : pp.max_per_channel;
-    v.push_back(std::log(cap.gb_per_s() > 0 ? cap.gb_per_s() : 1000.0));
-  }
+  for (const Field& f : fields()) v.push_back(to_unit(f.get(p), f.range));
   return v;
 }
 
 CollectiveParams from_vector(const std::vector<double>& v, CollectiveParams p) {
-  size_t i = 0;
-  for (const auto& fam : kOpFamilies) {
-    const double e = std::min(1.0 / p.scale_up_efficiency, std::exp(v[i++]));
-    for (CollectiveOp op : fam) p.efficiency_of(op) = e;
-  }
-  for (Protocol pr : models::collectives::kAllProtocols) {
-    const sim::Duration base = sim::us(std::exp(v[i]));
-    const sim::Duration step = sim::us(std::exp(v[i + 1]));
-    for (Algorithm a : {Algorithm::ring, Algorithm::direct, Algorithm::pairwise,
-                        Algorithm::hierarchical}) {
-      p.latency_of(a, pr).base = base;
-      p.latency_of(a, pr).step_scale_up = step;
-    }
-    auto& pp = p.protocol_of(pr);
-    pp.slice = sim::Bytes(std::llround(std::exp(v[i + 2])));
-    const sim::Bandwidth cap = sim::Bandwidth::gb_per_s(std::exp(v[i + 3]));
-    (pr == Protocol::ll ? pp.max_per_gpu : pp.max_per_channel) = cap;
-    i += 4;
-  }
+  const auto fs = fields();
+  for (size_t i = 0; i < fs.size(); ++i) fs[i].set(p, from_unit(v[i], fs[i].range));
   return p;
 }
 
 // A weak pull of the latencies toward NCCL's defaults: with two GPUs an
 // all-reduce has two steps and the rest one, so base latency and step
 // overhead are told apart only by ops that ran other protocols; the prior
-// settles the split where the data cannot (log-space weight 0.01).
+// settles the split where the data cannot (weight 0.01 in the logistic
+// coordinates).
 double prior(const std::vector<double>& v, const std::vector<double>& v0) {
   double s = 0.0;
   for (size_t k = 0; k < 3; ++k) {
     for (size_t j = 0; j < 2; ++j) {
-      const size_t i = 5 + 4 * k + j;
+      const size_t i = 4 * k + j;
       s += (v[i] - v0[i]) * (v[i] - v0[i]);
     }
   }
@@ -198,6 +237,65 @@ std::string fmt(const char* f, double v) {
 
 }  // namespace
 
+std::vector<FitRange> fit_ranges() {
+  // Physical ranges, each with its reason (units in the name).
+  return {
+      // NVLink 4's payload rate is measured directly: broadcast and
+      // send/recv, which stream without a ring's dependent steps, level off
+      // at 364-371 GB/s per GPU at 4 GiB on 2-4 H200s (0.809-0.824 of 18 x
+      // 25 GB/s; calibration/measurements/h200-x4/nccl_2026-11-26), and
+      // NCCL models 20.6 of 25 GB/s per link (0.824).
+      // Not fitted: the start's value (NCCL's 0.824) stands, and a test
+      // checks it lies here.
+      {"nvlink_payload_share", 0.80, 0.85},
+      // Launch and first-step latency of one NCCL kernel: NCCL's baseLat
+      // is 6.6-14 us; a kernel launch alone costs >= 1 us.
+      {"LL.base_latency_us", 1.0, 40.0},
+      {"LL.step_overhead_us", 0.05, 10.0},
+      // LL: 8-byte lines x 512 threads up to NCCL's 256 KiB LL buffer.
+      {"LL.slice_bytes", 256.0, 262144.0},
+      // LL's per-GPU payload ceiling, sent plus received: at most half of
+      // the 18-link NVLink 4 each way (half of each line is flags), 450 GB/s
+      // both ways together; NCCL's llMaxBw, 141 one way, is 282 here.
+      {"LL.max_per_gpu_GBps", 40.0, 450.0},
+      {"LL128.base_latency_us", 1.0, 40.0},
+      {"LL128.step_overhead_us", 0.05, 10.0},
+      {"LL128.slice_bytes", 1024.0, 4.0 * 1048576.0},
+      // One channel is one SM: a Hopper SM's load/store path moves at most
+      // ~60 GB/s over NVLink; NCCL's per-channel LL128 figure is 36.7.
+      {"LL128.max_per_channel_GBps", 5.0, 60.0},
+      {"Simple.base_latency_us", 1.0, 40.0},
+      {"Simple.step_overhead_us", 0.05, 10.0},
+      // Simple slices are NCCL_BUFFSIZE (4 MiB) / NCCL_STEPS (8) x slice
+      // steps: at most 1 MiB.
+      {"Simple.slice_bytes", 1024.0, 1048576.0},
+      {"Simple.max_per_channel_GBps", 5.0, 60.0},
+      // A loop's chunk: one to eight 512 KiB steps of the 4 MiB buffer.
+      {"Simple.chunk_bytes", 65536.0, 4.0 * 1048576.0},
+      // A loop's unhidden turnaround: a few flag round trips over NVLink
+      // (each ~1-2 us) up to a kernel-scale stall.
+      {"Simple.ring_loop_overhead_us", 0.01, 100.0},
+  };
+}
+
+std::vector<std::string> out_of_range(const CollectiveParams& p) {
+  std::vector<std::string> bad;
+  for (const auto& r : fit_ranges()) {
+    if (r.name == "nvlink_payload_share" && (p.scale_up_efficiency < r.lo || p.scale_up_efficiency > r.hi)) {
+      bad.push_back(r.name + " = " + fmt("%.6g", p.scale_up_efficiency) + " outside its range");
+    }
+  }
+  for (const Field& f : fields()) {
+    const double x = f.get(p);
+    // Stored values are printed to 6 significant digits: allow that rounding.
+    if (x < f.range.lo * (1 - 1e-5) || x > f.range.hi * (1 + 1e-5)) {
+      bad.push_back(f.range.name + " = " + fmt("%.6g", x) + " outside [" + fmt("%.6g", f.range.lo) +
+                    ", " + fmt("%.6g", f.range.hi) + "]");
+    }
+  }
+  return bad;
+}
+
 std::vector<NcclMeasurement> load_nccl_sweep(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read " + path);
@@ -212,7 +310,10 @@ std::vector<NcclMeasurement> load_nccl_sweep(const std::string& path) {
         c["protocol"].get<std::string>();
   }
   auto nccl_protocol = [&](const std::string& op, int n, int64_t bytes) {
+    // Point-to-point (all-to-all, send/recv): LL up to NCCL_P2P_LL_THRESHOLD
+    // = 16 KiB per peer, Simple above.
     if (op == "all_to_all") return bytes / n <= 16384 ? Protocol::ll : Protocol::simple;
+    if (op == "send_recv") return bytes <= 16384 ? Protocol::ll : Protocol::simple;
     // The recorded size at or below, else the smallest recorded.
     const std::string* best = nullptr;
     int64_t best_bytes = -1, smallest = -1;
@@ -242,7 +343,9 @@ std::vector<NcclMeasurement> load_nccl_sweep(const std::string& path) {
     m.bytes = r["bytes"].get<int64_t>();
     m.time_us = r["time_us"].get<double>();
     m.forced = r["protocol"].get<std::string>() != "default";
+    m.in_place = r.value("in_place", false);
     m.algorithm = m.op == CollectiveOp::all_to_all ? Algorithm::direct : Algorithm::ring;
+    if (m.op == CollectiveOp::send_recv) m.algorithm = Algorithm::direct;
     m.protocol = m.forced ? protocol_from(r["protocol"].get<std::string>())
                           : nccl_protocol(op, m.ranks, m.bytes);
     m.source = path;
@@ -252,10 +355,11 @@ std::vector<NcclMeasurement> load_nccl_sweep(const std::string& path) {
   // series, or more than 1.35x the geometric mean of its two neighbours
   // (time against size is convex in log-log: latency plus bytes over
   // bandwidth never rises faster than that).
-  std::map<std::tuple<int, int, bool, int>, std::vector<size_t>> series;
+  std::map<std::tuple<int, int, bool, int, bool>, std::vector<size_t>> series;
   for (size_t i = 0; i < out.size(); ++i) {
     const auto& m = out[i];
-    series[{static_cast<int>(m.op), m.ranks, m.forced, m.forced ? static_cast<int>(m.protocol) : -1}]
+    series[{static_cast<int>(m.op), m.ranks, m.forced, m.forced ? static_cast<int>(m.protocol) : -1,
+            m.in_place}]
         .push_back(i);
   }
   for (auto& [key, idx] : series) {
@@ -271,6 +375,12 @@ std::vector<NcclMeasurement> load_nccl_sweep(const std::string& path) {
                          t > 1.35 * std::sqrt(out[idx[k - 1]].time_us * out[idx[k + 1]].time_us);
       out[idx[k]].outlier = above_later || spike;
     }
+  }
+  // send_recv through PyTorch's batch_isend_irecv costs ~30 us of host time
+  // per call: below 256 MiB the script timed the host, not NCCL
+  // (calibration/measurements/h200-x4/nccl_2026-11-26/README.md).
+  for (auto& m : out) {
+    if (m.op == CollectiveOp::send_recv && m.bytes < (int64_t{256} << 20)) m.outlier = true;
   }
   return out;
 }
@@ -348,7 +458,7 @@ CollectiveFit fit_collective_params(const std::vector<NcclMeasurement>& points,
   };
   std::vector<double> x = x0;
   if (x.size() != static_cast<size_t>(kFields)) throw std::logic_error("fit: field count");
-  for (double step : {0.7, 0.3, 0.1}) x = nelder_mead(loss, x, step, 1500, fit.evaluations);
+  for (double step : {1.0, 0.4, 0.15}) x = nelder_mead(loss, x, step, 1500, fit.evaluations);
   fit.params = from_vector(x, start);
   fit.rms_log_error = rms_log_error(fit.params, gpu, points);
   for (const auto& m : points) fit.points += m.outlier ? 0 : 1;
@@ -357,11 +467,7 @@ CollectiveFit fit_collective_params(const std::vector<NcclMeasurement>& points,
 
 std::string fitted_fields_cpp(const CollectiveParams& p) {
   std::ostringstream o;
-  for (const auto& fam : kOpFamilies) {
-    o << "  ops(CollectiveOp::" << models::collectives::op_name(fam[0]) << ", CollectiveOp::"
-      << models::collectives::op_name(fam[1]) << ", " << fmt("%.6g", p.efficiency_of(fam[0]))
-      << ");\n";
-  }
+  o << "  p.scale_up_efficiency = " << fmt("%.6g", p.scale_up_efficiency) << ";\n";
   const char* names[3] = {"ll", "ll128", "simple"};
   for (Protocol pr : models::collectives::kAllProtocols) {
     const auto& l = p.latency_of(Algorithm::ring, pr);
@@ -373,6 +479,10 @@ std::string fitted_fields_cpp(const CollectiveParams& p) {
       << fmt("%.6g", (pr == Protocol::ll ? pp.max_per_gpu : pp.max_per_channel).gb_per_s())
       << "));\n";
   }
+  const auto& sp = p.protocol_of(Protocol::simple);
+  o << "  p.protocol_of(Protocol::simple).chunk = sim::Bytes(" << sp.chunk.count() << ");\n"
+    << "  p.protocol_of(Protocol::simple).ring_loop_overhead = us("
+    << fmt("%.6g", sp.ring_loop_overhead.microseconds()) << ");\n";
   return o.str();
 }
 
@@ -382,11 +492,13 @@ std::string fit_report(const CollectiveParams& params, const models::gpu::GpuSpe
   std::ostringstream o;
   o << "Parameters (" << params.source << "): NVLink payload share "
     << fmt("%.4f", params.scale_up_efficiency) << " of " << gpu.name << "'s "
-    << fmt("%.0f", gpu.nvlink_bandwidth.gb_per_s()) << " GB/s per GPU each way; per op:";
-  for (const auto& fam : kOpFamilies) {
-    o << " " << models::collectives::op_name(fam[0]) << " " << fmt("%.3f", params.efficiency_of(fam[0]));
-  }
-  o << ".\n\n";
+    << fmt("%.0f", gpu.nvlink_bandwidth.gb_per_s()) << " GB/s per GPU each way ("
+    << fmt("%.1f", params.scale_up_efficiency * gpu.nvlink_bandwidth.gb_per_s())
+    << " GB/s payload); Simple ring loops of "
+    << fmt("%.0f", params.protocol_of(Protocol::simple).chunk.as_double() / 1024)
+    << " KiB per step and channel, "
+    << fmt("%.2f", params.protocol_of(Protocol::simple).ring_loop_overhead.microseconds())
+    << " us turnaround each.\n\n";
   o << "| protocol | base latency (us) | step overhead (us) | slice (KiB) | ceiling (GB/s) |\n"
        "|---|---:|---:|---:|---:|\n";
   for (Protocol pr : models::collectives::kAllProtocols) {
@@ -400,12 +512,13 @@ std::string fit_report(const CollectiveParams& params, const models::gpu::GpuSpe
   }
 
   // Measured series by (op, forced protocol or NCCL's choice).
-  std::map<std::tuple<int, bool, int>, std::map<int64_t, std::map<int, const NcclMeasurement*>>>
+  std::map<std::tuple<int, bool, int, bool>,
+           std::map<int64_t, std::map<int, const NcclMeasurement*>>>
       table;
   std::vector<int> sizes_n;
   for (const auto& m : measured) {
     const auto key = std::make_tuple(static_cast<int>(m.op), m.forced,
-                                     m.forced ? static_cast<int>(m.protocol) : -1);
+                                     m.forced ? static_cast<int>(m.protocol) : -1, m.in_place);
     table[key][m.bytes][m.ranks] = &m;
     if (std::find(sizes_n.begin(), sizes_n.end(), m.ranks) == sizes_n.end()) {
       sizes_n.push_back(m.ranks);
@@ -426,7 +539,8 @@ std::string fit_report(const CollectiveParams& params, const models::gpu::GpuSpe
                                                       std::string(models::collectives::protocol_name(
                                                           static_cast<Protocol>(std::get<2>(key)))) +
                                                       ")"
-                                                : std::string());
+                                                : std::string()) +
+                              (std::get<3>(key) ? " in-place" : "");
     o << "\n### " << label << "\n\n| size |";
     for (int n : sizes_n) o << " n=" << n << " measured | pred | tuner |";
     for (int n : predict_only_ranks) o << " n=" << n << " tuner |";

@@ -9,8 +9,10 @@
 // Fitted, per protocol (LL, LL128, Simple): the launch latency (NCCL's
 // baseLat), the per-step overhead over NVLink, the pipeline slice, and the
 // ceiling the channels put on bandwidth (per channel for LL128 and Simple,
-// per GPU for LL); and the NVLink payload share. The loss is the mean
-// squared log ratio of predicted to measured time over every point kept.
+// per GPU for LL); Simple's ring chunk and per-loop turnaround; and the
+// NVLink payload share. Every one is physical, shared by every op and group
+// size, and held inside the range fit_ranges() states. The loss is the
+// mean squared log ratio of predicted to measured time over every point kept.
 #pragma once
 
 #include <string>
@@ -23,6 +25,17 @@
 
 namespace gcsim::calibration {
 
+// The physical range of one fitted field (its unit in the name).
+struct FitRange {
+  std::string name;
+  double lo = 0.0;
+  double hi = 0.0;
+};
+std::vector<FitRange> fit_ranges();
+// The fitted fields of `p` that lie outside their range, as text; empty
+// when every one is inside.
+std::vector<std::string> out_of_range(const models::collectives::CollectiveParams& p);
+
 struct NcclMeasurement {
   models::collectives::CollectiveOp op = models::collectives::CollectiveOp::all_reduce;
   int ranks = 2;
@@ -34,6 +47,7 @@ struct NcclMeasurement {
   models::collectives::Algorithm algorithm = models::collectives::Algorithm::ring;
   models::collectives::Protocol protocol = models::collectives::Protocol::simple;
   bool forced = false;
+  bool in_place = false;
   int max_channels = 0;  // NCCL max_ctas when set, else 0 (NCCL's own: 24)
   // A spike against both neighbouring sizes of its series (> 1.5x the
   // larger one): the VM's noise, not NCCL; left out of the fit and the

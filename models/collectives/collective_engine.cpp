@@ -150,8 +150,8 @@ double CollectiveEngine::tier_efficiency(bool inter) const {
   return inter ? params_.scale_out_efficiency : params_.scale_up_efficiency;
 }
 
-double CollectiveEngine::algorithm_efficiency(Algorithm a, CollectiveOp op) const {
-  double e = params_.efficiency_of(op);
+double CollectiveEngine::algorithm_efficiency(Algorithm a) const {
+  double e = 1.0;
   if (a == Algorithm::tree) e *= params_.tree_efficiency;
   if (a == Algorithm::nvls) e *= params_.nvls_efficiency;
   return e;
@@ -163,12 +163,11 @@ sim::Bandwidth CollectiveEngine::gpu_ceiling(Protocol p, int hosts) const {
   return hosts == 2 ? pp.max_per_gpu_two_nodes : pp.max_per_gpu_many_nodes;
 }
 
-sim::Bytes CollectiveEngine::wire_bytes(const Flow& f, const GroupLayout& layout,
-                                        CollectiveOp op, Algorithm a, Protocol p) const {
-  const bool inter = !layout.same_host(f.src, f.dst);
-  const double factor = params_.protocol_of(p).wire_efficiency * tier_efficiency(inter) *
-                        algorithm_efficiency(a, op);
-  return sim::Bytes(std::max<int64_t>(1, std::llround(f.payload / factor)));
+sim::Bytes CollectiveEngine::wire_bytes(const Flow& f, Protocol p) const {
+  // Only the protocol's flag bytes are real wire bytes; link headers and
+  // the algorithm's shortfall are time (the phase's endpoint floor).
+  return sim::Bytes(
+      std::max<int64_t>(1, std::llround(f.payload / params_.protocol_of(p).wire_efficiency)));
 }
 
 CollectiveEngine::PhaseCost CollectiveEngine::phase_cost(const Phase& phase,
@@ -209,17 +208,19 @@ CollectiveEngine::PhaseCost CollectiveEngine::phase_cost(const Phase& phase,
     touched.push_back(f.dst);
     max_channel_payload = std::max(max_channel_payload, f.payload / f.channels);
   }
-  const double algo_eff = algorithm_efficiency(a, op) * pp.wire_efficiency;
+  const double algo_eff = algorithm_efficiency(a) * pp.wire_efficiency;
   const double bw_up = up.known ? up.bandwidth.bytes_per_s() * tier_efficiency(false) * algo_eff
                                 : 0.0;
   const double bw_out =
       out.known ? out.bandwidth.bytes_per_s() * tier_efficiency(true) * algo_eff : 0.0;
   // One channel's rate over each tier at its busiest GPU (bytes/s).
   constexpr double kNone = std::numeric_limits<double>::max();
-  double max_sent = 0.0, endpoint_s = 0.0, rate_up = kNone, rate_out = kNone;
+  // max_moved: the most payload one GPU's channels handle, sent plus
+  // received (the same SMs store what leaves and load what arrives).
+  double max_moved = 0.0, endpoint_s = 0.0, rate_up = kNone, rate_out = kNone;
   for (int r : touched) {
     const auto i = static_cast<size_t>(r);
-    max_sent = std::max(max_sent, sent_up_[i] + sent_out_[i]);
+    max_moved = std::max(max_moved, sent_up_[i] + sent_out_[i] + recv_up_[i] + recv_out_[i]);
     if (bw_up > 0) {
       endpoint_s = std::max({endpoint_s, sent_up_[i] / bw_up, recv_up_[i] / bw_up});
       if (channels_up_[i] > 0) rate_up = std::min(rate_up, bw_up / channels_up_[i]);
@@ -245,7 +246,7 @@ CollectiveEngine::PhaseCost CollectiveEngine::phase_cost(const Phase& phase,
     if (rate_out < kNone) rate_out = std::min(rate_out, pp.max_per_channel.bytes_per_s());
   }
   const sim::Bandwidth ceiling = gpu_ceiling(p, layout.num_hosts());
-  if (ceiling.bytes_per_s() > 0) sm_s = std::max(sm_s, max_sent / ceiling.bytes_per_s());
+  if (ceiling.bytes_per_s() > 0) sm_s = std::max(sm_s, max_moved / ceiling.bytes_per_s());
   c.sm_time = seconds(sm_s);
 
   // Pipeline start-up: fill hops of one slice (no larger than a step's
@@ -262,6 +263,12 @@ CollectiveEngine::PhaseCost CollectiveEngine::phase_cost(const Phase& phase,
     const double up = rate_up < kNone ? rate_up : slowest;
     c.fill = seconds(slice * (hops_up / up + hops_out / rate_out));
   }
+  // The ring's turnaround, once per loop of one chunk per step and channel.
+  if (phase.ring_loops && pp.chunk.count() > 0 && phase.step_payload_per_channel > 0) {
+    const double loops = std::ceil(phase.step_payload_per_channel / pp.chunk.as_double());
+    c.fill += pp.ring_loop_overhead * static_cast<int64_t>(loops);
+  }
+  (void)op;
   return c;
 }
 
@@ -352,12 +359,17 @@ void CollectiveEngine::run_phase(std::shared_ptr<RunState> st) {
   const Phase& phase = st->schedule->phases[st->phase];
   const Algorithm a = st->plan.algorithm;
   const Protocol p = st->plan.protocol;
-  st->cost = phase_cost(phase, *st->layout, st->req.op, a, p, false);
+  // The endpoint floor holds the phase to the links' payload rate (NVLink
+  // and NIC headers, the protocol's flags) however fast the network model
+  // moved the wire bytes: every network model gives the same uncontended
+  // time, and contention can only add to it.
+  st->cost = phase_cost(phase, *st->layout, st->req.op, a, p, true);
   st->phase_start = sim_.now();
   st->pending = phase.flows.size();
   auto finish = [this, st] {
     // The SMs' ceiling holds the phase even if the network was faster.
-    const sim::Time floor = st->phase_start + st->cost.first_latency + st->cost.sm_time;
+    const sim::Time floor =
+        st->phase_start + st->cost.first_latency + max_of(st->cost.sm_time, st->cost.endpoint_time);
     const sim::Time end = std::max(sim_.now(), floor) + st->cost.extra_latency + st->cost.fill;
     ++st->phase;
     sim_.call_at(end, [this, st] { run_phase(st); });
@@ -372,7 +384,7 @@ void CollectiveEngine::run_phase(std::shared_ptr<RunState> st) {
     network::Transfer t;
     t.src_rank = f.src;
     t.dst_rank = f.dst;
-    t.bytes = wire_bytes(f, *st->layout, st->req.op, a, p);
+    t.bytes = wire_bytes(f, p);
     t.qp = f.qp;
     transfers.push_back(t);
   }
@@ -416,8 +428,7 @@ void CollectiveEngine::run_stepwise_ring(std::shared_ptr<RunState> st) {
     const int dst = order[static_cast<size_t>((i + 1) % n)];
     const bool inter = !layout.same_host(src, dst);
     Flow f{src, dst, st->round_payload, 1, static_cast<uint32_t>(c)};
-    network::Transfer t{src, dst, wire_bytes(f, layout, st->req.op, Algorithm::ring, p),
-                        static_cast<uint32_t>(c)};
+    network::Transfer t{src, dst, wire_bytes(f, p), static_cast<uint32_t>(c)};
     auto self = weak.lock();
     sim_.call_in(inter ? lat.step_scale_out : lat.step_scale_up, [this, st, self, t, c, i, n] {
       ++transfers_started_;

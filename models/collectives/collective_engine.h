@@ -7,9 +7,11 @@
 // per-step latencies, the pipeline fill of its first slice, and never runs
 // faster than its channels' SMs can copy (the protocol's ceilings).
 //
-// A flow carries wire bytes: payload / (protocol wire efficiency x the
-// tier's payload share x the algorithm's efficiency), so LL doubles the
-// bytes on the wire and NVLink headers cost what NCCL's link model says.
+// A flow carries wire bytes: payload / protocol wire efficiency (LL's flag
+// words double the bytes on the wire). Link headers (the tier's payload
+// share) and an algorithm's shortfall (tree, NVLS) are time, not bytes: a
+// phase ends no sooner than its busiest GPU's payload over its links'
+// payload rate, so a collective takes only its fair share of a shared link.
 #pragma once
 
 #include <cstdint>
@@ -95,14 +97,13 @@ class CollectiveEngine {
   TierSample sample(int src, int dst) const;
   TierSample tier(const GroupLayout& layout, bool inter);
   double tier_efficiency(bool inter) const;
-  // The algorithm's and the op's share of the links (tree, NVLS, fits).
-  double algorithm_efficiency(Algorithm a, CollectiveOp op) const;
+  // The algorithm's share of the links (tree, NVLS).
+  double algorithm_efficiency(Algorithm a) const;
   sim::Bandwidth gpu_ceiling(Protocol p, int hosts) const;
   PhaseCost phase_cost(const Phase& phase, const GroupLayout& layout, CollectiveOp op,
                        Algorithm a, Protocol p,
                        bool with_endpoints);
-  sim::Bytes wire_bytes(const Flow& f, const GroupLayout& layout, CollectiveOp op, Algorithm a,
-                        Protocol p) const;
+  sim::Bytes wire_bytes(const Flow& f, Protocol p) const;
   void run_phase(std::shared_ptr<RunState> st);
   void run_stepwise_ring(std::shared_ptr<RunState> st);
 

@@ -70,9 +70,11 @@ CollectiveParams nccl_default_params(const gpu::GpuSpec& gpu) {
   simple.wire_efficiency = 1.0;
   // llMaxBws [generation][N1], and N2/N4 for Intel hosts (GB/s).
   const double ll_max[4] = {39.0, 87.7, 141.0, 2 * 141.0};
-  ll.max_per_gpu = sim::Bandwidth::gb_per_s(ll_max[static_cast<int>(g)]);
-  ll.max_per_gpu_two_nodes = sim::Bandwidth::gb_per_s(39.0);
-  ll.max_per_gpu_many_nodes = sim::Bandwidth::gb_per_s(20.4);
+  // (NCCL's figures count one way of a ring, where every GPU sends and
+  // receives as much: the ceiling on both together is twice that.)
+  ll.max_per_gpu = sim::Bandwidth::gb_per_s(2 * ll_max[static_cast<int>(g)]);
+  ll.max_per_gpu_two_nodes = sim::Bandwidth::gb_per_s(2 * 39.0);
+  ll.max_per_gpu_many_nodes = sim::Bandwidth::gb_per_s(2 * 20.4);
   // perChMaxRingLL128Bws (GB/s per channel).
   const double ll128_ch[4] = {20.0, 20.0, 36.7, 40.0};
   ll128.max_per_channel = sim::Bandwidth::gb_per_s(ll128_ch[static_cast<int>(g)]);
@@ -81,6 +83,10 @@ CollectiveParams nccl_default_params(const gpu::GpuSpec& gpu) {
   // 120 elements x 8 B x 640 threads; LL, 8 lines of 8 B (4 payload) x 512
   // threads.
   simple.slice = sim::KiB(256);
+  // A ring loop's chunk per step and channel: NCCL_BUFFSIZE 4 MiB over
+  // NCCL_STEPS 8 is a 512 KiB step, and a ring chunk is two of them. NCCL's
+  // tuning model charges no turnaround per loop (a fit sets it).
+  simple.chunk = sim::MiB(1);
   ll128.slice = sim::Bytes(120 * 8 * 640);
   ll.slice = sim::Bytes(8 * 4 * 512);
   // Channel count for small messages: NCCL_LL_THREAD_THRESHOLD 8 (x ranks

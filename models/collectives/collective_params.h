@@ -1,7 +1,11 @@
 // The numbers that turn NCCL's algorithms into time: per algorithm and
 // protocol a launch latency and a per-step cost, per protocol the share of
 // wire bytes that is payload and the ceilings of one channel (one SM) and
-// one GPU, the pipeline slice, and the payload share of each tier's links.
+// one GPU, the pipeline slice and the ring's per-loop turnaround, and the
+// payload share of each tier's links. Every figure is physical and shared
+// by every op and group size: a protocol's or a link's inefficiency
+// lengthens time; only the protocol's own flag bytes (LL, LL128) go on the
+// wire.
 //
 // Defaults follow NCCL 2.28's tuning model (src/graph/tuning.cc, confirmed
 // against the tuning table NCCL printed on 2x H200 in
@@ -37,8 +41,10 @@ struct ProtocolParams {
   // Payload one channel (one SM) can move per second; 0 = no ceiling.
   // NCCL perChMaxRingLL128Bw: 36.7 GB/s on Hopper.
   sim::Bandwidth max_per_channel;
-  // Payload one GPU can move per second with this protocol, intra-node;
-  // 0 = no ceiling. NCCL llMaxBws: LL 141 GB/s on Hopper, 87.7 Ampere.
+  // Payload one GPU's channels can handle per second with this protocol,
+  // sent plus received (the same SMs store what leaves and poll in what
+  // arrives), intra-node; 0 = no ceiling. NCCL's llMaxBws (LL 141 GB/s on
+  // Hopper, 87.7 Ampere) counts an all-reduce's bytes one way: twice that here.
   sim::Bandwidth max_per_gpu;
   // The same ceiling once the group spans 2 nodes / more than 2 nodes
   // (NCCL llMaxBws N2/N4, Intel hosts: 39 / 20.4 GB/s for LL); 0 = none.
@@ -47,6 +53,14 @@ struct ProtocolParams {
   // Payload per channel a pipeline stage must hold before it forwards: the
   // start-up of a pipelined ring or tree costs fill hops of one slice each.
   sim::Bytes slice;
+  // A ring collective (all-reduce, all-gather, reduce-scatter) walks each
+  // channel's data in loops of one `chunk` per rank and step; every loop
+  // pays `ring_loop_overhead` that the pipeline does not hide (the ring's
+  // turnaround: a step waits for its predecessor's flag). Time, never bytes.
+  // It is what makes NCCL's ring busbw grow with the group: the overhead is
+  // per loop, the bytes per loop grow as 2(n-1) steps. 0 = none.
+  sim::Bytes chunk;
+  sim::Duration ring_loop_overhead;
   // NCCL launches fewer channels for small messages: one channel per
   // max_threads x thread_threshold bytes (x group size for ring LL).
   int max_threads = 512;
@@ -68,11 +82,6 @@ struct CollectiveParams {
   double nvls_efficiency = 1.0;
   // Double binary tree all-reduce reaches this share of the links (NCCL 0.92).
   double tree_efficiency = 1.0;
-  // Share of the links each op's kernels reach besides the above, by
-  // CollectiveOp (1 in NCCL's model; a calibration fit sets them: on 2x H200
-  // NCCL 2.28's out-of-place all-gather moved 20 % less per link than its
-  // in-place all-reduce).
-  std::array<double, kAllOps.size()> op_efficiency{1, 1, 1, 1, 1, 1, 1};
   int channels = 24;   // rings/trees in parallel, one SM each (NCCL 2.28 on 2x H200: 24)
   bool pxn = true;     // a ring leaves a node through the rail NIC of its entry GPU (NCCL PXN)
   bool nvls = false;   // NVLink SHARP available and enabled
@@ -87,8 +96,6 @@ struct CollectiveParams {
     return protocol[static_cast<size_t>(p)];
   }
   ProtocolParams& protocol_of(Protocol p) { return protocol[static_cast<size_t>(p)]; }
-  double efficiency_of(CollectiveOp op) const { return op_efficiency[static_cast<size_t>(op)]; }
-  double& efficiency_of(CollectiveOp op) { return op_efficiency[static_cast<size_t>(op)]; }
 };
 
 // NCCL 2.28's constants for the GPU generation of `gpu` (Volta, Ampere,

@@ -113,6 +113,7 @@ Phase ring_phase(CollectiveOp op, const std::vector<std::vector<int>>& order_per
   p.steps_scale_up = steps - p.steps_scale_out;
   p.fill_hops = 1;
   p.step_payload_per_channel = per_step;
+  p.ring_loops = true;
   return p;
 }
 
@@ -150,9 +151,10 @@ Schedule ring(const CollectiveRequest& req, const GroupLayout& layout, int chann
     p.flows = set.take();
     p.steps_scale_out = crossings;
     p.steps_scale_up = n - 1 - crossings;
-    // NCCL forwards each step as it arrives (one-step slices), so the chain
-    // starts up like a ring: one slice, the rest is the hops' latency.
-    p.fill_hops = 1;
+    // A pipelined chain: each of the n-2 ranks between the ends forwards a
+    // slice once it holds it, so the last rank starts n-2 slices late (two
+    // GPUs: one direct hop, nothing to fill).
+    p.fill_hops = std::max(0, n - 2);
     p.step_payload_per_channel = per_edge;
     sch.phases.push_back(std::move(p));
     return sch;
@@ -236,6 +238,7 @@ Schedule hierarchical(const CollectiveRequest& req, const GroupLayout& layout, i
     p.steps_scale_up = k - 1;
     p.fill_hops = 1;
     p.step_payload_per_channel = s / k / channels;
+    p.ring_loops = true;
     (void)op;
     return p;
   };
@@ -260,6 +263,7 @@ Schedule hierarchical(const CollectiveRequest& req, const GroupLayout& layout, i
     p.steps_scale_out = 2 * (hosts - 1);
     p.fill_hops = 1;
     p.step_payload_per_channel = per_step;
+    p.ring_loops = true;
     sch.phases.push_back(std::move(p));
   }
   if (k > 1) sch.phases.push_back(intra_phase(CollectiveOp::all_gather));
@@ -280,7 +284,8 @@ Schedule nvls(const CollectiveRequest& req, const GroupLayout& layout, int chann
   const auto& members = layout.hosts().front();
   for (int i : members) {
     for (int j : members) {
-      if (i != j) set.add_intra(i, j, each);
+      // Every channel carries its share: NVLS's SMs are its channels too.
+      if (i != j) set.add_intra(i, j, each, channels);
     }
   }
   Phase p;

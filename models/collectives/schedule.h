@@ -40,6 +40,7 @@ struct Phase {
   int steps_scale_out = 0;  // latency steps between hosts
   int fill_hops = 0;        // pipeline start-up, in slices
   double step_payload_per_channel = 0.0;  // one step's payload per channel: bounds a slice
+  bool ring_loops = false;  // a ring of dependent steps: pays the per-loop turnaround
 };
 
 struct Schedule {

@@ -10,8 +10,8 @@
 // alone (20-loop) 3283.3 us; GEMM during it 1876.4 us against 1432.6 us.
 // The model: the first GEMM ends at 1450.5 us (the hand computation of
 // test_gemm_beside_nccl.cpp), then the all-reduce's own time on the fitted
-// h200 parameters, ~3.8 ms (the fit's 1 GiB 2-GPU busbw ~285 GB/s,
-// calibration/fit/collective_fit_h200_2026-11-22.md): ~5.2 ms.
+// Hopper NVLink 4 parameters, ~3.27 ms
+// (calibration/fit/collective_fit_hopper_2026-11-26.md): ~4.7 ms.
 #include <cmath>
 #include <string>
 
@@ -69,10 +69,11 @@ TEST_CASE("NCCL all-reduce on the fabric holds its channels' SMs beside a GEMM",
   const Span ar_alone = op(alone, "ar", 0);
   REQUIRE(ar_alone.start == 0);
   const int64_t t_ar = ar_alone.end;
-  // 1 GiB on the fitted h200 parameters: ~285 GB/s busbw (the fit's
-  // figure), so 3.4-3.9 ms; NCCL took 3283 us.
-  CHECK(t_ar > 3400 * kUs);
-  CHECK(t_ar < 3900 * kUs);
+  // 1 GiB on the fitted Hopper NVLink 4 parameters; NCCL took 3283 us
+  // (calibration/measurements/h200-x2/README.md). Within 5 %: the fit's
+  // held-out busbw median error on 4 GPUs is under 5 %
+  // (test_collectives_fit.cpp).
+  CHECK(std::abs(static_cast<double>(t_ar) / (3283.0 * kUs) - 1.0) < 0.05);
 
   // Beside the GEMMs: the first GEMM takes all 132 SMs from 2 us to T1; the
   // all-reduce's 24 SMs are granted at T1 on both GPUs, then it runs its
