@@ -62,7 +62,9 @@ std::vector<std::pair<std::string, std::string>> load_corpus(const std::vector<s
     std::vector<fs::path> files;
     if (fs::is_directory(p)) {
       for (const auto& e : fs::directory_iterator(p)) {
-        if (e.is_regular_file()) files.push_back(e.path());
+        // Notes beside the inputs (findings/README.md, known.txt) are not inputs.
+        const auto ext = e.path().extension();
+        if (e.is_regular_file() && ext != ".md" && ext != ".txt") files.push_back(e.path());
       }
       std::sort(files.begin(), files.end());  // directory order is not stable
     } else if (fs::is_regular_file(p)) {
@@ -103,7 +105,8 @@ class Session {
     std::printf("[gcsim_fuzz] new %s: %s\n  from %s\n", entry->fails ? "FAILING finding" : "finding",
                 first_lines(v.signature, 1).c_str(), origin.c_str());
     if (!v.detail.empty()) std::printf("  %s\n", first_lines(v.detail, 6).c_str());
-    if (o_.minimize) {
+    // A timeout's trials would each cost up to the CPU limit: not minimized.
+    if (o_.minimize && v.kind != Verdict::Kind::timeout) {
       const std::string small = minimize(
           text, [&](const std::string& t) { return judge(t).signature == v.signature; },
           o_.minimize_trials);
@@ -210,7 +213,7 @@ int main(int argc, char** argv) {
       "memory-limit", po::value(&memory_mb), "MiB of address space per input (default 2048)")(
       "findings", po::value(&o.findings_dir), "folder for one reproducer per new finding class")(
       "known", po::value(&o.known_file), "file of known open findings (signature substrings)")(
-      "minimize", po::bool_switch(&o.minimize), "shrink each new finding's input before saving")(
+      "minimize", po::bool_switch(&o.minimize), "shrink each new finding's input (not timeouts) before saving")(
       "minimize-trials", po::value(&o.minimize_trials), "sandboxed runs per minimization (300)")(
       "run", po::bool_switch(&o.run_stage), "also simulate each input that loads (gcsim run)")(
       "strict", po::bool_switch(&o.strict), "timeouts and out-of-memory fail the session too")(

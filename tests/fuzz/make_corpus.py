@@ -171,9 +171,9 @@ def write_dictionary():
              "TF/s", "PF/s", "TFLOP/s"]
     edges = ["0", "-1", "1e308", "1e-300", "nan", ".inf", "9223372036854775807",
              "9223372036854775808", "2147483648", "4294967297", "/dev/zero", "106d"]
-    lines = [f'"{k}: "' for k in sorted(keys) if k.isprintable() and '"' not in k]
+    lines = [f'"{k}: "' for k in sorted(keys) if k.isprintable() and '"' not in k and "\\" not in k]
     lines += [f'"{u}"' for u in units] + [f'"{e}"' for e in edges]
-    lines += ['"- "', '"{"', '"}"', '"["', '"]"', '"&a "', '"*a"', '"!!str "', '"\\n  "']
+    lines += ['"- "', '"{"', '"}"', '"["', '"]"', '"&a "', '"*a"', '"!!str "', '"\\x0A  "']
     (ROOT / "tests/fuzz/gcsim.dict").write_text(
         "# libFuzzer dictionary, written by tests/fuzz/make_corpus.py\n" + "\n".join(lines) + "\n")
 

@@ -65,16 +65,56 @@ std::string shrink_tree(const std::string& input, const std::function<bool(const
   if (best.empty() || best.size() >= input.size() * 4 + 64 || !budget.spend() || !same(best)) {
     return input;
   }
-  for (size_t i = 0; i < count_slots(YAML::Load(best)) && budget.spend();) {
-    YAML::Node trial = YAML::Load(best);
-    size_t target = i;
-    if (!remove_slot(trial, target)) break;
-    const std::string text = emit(trial);
-    if (!text.empty() && same(text)) {
-      best = text;  // the same index now names the next slot
-    } else {
-      ++i;
+  try {
+    for (size_t i = 0; i < count_slots(YAML::Load(best)) && budget.spend();) {
+      YAML::Node trial = YAML::Load(best);
+      size_t target = i;
+      if (!remove_slot(trial, target)) break;
+      const std::string text = emit(trial);
+      if (!text.empty() && same(text)) {
+        best = text;  // the same index now names the next slot
+      } else {
+        ++i;
+      }
     }
+  } catch (const YAML::Exception&) {
+    // our own printing did not parse back: keep what was reached
+  }
+  return best;
+}
+
+// Every scalar longer than 8 characters, in preorder (values, not keys).
+void long_scalars(YAML::Node node, std::vector<YAML::Node>& out, int depth = 0) {
+  if (depth > 100) return;
+  if (node.IsScalar() && node.Scalar().size() > 8) out.push_back(node);
+  if (node.IsMap()) {
+    for (auto kv : node) long_scalars(kv.second, out, depth + 1);
+  } else if (node.IsSequence()) {
+    for (auto item : node) long_scalars(item, out, depth + 1);
+  }
+}
+
+// Halves long scalars (a 16K-character path that 300 characters also break)
+// for as long as the finding stays.
+std::string shrink_scalars(const std::string& input,
+                           const std::function<bool(const std::string&)>& same, Budget& budget) {
+  std::string best = input;
+  try {
+    for (size_t i = 0;; ) {
+      YAML::Node trial = YAML::Load(best);
+      std::vector<YAML::Node> scalars;
+      long_scalars(trial, scalars);
+      if (i >= scalars.size() || !budget.spend()) break;
+      const std::string v = scalars[i].Scalar();
+      scalars[i] = v.substr(0, v.size() / 2);
+      const std::string text = emit(trial);
+      if (!text.empty() && same(text)) {
+        best = text;  // the same scalar, halved again next
+      } else {
+        ++i;
+      }
+    }
+  } catch (const YAML::Exception&) {
   }
   return best;
 }
@@ -114,6 +154,7 @@ std::string minimize(const std::string& input, const std::function<bool(const st
                      int max_trials) {
   Budget budget{max_trials};
   std::string best = shrink_tree(input, same, budget);
+  best = shrink_scalars(best, same, budget);
   best = shrink_lines(best, same, budget);
   return shrink_bytes(best, same, budget);
 }

@@ -1,8 +1,8 @@
 // Shrinks a fuzz input while it still shows the same finding: first whole
 // map entries and list items of its YAML tree (outermost first, so one
-// trial can drop a large subtree), then single lines, then single bytes of
-// short inputs. Each trial is one sandboxed run, so the budget bounds the
-// time spent.
+// trial can drop a large subtree), then halves long scalars, then single
+// lines, then single bytes of short inputs. Each trial is one sandboxed
+// run, so the budget bounds the time spent.
 #pragma once
 
 #include <functional>

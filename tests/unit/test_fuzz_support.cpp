@@ -161,6 +161,21 @@ TEST_CASE("the minimizer keeps only what the finding needs", "[fuzz]") {
   CHECK(trials < 500);
 }
 
+TEST_CASE("the minimizer halves a long value while the finding stays", "[fuzz]") {
+  // The finding needs a path of at least 300 characters; 16384 shrink by
+  // halves to 512 (256 would be too short).
+  const std::string input = "cluster:\n  calibration: " + std::string(16384, 'x') + "\n";
+  const auto long_path = [](const std::string& t) {
+    try {
+      return YAML::Load(t)["cluster"]["calibration"].as<std::string>().size() >= 300;
+    } catch (const YAML::Exception&) {
+      return false;
+    }
+  };
+  const std::string small = minimize(input, long_path, 100);
+  CHECK(YAML::Load(small)["cluster"]["calibration"].as<std::string>().size() == 512);
+}
+
 TEST_CASE("the harness loads configs as gcsim check does", "[fuzz]") {
   const FuzzWorkspace ws(GCSIM_SOURCE_DIR);
   CHECK(ws.check(kGraphConfig));
