@@ -41,17 +41,30 @@ void write_all(int fd, const std::string& s) {
   }
 }
 
-// In the child: a fatal signal prints the stack to stderr (the parent's
-// pipe), then ends the process with the same signal.
-void crash_handler(int sig) {
+// The stack, after a marker, on stderr (the parent's pipe); no allocation.
+void crash_handler_stack_only() {
   void* frames[48];
   const int n = ::backtrace(frames, 48);
   ::write(2, "\n", 1);
   ::write(2, kBacktraceMark, std::strlen(kBacktraceMark));
   ::write(2, "\n", 1);
   ::backtrace_symbols_fd(frames, n, 2);
+}
+
+// In the child: a fatal signal (or the CPU limit's SIGXCPU: where it was
+// spinning) prints the stack, then ends the process with the same signal.
+void crash_handler(int sig) {
+  crash_handler_stack_only();
   ::signal(sig, SIG_DFL);
   ::raise(sig);
+}
+
+// In the child: an allocation the address-space limit refuses prints the
+// stack (where the memory went), then fails as usual.
+void out_of_memory_handler() {
+  crash_handler_stack_only();
+  std::set_new_handler(nullptr);
+  throw std::bad_alloc();
 }
 
 void install_crash_handlers() {
@@ -65,7 +78,8 @@ void install_crash_handlers() {
   struct sigaction sa{};
   sa.sa_handler = crash_handler;
   sa.sa_flags = SA_ONSTACK;
-  for (int sig : {SIGSEGV, SIGABRT, SIGFPE, SIGBUS, SIGILL}) ::sigaction(sig, &sa, nullptr);
+  for (int sig : {SIGSEGV, SIGABRT, SIGFPE, SIGBUS, SIGILL, SIGXCPU}) ::sigaction(sig, &sa, nullptr);
+  std::set_new_handler(out_of_memory_handler);
 }
 
 void set_limit(int resource, rlim_t soft, rlim_t hard) {
@@ -155,7 +169,16 @@ const char* signal_name(int sig) {
   }
 }
 
+// Frames of the standard library (a container growing, operator new): the
+// caller below them says more.
+bool library_frame(const std::string& name) {
+  if (name.rfind("operator new", 0) == 0 || name.find("__gnu_cxx") != std::string::npos) return true;
+  const size_t s = name.find("std::"), g = name.find("gcsim::");
+  return s != std::string::npos && (g == std::string::npos || s < g);
+}
+
 bool uninteresting_frame(const std::string& name) {
+  if (library_frame(name) || name.find("out_of_memory_handler") != std::string::npos) return true;
   for (const char* skip : {"crash_handler", "abort", "raise", "gsignal", "__GI_", "__pthread_kill",
                            "__cxa_", "std::terminate", "__cxxabiv1", "__gnu_cxx::__verbose",
                            "__assert", "_Unwind", "__libc_", "__restore_rt", "killpg"}) {
@@ -213,7 +236,8 @@ Verdict classify(const std::string& result, const std::string& err, int status, 
                     (WTERMSIG(status) == SIGXCPU || WTERMSIG(status) == SIGKILL))) {
     v.kind = Verdict::Kind::timeout;
     v.detail = timed_out ? "wall-clock limit" : "over " + std::to_string(limits.cpu_s) + " s of CPU";
-    v.signature = "timeout" + at;
+    const std::string frames = top_frames(err);
+    v.signature = "timeout" + at + (frames.empty() ? "" : " at " + frames);
     return v;
   }
   if (last == "accepted" || last == "rejected") {
@@ -223,7 +247,8 @@ Verdict classify(const std::string& result, const std::string& err, int status, 
   if (last == "oom" || (WIFSIGNALED(status) && err.find("bad_alloc") != std::string::npos)) {
     v.kind = Verdict::Kind::out_of_memory;
     v.detail = "allocation beyond " + std::to_string(limits.memory_mb) + " MiB of address space";
-    v.signature = "out-of-memory" + at;
+    const std::string frames = top_frames(err);
+    v.signature = "out-of-memory" + at + (frames.empty() ? "" : " at " + frames);
     return v;
   }
   if (last.rfind("exception ", 0) == 0) {
