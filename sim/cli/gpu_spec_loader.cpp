@@ -1,7 +1,9 @@
 #include "sim/cli/gpu_spec_loader.h"
 
+#include <array>
 #include <filesystem>
 #include <iterator>
+#include <map>
 #include <memory>
 
 #include "models/gpu/kernel_cost_model.h"
@@ -263,6 +265,11 @@ Json gpu_spec_json(const GpuSpec& s) {
   return j;
 }
 
+// Keys of a calibration profile that no model reads: fit statistics,
+// held-out errors, provenance, raw data.
+constexpr std::array<const char*, 5> kInformationalProfileKeys{"fit", "validation", "fit_errors",
+                                                               "provenance", "measurements"};
+
 std::optional<std::string> embedded_profile(const std::string& name) {
   // Profiles are embedded beside the presets (CMakeLists.txt), keyed by
   // their path relative to configs/.
@@ -275,7 +282,17 @@ void apply_calibration_profile(const std::string& path, GpuSpec& spec, const Con
   YAML::Node root;
   if (auto text = embedded_profile(path)) {
     source->file = "calibration/profiles/" + path + ".yaml";
-    root = sim::config::load_yaml_text(*text, source->file);
+    // A built-in profile carries its raw measurements (~150 KB of YAML, ~40
+    // ms to parse, most of a small config's load): parsed once per process,
+    // kept without the informational keys, and copied for each use.
+    static std::map<std::string, YAML::Node> parsed;
+    auto it = parsed.find(path);
+    if (it == parsed.end()) {
+      YAML::Node full = sim::config::load_yaml_text(*text, source->file);
+      for (const char* key : kInformationalProfileKeys) full.remove(key);
+      it = parsed.emplace(path, full).first;
+    }
+    root = YAML::Clone(it->second);
   } else if (std::filesystem::exists(path)) {
     root = sim::config::load_yaml_file(path, {}, *source);
   } else {
@@ -305,10 +322,7 @@ void apply_calibration_profile(const std::string& path, GpuSpec& spec, const Con
   if (r.has("sustained_tensor_fraction")) {
     spec.sustained_tensor_fraction = read_sustained_fraction(r, spec.sustained_tensor_fraction);
   }
-  // Informational: fit statistics, held-out errors, provenance, raw data.
-  for (const char* key : {"fit", "validation", "fit_errors", "provenance", "measurements"}) {
-    r.allow(key);
-  }
+  for (const char* key : kInformationalProfileKeys) r.allow(key);
   r.finish();
   spec.calibration_applied = source->file;
 }
