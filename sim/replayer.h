@@ -76,6 +76,7 @@ class Replayer {
     std::vector<uint32_t> waiting_on;               // unfinished deps per op
     std::vector<uint32_t> stream_head;              // next position per stream
     std::vector<uint8_t> stream_busy;
+    std::vector<uint8_t> stream_met;                // its communication op met its peers
     std::vector<uint32_t> collective_seq;           // collectives issued per comm slot
     std::vector<uint32_t> send_seq, recv_seq;       // p2p issued per peer slot
   };
