@@ -78,6 +78,11 @@ Study read_study(const std::string& path, const fs::path& out_dir) {
   YAML::Node root = sim::config::load_yaml_file(path, {}, *source);
   sim::config::Json resolved;
   ConfigReader r(root, "", source, &resolved);
+  if (!r.has("base") && !r.has("axes") && (r.has("workload") || r.has("cluster"))) {
+    r.fail(r.has("workload") ? "workload" : "cluster",
+           "this is a config, not a study: use `gcsim run " + path +
+               "` (a study names it as `base:` and adds `axes:`)");
+  }
   Study s;
   s.name = r.get_string("name", fs::path(path).stem().string(), "title of the study");
   YAML::Node base = r.raw("base", "base config: a path (relative to the study) or an inline map");
@@ -353,7 +358,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
   po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
   po::notify(vm);
   if (!vm.count("args") || vm["args"].as<std::vector<std::string>>().size() != 1) {
-    throw po::error("gcsim sweep: expected one STUDY.yaml");
+    throw po::error("expected one STUDY.yaml");
   }
   if (jobs < 1) throw po::error("-j must be at least 1");
   const bool quiet = vm["quiet"].as<bool>();
