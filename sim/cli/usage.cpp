@@ -57,7 +57,7 @@ const std::vector<CommandHelp>& command_helps() {
        "  --topic T             training | inference | network | reliability (default: from the seed)\n"
        "  --seed N              quiz number (default 1)\n"
        "  --answers-template    print only the answers file to fill in\n"
-       "  --check FILE          grade the answers file\n"
+       "  --check FILE          grade the answers file: exit 0 all pass, 3 some wrong or unanswered\n"
        "  --no-verify           skip the simulation (worked answer only)\n"},
       {"list",
        {"list [gpus|models|topologies|workloads|networks]"},
