@@ -118,7 +118,7 @@ std::string build_report(const RunFigures& f) {
   const auto& gpu = s.cluster.gpu;
   const auto& eff = gpu.efficiency;
   o << "\n## Hardware model\n\n| " << gpu.name << " | peak | efficiency used |\n|---|---:|---:|\n";
-  o << "| bf16 tensor | " << fmt("%.0f TF/s", gpu.tensor_peak_for(models::gpu::Dtype::bf16).tflops())
+  o << "| bf16 tensor | " << fmt("%.0f TFLOP/s", gpu.tensor_peak_for(models::gpu::Dtype::bf16).tflops())
     << " | " << fmt("%.2f", eff.tensor_for(models::gpu::Dtype::bf16)) << " |\n";
   o << "| HBM | " << fmt("%.0f GB/s", gpu.hbm_bandwidth.gb_per_s()) << " | "
     << fmt("%.2f", eff.hbm) << " |\n";

@@ -51,7 +51,7 @@ TEST_CASE("gcsim quiz: every topic prints, without a topic one is drawn", "[quiz
   const GcsimResult t = run_gcsim({"quiz", "--topic", "training", "--seed", "1", "--answers-template"});
   CHECK(t.exit_status == 0);
   CHECK(t.out.rfind("topic: training\nseed: 1\nanswers:\n", 0) == 0);
-  CHECK(contains(t.out, "  peak_memory_gb:    # peak HBM per GPU (GB)"));
+  CHECK(contains(t.out, "  peak_memory_gib:    # peak HBM per GPU (GiB)"));
 }
 
 TEST_CASE("gcsim quiz --check: right answers score full marks, wrong ones do not",
@@ -85,7 +85,7 @@ TEST_CASE("gcsim quiz --check: bad answers files exit 2 naming file, line and ke
       {"bad_unknown_top_key.yaml", "bad_unknown_top_key.yaml:4", "did you mean 'answers'?"},
       {"bad_missing_topic.yaml", "bad_missing_topic.yaml:", "missing required key 'topic'"},
       {"bad_missing_seed.yaml", "bad_missing_seed.yaml:", "missing required key 'seed'"},
-      {"bad_non_numeric.yaml", "bad_non_numeric.yaml:6", "answers.peak_memory_gb"},
+      {"bad_non_numeric.yaml", "bad_non_numeric.yaml:6", "answers.peak_memory_gib"},
       {"bad_unknown_topic.yaml", "bad_unknown_topic.yaml:2", "did you mean 'network'?"},
       {"bad_probability.yaml", "bad_probability.yaml:6",
        "'answers.ecmp_collision_probability': a probability lies in [0, 1], got 1.5"},
