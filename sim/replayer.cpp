@@ -115,6 +115,7 @@ void Replayer::arrive(int rank, uint32_t op_index) {
   rendezvous_.erase(key);
   for (const Arrival& a : parties) {
     ranks_[static_cast<size_t>(a.rank)].stream_met[graph_.program(a.rank).ops[a.op].stream] = 1;
+    observer_.on_op_met(a.rank, a.op, sim_.now());
   }
   std::string why = replay::meet(
       executor_, std::move(parties),

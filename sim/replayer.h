@@ -39,6 +39,10 @@ class OpObserver {
  public:
   virtual ~OpObserver() = default;
   virtual void on_op_done(int rank, uint32_t op_index, Time start, Time end) = 0;
+  // A communication op met its peers at `met`: before it the rank waited
+  // for them (rendezvous), after it the transfer ran. Called before
+  // on_op_done for the same op.
+  virtual void on_op_met(int rank, uint32_t op_index, Time met) {}
 };
 
 struct ReplayOutcome {
