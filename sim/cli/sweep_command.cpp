@@ -180,15 +180,24 @@ pid_t spawn(const std::string& exe, const std::string& base, const SweepPoint& p
 // "[sweep] the first point took 0.21 s: the other 262143 take about 15.3 h
 // at -j 1", from the first point's wall time (runs of one study are alike:
 // same base, a few keys changed), rounded up to whole rounds of `jobs`.
+// A span of wall time for people: "40 s", "3.5 min", "15.3 h", "2.1 days".
+std::string wall_span(double s) {
+  return s < 120      ? fmt("%.2g s", s)
+         : s < 7200   ? fmt("%.1f min", s / 60)
+         : s < 172800 ? fmt("%.1f h", s / 3600)
+                      : fmt("%.1f days", s / 86400);
+}
+
+// "[sweep] the first point took 0.21 s: if the others cost as much, the
+// other 262143 take about 15.3 h at -j 1", rounded up to whole rounds of
+// `jobs`. Points of one study differ (a deeper pipeline is more ops) and
+// parallel runs share the machine, so the progress lines refine it.
 std::string estimate_line(double first_s, size_t remaining, int jobs) {
   const double rounds = std::ceil(static_cast<double>(remaining) / jobs);
   const double total = first_s * rounds;
-  const std::string spell = total < 120     ? fmt("%.2g s", total)
-                            : total < 7200  ? fmt("%.1f min", total / 60)
-                            : total < 172800 ? fmt("%.1f h", total / 3600)
-                                             : fmt("%.1f days", total / 86400);
-  return "[sweep] the first point took " + fmt("%.2f s", first_s) + ": the other " +
-         std::to_string(remaining) + " take about " + spell + " at -j " + std::to_string(jobs) +
+  return "[sweep] the first point took " + fmt("%.2f s", first_s) +
+         ": if the others cost as much, the other " + std::to_string(remaining) +
+         " take about " + wall_span(total) + " at -j " + std::to_string(jobs) +
          (total > 3600 ? " (Ctrl-C stops it; fewer axis values shorten it)" : "") + "\n";
 }
 
@@ -273,8 +282,13 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
     collect(p, status);
     ++done;
     if (!quiet) {
-      std::fprintf(stderr, "[sweep] %zu/%zu %s: %s\n", done, points.size(),
-                   point_label(study, p).c_str(), progress_figure(p).c_str());
+      // The time left at the pace so far (all points, all jobs).
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - first_start).count();
+      const double left = elapsed / static_cast<double>(done) * static_cast<double>(points.size() - done);
+      std::fprintf(stderr, "[sweep] %zu/%zu %s: %s%s\n", done, points.size(),
+                   point_label(study, p).c_str(), progress_figure(p).c_str(),
+                   done < points.size() ? (" (about " + wall_span(left) + " left)").c_str() : "");
     }
     if (!timed) {
       timed = true;
