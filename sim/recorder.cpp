@@ -30,8 +30,19 @@ Recorder::Recorder(const workloads::WorkloadGraph& graph, const std::string& tra
   }
 }
 
+namespace {
+uint64_t op_key(int rank, uint32_t op) { return static_cast<uint64_t>(rank) << 32 | op; }
+}  // namespace
+
+void Recorder::on_op_met(int rank, uint32_t op_index, Time met) { met_[op_key(rank, op_index)] = met; }
+
 void Recorder::on_op_done(int rank, uint32_t op_index, Time start, Time end) {
-  records_.push_back({rank, op_index, start, end});
+  Time met = start;
+  if (auto it = met_.find(op_key(rank, op_index)); it != met_.end()) {
+    met = it->second;
+    met_.erase(it);
+  }
+  records_.push_back({rank, op_index, start, end, met});
   if (!trace_) return;
   const workloads::Op& op = graph_.program(rank).ops[op_index];
   trace_->span(rank, op.stream + 1, graph_.name(op.name), op_category(op.kind), start, end,

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/replayer.h"
@@ -23,6 +24,9 @@ struct OpRecord {
   uint32_t op;
   Time start;
   Time end;
+  // When a communication op met its peers: [start, met) the rank waited for
+  // them, [met, end) the transfer ran. `start` for other ops.
+  Time met;
 };
 
 // Explains an op for the trace: a JSON object literal (kernel shape, tiles,
@@ -36,6 +40,7 @@ class Recorder : public OpObserver {
            const std::string& gpu_name);
 
   void on_op_done(int rank, uint32_t op_index, Time start, Time end) override;
+  void on_op_met(int rank, uint32_t op_index, Time met) override;
   void on_memory(int rank, Time when, Bytes used);
   // A network link's utilization (0..1) and queue depth at `when`, drawn as
   // two counters of one "network" track after the GPUs.
@@ -52,6 +57,8 @@ class Recorder : public OpObserver {
   const workloads::WorkloadGraph& graph_;
   std::unique_ptr<TraceWriter> trace_;
   std::vector<OpRecord> records_;
+  // Meeting times of communication ops not yet done, by (rank, op index).
+  std::unordered_map<uint64_t, Time> met_;
   OpDescriber describe_;
   bool network_named_ = false;
 };

@@ -35,6 +35,7 @@ Replayer::Replayer(Simulator& sim, const workloads::WorkloadGraph& graph, OpExec
     st.waiting_on = st.index->dep_count;
     st.stream_head.assign(streams, 0);
     st.stream_busy.assign(streams, 0);
+    st.stream_met.assign(streams, 0);
     st.collective_seq.assign(graph.binding(r).comms.size(), 0);
     st.send_seq.assign(graph.binding(r).peers.size(), 0);
     st.recv_seq.assign(graph.binding(r).peers.size(), 0);
@@ -112,6 +113,10 @@ void Replayer::arrive(int rank, uint32_t op_index) {
   // Everyone is here: the transfer runs once, then completes on every rank.
   std::vector<Arrival> parties = std::move(rv.arrived);
   rendezvous_.erase(key);
+  for (const Arrival& a : parties) {
+    ranks_[static_cast<size_t>(a.rank)].stream_met[graph_.program(a.rank).ops[a.op].stream] = 1;
+    observer_.on_op_met(a.rank, a.op, sim_.now());
+  }
   std::string why = replay::meet(
       executor_, std::move(parties),
       [this](const Arrival& a) -> const Op& { return graph_.program(a.rank).ops[a.op]; },
@@ -130,6 +135,7 @@ void Replayer::finish(int rank, uint32_t op_index, Time start, Time end) {
   ++ops_done_;
   makespan_ = std::max(makespan_, end);
   st.stream_busy[op.stream] = 0;
+  st.stream_met[op.stream] = 0;
   ++st.stream_head[op.stream];
   for (uint32_t d : st.index->dependents[op_index]) --st.waiting_on[d];
   try_issue_stream(rank, op.stream);
@@ -162,9 +168,11 @@ ReplayOutcome Replayer::outcome() const {
       if (!out.stuck.empty()) out.stuck += "; ";
       out.stuck += "rank " + std::to_string(r) + " stream '" + graph_.stream(o.stream) +
                    "' stuck at '" + graph_.name(o.name) + "'" +
-                   (st.stream_busy[s] && is_communication(o.kind)
-                        ? " (waiting for its peers to reach the same op)"
-                        : " (waiting on unfinished dependencies)");
+                   (!st.stream_busy[s] || !is_communication(o.kind)
+                        ? " (waiting on unfinished dependencies)"
+                        : st.stream_met[s]
+                              ? " (met its peers; its data never arrived)"
+                              : " (waiting for its peers to reach the same op)");
       ++listed;
       break;
     }

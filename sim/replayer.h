@@ -39,6 +39,10 @@ class OpObserver {
  public:
   virtual ~OpObserver() = default;
   virtual void on_op_done(int rank, uint32_t op_index, Time start, Time end) = 0;
+  // A communication op met its peers at `met`: before it the rank waited
+  // for them (rendezvous), after it the transfer ran. Called before
+  // on_op_done for the same op.
+  virtual void on_op_met(int rank, uint32_t op_index, Time met) {}
 };
 
 struct ReplayOutcome {
@@ -76,6 +80,7 @@ class Replayer {
     std::vector<uint32_t> waiting_on;               // unfinished deps per op
     std::vector<uint32_t> stream_head;              // next position per stream
     std::vector<uint8_t> stream_busy;
+    std::vector<uint8_t> stream_met;                // its communication op met its peers
     std::vector<uint32_t> collective_seq;           // collectives issued per comm slot
     std::vector<uint32_t> send_seq, recv_seq;       // p2p issued per peer slot
   };

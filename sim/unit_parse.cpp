@@ -166,6 +166,7 @@ std::string format_bandwidth(Bandwidth bw) {
 
 std::string format_duration(Duration d) {
   const int64_t p = d.ps();
+  if (p == 0) return "0s";  // "at: 0s", not "0ps"
   static constexpr std::array<std::pair<int64_t, const char*>, 4> kSteps{
       {{1'000'000'000'000LL, "s"}, {1'000'000'000LL, "ms"}, {1'000'000LL, "us"}, {1000LL, "ns"}}};
   for (auto [size, name] : kSteps) {

@@ -40,10 +40,17 @@ void schedule_faults(sim::Simulator& sim, Fabric& fabric, models::network::Netwo
                      const std::vector<FaultSpec>& faults) {
   for (const FaultSpec& f : faults) {
     std::vector<LinkId> links = fault_links(fabric, f.link);
-    sim.call_at(f.at, [&fabric, &model, links = std::move(links), f] {
+    auto apply = [&fabric, &model, links = std::move(links), f] {
       for (LinkId l : links) fabric.set_link_state(l, f.state, f.bandwidth_fraction);
       for (LinkId l : links) model.on_link_state_changed(l);
-    });
+    };
+    // A fault at the current time (`at: 0s`) is in place before anything
+    // starts: the replayer issues the first ops before the event loop runs.
+    if (f.at <= sim.now()) {
+      apply();
+    } else {
+      sim.call_at(f.at, std::move(apply));
+    }
   }
 }
 

@@ -19,6 +19,7 @@ struct FaultSpec {
   sim::Time at;      // simulated time the state changes
   models::network::LinkState state = models::network::LinkState::down;
   double bandwidth_fraction = 1.0;  // share of nominal bandwidth left when degraded, (0, 1]
+  int config_line = 0;              // where the config gives it (0: unknown), for messages
 };
 
 // The links a fault names, a->b first; throws TopologyError (key "link")
@@ -26,7 +27,8 @@ struct FaultSpec {
 std::vector<models::network::LinkId> fault_links(const models::network::Fabric& fabric,
                                                  const std::string& link);
 
-// Schedules every fault on `sim` (same-time faults apply in list order).
+// Schedules every fault on `sim` (same-time faults apply in list order); one
+// at the current time applies now, before the workload starts.
 // Names are resolved now, so a bad one throws before anything runs. The
 // fabric and the model must outlive the run.
 void schedule_faults(sim::Simulator& sim, models::network::Fabric& fabric,

@@ -90,6 +90,15 @@ sim::Duration ClusterModel::communication_time(const Op& op, const std::vector<i
   return network::p2p_time(config_.fabric, ranks.front(), ranks.back(), p.bytes);
 }
 
+void ClusterModel::count_closed_form(const Op& op, const std::vector<int>& ranks, sim::Time end) {
+  const auto* c = std::get_if<workloads::CollectiveOp>(&op.payload);
+  if (c == nullptr || c->bytes.count() == 0) return;
+  closed_form_end_ = std::max(closed_form_end_, end);
+  for (const auto& t : network::collective_traffic(algo_for(c->kind), ranks, c->bytes, c->root)) {
+    network_->count_closed_form(t.src, t.dst, t.bytes);
+  }
+}
+
 void ClusterModel::attach_network(network::NetworkModel& n, const network::Fabric& fabric) {
   network_ = &n;
   fabric_ = &fabric;
@@ -184,7 +193,8 @@ void ClusterModel::run_communication(const Op& op, const std::vector<int>& ranks
       });
     };
   } else {
-    move = [this, d = communication_time(op, ranks)](Finished finished) {
+    move = [this, d = communication_time(op, ranks), &op, ranks](Finished finished) {
+      if (network_ != nullptr) count_closed_form(op, ranks, sim_.now() + d);
       sim_.call_in(d, std::move(finished));
     };
   }

@@ -97,6 +97,12 @@ class ClusterModel : public sim::OpExecutor {
   // `rank` picks the GPU whose spec costs it (a straggler's own).
   std::string describe(const workloads::Op& op, int rank) const;
 
+  // When the last collective timed in closed form (α-β over the tier's
+  // bandwidth, with a network attached: the analytical model's) ended;
+  // Time::zero() if none ran. Link faults do not reach those collectives,
+  // though their bytes are counted on the links (count_closed_form).
+  sim::Time closed_form_end() const { return closed_form_end_; }
+
   // The α-β duration of a communication op among `ranks`.
   sim::Duration communication_time(const workloads::Op& op, const std::vector<int>& ranks) const;
   // A collective op among `ranks` as the engine's request.
@@ -115,6 +121,10 @@ class ClusterModel : public sim::OpExecutor {
   bool record_collectives_ = false;
   std::vector<CollectiveRecord> collective_records_;
   void build_engine();
+  // Counts a closed-form collective's wire traffic on the attached network
+  // and notes that it runs until `end`.
+  void count_closed_form(const workloads::Op& op, const std::vector<int>& ranks, sim::Time end);
+  sim::Time closed_form_end_ = sim::Time::zero();
   // Queue-pair numbers for p2p transfers, so that successive transfers of
   // one rank pair may hash onto different paths (as NCCL's do).
   uint32_t next_qp_ = 0;

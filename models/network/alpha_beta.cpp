@@ -47,6 +47,42 @@ sim::Duration collective_time(const AlphaBetaFabric& f, CollectiveAlgo algo,
   return sim::Duration::zero();
 }
 
+std::vector<RankTraffic> collective_traffic(CollectiveAlgo algo, const std::vector<int>& ranks,
+                                            sim::Bytes bytes, int root) {
+  const size_t n = ranks.size();
+  std::vector<RankTraffic> out;
+  if (n <= 1) return out;
+  const double s = bytes.as_double();
+  const double fraction = static_cast<double>(n - 1) / static_cast<double>(n);
+  const auto ring = [&](double per_hop) {
+    for (size_t i = 0; i < n; ++i) out.push_back({ranks[i], ranks[(i + 1) % n], per_hop});
+  };
+  switch (algo) {
+    case CollectiveAlgo::all_reduce: ring(2.0 * fraction * s); break;
+    case CollectiveAlgo::all_gather:
+    case CollectiveAlgo::reduce_scatter: ring(fraction * s); break;
+    case CollectiveAlgo::broadcast:
+    case CollectiveAlgo::reduce: {
+      // `root` indexes the group (the IR's convention); out of range: the first.
+      const size_t first = root >= 0 && static_cast<size_t>(root) < n ? static_cast<size_t>(root) : 0;
+      for (size_t k = 0; k + 1 < n; ++k) {
+        const int a = ranks[(first + k) % n], b = ranks[(first + k + 1) % n];
+        if (algo == CollectiveAlgo::broadcast) out.push_back({a, b, s});
+        else out.push_back({b, a, s});
+      }
+      break;
+    }
+    case CollectiveAlgo::all_to_all:
+      for (int a : ranks) {
+        for (int b : ranks) {
+          if (a != b) out.push_back({a, b, s / static_cast<double>(n)});
+        }
+      }
+      break;
+  }
+  return out;
+}
+
 double bus_bandwidth_factor(CollectiveAlgo algo, int n) {
   if (n <= 1) return 1.0;
   const double fraction = static_cast<double>(n - 1) / n;

@@ -46,6 +46,22 @@ sim::Duration p2p_time(const AlphaBetaFabric& f, int src, int dst, sim::Bytes by
 sim::Duration collective_time(const AlphaBetaFabric& f, CollectiveAlgo algo,
                               const std::vector<int>& ranks, sim::Bytes bytes);
 
+// The wire traffic a closed-form collective stands for: what each rank
+// sends to another, in the algorithm the formula above times, so that a
+// model timing it in closed form can still count its bytes on links.
+//   all-reduce      ring in `ranks` order, each rank to the next 2(n−1)/n · S
+//   all-gather, reduce-scatter   the same ring, (n−1)/n · S
+//   broadcast       pipelined chain from ranks[root] along the ring, S per hop (n−1 hops)
+//   reduce          the same chain reversed, toward ranks[root]
+//   all-to-all      pairwise exchange: every rank to every other, S/n
+struct RankTraffic {
+  int src = 0;
+  int dst = 0;
+  double bytes = 0.0;
+};
+std::vector<RankTraffic> collective_traffic(CollectiveAlgo algo, const std::vector<int>& ranks,
+                                            sim::Bytes bytes, int root = 0);
+
 // nccl-tests' bus-bandwidth factor: busbw = algbw × factor(n).
 double bus_bandwidth_factor(CollectiveAlgo algo, int n);
 

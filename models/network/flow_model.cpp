@@ -117,7 +117,7 @@ void FlowModel::start(const Transfer& t, TransferDone done) {
   const FlowKey key{t.src_rank, t.dst_rank, t.qp};
   std::vector<WeightedLink> route = route_for(key);
   if (route.empty()) {
-    ++totals_.unroutable;
+    unroutable_.record(fabric_, t.src_rank, t.dst_rank, t.bytes, sim_.now());
     return;
   }
   const int32_t slot = allocate();
@@ -267,7 +267,8 @@ void FlowModel::reroute(int32_t slot) {
   drains_.erase(slot);
   std::vector<WeightedLink> route = route_for(f.key);
   if (route.empty()) {
-    ++totals_.unroutable;  // partitioned: the transfer never completes
+    // Partitioned: the transfer never completes.
+    unroutable_.record(fabric_, f.key.src_rank, f.key.dst_rank, f.bytes, sim_.now());
     release(slot);
     return;
   }
@@ -278,8 +279,17 @@ void FlowModel::reroute(int32_t slot) {
   solver_.add_flow(slot, f.route);
 }
 
+void FlowModel::count_closed_form(int src_rank, int dst_rank, double bytes) {
+  const std::vector<LinkId> path = routing_.ecmp_path({src_rank, dst_rank, 0});
+  if (path.empty()) return;
+  for (LinkId l : path) ledger_.add(l, bytes);
+  totals_.bytes_delivered += sim::Bytes(std::llround(bytes));
+  ++totals_.transfers;
+}
+
 NetworkStats FlowModel::stats(sim::Duration elapsed) const {
   NetworkStats s = totals_;
+  unroutable_.fill(s);
   // Bytes of flows still sending count up to now.
   LinkLedger ledger = ledger_;
   const sim::Time now = sim_.now();

@@ -22,6 +22,7 @@
 #include "models/network/link_ledger.h"
 #include "models/network/max_min_solver.h"
 #include "models/network/network_model.h"
+#include "models/network/unroutable_log.h"
 
 namespace gcsim::models::network {
 
@@ -39,6 +40,7 @@ class FlowModel : public NetworkModel {
   // when a link comes up; new flows may use it.
   void on_link_state_changed(LinkId link) override;
   NetworkStats stats(sim::Duration elapsed) const override;
+  void count_closed_form(int src_rank, int dst_rank, double bytes) override;
 
   // Transfers still sending (not yet drained).
   size_t sending() const { return solver_.num_flows(); }
@@ -96,6 +98,7 @@ class FlowModel : public NetworkModel {
   CompletionQueue drains_;
   LinkLedger ledger_;
   NetworkStats totals_;
+  UnroutableLog unroutable_;
   std::vector<ActiveFlow> flows_;  // by slot, which is also the solver's flow id
   std::vector<int32_t> free_;
   bool recompute_pending_ = false;

@@ -44,6 +44,17 @@ struct LinkLoad {
   double pfc_pause_s = 0.0;  // time this link's sender was paused (packet model)
 };
 
+// A transfer that found no path: the fabric was cut between its endpoints
+// by link faults. Kept so that the run can name who could not reach whom
+// and which links were down, instead of a bare deadlock.
+struct UnroutableTransfer {
+  int src_rank = 0;
+  int dst_rank = 0;
+  sim::Bytes bytes;
+  sim::Time when;                   // when it found no path (start or reroute)
+  std::vector<LinkId> down_links;   // every link down at that moment, ascending id
+};
+
 struct NetworkStats {
   std::string model;
   sim::Bytes bytes_delivered;     // payload that reached its destination GPU
@@ -56,6 +67,7 @@ struct NetworkStats {
   int64_t deadlocks = 0;          // cycles of paused ports found (packet model)
   int64_t reroutes = 0;           // flows moved off a link that went down
   int64_t unroutable = 0;         // transfers with no path (a partitioned fabric)
+  std::vector<UnroutableTransfer> unroutable_transfers;  // the first few, in time order
   std::vector<LinkLoad> busiest_links;  // most loaded first, at most 10
 };
 
@@ -78,6 +90,13 @@ class NetworkModel {
   // transfer with no path counts as unroutable and never completes (the
   // replayer then reports a deadlock naming the waiting ops).
   virtual void start(const Transfer& t, TransferDone done) = 0;
+
+  // Counts `bytes` that a closed form timed (the analytical model's
+  // collectives, see collective_traffic in alpha_beta.h) on each link of
+  // the src -> dst ECMP path and in the delivered totals, so that link
+  // utilization covers all traffic. Nothing moves and nothing is called
+  // back; an unreachable pair counts nowhere.
+  virtual void count_closed_form(int src_rank, int dst_rank, double bytes) = 0;
 
   // A link's state changed in the Fabric (a fault): reroute what used it,
   // rescale what crosses it.

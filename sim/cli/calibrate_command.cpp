@@ -14,6 +14,7 @@
 #include "calibration/fit/profile_writer.h"
 #include "calibration/fit/validation.h"
 #include "sim/cli/gpu_spec_loader.h"
+#include "sim/cli/usage.h"
 #include "sim/config/config_error.h"
 
 namespace gcsim::cli {
@@ -27,13 +28,8 @@ namespace {
 constexpr int kBadInput = 2;
 constexpr int kBenchNoDevice = 3;  // gcsim_microbench's "no CUDA device"
 
-const char* kUsage =
-    "usage: gcsim calibrate -o PROFILE.yaml [--gpu PRESET] [--bench PATH] [--quick]\n"
-    "         measure this machine's GPU with gcsim_microbench, fit, write the profile\n"
-    "       gcsim calibrate --fit MEASUREMENTS.json [--fit ...] -o PROFILE.yaml [--gpu PRESET]\n"
-    "         fit a profile from measurement files (calibration/measurements/)\n"
-    "       gcsim calibrate --validate PROFILE.yaml\n"
-    "         print the profile's prediction error on its held-out and fitted cases\n";
+// The calibrate forms, as `gcsim calibrate --help` prints them.
+std::string usage() { return usage_lines(*find_command_help("calibrate")); }
 
 models::gpu::GpuSpec preset(const std::string& name) {
   auto source = std::make_shared<sim::config::ConfigSource>();
@@ -196,13 +192,13 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
     po::store(po::command_line_parser(args).options(opts).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    err << "gcsim calibrate: " << e.what() << "\n\n" << kUsage;
+    err << "gcsim calibrate: " << e.what() << "\n" << usage();
     return kBadInput;
   }
   const std::string gpu = vm.count("gpu") ? vm["gpu"].as<std::string>() : "";
   if (vm.count("validate")) return validate(vm["validate"].as<std::string>(), out, err);
   if (!vm.count("out")) {
-    err << "gcsim calibrate: -o PROFILE.yaml is required\n\n" << kUsage;
+    err << "gcsim calibrate: -o PROFILE.yaml is required\n" << usage();
     return kBadInput;
   }
   const std::string out_path = vm["out"].as<std::string>();

@@ -16,13 +16,6 @@ using workloads::chakra::ImportOptions;
 
 namespace {
 
-// `path` as written, or beside the config file when relative.
-std::string beside_config(const ConfigReader& r, const std::string& path) {
-  const fs::path p(path);
-  if (p.is_absolute()) return path;
-  return (fs::path(r.source().file).parent_path() / p).lexically_normal().string();
-}
-
 std::vector<int> group_from_json(const nlohmann::json& v, const std::string& file,
                                  const std::string& name) {
   if (!v.is_array()) throw std::invalid_argument(file + ": group '" + name + "' is not a list of ranks");
@@ -45,7 +38,7 @@ std::map<std::string, std::vector<int>> read_comm_groups(ConfigReader& w) {
   std::map<std::string, std::vector<int>> groups;
   if (!n.IsDefined() || n.IsNull()) return groups;
   if (n.IsScalar()) {
-    const std::string file = beside_config(w, w.get_string("comm_groups", std::nullopt, doc));
+    const std::string file = w.get_path("comm_groups", std::nullopt, doc);
     std::ifstream f(file);
     if (!f) w.fail("comm_groups", "cannot read the comm-group file '" + file + "'");
     try {
@@ -80,9 +73,8 @@ std::map<std::string, std::vector<int>> read_comm_groups(ConfigReader& w) {
 std::unique_ptr<workloads::WorkloadGraph> load_chakra_workload(ConfigReader& w, int num_ranks,
                                                                const models::gpu::GpuSpec& gpu,
                                                                std::vector<std::string>& notes) {
-  const std::string prefix = beside_config(
-      w, w.get_string("prefix", std::nullopt,
-                      "trace files PREFIX.<rank>.et, one per GPU (relative to this config)"));
+  const std::string prefix = w.get_path(
+      "prefix", std::nullopt, "trace files PREFIX.<rank>.et, one per GPU (relative to this config)");
   ImportOptions options;
   options.num_ranks = num_ranks;
   options.gpu = gpu;

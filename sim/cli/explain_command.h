@@ -30,7 +30,7 @@ workloads::estimate::LinkRates link_rates(const ClusterConfig& cluster);
 // that ended early): .value(...) on it gives the default.
 const sim::config::Json& field(const sim::config::Json& j, const char* key);
 
-// "busiest link node0/gpu0->leaf0 carried 1.2 GB at 87% utilization" from
+// "busiest link node0/gpu0->leaf0 carried 1.2 GiB at 87% utilization" from
 // summary.json's network object; "" when the run moved nothing on a fabric
 // or its busiest link was busy less than 20% of the run.
 std::string busiest_link_text(const sim::config::Json& summary);

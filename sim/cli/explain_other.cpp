@@ -196,6 +196,12 @@ std::string explain_failures(const Scenario& s, const Json& summary) {
   const est::ReliabilityEstimate e =
       est::estimate_reliability(per_hour, r.value("checkpoint_cost_s", 0.0), recovery);
   std::ostringstream o;
+  if (per_hour <= 0) {
+    // No failure can happen: no MTBF, no optimal interval to estimate.
+    o << "## 6. Reliability\n\n- job MTBF: none (no failures configured: every rate is 0)\n"
+      << "- Young / Daly interval: none (no failures configured)\n\n";
+    return o.str();
+  }
   o << worksheet_section("6. Reliability (checkpoint cost and recovery per failure from the run's storage model)",
                          e.lines());
   std::vector<Comparison> cmp;

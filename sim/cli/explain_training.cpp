@@ -137,8 +137,9 @@ std::string explain_training(const Scenario& s, const Json& summary) {
   {
     Comparison* r = add("compute per GPU", t.compute.value, compute_sim, est::Unit::seconds);
     const double achieved = compute_sim > 0 ? t.hardware_flops.value / c.gpus() / compute_sim : 0.0;
-    r->reason = "simulated kernels average " + est::format_value(achieved, est::Unit::flops) + "/s against the " +
-                est::format_value(t.rate.value, est::Unit::flops) + "/s GEMM rate assumed; " + kernel_reason(s, t);
+    r->reason = "simulated kernels average " + est::format_value(achieved, est::Unit::flops_per_s) +
+                " against the " + est::format_value(t.rate.value, est::Unit::flops_per_s) +
+                " GEMM rate assumed; " + kernel_reason(s, t);
   }
   {
     Comparison* r = add("optimizer step", t.optimizer.value, b.value("optimizer_s", 0.0), est::Unit::seconds);

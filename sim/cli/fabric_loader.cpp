@@ -264,6 +264,7 @@ std::vector<topologies::FaultSpec> read_faults(ConfigReader& network,
   std::optional<models::network::Fabric> fabric;
   for (ConfigReader& r : network.child_list("faults", doc)) {
     topologies::FaultSpec f;
+    f.config_line = r.line_of("link");
     f.link = r.get_string("link", std::nullopt, "\"a->b\" (one direction) or \"a<->b\" (both)");
     f.at = sim::Time::zero() + r.get_duration("at", std::nullopt, "simulated time of the change");
     const std::string state = r.get_choice("state", {"down", "degraded", "up"},

@@ -1,5 +1,7 @@
 #include "sim/cli/failures_report.h"
 
+#include <cmath>
+
 #include "sim/cli/format.h"
 #include "workloads/failures/failure_study.h"
 
@@ -45,9 +47,13 @@ std::string add_failures_results(const FailuresSetup& s, double step_s, Json& su
   j["step_time_s"] = step_s;
   j["duration_s"] = s.horizon.duration.seconds();
   j["seeds"] = s.horizon.seeds;
-  j["job_mtbf_s"] = r.job_mtbf_s;
-  j["young_interval_s"] = r.young_s;
-  j["daly_interval_s"] = r.daly_s;
+  // With every rate 0 there is no MTBF and no optimal interval: null, not
+  // an infinity the JSON reader would have to special-case.
+  const bool fails = std::isfinite(r.job_mtbf_s);
+  const auto or_null = [fails](double v) { return fails ? Json(v) : Json(nullptr); };
+  j["job_mtbf_s"] = or_null(r.job_mtbf_s);
+  j["young_interval_s"] = or_null(r.young_s);
+  j["daly_interval_s"] = or_null(r.daly_s);
   Json by_class = Json::object();
   Json counts = Json::object();
   double correlated = 0, spare_waits = 0;
@@ -72,12 +78,15 @@ std::string add_failures_results(const FailuresSetup& s, double step_s, Json& su
   report += "| figure | value |\n|---|---|\n";
   report += "| simulated duration | " + fmt("%.1f days", days) + " x " +
             std::to_string(s.horizon.seeds) + " seeds |\n";
-  report += "| job MTBF (1 / sum count x rate) | " + fmt("%.2f h", r.job_mtbf_s / 3600) + " |\n";
+  const std::string none = "none (no failures configured: every rate is 0)";
+  const std::string mtbf = fails ? fmt("%.2f h", r.job_mtbf_s / 3600) : none;
+  const std::string young_daly =
+      fails ? fmt("%.0f s", r.young_s) + " / " + fmt("%.0f s", r.daly_s) : none;
+  report += "| job MTBF (1 / sum count x rate) | " + mtbf + " |\n";
   report += "| interruptions (mean) | " + fmt("%.1f", r.interruptions_mean) + " |\n";
   report += "| checkpoint interval | " + fmt("%.0f s", r.interval.seconds()) +
             (r.searched ? " (searched)" : "") + " |\n";
-  report += "| Young / Daly interval | " + fmt("%.0f s", r.young_s) + " / " +
-            fmt("%.0f s", r.daly_s) + " |\n";
+  report += "| Young / Daly interval | " + young_daly + " |\n";
   report += "| checkpoint blocking / durable / load | " + fmt("%.2f s", cost.blocking.seconds()) +
             " / " + fmt("%.2f s", cost.durable.seconds()) + " / " +
             fmt("%.2f s", cost.load.seconds()) + " |\n";
@@ -90,13 +99,12 @@ std::string add_failures_results(const FailuresSetup& s, double step_s, Json& su
 
   std::string out;
   out += "failures: " + fmt("%.1f", r.interruptions_mean) + " interruptions in " +
-         fmt("%.1f", days) + " days (job MTBF " + fmt("%.2f", r.job_mtbf_s / 3600) + " h); " +
+         fmt("%.1f", days) + " days (job MTBF " + mtbf + "); " +
          "effective training time " + fmt("%.4f", r.fraction.mean) + " [" +
          fmt("%.4f", r.fraction.lo) + ", " + fmt("%.4f", r.fraction.hi) + "]\n";
   out += "checkpoint every " + fmt("%.0f s", r.interval.seconds()) +
          (r.searched ? " (best of the search)" : "") + ", blocking " +
-         fmt("%.2f s", cost.blocking.seconds()) + "; Young " + fmt("%.0f s", r.young_s) +
-         ", Daly " + fmt("%.0f s", r.daly_s) + "\n";
+         fmt("%.2f s", cost.blocking.seconds()) + "; Young / Daly " + young_daly + "\n";
   return out;
 }
 

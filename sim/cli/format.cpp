@@ -17,6 +17,7 @@ std::string human_time(double seconds) {
 }
 
 std::string human_bytes(double bytes) {
+  if (bytes >= 1099511627776.0) return fmt("%.3g TiB", bytes / 1099511627776.0);
   if (bytes >= 1073741824.0) return fmt("%.3g GiB", bytes / 1073741824.0);
   if (bytes >= 1048576.0) return fmt("%.3g MiB", bytes / 1048576.0);
   return fmt("%.0f B", bytes);

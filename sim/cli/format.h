@@ -13,7 +13,8 @@ std::string fmt(const char* format, double v);
 // Seconds as 12.3 us, 4.56 ms or 1.23 s.
 std::string human_time(double seconds);
 
-// Bytes in binary units: 1.5 GiB, 12 MiB, or 512 B below one MiB.
+// Bytes in binary units: 1.5 GiB, 12 MiB, 3.2 TiB, or 512 B below one MiB.
+// Every report prints sizes so (GiB for memory) and rates in decimal GB/s.
 std::string human_bytes(double bytes);
 
 // Bytes in GiB with two decimals: "1.50 GiB".

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <memory>
 
+#include "sim/cli/fault_verdict.h"
 #include "sim/cli/inference_report.h"
 #include "sim/cli/inference_workload_loader.h"
 #include "sim/cli/network_setup.h"
@@ -158,7 +159,9 @@ int run_inference(const Scenario& s, const models::cluster::ClusterModelConfig& 
   fig.wall_time_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   if (options.trace) write_inference_trace(fig, (dir / "trace.json").string());
-  write_file(dir / "summary.json", build_inference_summary(fig).dump(2) + "\n");
+  sim::config::Json summary = build_inference_summary(fig);
+  add_fault_verdict(s, inference_faults_not_honoured(s), summary);
+  write_file(dir / "summary.json", summary.dump(2) + "\n");
   write_file(dir / "report.md", build_inference_report(fig));
   out << inference_human_summary(fig, dir.string(), options.trace);
   return 0;

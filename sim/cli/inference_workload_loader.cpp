@@ -90,8 +90,7 @@ std::vector<inf::TraceRow> read_trace_file(ConfigReader& req, const std::string&
   }
 }
 
-inf::RequestsConfig read_requests(ConfigReader& w, inf::RateSearch& search, std::string& trace_path,
-                                  const std::string& config_dir) {
+inf::RequestsConfig read_requests(ConfigReader& w, inf::RateSearch& search, std::string& trace_path) {
   ConfigReader r = w.child("requests", "the load: how many requests, when, how long", true);
   inf::RequestsConfig c;
   bool uses_trace = false;
@@ -133,12 +132,10 @@ inf::RequestsConfig read_requests(ConfigReader& w, inf::RateSearch& search, std:
   if (c.prefix_groups > 0 && c.prefix_len == 0) p.fail("len", "must be positive when groups > 0");
   p.finish();
 
-  const std::string trace = r.get_string("trace", std::string(),
-                                         "request trace: CSV (arrival_s, prompt_tokens, "
-                                         "output_tokens[, prefix_id]) or JSONL with those keys");
-  if (!trace.empty()) {
-    // Relative to the config file, as a user writing the config expects.
-    trace_path = trace[0] == '/' || config_dir.empty() ? trace : config_dir + "/" + trace;
+  trace_path = r.get_path("trace", std::string(),
+                          "request trace (relative to this config): CSV (arrival_s, "
+                          "prompt_tokens, output_tokens[, prefix_id]) or JSONL with those keys");
+  if (!trace_path.empty()) {
     c.trace = read_trace_file(r, trace_path);
   } else if (uses_trace) {
     r.fail("trace", "arrival or lengths come from a trace: set requests.trace to its file");
@@ -307,7 +304,13 @@ std::shared_ptr<InferenceSetup> load_inference_workload(ConfigReader& w, const C
     check_parallel(d, m, pp, "prefill_tp");
     const int a = dg.prefill_tp, b = c.parallel.tp;
     if (a % b != 0 && b % a != 0) d.fail("prefill_tp", "must divide or be a multiple of serving.tp");
-    if (sv.has("replicas")) notes.push_back("serving.replicas is ignored with disaggregation");
+    // The resolved config carries the default replicas: 1, so only another
+    // number is a request that disaggregation leaves unmet.
+    if (c.replicas != 1) {
+      notes.push_back("serving.replicas: " + std::to_string(c.replicas) +
+                      " is ignored with disaggregation (prefill_replicas and decode_replicas set "
+                      "the count)");
+    }
     d.finish();
   }
 
@@ -341,10 +344,7 @@ std::shared_ptr<InferenceSetup> load_inference_workload(ConfigReader& w, const C
   sv.finish();
 
   // --- requests and SLOs ---
-  const std::string file = w.source().file;
-  const auto slash = file.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "" : file.substr(0, slash);
-  c.requests = read_requests(w, c.rate_search, setup->trace_path, dir);
+  c.requests = read_requests(w, c.rate_search, setup->trace_path);
   ConfigReader slo = w.child("slo", "service-level objectives per request");
   const auto read_slo = [&](const char* key, const char* doc) -> std::optional<sim::Duration> {
     if (!slo.has(key)) {

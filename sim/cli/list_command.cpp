@@ -20,15 +20,15 @@ namespace {
 void list_gpus(std::ostream& out) {
   out << "GPU presets (configs/hardware/):\n";
   char line[256];
-  std::snprintf(line, sizeof line, "  %-14s %5s %10s %10s %8s %10s %11s\n", "name", "SMs",
-                "bf16 TF/s", "fp8 TF/s", "HBM GiB", "HBM GB/s", "NVLink GB/s");
+  std::snprintf(line, sizeof line, "  %-14s %5s %12s %12s %8s %10s %11s\n", "name", "SMs",
+                "bf16 TFLOP/s", "fp8 TFLOP/s", "HBM GiB", "HBM GB/s", "NVLink GB/s");
   out << line;
   auto source = std::make_shared<sim::config::ConfigSource>();
   sim::config::ConfigReader nowhere(YAML::Node(), "", source, nullptr);
   for (const auto& name : preset_names("hardware")) {
     auto spec = load_gpu_preset(name, nowhere, "gpu");
     const double fp8 = spec.tensor_peak_for(models::gpu::Dtype::fp8).tflops();
-    std::snprintf(line, sizeof line, "  %-14s %5d %10.0f %10s %8.1f %10.0f %11.0f\n", name.c_str(),
+    std::snprintf(line, sizeof line, "  %-14s %5d %12.0f %12s %8.1f %10.0f %11.0f\n", name.c_str(),
                   spec.sm_count, spec.tensor_peak_for(models::gpu::Dtype::bf16).tflops(),
                   fp8 > 0 ? std::to_string(static_cast<int>(fp8 + 0.5)).c_str() : "-",
                   spec.hbm_capacity.as_double() / (1 << 30), spec.hbm_bandwidth.gb_per_s(),

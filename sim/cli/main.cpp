@@ -1,5 +1,7 @@
-// The gcsim command: run | check | list. Exit status 0 on success, 2 on bad
-// input (with file, line and key), 1 on an internal error.
+// The gcsim command: run | check | sweep | explain | export | calibrate |
+// quiz | list. Exit status 0 on success, 2 on bad input (with file, line and
+// key; an option error prints that command's usage line), 1 on an internal
+// error. `gcsim <command> --help` and `gcsim --version` exit 0.
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
@@ -15,6 +17,7 @@
 #include "sim/cli/quiz_command.h"
 #include "sim/cli/run_command.h"
 #include "sim/cli/sweep_command.h"
+#include "sim/cli/usage.h"
 #include "sim/config/config_error.h"
 #include "sim/config/did_you_mean.h"
 
@@ -24,32 +27,6 @@ using gcsim::sim::config::ConfigError;
 namespace {
 
 constexpr int kBadInput = 2;
-
-const char* kUsage =
-    "usage: gcsim <command> [options]\n"
-    "\n"
-    "commands:\n"
-    "  run CONFIG.yaml [-s key=value]... [-o OUTDIR] [--seed N] [--trace]\n"
-    "                      simulate; write summary.json, report.md (and trace.json)\n"
-    "  check CONFIG.yaml [-s key=value]...\n"
-    "                      validate and print the fully resolved config\n"
-    "  sweep STUDY.yaml [-o OUTDIR] [-j N] [-q]\n"
-    "                      run a base config over axes of overrides; results.csv and a\n"
-    "                      ranked table (impossible points skipped with the reason)\n"
-    "  export CONFIG.yaml -o DIR [-s key=value]...\n"
-    "                      write the generated workload as per-rank Chakra ET files\n"
-    "  calibrate -o PROFILE.yaml | --fit MEASUREMENTS.json -o PROFILE.yaml | --validate PROFILE.yaml\n"
-    "                      measure this GPU (or fit measurements) into a calibration profile\n"
-    "  explain CONFIG.yaml [-s key=value]... [-o DIR] [--seed N]\n"
-    "                      back-of-envelope worksheet beside the simulation (markdown; DIR/explain.md)\n"
-    "  quiz [--topic training|inference|network|reliability] [--seed N] | --check ANSWERS.yaml\n"
-    "                      interview-style question, worked answer and simulated check; grade answers\n"
-    "  list [gpus|models|topologies|workloads|networks]\n"
-    "                      show presets and registered models\n"
-    "\n"
-    "Examples:\n"
-    "  gcsim run configs/examples/quickstart.yaml --trace\n"
-    "  gcsim run configs/examples/quickstart.yaml -s cluster.gpu=h200-sxm -o out/h200\n";
 
 struct Parsed {
   std::vector<std::string> positional;
@@ -91,14 +68,20 @@ Parsed parse(const std::vector<std::string>& args, bool allow_run_options) {
   return p;
 }
 
+// `args` asks for help: -h or --help anywhere (no command takes a value
+// that could be spelled so).
+bool wants_help(const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    if (a == "-h" || a == "--help") return true;
+  }
+  return false;
+}
+
 int dispatch(const std::string& command, const std::vector<std::string>& rest) {
   using namespace gcsim::cli;
   if (command == "run" || command == "check") {
     Parsed p = parse(rest, command == "run");
-    if (p.positional.size() != 1) {
-      std::fprintf(stderr, "gcsim %s: expected one CONFIG.yaml\n\n%s", command.c_str(), kUsage);
-      return kBadInput;
-    }
+    if (p.positional.size() != 1) throw po::error("expected one CONFIG.yaml");
     LoadOptions load{p.sets, p.seed};
     if (command == "check") return check_command(p.positional[0], load, std::cout);
     RunOptions run{load, p.out_dir, p.trace, !p.quiet};
@@ -108,18 +91,14 @@ int dispatch(const std::string& command, const std::vector<std::string>& rest) {
   if (command == "export") {
     Parsed p = parse(rest, true);
     if (p.positional.size() != 1 || p.out_dir.empty() || p.trace) {
-      std::fprintf(stderr, "gcsim export: expected one CONFIG.yaml and -o DIR\n\n%s", kUsage);
-      return kBadInput;
+      throw po::error("expected one CONFIG.yaml and -o DIR");
     }
     return export_command(p.positional[0], LoadOptions{p.sets, p.seed}, p.out_dir, std::cout);
   }
 #endif
   if (command == "explain") {
     Parsed p = parse(rest, true);
-    if (p.positional.size() != 1 || p.trace) {
-      std::fprintf(stderr, "gcsim explain: expected one CONFIG.yaml (no --trace)\n\n%s", kUsage);
-      return kBadInput;
-    }
+    if (p.positional.size() != 1 || p.trace) throw po::error("expected one CONFIG.yaml (no --trace)");
     return explain_command(p.positional[0], ExplainOptions{LoadOptions{p.sets, p.seed}, p.out_dir}, std::cout);
   }
   if (command == "sweep") return sweep_command(rest, std::cout);
@@ -129,31 +108,48 @@ int dispatch(const std::string& command, const std::vector<std::string>& rest) {
     Parsed p = parse(rest, false);
     return list_command(p.positional.empty() ? "" : p.positional[0], std::cout);
   }
-  if (command == "-h" || command == "--help" || command == "help") {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  std::fprintf(stderr, "gcsim: unknown command '%s'%s\n\n%s", command.c_str(),
-               gcsim::sim::config::did_you_mean(command, {"run", "check", "calibrate", "export", "explain", "list", "quiz"}).c_str(),
-               kUsage);
-  return kBadInput;
+  throw std::logic_error("command '" + command + "' has help but no dispatch");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  using namespace gcsim::cli;
   if (argc < 2) {
-    std::fputs(kUsage, stderr);
+    std::fputs(overview().c_str(), stderr);
     return kBadInput;
   }
+  const std::string command = argv[1];
   const std::vector<std::string> rest(argv + 2, argv + argc);
+  if (command == "-h" || command == "--help" || command == "help") {
+    const CommandHelp* c = rest.empty() ? nullptr : find_command_help(rest[0]);
+    std::fputs((c ? help_text(*c) : overview()).c_str(), stdout);
+    return 0;
+  }
+  if (command == "--version" || command == "version") {
+    std::printf("%s\n", version_line().c_str());
+    return 0;
+  }
+  const CommandHelp* help = find_command_help(command);
+  if (help == nullptr) {
+    std::vector<std::string> names;
+    for (const auto& c : command_helps()) names.push_back(c.name);
+    std::fprintf(stderr, "gcsim: unknown command '%s'%s\n(gcsim --help lists the commands)\n",
+                 command.c_str(), gcsim::sim::config::did_you_mean(command, names).c_str());
+    return kBadInput;
+  }
+  if (wants_help(rest)) {
+    std::fputs(help_text(*help).c_str(), stdout);
+    return 0;
+  }
   try {
-    return dispatch(argv[1], rest);
+    return dispatch(command, rest);
   } catch (const ConfigError& e) {
     std::fprintf(stderr, "gcsim: error: %s\n", e.what());
     return kBadInput;
   } catch (const po::error& e) {
-    std::fprintf(stderr, "gcsim: %s\n\n%s", e.what(), kUsage);
+    // Only this command's usage: the whole overview would bury the message.
+    std::fprintf(stderr, "gcsim %s: %s\n%s", command.c_str(), e.what(), usage_lines(*help).c_str());
     return kBadInput;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gcsim: internal error: %s\n(this is a bug in gcsim; please report it "

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "sim/cli/format.h"
+
 namespace gcsim::cli {
 
 using sim::config::Json;
@@ -36,9 +38,9 @@ std::string network_report_section(const models::network::NetworkStats& s) {
   char buf[160];
   o << "\n## Network (" << s.model << " model)\n\n";
   std::snprintf(buf, sizeof buf,
-                "%.3f GB delivered in %lld transfers; busiest link %.1f%% utilized over the run.\n",
-                s.bytes_delivered.as_double() * 1e-9, static_cast<long long>(s.transfers),
-                100.0 * s.max_link_utilization);
+                "%s delivered in %lld transfers; busiest link %.1f%% utilized over the run.\n",
+                human_bytes(s.bytes_delivered.as_double()).c_str(),
+                static_cast<long long>(s.transfers), 100.0 * s.max_link_utilization);
   o << buf;
   if (s.model == "packet") {
     std::snprintf(buf, sizeof buf,
@@ -56,8 +58,8 @@ std::string network_report_section(const models::network::NetworkStats& s) {
   if (!s.busiest_links.empty()) {
     o << "\n| link | bytes | utilization | PFC paused |\n|---|---:|---:|---:|\n";
     for (const auto& l : s.busiest_links) {
-      std::snprintf(buf, sizeof buf, "| %s | %.3g GB | %.1f%% | %.3g s |\n", l.name.c_str(),
-                    l.bytes.as_double() * 1e-9, 100.0 * l.utilization, l.pfc_pause_s);
+      std::snprintf(buf, sizeof buf, "| %s | %s | %.1f%% | %.3g s |\n", l.name.c_str(),
+                    human_bytes(l.bytes.as_double()).c_str(), 100.0 * l.utilization, l.pfc_pause_s);
       o << buf;
     }
   }

@@ -20,7 +20,8 @@ workloads::quiz::PresetBook load_preset_book();
 // value of every quantity that names one.
 void verify_quiz(workloads::quiz::Quiz& quiz);
 
-// Exit status 0, or 2 on bad input (ConfigError propagates to main).
+// Exit status 0; `--check` 3 when some answers are wrong or unanswered; 2
+// on bad input (ConfigError propagates to main).
 int quiz_command(const std::vector<std::string>& args, std::ostream& out);
 
 }  // namespace gcsim::cli

@@ -18,6 +18,7 @@ std::vector<int> read_rank_group(sim::config::ConfigReader& r, int num_ranks,
   const YAML::Node n = r.raw("ranks", "'all' or a list of ranks");
   std::vector<int> ranks;
   if (!n.IsDefined() || n.IsNull() || (n.IsScalar() && n.Scalar() == "all")) {
+    r.resolve("ranks", "all");
     for (int i = 0; i < num_ranks; ++i) ranks.push_back(i);
     return ranks;
   }
@@ -40,6 +41,7 @@ std::vector<int> read_rank_group(sim::config::ConfigReader& r, int num_ranks,
                         : std::string("a rank appears twice in the group"));
   }
   if (wording.reject_empty && ranks.empty()) r.fail("ranks", "the group is empty");
+  r.resolve("ranks", ranks);  // as written, order kept (it can be a ring's order)
   return ranks;
 }
 

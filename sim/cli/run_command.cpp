@@ -12,6 +12,7 @@
 #include "models/cluster/cluster_model.h"
 #include "sim/cli/collective_report.h"
 #include "sim/cli/failures_report.h"
+#include "sim/cli/fault_verdict.h"
 #include "sim/cli/inference_run.h"
 #include "sim/cli/network_setup.h"
 #include "sim/cli/run_report.h"
@@ -59,7 +60,10 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
     throw ConfigError("command line", 0, "-o",
                       "cannot create output directory '" + dir.string() + "': " + ec.message());
   }
-  if (s.inference) return run_inference(s, cluster_model_config(s), options, dir, out, wall_start);
+  if (s.inference) {
+    if (auto missed = inference_faults_not_honoured(s)) s.notes.push_back(*missed);
+    return run_inference(s, cluster_model_config(s), options, dir, out, wall_start);
+  }
 
   sim::Simulator simulator(s.seed);
   models::cluster::ClusterModel cluster(simulator, cluster_model_config(s));
@@ -127,6 +131,10 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
                       outcome.stuck + ": order the free after its alloc (same stream or `after`)");
   }
   if (outcome.ending == Ending::deadlock) {
+    const auto stats = network->model->stats(simulator.now() - sim::Time::zero());
+    if (!stats.unroutable_transfers.empty()) {
+      throw_unroutable(s, network->fabric, stats, outcome.stuck);
+    }
     throw ConfigError(config_path, 0, "workload.ops",
                       "the workload deadlocked: " + outcome.stuck +
                           ". Check that every rank issues its p2p and collective ops in an "
@@ -144,6 +152,8 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
   for (int r = 0; r < cluster.num_ranks(); ++r) {
     fig.memory_peak.push_back(cluster.gpu(r).memory_peak());
   }
+  const std::optional<std::string> faults_missed = faults_not_honoured(s, cluster.closed_form_end());
+  if (faults_missed) s.notes.push_back(*faults_missed);
   if (s.training) {
     const TrainingFigures t = training_figures(fig, *s.training);
     Json summary = build_training_summary(fig, t);
@@ -158,6 +168,7 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
                           "the failure simulation leaves the time range: " + std::string(e.what()));
       }
     }
+    add_fault_verdict(s, faults_missed, summary);
     write_file(dir / "summary.json", summary.dump(2) + "\n");
     write_file(dir / "report.md", report);
     out << training_human_summary(fig, t, dir.string(), options.trace) << failures_text;
@@ -166,6 +177,7 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
   Json summary = build_summary(fig);
   std::string report = build_report(fig);
   const std::string collective_table = add_collective_results(s, fig, cluster, summary, report);
+  add_fault_verdict(s, faults_missed, summary);
   write_file(dir / "summary.json", summary.dump(2) + "\n");
   write_file(dir / "report.md", report);
   out << human_summary(fig, dir.string(), options.trace) << collective_table;

@@ -19,9 +19,15 @@ namespace {
 
 struct RankTotals {
   size_t ops = 0;
-  double compute_s = 0, communication_s = 0;
+  double compute_s = 0;
+  double transfer_s = 0;  // communication moving data (after its peers met)
+  double wait_s = 0;      // communication waiting for its peers (rendezvous)
   double first_start_s = -1, last_end_s = 0;
 };
+
+// A communication op's time before its peers met and after.
+double wait_seconds(const sim::OpRecord& r) { return (r.met - r.start).seconds(); }
+double busy_seconds(const sim::OpRecord& r) { return (r.end - r.met).seconds(); }
 
 std::vector<RankTotals> rank_totals(const RunFigures& f) {
   const auto& g = *f.scenario->graph;
@@ -33,7 +39,8 @@ std::vector<RankTotals> rank_totals(const RunFigures& f) {
     ++x.ops;
     if (op.kind == OpKind::compute) x.compute_s += d;
     if (workloads::is_communication(op.kind)) {
-      x.communication_s += d;
+      x.wait_s += wait_seconds(r);
+      x.transfer_s += busy_seconds(r);
     }
     if (x.first_start_s < 0 || r.start.seconds() < x.first_start_s) x.first_start_s = r.start.seconds();
     x.last_end_s = std::max(x.last_end_s, r.end.seconds());
@@ -62,11 +69,14 @@ Json build_summary(const RunFigures& f) {
   Json ops = Json::array();
   for (const auto& r : f.records) {
     const auto& op = g.program(r.rank).ops[r.op];
-    ops.push_back({{"name", g.name(op.name)},
-                   {"rank", r.rank},
-                   {"stream", g.stream(op.stream)},
-                   {"start_s", r.start.seconds()},
-                   {"end_s", r.end.seconds()}});
+    Json o = {{"name", g.name(op.name)},
+              {"rank", r.rank},
+              {"stream", g.stream(op.stream)},
+              {"start_s", r.start.seconds()},
+              {"end_s", r.end.seconds()}};
+    // Of [start, end], the part spent waiting for the peers to arrive.
+    if (workloads::is_communication(op.kind)) o["wait_s"] = wait_seconds(r);
+    ops.push_back(std::move(o));
   }
   j["ops"] = ops;
   add_summary_tail(j, s, f.network);
@@ -91,34 +101,42 @@ std::string build_report(const RunFigures& f) {
   o << "| events | " << f.events << " |\n";
   o << "| status | " << (f.oom.empty() ? "completed" : "stopped: " + f.oom) << " |\n\n";
 
-  o << "## Per GPU\n\n| rank | ops | compute | communication | first start | last end | peak HBM |\n"
-    << "|---:|---:|---:|---:|---:|---:|---:|\n";
+  // Communication splits into the time its peers took to arrive (a
+  // rendezvous wait: idle, not the network's doing) and the transfer.
+  o << "## Per GPU\n\n| rank | ops | compute | communication (transfer) | waiting for peers | "
+       "first start | last end | peak HBM |\n"
+    << "|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   const auto totals = rank_totals(f);
   for (size_t r = 0; r < totals.size(); ++r) {
     const auto& t = totals[r];
     if (t.ops == 0) continue;
     o << "| " << r << " | " << t.ops << " | " << human_time(t.compute_s) << " | "
-      << human_time(t.communication_s) << " | " << human_time(t.first_start_s) << " | "
+      << human_time(t.transfer_s) << " | " << human_time(t.wait_s) << " | "
+      << human_time(t.first_start_s) << " | "
       << human_time(t.last_end_s) << " | " << human_bytes(f.memory_peak[r].as_double()) << " |\n";
   }
 
-  o << "\n## Longest ops\n\n| op | rank | kind | stream | start | duration |\n"
-    << "|---|---:|---|---|---:|---:|\n";
+  // Ranked by the op's own work: a collective's wait for late peers is
+  // shown beside it, not counted as its time.
+  o << "\n## Longest ops\n\n| op | rank | kind | stream | start | busy | waiting for peers |\n"
+    << "|---|---:|---|---|---:|---:|---:|\n";
   std::vector<sim::OpRecord> by_length = f.records;
   std::stable_sort(by_length.begin(), by_length.end(), [](const auto& a, const auto& b) {
-    return (a.end - a.start) > (b.end - b.start);
+    return (a.end - a.met) > (b.end - b.met);
   });
   for (size_t i = 0; i < std::min<size_t>(20, by_length.size()); ++i) {
     const auto& r = by_length[i];
     const auto& op = g.program(r.rank).ops[r.op];
     o << "| " << g.name(op.name) << " | " << r.rank << " | " << sim::op_category(op.kind) << " | "
       << g.stream(op.stream) << " | " << human_time(r.start.seconds()) << " | "
-      << human_time((r.end - r.start).seconds()) << " |\n";
+      << human_time(busy_seconds(r)) << " | "
+      << (workloads::is_communication(op.kind) ? human_time(wait_seconds(r)) : std::string("-"))
+      << " |\n";
   }
   const auto& gpu = s.cluster.gpu;
   const auto& eff = gpu.efficiency;
   o << "\n## Hardware model\n\n| " << gpu.name << " | peak | efficiency used |\n|---|---:|---:|\n";
-  o << "| bf16 tensor | " << fmt("%.0f TF/s", gpu.tensor_peak_for(models::gpu::Dtype::bf16).tflops())
+  o << "| bf16 tensor | " << fmt("%.0f TFLOP/s", gpu.tensor_peak_for(models::gpu::Dtype::bf16).tflops())
     << " | " << fmt("%.2f", eff.tensor_for(models::gpu::Dtype::bf16)) << " |\n";
   o << "| HBM | " << fmt("%.0f GB/s", gpu.hbm_bandwidth.gb_per_s()) << " | "
     << fmt("%.2f", eff.hbm) << " |\n";

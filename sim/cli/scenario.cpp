@@ -121,6 +121,12 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
   YAML::Node root = sim::config::load_yaml_file(path, options.overrides, *s.source);
   s.resolved = Json::object();
   ConfigReader top(root, "", s.source, &s.resolved);
+  // A study given where a config goes: say which command reads it, rather
+  // than "unknown key 'base'".
+  if (!top.has("workload") && !top.has("cluster") && (top.has("axes") || top.has("base"))) {
+    top.fail(top.has("base") ? "base" : "axes",
+             "this is a study (base, axes), not a config: use `gcsim sweep " + path + "`");
+  }
 
   ConfigReader cluster = top.child("cluster", "the machines", true);
   s.cluster = read_cluster(cluster, s.notes, s.topology);

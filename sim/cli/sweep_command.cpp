@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +18,8 @@
 #include <sstream>
 
 #include "sim/cli/format.h"
+#include "sim/cli/sweep_study.h"
+#include "sim/cli/sweep_tables.h"
 #include "sim/config/config_error.h"
 #include "sim/config/config_reader.h"
 
@@ -31,40 +35,6 @@ using sim::config::ConfigSource;
 
 namespace {
 
-// One value of an axis: the override text and how the table shows it.
-struct AxisValue {
-  std::string yaml;
-};
-
-struct Axis {
-  std::string key;
-  std::vector<AxisValue> values;
-};
-
-struct Case {
-  std::string name;
-  std::vector<std::string> overrides;  // "key=value"
-};
-
-struct Study {
-  std::string name;
-  std::string base_path;  // resolved base config
-  std::vector<Axis> axes;
-  std::vector<Case> cases;
-};
-
-struct Point {
-  size_t index = 0;
-  std::string case_name;
-  std::vector<std::string> axis_values;  // per axis, as written
-  std::vector<std::string> overrides;
-  fs::path dir;
-  // Results.
-  std::string status = "pending";  // ok | skipped | failed
-  std::string reason;
-  nlohmann::ordered_json summary;
-};
-
 std::string flow_yaml(const YAML::Node& n) {
   YAML::Emitter e;
   e.SetMapFormat(YAML::Flow);
@@ -73,12 +43,17 @@ std::string flow_yaml(const YAML::Node& n) {
   return e.c_str();
 }
 
-Study read_study(const std::string& path, const fs::path& out_dir) {
+SweepStudy read_study(const std::string& path, const fs::path& out_dir) {
   auto source = std::make_shared<ConfigSource>();
   YAML::Node root = sim::config::load_yaml_file(path, {}, *source);
   sim::config::Json resolved;
   ConfigReader r(root, "", source, &resolved);
-  Study s;
+  if (!r.has("base") && !r.has("axes") && (r.has("workload") || r.has("cluster"))) {
+    r.fail(r.has("workload") ? "workload" : "cluster",
+           "this is a config, not a study: use `gcsim run " + path +
+               "` (a study names it as `base:` and adds `axes:`)");
+  }
+  SweepStudy s;
   s.name = r.get_string("name", fs::path(path).stem().string(), "title of the study");
   YAML::Node base = r.raw("base", "base config: a path (relative to the study) or an inline map");
   if (!base.IsDefined() || base.IsNull()) r.fail_here("missing required key 'base' (the base config)");
@@ -102,18 +77,18 @@ Study read_study(const std::string& path, const fs::path& out_dir) {
   if (axes.IsDefined() && !axes.IsNull()) {
     if (!axes.IsMap()) r.fail("axes", "expected a map of key: [values]");
     for (const auto& kv : axes) {
-      Axis a;
+      SweepAxis a;
       a.key = kv.first.Scalar();
       if (!kv.second.IsSequence() || kv.second.size() == 0) {
         r.fail("axes", "axis '" + a.key + "' needs a non-empty list of values");
       }
-      for (const auto& v : kv.second) a.values.push_back({v.IsScalar() ? v.Scalar() : flow_yaml(v)});
+      for (const auto& v : kv.second) a.values.push_back(v.IsScalar() ? v.Scalar() : flow_yaml(v));
       s.axes.push_back(std::move(a));
     }
   }
   if (r.has("cases")) {
     for (ConfigReader c : r.child_list("cases", "named sets of overrides, each crossed with the axes")) {
-      Case k;
+      SweepCase k;
       k.name = c.get_string("name", std::nullopt, "case name");
       YAML::Node set = c.raw("set", "overrides: key: value");
       if (set.IsDefined() && !set.IsNull()) {
@@ -131,15 +106,15 @@ Study read_study(const std::string& path, const fs::path& out_dir) {
   return s;
 }
 
-std::vector<Point> expand(const Study& s, const fs::path& out_dir) {
-  std::vector<Case> cases = s.cases;
+std::vector<SweepPoint> expand(const SweepStudy& s, const fs::path& out_dir) {
+  std::vector<SweepCase> cases = s.cases;
   if (cases.empty()) cases.push_back({"", {}});
-  std::vector<Point> points;
+  std::vector<SweepPoint> points;
   size_t combos = 1;
   for (const auto& a : s.axes) combos *= a.values.size();
-  for (const Case& c : cases) {
+  for (const SweepCase& c : cases) {
     for (size_t n = 0; n < combos; ++n) {
-      Point p;
+      SweepPoint p;
       p.case_name = c.name;
       p.overrides = c.overrides;
       size_t rest = n;
@@ -150,7 +125,7 @@ std::vector<Point> expand(const Study& s, const fs::path& out_dir) {
         rest /= s.axes[i].values.size();
       }
       for (size_t i = 0; i < s.axes.size(); ++i) {
-        const std::string& v = s.axes[i].values[pick[i]].yaml;
+        const std::string& v = s.axes[i].values[pick[i]];
         p.axis_values.push_back(v);
         p.overrides.push_back(s.axes[i].key + "=" + v);
       }
@@ -162,16 +137,6 @@ std::vector<Point> expand(const Study& s, const fs::path& out_dir) {
     }
   }
   return points;
-}
-
-std::string label(const Study& s, const Point& p) {
-  std::string l = p.case_name;
-  for (size_t i = 0; i < s.axes.size(); ++i) {
-    const std::string& key = s.axes[i].key;
-    const std::string shortkey = key.substr(key.rfind('.') + 1);
-    l += (l.empty() ? "" : ", ") + shortkey + "=" + p.axis_values[i];
-  }
-  return l.empty() ? "base" : l;
 }
 
 std::string read_file(const fs::path& p) {
@@ -189,7 +154,7 @@ std::string reason_of(const std::string& err) {
   return line.empty() ? "no output" : line;
 }
 
-pid_t spawn(const std::string& exe, const std::string& base, const Point& p) {
+pid_t spawn(const std::string& exe, const std::string& base, const SweepPoint& p) {
   fs::create_directories(p.dir);
   std::vector<std::string> args{exe, "run", base, "-o", p.dir.string(), "-q"};
   for (const auto& o : p.overrides) {
@@ -212,7 +177,31 @@ pid_t spawn(const std::string& exe, const std::string& base, const Point& p) {
   return pid;
 }
 
-void collect(Point& p, int wait_status) {
+// "[sweep] the first point took 0.21 s: the other 262143 take about 15.3 h
+// at -j 1", from the first point's wall time (runs of one study are alike:
+// same base, a few keys changed), rounded up to whole rounds of `jobs`.
+// A span of wall time for people: "40 s", "3.5 min", "15.3 h", "2.1 days".
+std::string wall_span(double s) {
+  return s < 120      ? fmt("%.2g s", s)
+         : s < 7200   ? fmt("%.1f min", s / 60)
+         : s < 172800 ? fmt("%.1f h", s / 3600)
+                      : fmt("%.1f days", s / 86400);
+}
+
+// "[sweep] the first point took 0.21 s: if the others cost as much, the
+// other 262143 take about 15.3 h at -j 1", rounded up to whole rounds of
+// `jobs`. Points of one study differ (a deeper pipeline is more ops) and
+// parallel runs share the machine, so the progress lines refine it.
+std::string estimate_line(double first_s, size_t remaining, int jobs) {
+  const double rounds = std::ceil(static_cast<double>(remaining) / jobs);
+  const double total = first_s * rounds;
+  return "[sweep] the first point took " + fmt("%.2f s", first_s) +
+         ": if the others cost as much, the other " + std::to_string(remaining) +
+         " take about " + wall_span(total) + " at -j " + std::to_string(jobs) +
+         (total > 3600 ? " (Ctrl-C stops it; fewer axis values shorten it)" : "") + "\n";
+}
+
+void collect(SweepPoint& p, int wait_status) {
   const int code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
   const std::string err = read_file(p.dir / "stderr.txt");
   if (code == 0 && fs::exists(p.dir / "summary.json")) {
@@ -225,116 +214,6 @@ void collect(Point& p, int wait_status) {
     p.status = "failed";
     p.reason = "exit status " + std::to_string(code) + ": " + reason_of(err);
   }
-}
-
-double number(const nlohmann::ordered_json& j, const char* key, double fallback = -1) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
-}
-
-double step_time(const Point& p) {
-  const double s = number(p.summary, "step_time_s");
-  return s >= 0 ? s : number(p.summary, "simulated_time_s");
-}
-
-bool fits(const Point& p) {
-  auto m = p.summary.find("memory");
-  if (m == p.summary.end()) return true;
-  auto f = m->find("fits");
-  return f == m->end() || f->get<bool>();
-}
-
-double memory_gib(const Point& p) {
-  auto m = p.summary.find("memory");
-  if (m == p.summary.end()) return -1;
-  return number(*m, "peak_bytes_per_gpu") / 1073741824.0;
-}
-
-double exposed(const Point& p, const char* dim) {
-  auto b = p.summary.find("breakdown");
-  if (b == p.summary.end()) return 0;
-  auto e = b->find("exposed_comm_s");
-  if (e == b->end()) return 0;
-  return number(*e, dim, 0);
-}
-
-std::string csv_field(std::string s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-
-// A negative figure means "not measured": an empty CSV field.
-std::string num(double v, const char* f = "%.6g") { return v < 0 ? "" : fmt(f, v); }
-
-constexpr const char* kDims[] = {"tp", "cp", "ep", "pp", "dp"};
-
-void write_csv(const Study& s, const std::vector<Point>& points, const fs::path& path) {
-  std::ofstream f(path);
-  f << "point,case";
-  for (const auto& a : s.axes) f << "," << csv_field(a.key);
-  f << ",status,step_time_s,tokens_per_s,tflops_per_gpu,mfu,hfu,bubble_fraction,"
-       "peak_memory_gib,fits";
-  for (const char* d : kDims) f << ",exposed_" << d << "_s";
-  f << ",reason\n";
-  for (const Point& p : points) {
-    f << p.index << "," << csv_field(p.case_name);
-    for (const auto& v : p.axis_values) f << "," << csv_field(v);
-    f << "," << p.status;
-    if (p.status == "ok") {
-      f << "," << num(step_time(p)) << "," << num(number(p.summary, "tokens_per_s")) << ","
-        << num(number(p.summary, "tflops_per_gpu")) << "," << num(number(p.summary, "mfu")) << ","
-        << num(number(p.summary, "hfu")) << "," << num(number(p.summary, "bubble_fraction")) << ","
-        << num(memory_gib(p)) << "," << (fits(p) ? "true" : "false");
-      for (const char* d : kDims) f << "," << num(exposed(p, d));
-      f << ",\n";
-    } else {
-      f << ",,,,,,,,";
-      for (size_t i = 0; i < std::size(kDims); ++i) f << ",";
-      f << "," << csv_field(p.reason) << "\n";
-    }
-  }
-}
-
-std::string ranked_table(const Study& s, const std::vector<Point>& points) {
-  std::vector<const Point*> ok, other;
-  for (const Point& p : points) (p.status == "ok" ? ok : other).push_back(&p);
-  std::stable_sort(ok.begin(), ok.end(), [](const Point* a, const Point* b) {
-    if (fits(*a) != fits(*b)) return fits(*a);
-    return step_time(*a) < step_time(*b);
-  });
-  std::ostringstream o;
-  o << "| # | point | step | tokens/s | TFLOP/s/GPU | MFU | bubble | memory/GPU | fits | largest exposed comm |\n"
-    << "|---:|---|---:|---:|---:|---:|---:|---:|---|---|\n";
-  int rank = 0;
-  for (const Point* p : ok) {
-    std::string worst = "-";
-    double worst_s = 0;
-    for (const char* d : kDims) {
-      if (exposed(*p, d) > worst_s) {
-        worst_s = exposed(*p, d);
-        worst = std::string(d) + " " + num(worst_s, "%.3g") + " s";
-      }
-    }
-    const double mfu = number(p->summary, "mfu"), bubble = number(p->summary, "bubble_fraction");
-    o << "| " << ++rank << " | " << label(s, *p) << " | " << num(step_time(*p), "%.4g") << " s | "
-      << num(number(p->summary, "tokens_per_s"), "%.4g") << " | "
-      << num(number(p->summary, "tflops_per_gpu"), "%.1f") << " | "
-      << (mfu >= 0 ? num(100 * mfu, "%.1f") + "%" : "") << " | "
-      << (bubble >= 0 ? num(100 * bubble, "%.1f") + "%" : "") << " | "
-      << num(memory_gib(*p), "%.1f") << " GiB | " << (fits(*p) ? "yes" : "**no**") << " | " << worst
-      << " |\n";
-  }
-  if (!other.empty()) {
-    o << "\nNot run:\n\n| point | status | reason |\n|---|---|---|\n";
-    for (const Point* p : other) {
-      std::string reason = p->reason;
-      std::replace(reason.begin(), reason.end(), '|', '/');
-      o << "| " << label(s, *p) << " | " << p->status << " | " << reason << " |\n";
-    }
-  }
-  return o.str();
 }
 
 }  // namespace
@@ -353,7 +232,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
   po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
   po::notify(vm);
   if (!vm.count("args") || vm["args"].as<std::vector<std::string>>().size() != 1) {
-    throw po::error("gcsim sweep: expected one STUDY.yaml");
+    throw po::error("expected one STUDY.yaml");
   }
   if (jobs < 1) throw po::error("-j must be at least 1");
   const bool quiet = vm["quiet"].as<bool>();
@@ -364,15 +243,26 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
   fs::create_directories(dir, ec);
   if (ec) throw ConfigError("command line", 0, "-o", "cannot create '" + out_dir + "': " + ec.message());
 
-  const Study study = read_study(study_path, dir);
-  std::vector<Point> points = expand(study, dir);
+  const SweepStudy study = read_study(study_path, dir);
+  // The size first, before expanding: a study of 2^18 points should say so
+  // before it starts.
+  const size_t cases = std::max<size_t>(1, study.cases.size());
+  std::fprintf(stderr, "[sweep] %s: %.0f points (%zu axes x %zu case%s), %d at a time\n",
+               study.name.c_str(), study.point_count(), study.axes.size(), cases,
+               cases == 1 ? "" : "s", jobs);
+  std::vector<SweepPoint> points = expand(study, dir);
   const std::string exe = fs::read_symlink("/proc/self/exe").string();
 
+  // The first point runs alone and is timed; the estimate for the rest is
+  // printed before they start.
   std::map<pid_t, size_t> running;
   size_t next = 0, done = 0;
+  bool timed = points.size() <= 1;
+  const auto first_start = std::chrono::steady_clock::now();
   while (done < points.size()) {
-    while (running.size() < static_cast<size_t>(jobs) && next < points.size()) {
-      Point& p = points[next++];
+    const size_t limit = timed ? static_cast<size_t>(jobs) : 1;
+    while (running.size() < limit && next < points.size()) {
+      SweepPoint& p = points[next++];
       try {
         running[spawn(exe, study.base_path, p)] = p.index;
       } catch (const std::runtime_error& e) {
@@ -387,28 +277,36 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
     if (pid < 0) throw std::runtime_error("waitpid failed");
     auto it = running.find(pid);
     if (it == running.end()) continue;
-    Point& p = points[it->second];
+    SweepPoint& p = points[it->second];
     running.erase(it);
     collect(p, status);
     ++done;
     if (!quiet) {
-      std::string what = p.status == "ok" ? num(step_time(p), "%.4g") + " s" +
-                                                (fits(p) ? "" : " (does not fit)")
-                                          : p.status + ": " + p.reason;
-      std::fprintf(stderr, "[sweep] %zu/%zu %s: %s\n", done, points.size(),
-                   label(study, p).c_str(), what.c_str());
+      // The time left at the pace so far (all points, all jobs).
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - first_start).count();
+      const double left = elapsed / static_cast<double>(done) * static_cast<double>(points.size() - done);
+      std::fprintf(stderr, "[sweep] %zu/%zu %s: %s%s\n", done, points.size(),
+                   point_label(study, p).c_str(), progress_figure(p).c_str(),
+                   done < points.size() ? (" (about " + wall_span(left) + " left)").c_str() : "");
+    }
+    if (!timed) {
+      timed = true;
+      const double first_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - first_start).count();
+      std::fprintf(stderr, "%s", estimate_line(first_s, points.size() - done, jobs).c_str());
     }
   }
 
-  write_csv(study, points, dir / "results.csv");
-  const std::string table = ranked_table(study, points);
+  write_results_csv(study, points, dir / "results.csv");
+  const std::string table = ranked_tables(study, points);
   {
     std::ofstream f(dir / "results.md");
     f << "# " << study.name << "\n\nBase config `" << study.base_path << "`; " << points.size()
-      << " points. Ranked: configurations that fit first, then by step time.\n\n" << table;
+      << " points.\n\n" << table;
   }
   size_t ok = 0;
-  for (const Point& p : points) ok += p.status == "ok";
+  for (const SweepPoint& p : points) ok += p.status == "ok";
   out << "gcsim sweep: " << study.name << ": " << ok << " of " << points.size() << " points ran; wrote "
       << (dir / "results.csv").string() << ", " << (dir / "results.md").string() << "\n\n"
       << table;

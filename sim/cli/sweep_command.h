@@ -2,9 +2,11 @@
 // overrides (any config keys), crossed, plus optional named cases; each
 // point runs as its own `gcsim run` process, N at a time. Points whose
 // config is impossible (exit status 2) are skipped with the reason. Writes
-// DIR/results.csv, DIR/results.md (ranked: fits first, then by step time)
-// and each point's outputs under DIR/points/; a progress line per point on
-// stderr.
+// DIR/results.csv, DIR/results.md (a table per workload kind, ranked as
+// sweep_tables.h says) and each point's outputs under DIR/points/. On
+// stderr: the number of points before anything runs, the time the rest
+// will take once the first point (run alone) is timed, and a progress line
+// per point (not with -q).
 //
 // STUDY.yaml:
 //   name: gpt3-175b-1024          # optional title

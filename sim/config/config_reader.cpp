@@ -1,5 +1,6 @@
 #include "sim/config/config_reader.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <type_traits>
@@ -252,6 +253,17 @@ std::vector<std::string> ConfigReader::get_string_list(const std::string& key, c
   }
   record(key, v);
   return v;
+}
+
+std::string ConfigReader::get_path(const std::string& key, std::optional<std::string> fallback,
+                                   const char* doc) {
+  const std::string written = get_scalar(key, std::move(fallback), doc, "a path");
+  if (written.empty()) return written;
+  std::filesystem::path p(written);
+  if (p.is_relative()) p = std::filesystem::path(source_->file).parent_path() / p;
+  const std::string absolute = std::filesystem::absolute(p).lexically_normal().string();
+  record(key, absolute);
+  return absolute;
 }
 
 ConfigReader ConfigReader::child(const std::string& key, const char* doc, bool required) {

@@ -66,6 +66,12 @@ class ConfigReader {
                          const char* doc);
   std::vector<int64_t> get_int_list(const std::string& key, const char* doc);
   std::vector<std::string> get_string_list(const std::string& key, const char* doc);
+  // A file path; a relative one is taken beside the config file (as the
+  // user writing the config expects) and recorded as an absolute path, so
+  // that the resolved config names the same file wherever it is saved.
+  // Returns the absolute path ("" for an empty fallback).
+  std::string get_path(const std::string& key, std::optional<std::string> fallback,
+                       const char* doc);
 
   // A nested map; absent keys give an empty map (all defaults) unless required.
   ConfigReader child(const std::string& key, const char* doc, bool required = false);
@@ -73,6 +79,10 @@ class ConfigReader {
   std::vector<ConfigReader> child_list(const std::string& key, const char* doc);
   // The raw node, for keys whose shape varies (`ranks: all` or a list).
   YAML::Node raw(const std::string& key, const char* doc);
+
+  // Records the resolved value of a key read with raw() (whose shape
+  // varies), so that `gcsim check` and summary.json `config` reproduce it.
+  void resolve(const std::string& key, Json value) { record(key, std::move(value)); }
 
   // Declares a key as known without reading it (read by another reader).
   void allow(const std::string& key) { known_.push_back(key); }

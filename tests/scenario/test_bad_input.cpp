@@ -272,3 +272,65 @@ TEST_CASE("bad input: command line", "[cli]") {
     CHECK(contains(r.err, "apply to `gcsim run` only"));
   }
 }
+
+TEST_CASE("every command's --help prints its usage and exits 0; --version", "[cli]") {
+  std::vector<std::string> commands{"run", "check", "sweep", "explain", "calibrate", "quiz", "list"};
+#ifndef GCSIM_NO_CHAKRA
+  commands.push_back("export");
+#endif
+  for (const std::string& command : commands) {
+    for (const std::string flag : {"--help", "-h"}) {
+      INFO(command << " " << flag);
+      const GcsimResult r = run_gcsim({command, flag});
+      CHECK(r.exit_status == 0);
+      CHECK(r.out.rfind("usage: gcsim " + command, 0) == 0);
+      CHECK(contains(r.out, "-h, --help"));
+      CHECK(r.err.empty());
+    }
+  }
+  // --help wins over whatever else is on the line.
+  const GcsimResult late = run_gcsim({"run", "missing.yaml", "-o", "x", "--help"});
+  CHECK(late.exit_status == 0);
+  CHECK(contains(late.out, "--trace"));
+  const GcsimResult top = run_gcsim({"--help"});
+  CHECK(top.exit_status == 0);
+  CHECK(contains(top.out, "commands:"));
+  // The version is CMake's project version (CMakeLists.txt: project(gcsim VERSION ...)).
+  const GcsimResult v = run_gcsim({"--version"});
+  CHECK(v.exit_status == 0);
+  const std::string cmake = gcsim::test::read_text(source_path("CMakeLists.txt"));
+  const size_t at = cmake.find("project(gcsim VERSION ") + std::string("project(gcsim VERSION ").size();
+  CHECK(v.out == "gcsim " + cmake.substr(at, cmake.find(' ', at) - at) + "\n");
+}
+
+TEST_CASE("an option error prints only that command's usage line", "[cli]") {
+  const GcsimResult r =
+      run_gcsim({"run", source_path("tests/data/bad/good_small.yaml"), "--bogus"});
+  CHECK(r.exit_status == kBadInput);
+  CHECK(r.err ==
+        "gcsim run: unrecognised option '--bogus'\n"
+        "usage: gcsim run CONFIG.yaml [-s key=value]... [-o OUTDIR] [--seed N] [--trace] [-q]\n"
+        "(gcsim run --help for the options)\n");
+  const GcsimResult s = run_gcsim({"sweep", "-j", "0", "x.yaml"});
+  CHECK(s.exit_status == kBadInput);
+  CHECK(contains(s.err, "usage: gcsim sweep STUDY.yaml"));
+  CHECK_FALSE(contains(s.err, "commands:"));  // not the whole overview
+  CHECK_FALSE(contains(s.err, "gcsim run"));
+}
+
+TEST_CASE("a study given to run, or a config to sweep, gets the right command", "[cli]") {
+  const std::string study = source_path("configs/studies/gpt3-175b-1024.yaml");
+  for (const char* command : {"run", "check", "explain"}) {
+    INFO(command);
+    const GcsimResult r = run_gcsim({command, study});
+    CHECK(r.exit_status == kBadInput);
+    CHECK(contains(r.err, study + ":8: key 'base'"));
+    CHECK(contains(r.err, "this is a study (base, axes), not a config: use `gcsim sweep " + study));
+  }
+  TempDir tmp;
+  const std::string config = source_path("configs/examples/quickstart.yaml");
+  const GcsimResult s = run_gcsim({"sweep", config, "-o", (tmp / "sw").string()});
+  CHECK(s.exit_status == kBadInput);
+  CHECK(contains(s.err, "key 'workload'"));
+  CHECK(contains(s.err, "this is a config, not a study: use `gcsim run " + config));
+}

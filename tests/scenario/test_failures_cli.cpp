@@ -121,3 +121,56 @@ TEST_CASE("failures: a Llama-3-like run sees about 419 interruptions in 54 days"
   CHECK(eff > 0.80);
   CHECK(eff < 0.90);
 }
+
+TEST_CASE("failures: every rate 0 reads 'none', null in summary.json", "[cli][failures]") {
+  // No failure can occur: the job MTBF and Young's and Daly's intervals do
+  // not exist. They once printed as "inf h" and "inf s".
+  TempDir tmp;
+  const std::string config = source_path("configs/examples/failures_small.yaml");
+  std::vector<std::string> zero;
+  for (const char* k : {"node", "gpu", "link", "software"}) {
+    zero.insert(zero.end(), {"-s", std::string("failures.rates.") + k + "=0"});
+  }
+  std::vector<std::string> run{"run", config, "-q", "-o", (tmp / "out").string(),
+                               "-s", "simulation.duration=1d", "-s", "simulation.seeds=2"};
+  run.insert(run.end(), zero.begin(), zero.end());
+  const GcsimResult r = run_gcsim(run);
+  INFO(r.err);
+  REQUIRE(r.exit_status == 0);
+  CHECK(contains(r.out, "job MTBF none (no failures configured"));
+  CHECK(contains(r.out, "Young / Daly none (no failures configured"));
+  CHECK_FALSE(contains(r.out, "inf"));
+  const auto f = read_json(tmp / "out" / "summary.json")["failures"];
+  CHECK(f["job_mtbf_s"].is_null());
+  CHECK(f["young_interval_s"].is_null());
+  CHECK(f["daly_interval_s"].is_null());
+  // Every seed trains all the time but for checkpoints: a point interval.
+  const auto& frac = f["effective_training_time_fraction"];
+  CHECK(frac["ci95"][0] <= frac["mean"]);
+  CHECK(frac["ci95"][1] <= 1.0);
+  CHECK(contains(gcsim::test::read_text(tmp / "out" / "report.md"), "| job MTBF (1 / sum count x rate) | none"));
+  // explain once stopped here with an internal error reading the nulls.
+  std::vector<std::string> explain{"explain", config, "-s", "simulation.duration=1d",
+                                   "-s", "simulation.seeds=2", "-o", (tmp / "ex").string()};
+  explain.insert(explain.end(), zero.begin(), zero.end());
+  const GcsimResult e = run_gcsim(explain);
+  INFO(e.err);
+  CHECK(e.exit_status == 0);
+  CHECK(contains(e.out, "job MTBF: none (no failures configured"));
+}
+
+TEST_CASE("failures: two seeds' interval stays inside [0, 1]", "[cli][failures]") {
+  // Two short seeds differ a lot; Student's t with one degree of freedom
+  // (12.7) once gave [0.1472, 1.6731] for 12 h here.
+  TempDir tmp;
+  const GcsimResult r = run_gcsim({"run", source_path("configs/examples/failures_small.yaml"),
+                                   "-q", "-o", (tmp / "out").string(), "-s",
+                                   "simulation.duration=12h", "-s", "simulation.seeds=2"});
+  REQUIRE(r.exit_status == 0);
+  const auto frac = read_json(tmp / "out" / "summary.json")["failures"]
+                                ["effective_training_time_fraction"];
+  CHECK(frac["ci95"][0].get<double>() > 0.0);
+  CHECK(frac["ci95"][1].get<double>() < 1.0);
+  CHECK(frac["ci95"][0] <= frac["mean"]);
+  CHECK(frac["mean"] <= frac["ci95"][1]);
+}

@@ -307,3 +307,38 @@ workload:
   CHECK(s["memory"]["peak_bytes_per_gpu"] == int64_t{60} * 1024 * 1024 * 1024);
   CHECK(op(s, "b", 0).found);
 }
+
+TEST_CASE("a collective's wait for late peers is told apart from its transfer",
+          "[scenario][graph]") {
+  // Rank 1 computes for 1 ms before a 64 MiB all-reduce over ranks 0 and 1;
+  // rank 0 arrives at once. Rank 0 then waits 1 ms for its peer (the
+  // rendezvous), and both move the data in 2 alpha + 2 x 1/2 x S / beta =
+  // 1.2 us + 67,108,864 B / 450 GB/s = 1.2 us + 149.131 us = 150.331 us.
+  TempDir tmp;
+  write_text(tmp / "c.yaml",
+             "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 2, scale_out: {topology: none}}\n"
+             "network: {model: analytical}\n"
+             "workload:\n  kind: graph\n  ops:\n"
+             "    - {name: late, rank: 1, op: delay, duration: 1ms}\n"
+             "    - {name: ar, op: all_reduce, ranks: [0, 1], bytes: 64MiB, after: [late]}\n");
+  const GcsimResult r = run_gcsim({"run", (tmp / "c.yaml").string(), "-o", (tmp / "out").string(), "-q"});
+  INFO(r.err);
+  REQUIRE(r.exit_status == 0);
+  const Json s = read_json(tmp / "out" / "summary.json");
+  const int64_t transfer = 2 * 600'000 + std::llround(67108864.0 / 450e9 * 1e12);
+  for (const auto& op : s["ops"]) {
+    if (op["name"] != "ar") continue;
+    const int rank = op["rank"];
+    const int64_t wait = ps(op["wait_s"].get<double>());
+    const int64_t busy = ps(op["end_s"].get<double>()) - ps(op["start_s"].get<double>()) - wait;
+    CHECK(wait == (rank == 0 ? kMs : 0));
+    CHECK(std::llabs(busy - transfer) <= 1);  // one ps of rounding in S / beta
+  }
+  // report.md: rank 0's row has the transfer and the wait in their own columns,
+  // and the longest ops are ranked by their work, not their wait.
+  const std::string md = gcsim::test::read_text(tmp / "out" / "report.md");
+  CHECK(md.find("| rank | ops | compute | communication (transfer) | waiting for peers |") !=
+        std::string::npos);
+  CHECK(md.find("| 0 | 1 | 0 us | 150 us | 1 ms |") != std::string::npos);
+  CHECK(md.find("| ar | 0 | collective | comm | 0 us | 150 us | 1 ms |") != std::string::npos);
+}

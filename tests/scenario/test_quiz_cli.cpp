@@ -1,7 +1,8 @@
 // `gcsim quiz` through the real command line (issue 9): the same seed prints
 // the same quiz, the simulated check runs through `gcsim run`'s loader, and
-// `--check` grades answers files (tests/data/quiz/) with exit status 0, or
-// exit 2 naming file, line and key when the answers file is bad.
+// `--check` grades answers files (tests/data/quiz/) with exit status 0 when
+// every answer passes, 3 when some are wrong or unanswered, or exit 2 naming
+// file, line and key when the answers file is bad.
 #include <string>
 #include <vector>
 
@@ -50,7 +51,7 @@ TEST_CASE("gcsim quiz: every topic prints, without a topic one is drawn", "[quiz
   const GcsimResult t = run_gcsim({"quiz", "--topic", "training", "--seed", "1", "--answers-template"});
   CHECK(t.exit_status == 0);
   CHECK(t.out.rfind("topic: training\nseed: 1\nanswers:\n", 0) == 0);
-  CHECK(contains(t.out, "  peak_memory_gb:    # peak HBM per GPU (GB)"));
+  CHECK(contains(t.out, "  peak_memory_gib:    # peak HBM per GPU (GiB)"));
 }
 
 TEST_CASE("gcsim quiz --check: right answers score full marks, wrong ones do not",
@@ -60,7 +61,7 @@ TEST_CASE("gcsim quiz --check: right answers score full marks, wrong ones do not
   REQUIRE(right.exit_status == 0);
   CHECK(contains(right.out, "Score: 6 / 6"));
   const GcsimResult wrong = run_gcsim({"quiz", "--check", data("network_seed1_wrong.yaml")});
-  REQUIRE(wrong.exit_status == 0);
+  REQUIRE(wrong.exit_status == 3);  // graded, not all right: a CI script sees it
   CHECK(contains(wrong.out, "Score: 0 / 6"));
   CHECK(contains(wrong.out, "| ring_time_ms (ms) | 0.0098 | 0.06983 +-15% |"));
   // Training: the layout is judged by the memory model, the memory and step
@@ -84,8 +85,13 @@ TEST_CASE("gcsim quiz --check: bad answers files exit 2 naming file, line and ke
       {"bad_unknown_top_key.yaml", "bad_unknown_top_key.yaml:4", "did you mean 'answers'?"},
       {"bad_missing_topic.yaml", "bad_missing_topic.yaml:", "missing required key 'topic'"},
       {"bad_missing_seed.yaml", "bad_missing_seed.yaml:", "missing required key 'seed'"},
-      {"bad_non_numeric.yaml", "bad_non_numeric.yaml:6", "answers.peak_memory_gb"},
+      {"bad_non_numeric.yaml", "bad_non_numeric.yaml:6", "answers.peak_memory_gib"},
       {"bad_unknown_topic.yaml", "bad_unknown_topic.yaml:2", "did you mean 'network'?"},
+      {"bad_probability.yaml", "bad_probability.yaml:6",
+       "'answers.ecmp_collision_probability': a probability lies in [0, 1], got 1.5"},
+      {"bad_negative_time.yaml", "bad_negative_time.yaml:5",
+       "'answers.ring_time_ms': cannot be negative (ms)"},
+      {"bad_layout.yaml", "bad_layout.yaml:5", "'answers.tp': a parallel size is a positive integer"},
   };
   for (const auto& c : cases) {
     const GcsimResult r = run_gcsim({"quiz", "--check", data(c.file)});
@@ -104,4 +110,22 @@ TEST_CASE("gcsim quiz --check: bad answers files exit 2 naming file, line and ke
   const GcsimResult both = run_gcsim({"quiz", "--check", data("network_seed1_right.yaml"),
                                       "--seed", "2"});
   CHECK(both.exit_status == 2);
+}
+
+TEST_CASE("gcsim quiz --check accepts its own blank template: everything unanswered, exit 3",
+          "[quiz][scenario]") {
+  gcsim::test::TempDir tmp;
+  for (const char* topic : {"network", "training", "inference", "reliability"}) {
+    INFO(topic);
+    const GcsimResult t =
+        run_gcsim({"quiz", "--answers-template", "--topic", topic, "--seed", "1"});
+    REQUIRE(t.exit_status == 0);
+    gcsim::test::write_text(tmp / "blank.yaml", t.out);
+    const GcsimResult g = run_gcsim({"quiz", "--check", (tmp / "blank.yaml").string(), "--no-verify"});
+    INFO(g.err);
+    CHECK(g.exit_status == 3);
+    CHECK(contains(g.out, "not answered"));
+    CHECK_FALSE(contains(g.out, "| pass"));
+    CHECK(contains(g.out, "Score: 0 / "));
+  }
 }

@@ -55,3 +55,40 @@ TEST_CASE("alpha-beta collectives across nodes use the NIC", "[network]") {
   CHECK(models::network::bus_bandwidth_factor(CollectiveAlgo::broadcast, 16) == 1.0);
   CHECK(models::network::bus_bandwidth_factor(CollectiveAlgo::reduce_scatter, 4) == 0.75);
 }
+
+TEST_CASE("closed-form collectives name the wire traffic they stand for", "[network]") {
+  using models::network::collective_traffic;
+  const std::vector<int> ranks{4, 1, 7, 2};  // a ring in this order: 4->1->7->2->4
+  const sim::Bytes s(1'000'000);
+  // All-reduce: each rank sends 2(n-1)/n S = 2 x 3/4 x 1e6 = 1.5e6 B to the next.
+  auto ar = collective_traffic(CollectiveAlgo::all_reduce, ranks, s);
+  REQUIRE(ar.size() == 4);
+  CHECK(ar[0].src == 4);
+  CHECK(ar[0].dst == 1);
+  CHECK(ar[3].src == 2);
+  CHECK(ar[3].dst == 4);
+  for (const auto& t : ar) CHECK(t.bytes == 1.5e6);
+  // All-gather: (n-1)/n S = 0.75e6 B per ring edge.
+  for (const auto& t : collective_traffic(CollectiveAlgo::all_gather, ranks, s)) {
+    CHECK(t.bytes == 0.75e6);
+  }
+  // Broadcast from ranks[2] = 7: the chain 7->2->4->1, S per hop.
+  auto bc = collective_traffic(CollectiveAlgo::broadcast, ranks, s, 2);
+  REQUIRE(bc.size() == 3);
+  CHECK((bc[0].src == 7 && bc[0].dst == 2));
+  CHECK((bc[2].src == 4 && bc[2].dst == 1));
+  CHECK(bc[1].bytes == 1e6);
+  // Reduce toward ranks[2] = 7: the same chain reversed.
+  auto rd = collective_traffic(CollectiveAlgo::reduce, ranks, s, 2);
+  CHECK((rd[0].src == 2 && rd[0].dst == 7));
+  // All-to-all: 4 x 3 ordered pairs, S/n = 250 kB each; in total (n-1)/n S per rank.
+  auto a2a = collective_traffic(CollectiveAlgo::all_to_all, ranks, s);
+  REQUIRE(a2a.size() == 12);
+  double from_4 = 0;
+  for (const auto& t : a2a) {
+    CHECK(t.bytes == 250'000.0);
+    if (t.src == 4) from_4 += t.bytes;
+  }
+  CHECK(from_4 == 750'000.0);
+  CHECK(collective_traffic(CollectiveAlgo::all_reduce, {3}, s).empty());
+}

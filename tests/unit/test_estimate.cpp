@@ -239,3 +239,14 @@ TEST_CASE("serving roofline: prefill compute-bound, decode reads the weights and
   // TPOT = decode step + the prefills that share the steps: 4 x 1000/200 tokens each step.
   CHECK(e.tpot.value == Approx(e.decode_step.value + 4 * 1000.0 / 200 * e.prefill_per_token.value));
 }
+
+TEST_CASE("worksheet units: sizes binary, rates decimal, a FLOP rate per second", "[estimate]") {
+  // One convention in every report (README, Units): memory and message
+  // sizes in KiB/MiB/GiB, bandwidth in GB/s, compute rates in FLOP/s.
+  CHECK(format_value(20.78e9, Unit::bytes) == "19.35 GiB");  // 20.78e9 / 2^30
+  CHECK(format_value(48.0 * 1048576, Unit::bytes) == "48 MiB");
+  CHECK(format_value(512, Unit::bytes) == "512 B");
+  CHECK(format_value(450e9, Unit::bytes_per_s) == "450 GB/s");
+  CHECK(format_value(312e12 * 0.7464, Unit::flops_per_s) == "232.9 TFLOP/s");
+  CHECK(format_value(2.15e15, Unit::flops) == "2.15 PFLOP");
+}

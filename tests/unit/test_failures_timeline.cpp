@@ -139,3 +139,27 @@ TEST_CASE("failures: the searched checkpoint interval lands within 15% of Daly's
   CHECK(r.daly_s == Approx(851.2).epsilon(1e-3));
   CHECK(std::fabs(r.interval.seconds() / r.daly_s - 1.0) < 0.15);
 }
+
+TEST_CASE("failures: the interval of a fraction stays inside (0, 1)", "[failures]") {
+  using gcsim::workloads::failures::fraction_ci95;
+  // Three seeds 0.80, 0.85, 0.90: mean 0.85, s = 0.05, se = 0.05 / sqrt(3)
+  // = 0.028868, t(2) = 4.303. On the logit scale: logit(0.85) = ln(0.85 /
+  // 0.15) = 1.734601, half-width 4.303 x 0.028868 / (0.85 x 0.15) =
+  // 0.974250; back: expit(0.760351) = 0.681430, expit(2.708851) = 0.937547.
+  const auto r = fraction_ci95({0.80, 0.85, 0.90});
+  CHECK(r.mean == Approx(0.85).epsilon(1e-12));
+  CHECK(r.lo == Approx(0.681430).epsilon(1e-5));
+  CHECK(r.hi == Approx(0.937547).epsilon(1e-5));
+  // Two seeds 0.5 and 0.9: the plain t interval 0.7 ± 12.706 x 0.2 is
+  // [-1.84, 3.24]; this one is expit(0.847298 ± 12.100952) = [1.296e-5,
+  // 0.9999976].
+  const auto wide = fraction_ci95({0.5, 0.9});
+  CHECK(wide.lo == Approx(1.296e-5).epsilon(1e-3));
+  CHECK(wide.hi == Approx(0.9999976).epsilon(1e-6));
+  CHECK(wide.lo > 0.0);
+  CHECK(wide.hi < 1.0);
+  // No failures in any seed: every fraction 1, a point interval.
+  const auto all_one = fraction_ci95({1.0, 1.0, 1.0});
+  CHECK(all_one.lo == 1.0);
+  CHECK(all_one.hi == 1.0);
+}

@@ -437,6 +437,7 @@ class RecordingModel : public NetworkModel {
     seen.push_back({sim_.now(), l, fabric_.link(l).state});
   }
   NetworkStats stats(sim::Duration) const override { return {}; }
+  void count_closed_form(int, int, double) override {}
   struct Change {
     sim::Time when;
     LinkId link;

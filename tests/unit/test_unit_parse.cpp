@@ -127,7 +127,7 @@ TEST_CASE("format_* prints canonical spellings", "[engine]") {
   // Otherwise a decimal in the largest unit reached: 1234567 ps = 1.234567 us.
   CHECK(format_duration(Duration::from_ps(1'234'567)) == "1.234567us");
   CHECK(format_duration(Duration::from_ps(700)) == "700ps");
-  CHECK(format_duration(Duration::zero()) == "0ps");
+  CHECK(format_duration(Duration::zero()) == "0s");
   CHECK(format_bandwidth(Bandwidth::gbps(400)) == "50GB/s");
   CHECK(format_flop_rate(FlopRate::tflops(989)) == "989TFLOP/s");
   CHECK(format_bandwidth(Bandwidth::gbps(14400)) == "1800GB/s");

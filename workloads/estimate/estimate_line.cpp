@@ -46,16 +46,17 @@ std::string format_value(double value, Unit unit) {
       if (std::fabs(value) < 1e4 && value == std::floor(value)) return printf_str("%.0f", value, "");
       return si(value, "", kCount, 5);
     case Unit::flops: return si(value, "FLOP", kSi, 7);
+    case Unit::flops_per_s: return si(value, "FLOP/s", kSi, 7);
     case Unit::bytes: {
-      const double a = std::fabs(value);
-      // Exact binary multiples (KV blocks, per-GPU KV) read best in KiB/MiB.
-      if (a >= 1048576.0 && a < 1073741824.0 && std::fmod(a, 1048576.0) == 0.0) {
-        return printf_str("%.4g MiB", value / 1048576.0, "");
+      // Binary prefixes, as every gcsim report prints sizes (README, Units).
+      static const char* const kBinary[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+      double v = value;
+      int i = 0;
+      while (i + 1 < 6 && std::fabs(v) >= 1024.0) {
+        v /= 1024.0;
+        ++i;
       }
-      if (a >= 1024 && a < 1048576.0 && std::fmod(a, 1024.0) == 0.0) {
-        return printf_str("%.4g KiB", value / 1024.0, "");
-      }
-      return si(value, "B", kSi, 7);
+      return printf_str("%.4g", v, (std::string(" ") + kBinary[i]).c_str());
     }
     case Unit::seconds: {
       const double a = std::fabs(value);

@@ -14,6 +14,7 @@ namespace gcsim::workloads::estimate {
 enum class Unit {
   count,        // parameters, tokens, blocks, collectives (plain number)
   flops,        // floating-point operations
+  flops_per_s,  // a rate of them: "232.9 TFLOP/s"
   bytes,
   seconds,
   bytes_per_s,
@@ -31,9 +32,10 @@ struct Line {
 
 Line make_line(std::string label, double value, Unit unit, std::string formula = "");
 
-// A value with its unit for people: "174.6 B" (count), "2.15 PFLOP", "120 GB"
-// (decimal, as REFERENCE.md and papers quote memory), "40 KiB" when the
-// value is an exact multiple of 1024 under 1 GiB, "3.2 ms", "450 GB/s", "12.5%".
+// A value with its unit for people: "174.6 B" (count), "2.15 PFLOP",
+// "232.9 TFLOP/s", sizes in binary units ("19.35 GiB", "48 MiB", "40 KiB",
+// as `gcsim run` prints memory), rates in decimal ones ("450 GB/s", as
+// NVLink and NICs are quoted), "3.2 ms", "12.5%".
 std::string format_value(double value, Unit unit);
 // A number inside a formula: integers as they are ("12288", "2048"), large
 // or fractional ones with 4 significant digits ("174.6e9", "0.0313").

@@ -110,7 +110,7 @@ TrainingTimeEstimate estimate_training_time(const wt::TrainingConfig& c, const g
   e.rate = make_line("GEMM rate per GPU (" + std::string(gpu::dtype_name(mm)) +
                          (g.calibration_applied.empty() ? ", preset efficiency" : ", calibrated: " + g.calibration_applied) +
                          clocks + ")",
-                     rate, Unit::flops, "peak x efficiency = " + num(peak) + " x " + num(eff));
+                     rate, Unit::flops_per_s, "peak x efficiency = " + num(peak) + " x " + num(eff));
   // Matrix FLOPs at the GEMM rate; causal flash attention computes half of
   // the s x s scores, at its own efficiencies (forward, and backward at 2x).
   const double mats = 3.0 * (f.layers + f.logits) + (full ? f.layers : 0.0);

@@ -24,4 +24,13 @@ struct MeanCi {
 };
 MeanCi mean_ci95(const std::vector<double>& x);
 
+// Mean and 95% confidence interval of a sample of fractions (each in
+// [0, 1]), kept inside (0, 1): the Student-t interval is built on the logit
+// of the mean, with the delta method's standard error se / (m (1 - m)),
+// and mapped back: expit(logit(m) ± t se / (m (1 - m))). A plain t
+// interval of two seeds, 0.91 ± 12.7 se, can read [0.15, 1.67]; this one
+// cannot leave the domain. A mean of exactly 0 or 1 (or no spread) gives
+// the point interval.
+MeanCi fraction_ci95(const std::vector<double>& x);
+
 }  // namespace gcsim::workloads::failures

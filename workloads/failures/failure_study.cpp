@@ -88,7 +88,7 @@ FailureStudyResult run_failure_study(const FailureStudyConfig& c) {
   r.lost_work_s_mean /= n;
   r.checkpoint_overhead_s_mean /= n;
   r.recovery_s_mean /= n;
-  r.fraction = mean_ci95(fractions);
+  r.fraction = fraction_ci95(fractions);  // a fraction: its interval stays in (0, 1)
   return r;
 }
 

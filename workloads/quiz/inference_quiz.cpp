@@ -120,9 +120,9 @@ Quiz make_inference_quiz(uint64_t seed, const PresetBook& presets) {
       std::to_string(m.kv_heads) + " KV heads of " + std::to_string(m.head_dim) + ", " +
       fmt("%.3g", params.total / 1e9) + "B parameters, " + fmt("%.3g", params.active / 1e9) +
       "B active) in bf16 on " + std::to_string(tp) + " " + gpu_name + " (" +
-      fmt("%.0f GB", gpu.hbm_capacity.as_double() / 1e9) + " HBM at " +
+      fmt("%.0f GiB", gpu.hbm_capacity.as_double() / 1073741824.0) + " HBM at " +
       fmt("%.0f GB/s", gpu.hbm_bandwidth.bytes_per_s() / 1e9) + ", " +
-      fmt("%.0f TF/s", gpu.tensor_peak_for(Dtype::bf16).tflops()) +
+      fmt("%.0f TFLOP/s", gpu.tensor_peak_for(Dtype::bf16).tflops()) +
       " bf16) with vLLM: gpu_memory_utilization 0.9, 16-token blocks, 1 GiB outside PyTorch, a "
       "profiling pass of 8192 tokens.\n\n"
       "(a) KV-cache bytes per token, for the model and per GPU.\n"
@@ -136,11 +136,11 @@ Quiz make_inference_quiz(uint64_t seed, const PresetBook& presets) {
                     std::to_string(m.head_dim) + " x 2 = " + num(static_cast<double>(kv_token)) +
                     " B; per GPU the KV heads split over TP (at least one each): " +
                     num(static_cast<double>(kv_gpu)) + " B.");
-  q.steps.push_back("Per GPU: budget 0.9 x HBM = " + fmt("%.2f GB", plan.budget.as_double() / 1e9) +
-                    "; weights " + fmt("%.2f GB", plan.weights.as_double() / 1e9) +
-                    ", profiling activations " + fmt("%.2f GB", plan.activations.as_double() / 1e9) +
-                    ", non-torch 1.07 GB; KV cache " +
-                    fmt("%.2f GB", plan.kv_cache.as_double() / 1e9) + ".");
+  q.steps.push_back("Per GPU: budget 0.9 x HBM = " + fmt("%.2f GiB", plan.budget.as_double() / 1073741824.0) +
+                    "; weights " + fmt("%.2f GiB", plan.weights.as_double() / 1073741824.0) +
+                    ", profiling activations " + fmt("%.2f GiB", plan.activations.as_double() / 1073741824.0) +
+                    ", non-torch 1 GiB; KV cache " +
+                    fmt("%.2f GiB", plan.kv_cache.as_double() / 1073741824.0) + ".");
   q.steps.push_back("Blocks = floor(KV cache / (16 x " + num(static_cast<double>(kv_gpu)) +
                     " B)) = " + num(static_cast<double>(plan.num_blocks)) + "; a 4096-token "
                     "request needs 256 blocks, so " + std::to_string(concurrent) + " at once.");
@@ -149,16 +149,16 @@ Quiz make_inference_quiz(uint64_t seed, const PresetBook& presets) {
                     fmt("%.3g ms", fixed_kernels * 1e3) + "; 2 TP all-reduces per layer x ~10 us = " +
                     fmt("%.3g ms", fixed_ar * 1e3) + ".");
   q.steps.push_back("Prefill FLOPs = 2 N_active P + 2 L P^2 q_width = " + num(prefill_flops) +
-                    " over " + std::to_string(tp) + " x " + fmt("%.0f TF/s", peak / 1e12) + " = " +
+                    " over " + std::to_string(tp) + " x " + fmt("%.0f TFLOP/s", peak / 1e12) + " = " +
                     fmt("%.3g ms", compute * 1e3) + " against reading the weights once " +
                     fmt("%.3g ms", weight_read * 1e3) + "; + TP all-reduce bytes over NVLink " +
                     fmt("%.3g ms", tp_bytes / nvl * 1e3) + " + fixed => TTFT = " +
                     fmt("%.4g ms", ttft * 1e3) + ".");
   q.steps.push_back("Decode reads per GPU per token: weights " +
-                    fmt("%.2f GB", plan.weights.as_double() / 1e9) +
-                    (m.is_moe() ? " less the unrouted experts " + fmt("%.2f GB", unread / 1e9)
+                    fmt("%.2f GiB", plan.weights.as_double() / 1073741824.0) +
+                    (m.is_moe() ? " less the unrouted experts " + fmt("%.2f GiB", unread / 1073741824.0)
                                 : std::string()) +
-                    " + KV " + fmt("%.3g GB", ctx * kv_gpu / 1e9) + " at " +
+                    " + KV " + fmt("%.3g GiB", ctx * kv_gpu / 1073741824.0) + " at " +
                     fmt("%.0f GB/s", hbm / 1e9) + ", + fixed => TPOT = " +
                     fmt("%.4g ms", tpot * 1e3) +
                     ". Batch 1 leaves the tensor cores idle: batching raises throughput almost "

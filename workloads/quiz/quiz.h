@@ -35,7 +35,7 @@ struct Verification {
 
 // One number the user is asked for.
 struct Quantity {
-  std::string key;   // key in the answers file, e.g. "peak_memory_gb"
+  std::string key;   // key in the answers file, e.g. "peak_memory_gib"
   std::string what;  // one line: what is asked
   std::string unit;  // "GB", "ms", "h", ... (the answer is in this unit)
   double estimate = 0;  // the worked answer, in `unit`

@@ -4,6 +4,16 @@
 
 namespace gcsim::workloads::quiz {
 
+std::string answer_out_of_domain(const Quantity& x, double answer) {
+  if (!std::isfinite(answer)) return "must be a finite number";
+  if (x.unit == "probability" || x.unit == "fraction") {
+    if (answer < 0.0 || answer > 1.0) return "a " + x.unit + " lies in [0, 1]";
+    return "";
+  }
+  if (answer < 0.0) return "cannot be negative (" + x.unit + ")";
+  return "";
+}
+
 bool within(double answer, double ref, double tolerance) {
   return std::fabs(answer - ref) <= tolerance * std::fabs(ref);
 }

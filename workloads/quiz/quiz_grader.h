@@ -30,7 +30,14 @@ struct Grade {
   std::string choice_problem;  // "" when the layout is acceptable
   int points = 0;
   int total = 0;
+  bool all_right() const { return points == total; }
 };
+
+// Why `answer` cannot be an answer to `x` at all ("" when it can): a
+// probability or fraction lies in [0, 1], every other quantity of the
+// quizzes (bytes, times, counts, rates) is not negative, and none is
+// infinite or NaN. Graded, 1.5 would only read as "fail"; it is bad input.
+std::string answer_out_of_domain(const Quantity& x, double answer);
 
 // |answer - ref| <= tolerance x |ref|.
 bool within(double answer, double ref, double tolerance);

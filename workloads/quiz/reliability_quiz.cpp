@@ -85,7 +85,7 @@ Quiz make_reliability_quiz(uint64_t seed, const PresetBook& presets) {
   q.steps.push_back("Interruptions in 7 days = 168 h / M = " + fmt("%.1f", interruptions) + ".");
   q.steps.push_back(
       "Checkpoint bytes per GPU = 14 P / N = 14 x " + num(params) + " / " + std::to_string(gpus) +
-      " = " + fmt("%.3g GB", shape.bytes_per_gpu / 1e9) + "; delta = bytes/25 GB/s + 14 P / min(" +
+      " = " + fmt("%.3g GiB", shape.bytes_per_gpu / 1073741824.0) + "; delta = bytes/25 GB/s + 14 P / min(" +
       fmt("%.0f GB/s", aggregate_gbs) + ", nodes x " + fmt("%.0f GB/s", per_node_gbs) + ") = " + fmt("%.3g s", delta) + ".");
   q.steps.push_back("Young: tau = sqrt(2 delta M) = sqrt(2 x " + fmt("%.3g", delta) + " x " +
                     fmt("%.0f", M) + ") = " + fmt("%.0f s", young) + " = " +

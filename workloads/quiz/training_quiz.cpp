@@ -53,8 +53,8 @@ std::string layout_problem(const wt::TrainingConfig& c, int gpus, double hbm) {
   if (auto p = wt::check_strategy(c, gpus)) return p.message;
   const auto mem = we::estimate_training_memory(c, hbm);
   if (mem.total.value > 0.9 * hbm) {
-    return "needs " + fmt("%.1f GB", mem.total.value / 1e9) + " per GPU, more than 90% of " +
-           fmt("%.0f GB", hbm / 1e9);
+    return "needs " + fmt("%.1f GiB", mem.total.value / 1073741824.0) + " per GPU, more than 90% of " +
+           fmt("%.0f GiB", hbm / 1073741824.0);
   }
   return "";
 }
@@ -132,7 +132,7 @@ Quiz make_training_quiz(uint64_t seed, const PresetBook& presets) {
       "Train " + model_name + " (" + fmt("%.3g", params.total / 1e9) + "B parameters, " +
       std::to_string(m.layers) + " layers, hidden " + std::to_string(m.hidden) + ", sequence " +
       std::to_string(m.seq_len) + ") on " + std::to_string(gpus) + " " + gpu_name + " (" +
-      fmt("%.0f GB", hbm / 1e9) + ") in HGX nodes of 8 on a 2-tier fat-tree, one " +
+      fmt("%.0f GiB", hbm / 1073741824.0) + ") in HGX nodes of 8 on a 2-tier fat-tree, one " +
       std::to_string(nic_gbps) + " Gb/s NIC per GPU. Global batch " + std::to_string(batch) +
       " sequences, micro-batch 1, bf16 with Adam and ZeRO-1, selective recompute, sequence "
       "parallel with TP, 1F1B.\n\n"
@@ -159,7 +159,7 @@ Quiz make_training_quiz(uint64_t seed, const PresetBook& presets) {
                     ", PP " + num(bytes_pp) + ", DP " + num(bytes_dp) + ".");
   for (const auto& l : mem.lines()) q.steps.push_back("Memory: " + l.text() + ".");
   q.steps.push_back("Step, first order: 6 N T (+ attention) = " + num(flops) + " FLOP / (" +
-                    std::to_string(gpus) + " x " + fmt("%.0f TF/s", rate / 1e12) + ") x (1 + (" +
+                    std::to_string(gpus) + " x " + fmt("%.0f TFLOP/s", rate / 1e12) + ") x (1 + (" +
                     std::to_string(pp) + " - 1)/" + fmt("%.0f", micro) + ") = " +
                     fmt("%.4g s", first_order) + ".");
   for (const auto& l : explain.exposed) {
@@ -214,9 +214,9 @@ Quiz make_training_quiz(uint64_t seed, const PresetBook& presets) {
       "/bytes_sent_per_gpu/pp", 1, 0.10);
   add("dp_bytes_per_step", "bytes one GPU sends per step for DP", "B", bytes_dp, 0.10, why_bytes,
       "/bytes_sent_per_gpu/dp", 1, 0.10);
-  add("peak_memory_gb", "peak HBM per GPU", "GB", mem.total.value / 1e9, 0.15,
+  add("peak_memory_gib", "peak HBM per GPU", "GiB", mem.total.value / 1073741824.0, 0.15,
       "15%: activation accounting (which tensors are kept) is the user's model",
-      "/memory/simulated_peak_bytes", 1e-9, 0.15);
+      "/memory/simulated_peak_bytes", 1.0 / 1073741824.0, 0.15);
   add("step_time_s", "training step time", "s", step, 0.20,
       "20%: the efficiency and how much communication hides are assumptions",
       "/step_time_s", 1.0, 0.25);

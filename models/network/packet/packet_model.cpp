@@ -124,7 +124,7 @@ void PacketModel::start(const Transfer& t, TransferDone done) {
   const FlowKey key{t.src_rank, t.dst_rank, t.qp};
   std::vector<LinkId> path = routing_.ecmp_path(key);
   if (path.empty()) {
-    ++unroutable_;
+    unroutable_.record(fabric_, t.src_rank, t.dst_rank, t.bytes, sim_.now());
     return;
   }
   uint32_t id;
@@ -642,6 +642,11 @@ void PacketModel::on_link_state_changed(LinkId l) {
       });
       if (lost_link && policy_ == RoutingPolicy::ecmp) ++reroutes_;
       if (!path.empty()) f.feedback_delay = routing_.latency(path);
+      // Stranded: it waits for a link to come back, and is counted once.
+      if (path.empty() && !f.path.empty()) {
+        unroutable_.record(fabric_, f.transfer.src_rank, f.transfer.dst_rank, f.transfer.bytes,
+                           sim_.now());
+      }
       set_path(id, std::move(path));
     }
   }
@@ -730,6 +735,14 @@ double PacketModel::pause_seconds(LinkId l) const {
   return (static_cast<double>(pause_total_ps_[static_cast<size_t>(l)]) + open_pause_ps(l)) * 1e-12;
 }
 
+void PacketModel::count_closed_form(int src_rank, int dst_rank, double bytes) {
+  const std::vector<LinkId> path = routing_.ecmp_path({src_rank, dst_rank, 0});
+  if (path.empty()) return;
+  for (LinkId l : path) ledger_.add(l, bytes);
+  bytes_delivered_ += sim::Bytes(std::llround(bytes));
+  ++transfers_;
+}
+
 NetworkStats PacketModel::stats(sim::Duration elapsed) const {
   NetworkStats s;
   s.model = "packet";
@@ -740,7 +753,7 @@ NetworkStats PacketModel::stats(sim::Duration elapsed) const {
   s.drops = drops_;
   s.deadlocks = static_cast<int64_t>(deadlocks_.size());
   s.reroutes = reroutes_;
-  s.unroutable = unroutable_;
+  unroutable_.fill(s);
   double pause = 0.0;
   for (size_t i = 0; i < links_.size(); ++i) {
     if (links_[i].network) pause += pause_seconds(static_cast<LinkId>(i));

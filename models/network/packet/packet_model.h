@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "models/network/link_ledger.h"
+#include "models/network/unroutable_log.h"
 #include "models/network/network_model.h"
 #include "models/network/packet/dcqcn.h"
 #include "models/network/packet/deadlock_detector.h"
@@ -59,6 +60,7 @@ class PacketModel : public NetworkModel, private sim::EventHandler {
   void start(const Transfer& t, TransferDone done) override;
   void on_link_state_changed(LinkId link) override;
   NetworkStats stats(sim::Duration elapsed) const override;
+  void count_closed_form(int src_rank, int dst_rank, double bytes) override;
   void set_counter_listener(LinkCounterListener l) override;
 
   // One PFC deadlock: the ports (link names, sender side) of a cycle of
@@ -249,7 +251,7 @@ class PacketModel : public NetworkModel, private sim::EventHandler {
   int64_t ecn_marks_ = 0;
   int64_t drops_ = 0;
   int64_t reroutes_ = 0;
-  int64_t unroutable_ = 0;
+  UnroutableLog unroutable_;
 };
 
 }  // namespace gcsim::models::network

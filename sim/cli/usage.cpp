@@ -1,0 +1,110 @@
+#include "sim/cli/usage.h"
+
+#ifndef GCSIM_VERSION
+#define GCSIM_VERSION "unknown"
+#endif
+
+namespace gcsim::cli {
+
+const std::vector<CommandHelp>& command_helps() {
+  static const std::vector<CommandHelp> commands{
+      {"run",
+       {"run CONFIG.yaml [-s key=value]... [-o OUTDIR] [--seed N] [--trace] [-q]"},
+       "simulate; write summary.json, report.md (and trace.json)",
+       "  -s, --set key=value   override a config key (repeatable; list items by index)\n"
+       "  -o, --out DIR         output directory (default out/<config name>)\n"
+       "  --seed N              random seed (overrides simulation.seed)\n"
+       "  --trace               also write trace.json (Perfetto)\n"
+       "  -q, --quiet           no progress lines on stderr\n"},
+      {"check",
+       {"check CONFIG.yaml [-s key=value]..."},
+       "validate and print the fully resolved config (it reproduces the run)",
+       "  -s, --set key=value   override a config key (repeatable)\n"},
+      {"sweep",
+       {"sweep STUDY.yaml [-o OUTDIR] [-j N] [-q]"},
+       "run a base config over axes of overrides; results.csv and a ranked table",
+       "  -o, --out DIR         output directory (default out/<study name>)\n"
+       "  -j, --jobs N          points run at once (default 1)\n"
+       "  -q, --quiet           no progress lines\n"},
+      {"explain",
+       {"explain CONFIG.yaml [-s key=value]... [-o DIR] [--seed N]"},
+       "back-of-envelope worksheet beside the simulation (markdown; DIR/explain.md)",
+       "  -s, --set key=value   override a config key (repeatable)\n"
+       "  -o, --out DIR         keep the run's output and explain.md there\n"
+       "  --seed N              random seed\n"},
+#ifndef GCSIM_NO_CHAKRA
+      {"export",
+       {"export CONFIG.yaml -o DIR [-s key=value]..."},
+       "write the generated workload as per-rank Chakra ET files",
+       "  -o, --out DIR         where the .et files go (required)\n"
+       "  -s, --set key=value   override a config key (repeatable)\n"},
+#endif
+      {"calibrate",
+       {"calibrate -o PROFILE.yaml [--gpu PRESET] [--bench PATH] [--quick]",
+        "calibrate --fit MEASUREMENTS.json [--fit ...] -o PROFILE.yaml [--gpu PRESET]",
+        "calibrate --validate PROFILE.yaml"},
+       "measure this GPU (or fit measurements) into a calibration profile; validate one",
+       "  -o, --out PROFILE     profile to write\n"
+       "  --fit FILE            fit committed measurements instead of measuring (repeatable)\n"
+       "  --validate PROFILE    print the profile's held-out error by kernel class\n"
+       "  --gpu PRESET          preset the measurements are of\n"
+       "  --bench PATH          path of gcsim_microbench\n"
+       "  --quick               a few cases only (smoke test)\n"},
+      {"quiz",
+       {"quiz [--topic training|inference|network|reliability] [--seed N] [--no-verify]",
+        "quiz --answers-template [--topic T] [--seed N]", "quiz --check ANSWERS.yaml"},
+       "interview-style question, worked answer and simulated check; grade answers",
+       "  --topic T             training | inference | network | reliability (default: from the seed)\n"
+       "  --seed N              quiz number (default 1)\n"
+       "  --answers-template    print only the answers file to fill in\n"
+       "  --check FILE          grade the answers file: exit 0 all pass, 3 some wrong or unanswered\n"
+       "  --no-verify           skip the simulation (worked answer only)\n"},
+      {"list",
+       {"list [gpus|models|topologies|workloads|networks]"},
+       "show presets and registered models",
+       ""},
+  };
+  return commands;
+}
+
+const CommandHelp* find_command_help(const std::string& name) {
+  for (const auto& c : command_helps()) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+std::string usage_lines(const CommandHelp& c) {
+  std::string s;
+  for (size_t i = 0; i < c.synopses.size(); ++i) {
+    s += std::string(i == 0 ? "usage: " : "       ") + "gcsim " + c.synopses[i] + "\n";
+  }
+  return s + "(gcsim " + c.name + " --help for the options)\n";
+}
+
+std::string help_text(const CommandHelp& c) {
+  std::string s;
+  for (size_t i = 0; i < c.synopses.size(); ++i) {
+    s += std::string(i == 0 ? "usage: " : "       ") + "gcsim " + c.synopses[i] + "\n";
+  }
+  s += "\n" + c.summary + "\n";
+  if (!c.options.empty()) s += "\noptions:\n" + c.options;
+  s += "  -h, --help            this text\n";
+  return s;
+}
+
+std::string overview() {
+  std::string s = "usage: gcsim <command> [options]    (gcsim <command> --help for one command)\n"
+                  "       gcsim --version\n\ncommands:\n";
+  for (const auto& c : command_helps()) {
+    s += "  " + c.synopses.front() + "\n                      " + c.summary + "\n";
+  }
+  s += "\nExamples:\n"
+       "  gcsim run configs/examples/quickstart.yaml --trace\n"
+       "  gcsim run configs/examples/quickstart.yaml -s cluster.gpu=h200-sxm -o out/h200\n";
+  return s;
+}
+
+std::string version_line() { return std::string("gcsim ") + GCSIM_VERSION; }
+
+}  // namespace gcsim::cli
