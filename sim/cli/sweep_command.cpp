@@ -75,7 +75,7 @@ std::string flow_yaml(const YAML::Node& n) {
 
 Study read_study(const std::string& path, const fs::path& out_dir) {
   auto source = std::make_shared<ConfigSource>();
-  YAML::Node root = sim::config::load_yaml_file(path, {}, *source);
+  YAML::Node root = sim::config::load_yaml_file(path, {}, *source, "study");
   sim::config::Json resolved;
   ConfigReader r(root, "", source, &resolved);
   Study s;
