@@ -95,15 +95,21 @@ bool read_input_file(const std::string& path, int64_t cap, const char* what, std
       return false;
     }
     if (n == 0) break;
+    // Checked per chunk, so that /dev/zero stops at its first byte.
+    const std::string piece(chunk, static_cast<size_t>(n));
+    if (!check_text(piece, static_cast<int64_t>(text.size()), what, error)) {
+      ::close(fd);
+      return false;
+    }
     if (static_cast<int64_t>(text.size()) + n > cap) {
       error = too_large(what, cap);
       ::close(fd);
       return false;
     }
-    text.append(chunk, static_cast<size_t>(n));
+    text += piece;
   }
   ::close(fd);
-  return check_text(text, 0, what, error);
+  return true;
 }
 
 std::string read_input_file(const std::string& path, int64_t cap, const char* what) {
@@ -137,12 +143,12 @@ bool InputLines::fill() {
       eof_ = true;
       return false;
     }
+    const std::string piece(chunk, static_cast<size_t>(n));
+    if (!check_text(piece, consumed_, what_, error_)) return false;
     if (consumed_ + n > cap_) {
       error_ = too_large(what_, cap_);
       return false;
     }
-    const std::string piece(chunk, static_cast<size_t>(n));
-    if (!check_text(piece, consumed_, what_, error_)) return false;
     consumed_ += n;
     buffer_ += piece;
     return true;
