@@ -17,6 +17,7 @@
 #include "sim/cli/sweep_command.h"
 #include "sim/config/config_error.h"
 #include "sim/config/did_you_mean.h"
+#include "sim/time.h"
 
 namespace po = boost::program_options;
 using gcsim::sim::config::ConfigError;
@@ -151,6 +152,14 @@ int main(int argc, char** argv) {
     return dispatch(argv[1], rest);
   } catch (const ConfigError& e) {
     std::fprintf(stderr, "gcsim: error: %s\n", e.what());
+    return kBadInput;
+  } catch (const gcsim::sim::TimeOverflow& e) {
+    // Simulated time is int64 picoseconds: only a config's durations, rates
+    // or speeds can push it past 106 days (the loaders name the key where
+    // they can; this is the backstop).
+    std::fprintf(stderr, "gcsim: error: the run leaves the simulator's time range (106 days of "
+                         "simulated time): %s; a duration, rate or speed in the config is out of "
+                         "range\n", e.what());
     return kBadInput;
   } catch (const po::error& e) {
     std::fprintf(stderr, "gcsim: %s\n\n%s", e.what(), kUsage);

@@ -164,3 +164,79 @@ TEST_CASE("hostile input: a bad -s path names the option, not the file", "[cli]"
     CHECK(!contains(r.err, config));
   }
 }
+
+namespace {
+
+// configs/examples/failures_small.yaml with `extra` -s overrides.
+GcsimResult run_failures_small(const TempDir& tmp, std::vector<std::string> extra) {
+  std::vector<std::string> args{"run", source_path("configs/examples/failures_small.yaml"), "-q",
+                                "-o", (tmp / "out").string()};
+  for (const auto& e : extra) {
+    args.push_back("-s");
+    args.push_back(e);
+  }
+  return run_gcsim(args);
+}
+
+}  // namespace
+
+TEST_CASE("hostile input: failure rates that would draw millions of failures", "[cli]") {
+  TempDir tmp;
+  // 4 nodes at one failure per 10 ms for 14 days x 5 seeds: 4 x 100/s x
+  // 1,209,600 s x 5 = 2.42e9 expected, over the 1e6 cap (it took 4 GB and
+  // an out-of-memory crash).
+  for (const char* rate : {"1/10ms", "1/1ps", "1000000/1s"}) {
+    const std::string set = std::string("failures.rates.node=") + rate;
+    expect_bad({"run", source_path("configs/examples/failures_small.yaml"), "-q", "-o",
+                (tmp / "out").string(), "-s", set},
+               {"command line (-s " + set + ")", "key 'failures.rates.node'", "failures expected",
+                "at most 1000000"});
+  }
+  const GcsimResult r = run_failures_small(tmp, {"failures.rates.node=1/10ms"});
+  CHECK(contains(r.err, "2.42e+09 failures expected"));
+  CHECK_FALSE(fs::exists(tmp / "out" / "summary.json"));
+}
+
+TEST_CASE("hostile input: numbers outside the stated ranges name their key", "[cli]") {
+  TempDir tmp;
+  // A Weibull shape of 1e-9 printed "-nan ps".
+  GcsimResult r = run_failures_small(tmp, {"failures.rates.lifetime=weibull", "failures.rates.weibull_shape=1e-9"});
+  CHECK(r.exit_status == 2);
+  CHECK(contains(r.err, "key 'failures.rates.weibull_shape': must lie in [0.1, 10], got 1e-09"));
+  // 1 B/s was blamed on simulation.duration: the checkpoint's 105 GiB
+  // (Llama 3 8B: 8.03e9 params x 14 B) over 106 days needs 12.3 KB/s.
+  r = run_failures_small(tmp, {"checkpoint.storage.bandwidth=1B/s"});
+  CHECK(r.exit_status == 2);
+  CHECK(contains(r.err, "key 'checkpoint.storage.bandwidth'"));
+  CHECK(contains(r.err, "at least 12.3 KB/s"));
+  CHECK(!contains(r.err, "simulation.duration"));
+  // Days are a duration unit everywhere, up to 106 of them however written
+  // (106d was refused while 2544h overflowed the failure timeline).
+  CHECK(run_failures_small(tmp, {"simulation.duration=106d", "simulation.seeds=1"}).exit_status == 0);
+  CHECK(run_failures_small(tmp, {"simulation.duration=2544h", "simulation.seeds=1"}).exit_status == 0);
+  r = run_failures_small(tmp, {"simulation.duration=107d"});
+  CHECK(r.exit_status == 2);
+  CHECK(contains(r.err, "exceeds the simulator's time range (106 days)"));
+  // Recovery spans that add up past the clock saturate: the job just never
+  // recovers within the horizon.
+  CHECK(run_failures_small(tmp, {"simulation.duration=106d", "simulation.seeds=1",
+                                 "failures.detection=100d", "failures.recovery.repair=106d"})
+            .exit_status == 0);
+}
+
+TEST_CASE("hostile input: a failure study too long to walk is refused with its size", "[cli]") {
+  TempDir tmp;
+  // A one-layer toy model steps in 1.9 ms and checkpoints in ~1 ms:
+  // checkpointing every step for 106 days over 5 seeds is 9.16e6 s / 2.96 ms
+  // x 5 = 1.55e10 timeline steps, over the 1e9 cap.
+  const GcsimResult r = run_failures_small(
+      tmp, {"workload.model.layers=1", "workload.model.seq_len=32", "workload.model.hidden=256",
+            "workload.model.heads=8", "workload.model.kv_heads=8", "workload.model.ffn_hidden=512",
+            "workload.model.vocab=64", "checkpoint.interval=1ps", "simulation.duration=106d"});
+  INFO(r.err);
+  CHECK(r.exit_status == 2);
+  CHECK(contains(r.err, "command line (-s checkpoint.interval=1ps): key 'checkpoint.interval'"));
+  CHECK(contains(r.err, "1.55e+10 timeline steps"));
+  CHECK(contains(r.err, "at most 1000000000"));
+  CHECK_FALSE(fs::exists(tmp / "out" / "summary.json"));
+}
