@@ -240,3 +240,35 @@ TEST_CASE("hostile input: a failure study too long to walk is refused with its s
   CHECK(contains(r.err, "at most 1000000000"));
   CHECK_FALSE(fs::exists(tmp / "out" / "summary.json"));
 }
+
+TEST_CASE("hostile input: a sweep that cannot run its points exits 2 with the reasons", "[cli]") {
+  TempDir tmp;
+  write_text(tmp / "base.yaml", kSmallGraph);
+  // A misspelt axis key: every point is refused alike, so the first one
+  // stops the sweep (it printed "0 of 2 points ran" and exited 0).
+  write_text(tmp / "typo.yaml", "base: base.yaml\naxes:\n  cluster.nodez: [1, 2]\n");
+  GcsimResult r = expect_bad({"sweep", (tmp / "typo.yaml").string(), "-q", "-o", (tmp / "o1").string()},
+                             {"none of 2 points ran", "cluster.nodez (line 3)",
+                              "unknown key in 'cluster' (did you mean 'nodes'?)"});
+  CHECK(contains(r.out, "0 of 2 points ran"));
+  CHECK_FALSE(fs::exists(tmp / "o1" / "points" / "0001" / "stderr.txt"));  // never started
+  // A study that is its own base.
+  write_text(tmp / "self.yaml", "base: self.yaml\naxes:\n  cluster.nodes: [1, 2]\n");
+  expect_bad({"sweep", (tmp / "self.yaml").string(), "-q", "-o", (tmp / "o2").string()},
+             {"self.yaml:1:", "key 'base'", "this study itself"});
+  // One case with a misspelt key among good ones: the good one runs, the
+  // sweep still exits 2 and names the key.
+  write_text(tmp / "cases.yaml",
+             "base: base.yaml\ncases:\n  - {name: ok, set: {cluster.nodes: 1}}\n"
+             "  - {name: typo, set: {workload.opz: []}}\n");
+  r = expect_bad({"sweep", (tmp / "cases.yaml").string(), "-q", "-o", (tmp / "o3").string()},
+                 {"1 of 2 points ran", "1 refused because a key of the study is not a config key",
+                  "key 'workload.opz'"});
+  CHECK(fs::exists(tmp / "o3" / "points" / "0000" / "summary.json"));
+  // Impossible points alone are an answer, not an error: exit 0.
+  write_text(tmp / "impossible.yaml", "base: base.yaml\naxes:\n  cluster.gpus_per_node: [2, 0]\n");
+  r = run_gcsim({"sweep", (tmp / "impossible.yaml").string(), "-q", "-o", (tmp / "o4").string()});
+  INFO(r.err);
+  CHECK(r.exit_status == 0);
+  CHECK(contains(r.out, "1 of 2 points ran"));
+}
