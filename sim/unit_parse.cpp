@@ -29,7 +29,7 @@ constexpr std::array kBandwidthUnits{
 };
 constexpr std::array kDurationUnits{
     UnitRow{"ps", 1.0},  UnitRow{"ns", 1e3},  UnitRow{"us", 1e6},   UnitRow{"ms", 1e9},
-    UnitRow{"s", 1e12},  UnitRow{"min", 60e12}, UnitRow{"h", 3600e12},
+    UnitRow{"s", 1e12},  UnitRow{"min", 60e12}, UnitRow{"h", 3600e12}, UnitRow{"d", 86400e12},
 };
 constexpr std::array kFlopRateUnits{
     UnitRow{"FLOP/s", 1.0},   UnitRow{"GFLOP/s", 1e9}, UnitRow{"TFLOP/s", 1e12},

@@ -3,7 +3,8 @@
 //   bytes      B KB MB GB TB (10^3 steps) KiB MiB GiB TiB (2^10 steps)
 //   bandwidth  bps Kbps Mbps Gbps Tbps (bits/s), B/s KB/s MB/s GB/s TB/s,
 //              KiB/s MiB/s GiB/s (bytes/s)
-//   duration   ps ns us ms s (also min h for failure-model spans)
+//   duration   ps ns us ms s min h d, at most 106 days (int64 picoseconds
+//              end at 106.75 days)
 //   flop rate  FLOP/s GFLOP/s TFLOP/s PFLOP/s, also TF/s, PF/s
 // A plain number is accepted only where the quantity is unitless.
 #pragma once

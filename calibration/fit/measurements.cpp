@@ -1,11 +1,11 @@
 #include "calibration/fit/measurements.h"
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <stdexcept>
 
 #include "models/gpu/kernel_cost_model.h"
+#include "sim/config/input_file.h"
 
 namespace gcsim::calibration {
 
@@ -161,15 +161,23 @@ void add_measurements(MeasurementSet& set, const json& doc, const std::string& n
 MeasurementSet load_measurements(const std::vector<std::string>& paths) {
   MeasurementSet set;
   for (const std::string& p : paths) {
-    std::ifstream in(p);
-    if (!in) throw std::runtime_error(p + ": cannot read the file");
+    std::string text, error;
+    if (!sim::config::read_input_file(p, sim::config::kMaxDataBytes, "measurements", text, error)) {
+      throw std::runtime_error(p + ": " + error);
+    }
     json doc;
     try {
-      doc = json::parse(in);
+      doc = json::parse(text);
     } catch (const json::exception& e) {
       throw std::runtime_error(p + ": not JSON (" + e.what() + ")");
     }
-    add_measurements(set, doc, p);
+    // A record of the wrong shape (a string where a number belongs) is the
+    // file's fault, not gcsim's.
+    try {
+      add_measurements(set, doc, p);
+    } catch (const json::exception& e) {
+      throw std::runtime_error(p + ": not a gcsim_microbench file (" + e.what() + ")");
+    }
   }
   return set;
 }

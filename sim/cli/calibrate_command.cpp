@@ -106,28 +106,28 @@ int fit_and_write(const std::vector<std::string>& files, std::string gpu, const 
 }
 
 int validate(const std::string& path, std::ostream& out, std::ostream& err) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::Exception& e) {
-    err << "gcsim calibrate: cannot read " << path << ": " << e.what() << "\n";
-    return kBadInput;
-  }
-  if (!root["gpu"]) {
-    err << "gcsim calibrate: " << path << ": no 'gpu' key: not a calibration profile\n";
-    return kBadInput;
-  }
-  models::gpu::GpuSpec spec = preset(root["gpu"].as<std::string>());
+  // The profile is read like any config (size cap, strict YAML, file/line/key
+  // errors that main() turns into exit status 2).
   auto source = std::make_shared<sim::config::ConfigSource>();
-  source->file = path;
-  sim::config::ConfigReader at(YAML::Node(), "", source, nullptr);
-  apply_calibration_profile(path, spec, at);
+  YAML::Node root = sim::config::load_yaml_file(path, {}, *source, "calibration profile");
+  sim::config::Json ignored;
+  sim::config::ConfigReader r(root, "", source, &ignored);
+  if (!r.has("gpu")) {
+    r.fail_here("no 'gpu' key: not a calibration profile (gcsim calibrate -o writes one)");
+  }
+  const std::string gpu = r.get_string("gpu", std::nullopt, "GPU preset the profile was measured on");
+  models::gpu::GpuSpec spec = load_gpu_preset(gpu, r, "gpu");
+  apply_calibration_profile(path, spec, r);
   std::vector<Split> splits;
   MeasurementSet set;
   try {
     set = measurements_in_profile(root, splits);
   } catch (const std::runtime_error& e) {
     err << "gcsim calibrate: " << path << ": " << e.what() << "\n";
+    return kBadInput;
+  } catch (const nlohmann::json::exception& e) {
+    err << "gcsim calibrate: " << path << ": key 'measurements': not as gcsim calibrate writes it ("
+        << e.what() << ")\n";
     return kBadInput;
   }
   out << "profile " << path << " (" << spec.name << ", " << set.items.size() << " measurements)\n"

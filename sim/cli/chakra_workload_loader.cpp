@@ -1,9 +1,9 @@
 #include "sim/cli/chakra_workload_loader.h"
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "sim/config/input_file.h"
 #include "workloads/chakra/trace_file.h"
 #include "workloads/chakra/trace_loader.h"
 
@@ -39,10 +39,12 @@ std::map<std::string, std::vector<int>> read_comm_groups(ConfigReader& w) {
   if (!n.IsDefined() || n.IsNull()) return groups;
   if (n.IsScalar()) {
     const std::string file = w.get_path("comm_groups", std::nullopt, doc);
-    std::ifstream f(file);
-    if (!f) w.fail("comm_groups", "cannot read the comm-group file '" + file + "'");
+    std::string text, error;
+    if (!sim::config::read_input_file(file, sim::config::kMaxDataBytes, "comm-group", text, error)) {
+      w.fail("comm_groups", "cannot read the comm-group file '" + file + "': " + error);
+    }
     try {
-      const nlohmann::json j = nlohmann::json::parse(f);
+      const nlohmann::json j = nlohmann::json::parse(text);
       if (!j.is_object()) throw std::invalid_argument(file + ": expected an object of groups");
       for (const auto& [name, ranks] : j.items()) groups[name] = group_from_json(ranks, file, name);
     } catch (const nlohmann::json::exception& e) {

@@ -1,10 +1,13 @@
 #include "sim/cli/failures_loader.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "sim/cli/format.h"
 #include "sim/cli/scenario.h"
 #include "sim/cli/training_workload_loader.h"
 #include "sim/unit_parse.h"
+#include "workloads/failures/failure_study.h"
 #include "workloads/models/model_formulas.h"
 
 namespace gcsim::cli {
@@ -13,8 +16,6 @@ using sim::config::ConfigReader;
 namespace wf = workloads::failures;
 
 namespace {
-
-constexpr double kMaxDays = 106.0;  // int64 picoseconds: 9.2e18 ps = 106.7 days
 
 void trim(std::string& s) {
   while (!s.empty() && s.front() == ' ') s.erase(s.begin());
@@ -25,7 +26,7 @@ sim::Duration read_positive_duration(ConfigReader& c, const std::string& key,
                                      std::optional<std::string> fallback, const char* doc) {
   const std::string text = c.get_string(key, fallback, doc);
   std::string err;
-  const auto d = parse_long_duration(text, &err);
+  const auto d = sim::parse_duration(text, &err);
   if (!d) c.fail(key, err);
   if (*d <= sim::Duration::zero()) c.fail(key, "must be positive, got '" + text + "'");
   return *d;
@@ -35,7 +36,7 @@ sim::Duration read_nonnegative_duration(ConfigReader& c, const std::string& key,
                                         const std::string& fallback, const char* doc) {
   const std::string text = c.get_string(key, fallback, doc);
   std::string err;
-  const auto d = parse_long_duration(text, &err);
+  const auto d = sim::parse_duration(text, &err);
   if (!d) c.fail(key, err);
   if (*d < sim::Duration::zero()) c.fail(key, "must not be negative, got '" + text + "'");
   return *d;
@@ -67,10 +68,12 @@ void read_rates(ConfigReader& r, FailuresSetup& f) {
                                             "lifetime distribution of every component");
   f.rates.lifetime = lifetime == "weibull" ? wf::Lifetime::weibull : wf::Lifetime::exponential;
   f.rates.weibull_shape = r.get_double("weibull_shape", 1.0,
-                                       "Weibull shape k (same mean as the rate): <1 infant "
-                                       "mortality, >1 wear-out");
-  if (!(f.rates.weibull_shape > 0) || !std::isfinite(f.rates.weibull_shape)) {
-    r.fail("weibull_shape", "must be positive");
+                                       "Weibull shape k in [0.1, 10] (same mean as the rate): "
+                                       "<1 infant mortality, >1 wear-out");
+  // Below 0.1 the scale 1 / Gamma(1 + 1/k) underflows toward 0 (k = 1e-9
+  // printed "-nan ps"); measured fleets lie in 0.5-1.5 (Schroeder & Gibson).
+  if (!(f.rates.weibull_shape >= kMinWeibullShape && f.rates.weibull_shape <= kMaxWeibullShape)) {
+    r.fail("weibull_shape", "must lie in [0.1, 10], got " + fmt("%g", f.rates.weibull_shape));
   }
 }
 
@@ -95,6 +98,48 @@ void read_recovery(ConfigReader& f_cfg, FailuresSetup& f) {
   r.finish();
 }
 
+// A checkpoint's stages (snapshot to host, write to storage, copy to peers)
+// must each fit the simulator's clock: a bandwidth typed in the wrong unit
+// (1B/s) is named here, with the bandwidth it would need, rather than
+// surfacing as a time overflow blamed on simulation.duration.
+void check_checkpoint_stages(ConfigReader& st, const FailuresSetup& f) {
+  const double limit_s = kMaxSimulatedDays * 86400.0;
+  const auto& cfg = f.storage;
+  const double clients = cfg.per_node.bytes_per_s() * std::max(f.shape.nodes, 1);
+  struct Stage {
+    const char* key;
+    const char* what;
+    double bytes;
+    double bytes_per_s;
+  };
+  std::vector<Stage> stages{
+      {"device_to_host", "each GPU's shard to host memory", f.shape.bytes_per_gpu,
+       cfg.device_to_host.bytes_per_s()},
+      {cfg.aggregate.bytes_per_s() <= clients ? "bandwidth" : "per_node",
+       "the whole checkpoint to storage", f.shape.total_bytes(),
+       std::min(cfg.aggregate.bytes_per_s(), clients)}};
+  if (f.mode == models::storage::CheckpointMode::in_memory) {
+    stages.push_back({"peer_network", "a node's shard to its peers",
+                      f.shape.bytes_per_node() * cfg.replicas, cfg.peer_network.bytes_per_s()});
+  }
+  double total_s = 0;
+  const Stage* slowest = nullptr;
+  for (const Stage& s : stages) {
+    const double t = s.bytes / s.bytes_per_s;
+    total_s += t;
+    if (!slowest || t > slowest->bytes / slowest->bytes_per_s) slowest = &s;
+  }
+  if (total_s < limit_s) return;
+  const double t = slowest->bytes / slowest->bytes_per_s;
+  st.fail(slowest->key,
+          std::string("moving ") + slowest->what + " (" + human_bytes(slowest->bytes) + ") at " +
+              human_bandwidth(slowest->bytes_per_s) +
+              " takes " + fmt("%.3g days", t / 86400.0) +
+              ", beyond the simulator's 106-day clock; it needs at least " +
+              human_bandwidth(slowest->bytes / limit_s) +
+              " (a bandwidth in the wrong unit? GB/s is bytes, Gbps bits)");
+}
+
 void read_checkpoint(ConfigReader& top, const ClusterConfig& cluster, const TrainingRun* training,
                      FailuresSetup& f) {
   ConfigReader c = top.child("checkpoint", "how often and how the training state is saved");
@@ -106,7 +151,7 @@ void read_checkpoint(ConfigReader& top, const ClusterConfig& cluster, const Trai
     f.interval.reset();
   } else {
     std::string err;
-    const auto d = parse_long_duration(interval, &err);
+    const auto d = sim::parse_duration(interval, &err);
     if (!d) c.fail("interval", err + " (or `search`)");
     if (*d <= sim::Duration::zero()) c.fail("interval", "must be positive, got '" + interval + "'");
     f.interval = *d;
@@ -147,30 +192,39 @@ void read_checkpoint(ConfigReader& top, const ClusterConfig& cluster, const Trai
         training->config.optimizer.weight_bytes + training->config.optimizer.state_bytes;
     f.shape.bytes_per_gpu = params * per_param / cluster.total_gpus();
   }
+  check_checkpoint_stages(st, f);
   c.finish();
+  f.checkpoint_at = c;
+}
+
+// The failure draw holds every failure of every seed: refuse rates that
+// would make millions of them (1/10ms per node drew gigabytes), naming the
+// class that contributes most and the expected count.
+void check_expected_failures(ConfigReader& rates, const FailuresSetup& f) {
+  const double hours = f.horizon.duration.seconds() / 3600.0;
+  const double expected = f.counts.total_rate_per_hour(f.rates) * hours * f.horizon.seeds;
+  if (expected <= wf::kMaxExpectedFailures) return;
+  wf::ComponentClass worst = wf::ComponentClass::gpu;
+  double most = -1;
+  for (wf::ComponentClass c : wf::kAllComponentClasses) {
+    const double n = static_cast<double>(f.counts.count[c]) * f.rates.per_hour[c];
+    if (n > most) {
+      most = n;
+      worst = c;
+    }
+  }
+  const std::string name = wf::component_class_name(worst);
+  const std::string key = f.preset.empty() || rates.has(name) ? name : "preset";
+  rates.fail(key, fmt("%.3g failures expected", expected) + " over simulation.duration (" +
+                      fmt("%.4g h", hours) + ") x " + std::to_string(f.horizon.seeds) +
+                      " seeds, " + fmt("%.3g", most * hours * f.horizon.seeds) + " of them from " +
+                      std::to_string(f.counts.count[worst]) + " " + name +
+                      " components; the failure model draws at most " +
+                      fmt("%.0f", wf::kMaxExpectedFailures) +
+                      " (all seeds): lower the rate or shorten simulation.duration");
 }
 
 }  // namespace
-
-std::optional<sim::Duration> parse_long_duration(const std::string& text_in, std::string* error) {
-  std::string text = text_in;
-  trim(text);
-  if (!text.empty() && text.back() == 'd') {
-    const std::string number = text.substr(0, text.size() - 1);
-    char* end = nullptr;
-    const double days = std::strtod(number.c_str(), &end);
-    if (number.empty() || end != number.c_str() + number.size() || !std::isfinite(days)) {
-      *error = "'" + text + "' is not a duration";
-      return std::nullopt;
-    }
-    if (std::fabs(days) >= kMaxDays) {
-      *error = "'" + text + "' exceeds the simulator's time range (106 days)";
-      return std::nullopt;
-    }
-    return sim::Duration::from_seconds(days * 86400.0);
-  }
-  return sim::parse_duration(text, error);
-}
 
 std::optional<double> parse_failure_rate(const std::string& text_in, std::string* error) {
   std::string text = text_in;
@@ -261,6 +315,7 @@ std::shared_ptr<FailuresSetup> load_failures(ConfigReader& top, const ClusterCon
                                            cluster.scale_out.tiers,
                                            cluster.scale_out.topology != "none",
                                            static_cast<int>(radix));
+  if (f->enabled) check_expected_failures(rates, *f);
   read_recovery(fc, *f);
   if (f->enabled && !training) {
     fc.fail("enabled", "failures need workload.kind: training (the step time comes from it)");

@@ -26,6 +26,12 @@ struct FailureHorizon {
   int seeds = 5;
 };
 
+// Stated ranges (README "Limits"): the int64 picosecond clock ends at 106.75
+// days; a Weibull shape outside [0.1, 10] makes the lifetime scale degenerate.
+inline constexpr double kMaxSimulatedDays = 106.0;
+inline constexpr double kMinWeibullShape = 0.1;
+inline constexpr double kMaxWeibullShape = 10.0;
+
 struct FailuresSetup {
   bool enabled = false;
   std::string preset;  // "llama3" or ""
@@ -38,6 +44,9 @@ struct FailuresSetup {
   models::storage::CheckpointShape shape;  // bytes per GPU from the model state
   FailureHorizon horizon;
   uint64_t seed = 1;
+  // The `checkpoint` map, for errors found once the step time is known
+  // (the failure study's cost, add_failures_results).
+  std::optional<sim::config::ConfigReader> checkpoint_at;
 };
 
 // simulation.duration and simulation.seeds (read only when failures are configured).
@@ -50,9 +59,6 @@ std::shared_ptr<FailuresSetup> load_failures(sim::config::ConfigReader& top,
                                              const TrainingRun* training,
                                              const FailureHorizon& horizon, uint64_t seed);
 
-// "14d", "36h", "90min": durations with days, bounded by the simulator's
-// time range; nullopt with a message otherwise.
-std::optional<sim::Duration> parse_long_duration(const std::string& text, std::string* error);
 // "1/3692h" (failures per duration) or "0": failures per hour.
 std::optional<double> parse_failure_rate(const std::string& text, std::string* error);
 

@@ -10,6 +10,32 @@ namespace gcsim::cli {
 namespace wf = workloads::failures;
 using sim::config::Json;
 
+namespace {
+
+// Decided before the study runs, now that the step time is known: a
+// checkpoint every step over 106 days of 100 us steps would walk 10^11
+// timeline steps. Names checkpoint.interval and the figures that drive it.
+void check_study_work(const FailuresSetup& s, const wf::FailureStudyConfig& c) {
+  const double hours = c.horizon.seconds() / 3600.0;
+  const double failures = c.counts.total_rate_per_hour(c.rates) * hours;
+  const wf::StudyWork w = wf::study_work(c, failures);
+  if (w.timeline_steps <= wf::kMaxTimelineSteps) return;
+  const std::string interval =
+      c.interval ? "checkpoint.interval " + human_time(c.interval->seconds())
+                 : "checkpoint.interval: search (" + std::to_string(w.intervals) + " intervals from one step up)";
+  const std::string message =
+      "the failure study would walk " + fmt("%.3g", w.timeline_steps) +
+      " timeline steps (checkpoints and failures): simulation.duration " +
+      fmt("%.4g h", hours) + " of " + human_time(c.step.seconds()) + " training steps, " +
+      interval + ", x " + std::to_string(c.seeds) + " seeds; at most " +
+      fmt("%.0f", wf::kMaxTimelineSteps) +
+      ": set a longer checkpoint.interval, a shorter simulation.duration or fewer simulation.seeds";
+  if (s.checkpoint_at) s.checkpoint_at->fail("interval", message);
+  throw sim::config::ConfigError("", 0, "checkpoint.interval", message);
+}
+
+}  // namespace
+
 std::string add_failures_results(const FailuresSetup& s, double step_s, Json& summary,
                                  std::string& report) {
   const models::storage::CheckpointStorage storage(s.storage);
@@ -26,6 +52,7 @@ std::string add_failures_results(const FailuresSetup& s, double step_s, Json& su
   c.horizon = s.horizon.duration;
   c.seeds = s.horizon.seeds;
   c.base_seed = s.seed;
+  check_study_work(s, c);
   const wf::FailureStudyResult r = wf::run_failure_study(c);
 
   Json j;

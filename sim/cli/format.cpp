@@ -23,6 +23,13 @@ std::string human_bytes(double bytes) {
   return fmt("%.0f B", bytes);
 }
 
+std::string human_bandwidth(double bytes_per_s) {
+  if (bytes_per_s >= 1e9) return fmt("%.3g GB/s", bytes_per_s / 1e9);
+  if (bytes_per_s >= 1e6) return fmt("%.3g MB/s", bytes_per_s / 1e6);
+  if (bytes_per_s >= 1e3) return fmt("%.3g KB/s", bytes_per_s / 1e3);
+  return fmt("%.3g B/s", bytes_per_s);
+}
+
 std::string gib(double bytes) { return fmt("%.2f GiB", bytes / 1073741824.0); }
 
 }  // namespace gcsim::cli

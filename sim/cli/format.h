@@ -17,6 +17,9 @@ std::string human_time(double seconds);
 // Every report prints sizes so (GiB for memory) and rates in decimal GB/s.
 std::string human_bytes(double bytes);
 
+// Bytes per second in decimal units, as configs write them: 12.5 GB/s, 1 B/s.
+std::string human_bandwidth(double bytes_per_s);
+
 // Bytes in GiB with two decimals: "1.50 GiB".
 std::string gib(double bytes);
 

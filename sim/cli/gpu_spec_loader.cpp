@@ -169,7 +169,7 @@ GpuSpec load_gpu_preset(const std::string& name, const ConfigReader& at, const s
   if (name.size() > 5 && name.substr(name.size() - 5) == ".yaml") {
     if (!std::filesystem::exists(name)) at.fail(key, "GPU preset file '" + name + "' not found");
     ConfigSource src;
-    YAML::Node root = sim::config::load_yaml_file(name, {}, src);
+    YAML::Node root = sim::config::load_yaml_file(name, {}, src, "GPU preset");
     return read_spec_document(root, name);
   }
   const auto names = preset_names("hardware");
@@ -294,7 +294,7 @@ void apply_calibration_profile(const std::string& path, GpuSpec& spec, const Con
     }
     root = YAML::Clone(it->second);
   } else if (std::filesystem::exists(path)) {
-    root = sim::config::load_yaml_file(path, {}, *source);
+    root = sim::config::load_yaml_file(path, {}, *source, "calibration profile");
   } else {
     at.fail("calibration", "calibration profile '" + path +
                                "' not found: neither a built-in profile nor a file (make one with "

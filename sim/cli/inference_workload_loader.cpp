@@ -1,11 +1,10 @@
 #include "sim/cli/inference_workload_loader.h"
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "sim/cli/format.h"
 #include "sim/cli/model_spec_loader.h"
+#include "sim/config/input_file.h"
 #include "sim/unit_parse.h"
 #include "workloads/models/model_formulas.h"
 
@@ -76,15 +75,18 @@ inf::LengthDist read_length(ConfigReader& r, const std::string& key, int64_t fal
   return d;
 }
 
+// Streamed line by line (sim/config/input_file.h: at most kMaxDataBytes),
+// so that a large trace is never held as text beside its rows.
 std::vector<inf::TraceRow> read_trace_file(ConfigReader& req, const std::string& path) {
-  std::ifstream f(path);
-  if (!f) req.fail("trace", "cannot read the trace file '" + path + "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
+  sim::config::InputLines lines(path, sim::config::kMaxDataBytes, "serving trace");
+  if (!lines.ok()) req.fail("trace", "'" + path + "': " + lines.error());
   const bool jsonl = path.size() >= 6 && (path.substr(path.size() - 6) == ".jsonl" ||
                                           path.substr(path.size() - 5) == ".json");
   try {
-    return inf::parse_trace(ss.str(), jsonl);
+    inf::TraceParser parser(jsonl);
+    while (auto line = lines.next()) parser.add_line(*line, lines.line_number());
+    if (!lines.ok()) throw ConfigError(path, 0, req.path() + ".trace", lines.error());
+    return parser.finish();
   } catch (const inf::TraceError& e) {
     throw ConfigError(path, e.line, req.path() + ".trace", e.message);
   }

@@ -20,6 +20,7 @@
 #include "sim/cli/usage.h"
 #include "sim/config/config_error.h"
 #include "sim/config/did_you_mean.h"
+#include "sim/time.h"
 
 namespace po = boost::program_options;
 using gcsim::sim::config::ConfigError;
@@ -146,6 +147,14 @@ int main(int argc, char** argv) {
     return dispatch(command, rest);
   } catch (const ConfigError& e) {
     std::fprintf(stderr, "gcsim: error: %s\n", e.what());
+    return kBadInput;
+  } catch (const gcsim::sim::TimeOverflow& e) {
+    // Simulated time is int64 picoseconds: only a config's durations, rates
+    // or speeds can push it past 106 days (the loaders name the key where
+    // they can; this is the backstop).
+    std::fprintf(stderr, "gcsim: error: the run leaves the simulator's time range (106 days of "
+                         "simulated time): %s; a duration, rate or speed in the config is out of "
+                         "range\n", e.what());
     return kBadInput;
   } catch (const po::error& e) {
     // Only this command's usage: the whole overview would bury the message.

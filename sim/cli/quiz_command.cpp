@@ -93,7 +93,7 @@ namespace {
 // is a ConfigError naming file, line and key.
 wq::Quiz read_answers(const std::string& path, const wq::PresetBook& book, wq::Answers& answers) {
   auto source = std::make_shared<ConfigSource>();
-  YAML::Node root = sim::config::load_yaml_file(path, {}, *source);
+  YAML::Node root = sim::config::load_yaml_file(path, {}, *source, "answers");
   Json resolved = Json::object();
   ConfigReader top(root, "", source, &resolved);
   const std::string topic = top.get_choice("topic", wq::topic_names(), std::nullopt,

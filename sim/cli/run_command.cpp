@@ -16,6 +16,7 @@
 #include "sim/cli/inference_run.h"
 #include "sim/cli/network_setup.h"
 #include "sim/cli/run_report.h"
+#include "sim/cli/straggler_loader.h"
 #include "sim/cli/training_report.h"
 #include "sim/recorder.h"
 #include "sim/replayer.h"
@@ -102,9 +103,14 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
     replayer.start();
     simulator.run();
   } catch (const sim::TimeOverflow& e) {
-    throw ConfigError(config_path, 0, "workload",
+    // A straggler stretches its kernels by 1/speed: the likeliest cause then.
+    const bool slow = any_slow(s.cluster.stragglers);
+    throw ConfigError(config_path, 0, slow ? "cluster.stragglers" : "workload",
                       "the run goes past the simulator's time range (about 106 days of "
-                      "simulated time): " + std::string(e.what()));
+                      "simulated time): " + std::string(e.what()) +
+                          (slow ? "; stragglers (" + describe_stragglers(s.cluster.stragglers) +
+                                      ") run their kernels 1/speed times as long: raise speed"
+                                : ""));
   }
   if (options.trace) {
     const auto busiest = network->model->stats(simulator.now() - sim::Time::zero()).busiest_links;

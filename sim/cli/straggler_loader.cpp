@@ -10,11 +10,16 @@ using sim::config::ConfigReader;
 
 namespace {
 
+// A straggler runs at least a millionth of its nominal rate: below that its
+// kernels' times leave the int64 picosecond clock (1e-300 overflowed in the
+// GPU model), and such a GPU is failed, not slow.
+constexpr double kMinSpeed = 1e-6;
+
 double read_factor(ConfigReader& r, const std::string& key, const char* doc) {
   const double f = r.get_double(key, 1.0, doc);
-  if (!(f > 0.0 && f <= 1.0)) {
-    r.fail(key, "must lie in (0, 1] (a share of the nominal rate; a failed GPU is a failure, not a "
-                "straggler), got " + fmt("%g", f));
+  if (!(f >= kMinSpeed && f <= 1.0)) {
+    r.fail(key, "must lie in [1e-06, 1] (a share of the nominal rate; a failed GPU is a failure, "
+                "not a straggler), got " + fmt("%g", f));
   }
   return f;
 }
@@ -59,10 +64,10 @@ std::vector<StragglerConfig> read_stragglers(ConfigReader& cluster, int nodes, i
       s.rank = static_cast<int>(node * gpus_per_node + g);
     }
     s.throttle.compute_speed = read_factor(r, "speed",
-                          "SM clock / nominal in (0, 1]: tensor-core and CUDA-core rates and "
+                          "SM clock / nominal in [1e-6, 1]: tensor-core and CUDA-core rates and "
                           "per-wave SM work scale with it");
     s.throttle.memory_speed = read_factor(r, "memory_speed",
-                                 "HBM bandwidth / nominal in (0, 1]; 1 by default: throttling "
+                                 "HBM bandwidth / nominal in [1e-6, 1]; 1 by default: throttling "
                                  "lowers the SM clock, HBM keeps its own clock");
     for (const auto& earlier : out) {
       if (earlier.rank == s.rank) {

@@ -45,7 +45,7 @@ std::string flow_yaml(const YAML::Node& n) {
 
 SweepStudy read_study(const std::string& path, const fs::path& out_dir) {
   auto source = std::make_shared<ConfigSource>();
-  YAML::Node root = sim::config::load_yaml_file(path, {}, *source);
+  YAML::Node root = sim::config::load_yaml_file(path, {}, *source, "study");
   sim::config::Json resolved;
   ConfigReader r(root, "", source, &resolved);
   if (!r.has("base") && !r.has("axes") && (r.has("workload") || r.has("cluster"))) {
@@ -61,6 +61,11 @@ SweepStudy read_study(const std::string& path, const fs::path& out_dir) {
     fs::path p = base.Scalar();
     if (p.is_relative()) p = fs::path(path).parent_path() / p;
     if (!fs::exists(p)) r.fail("base", "base config '" + p.string() + "' not found");
+    std::error_code ec;
+    if (fs::equivalent(p, path, ec)) {
+      r.fail("base", "the base config is this study itself; name the config whose keys the axes "
+                     "vary (a path, or an inline map)");
+    }
     s.base_path = p.string();
   } else if (base.IsMap()) {
     // An inline base is written out so that every point runs a file.
@@ -79,6 +84,7 @@ SweepStudy read_study(const std::string& path, const fs::path& out_dir) {
     for (const auto& kv : axes) {
       SweepAxis a;
       a.key = kv.first.Scalar();
+      a.line = kv.first.Mark().line + 1;
       if (!kv.second.IsSequence() || kv.second.size() == 0) {
         r.fail("axes", "axis '" + a.key + "' needs a non-empty list of values");
       }
@@ -216,6 +222,48 @@ void collect(SweepPoint& p, int wait_status) {
   }
 }
 
+// A point refused because a key of the study does not exist in the config
+// (a misspelt axis or case key, a path through a value): every point with
+// that key fails alike, so it is the study that is wrong, not the point.
+bool is_key_error(const std::string& reason) {
+  for (const char* phrase : {"unknown key", "list index", "an empty key in the path",
+                             "cannot set a key under"}) {
+    if (reason.find(phrase) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Exit status 2 when no point ran or when key errors kept points from
+// running, with the distinct reasons on stderr (the tables still list every
+// point); 0 otherwise (impossible points are an answer, not an error).
+int sweep_status(const SweepStudy& s, const std::string& study_path,
+                 const std::vector<SweepPoint>& points, size_t ran) {
+  std::vector<std::string> reasons;
+  size_t key_errors = 0;
+  for (const SweepPoint& p : points) {
+    if (p.status == "ok") continue;
+    const bool key = is_key_error(p.reason) || p.reason.rfind("not run:", 0) == 0;
+    key_errors += key;
+    if ((key || ran == 0) && std::find(reasons.begin(), reasons.end(), p.reason) == reasons.end()) {
+      reasons.push_back(p.reason);
+    }
+  }
+  if (ran > 0 && key_errors == 0) return 0;
+  std::string axes;
+  for (const SweepAxis& a : s.axes) {
+    axes += (axes.empty() ? "" : ", ") + a.key + " (line " + std::to_string(a.line) + ")";
+  }
+  std::fprintf(stderr, "gcsim: error: %s: %s of %zu points ran", study_path.c_str(),
+               ran == 0 ? "none" : std::to_string(ran).c_str(), points.size());
+  if (key_errors > 0) {
+    std::fprintf(stderr, "; %zu refused because a key of the study is not a config key (check the "
+                         "axes%s%s and cases)", key_errors, axes.empty() ? "" : ": ", axes.c_str());
+  }
+  std::fprintf(stderr, ". Reasons:\n");
+  for (const auto& r : reasons) std::fprintf(stderr, "  - %s\n", r.c_str());
+  return 2;
+}
+
 }  // namespace
 
 int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
@@ -260,6 +308,15 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
   bool timed = points.size() <= 1;
   const auto first_start = std::chrono::steady_clock::now();
   while (done < points.size()) {
+    // The first point runs alone: a key error there (a misspelt axis) would
+    // repeat at every point, so the sweep stops instead of running them all.
+    if (done == 1 && next == 1 && is_key_error(points[0].reason)) {
+      for (size_t i = 1; i < points.size(); ++i) {
+        points[i].status = "skipped";
+        points[i].reason = "not run: the first point was refused for a key of the study";
+      }
+      break;
+    }
     const size_t limit = timed ? static_cast<size_t>(jobs) : 1;
     while (running.size() < limit && next < points.size()) {
       SweepPoint& p = points[next++];
@@ -310,7 +367,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
   out << "gcsim sweep: " << study.name << ": " << ok << " of " << points.size() << " points ran; wrote "
       << (dir / "results.csv").string() << ", " << (dir / "results.md").string() << "\n\n"
       << table;
-  return 0;
+  return sweep_status(study, study_path, points, ok);
 }
 
 }  // namespace gcsim::cli

@@ -13,6 +13,7 @@ namespace gcsim::cli {
 struct SweepAxis {
   std::string key;                  // dotted config key, list items by index
   std::vector<std::string> values;  // each as YAML text, as written
+  int line = 0;                     // in the study file, for messages
 };
 
 struct SweepCase {

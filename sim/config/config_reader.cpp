@@ -6,6 +6,8 @@
 #include <type_traits>
 
 #include "sim/config/did_you_mean.h"
+#include "sim/config/input_file.h"
+#include "sim/config/yaml_document.h"
 #include "sim/unit_parse.h"
 
 namespace gcsim::sim::config {
@@ -324,112 +326,126 @@ void ConfigReader::finish() const {
 
 namespace {
 
-// Walks a dotted path ("workload.ops.0.m"), creating maps as needed.
-YAML::Node walk_create(YAML::Node root, const std::vector<std::string>& parts,
-                       const std::string& text) {
-  YAML::Node cur = root;
-  std::string at;  // the dotted path walked so far, for messages
-  for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    const std::string& p = parts[i];
-    at += (at.empty() ? "" : ".") + p;
-    if (cur.IsSequence()) {
-      size_t idx = 0;
-      try {
-        idx = std::stoul(p);
-      } catch (...) {
-        throw ConfigError("command line (-s " + text + ")", 0, at, "expected a list index");
+// One `-s key.path=value` applied to the parsed config. Every error names
+// the option, never the file: the file may be fine.
+class Override {
+ public:
+  Override(const std::string& text, ConfigSource& source)
+      : text_(text), where_("command line (-s " + text + ")"), source_(source) {}
+
+  void apply(YAML::Node root) {
+    const auto eq = text_.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw ConfigError(where_, 0, "", "expected -s key.path=value, e.g. -s cluster.nodes=4");
+    }
+    const std::string path = text_.substr(0, eq);
+    std::vector<std::string> parts;
+    size_t from = 0;
+    while (true) {
+      const size_t dot = path.find('.', from);
+      parts.push_back(path.substr(from, dot == std::string::npos ? std::string::npos : dot - from));
+      if (dot == std::string::npos) break;
+      from = dot + 1;
+    }
+    for (const auto& p : parts) {
+      if (p.empty()) {
+        throw ConfigError(where_, 0, path,
+                          "an empty key in the path (two dots, or a dot at either end)");
       }
-      if (idx >= cur.size()) {
-        throw ConfigError("command line (-s " + text + ")", 0, at, "list index out of range");
-      }
-      cur.reset(cur[idx]);
-    } else {
-      if (cur.IsScalar()) {
-        throw ConfigError("command line (-s " + text + ")", 0, at,
-                          "cannot set a key under '" + parts[i - 1] + "': it is a value, not a map");
-      }
-      if (!cur[p].IsDefined() || cur[p].IsNull()) cur[p] = YAML::Node(YAML::NodeType::Map);
-      YAML::Node next = cur[p];
+    }
+    YAML::Node value;
+    try {
+      value = parse_yaml_document(text_.substr(eq + 1), where_);
+    } catch (const ConfigError& e) {
+      throw ConfigError(where_, 0, path, "bad value: " + e.message());
+    }
+    YAML::Node cur = root;
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      YAML::Node next = step(cur, parts, i, true);
       cur.reset(next);
     }
+    set(cur, parts, value);
+    source_.overrides[dotted(parts, parts.size())] = "-s " + text_;
   }
-  return cur;
-}
+
+ private:
+  static bool is_index(const std::string& p) {
+    return !p.empty() && std::all_of(p.begin(), p.end(), [](unsigned char c) { return std::isdigit(c); });
+  }
+
+  // The dotted path readers use for parts [0, n): list items as name[i].
+  static std::string dotted(const std::vector<std::string>& parts, size_t n) {
+    std::string d;
+    for (size_t i = 0; i < n; ++i) {
+      d += is_index(parts[i]) ? "[" + parts[i] + "]" : (d.empty() ? "" : ".") + parts[i];
+    }
+    return d;
+  }
+
+  size_t list_index(const YAML::Node& list, const std::vector<std::string>& parts, size_t i) const {
+    const std::string at = dotted(parts, i) + "." + parts[i];
+    if (!is_index(parts[i]) || parts[i].size() > 9) {
+      throw ConfigError(where_, 0, at,
+                        "'" + dotted(parts, i) + "' is a list: expected a list index from 0 to " +
+                            std::to_string(static_cast<long>(list.size()) - 1) + ", got '" +
+                            parts[i] + "'");
+    }
+    const size_t idx = std::stoul(parts[i]);
+    if (idx >= list.size()) {
+      throw ConfigError(where_, 0, at,
+                        "list index " + parts[i] + " out of range: '" + dotted(parts, i) +
+                            "' has " + std::to_string(list.size()) + " items");
+    }
+    return idx;
+  }
+
+  // The node under cur for parts[i], creating a map there if absent (the
+  // created path is recorded, so that a misspelt key blames this option).
+  YAML::Node step(YAML::Node cur, const std::vector<std::string>& parts, size_t i, bool create) {
+    if (cur.IsSequence()) return cur[list_index(cur, parts, i)];
+    if (cur.IsScalar()) {
+      throw ConfigError(where_, 0, dotted(parts, i + 1),
+                        "cannot set a key under '" + parts[i - 1] + "': it is a value, not a map");
+    }
+    if (create && (!cur[parts[i]].IsDefined() || cur[parts[i]].IsNull())) {
+      cur[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      source_.overrides[dotted(parts, i + 1)] = "-s " + text_;
+    }
+    return cur[parts[i]];
+  }
+
+  void set(YAML::Node parent, const std::vector<std::string>& parts, const YAML::Node& value) {
+    const size_t last = parts.size() - 1;
+    if (parent.IsScalar()) {
+      throw ConfigError(where_, 0, dotted(parts, parts.size()),
+                        "cannot set a key under '" + parts[last - 1] + "': it is a value, not a map");
+    }
+    if (parent.IsSequence()) {
+      parent[list_index(parent, parts, last)] = value;
+    } else {
+      parent[parts[last]] = value;
+    }
+  }
+
+  const std::string& text_;
+  const std::string where_;
+  ConfigSource& source_;
+};
 
 }  // namespace
 
 YAML::Node load_yaml_file(const std::string& file, const std::vector<std::string>& overrides,
-                          ConfigSource& source) {
+                          ConfigSource& source, const char* what) {
   source.file = file;
-  std::ifstream in(file);
-  if (!in) {
-    throw ConfigError(file, 0, "", "cannot open the file (check the path and permissions)");
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  YAML::Node root;
-  try {
-    root = YAML::Load(ss.str());
-  } catch (const YAML::ParserException& e) {
-    throw ConfigError(file, e.mark.line + 1, "", "YAML syntax error: " + e.msg);
-  }
+  YAML::Node root = parse_yaml_document(read_input_file(file, kMaxConfigBytes, what), file);
   if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) throw ConfigError(file, 1, "", "the top level must be a map of keys");
-
-  for (const std::string& text : overrides) {
-    auto eq = text.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      throw ConfigError("command line (-s " + text + ")", 0, "",
-                        "expected -s key.path=value, e.g. -s cluster.nodes=4");
-    }
-    const std::string path = text.substr(0, eq);
-    const std::string value = text.substr(eq + 1);
-    std::vector<std::string> parts;
-    std::stringstream ps(path);
-    for (std::string p; std::getline(ps, p, '.');) parts.push_back(p);
-    YAML::Node value_node;
-    try {
-      value_node = YAML::Load(value);
-    } catch (const YAML::Exception& e) {
-      throw ConfigError("command line (-s " + text + ")", 0, path, "bad value: " + e.msg);
-    }
-    YAML::Node parent = walk_create(root, parts, text);
-    if (parent.IsScalar()) {
-      throw ConfigError("command line (-s " + text + ")", 0, path,
-                        "cannot set a key under '" + parts[parts.size() - 2] +
-                            "': it is a value, not a map");
-    }
-    if (parent.IsSequence()) {
-      size_t idx = 0;
-      try {
-        idx = std::stoul(parts.back());
-      } catch (...) {
-        throw ConfigError("command line (-s " + text + ")", 0, path, "expected a list index");
-      }
-      if (idx >= parent.size()) {
-        throw ConfigError("command line (-s " + text + ")", 0, path, "list index out of range");
-      }
-      parent[idx] = value_node;
-    } else {
-      parent[parts.back()] = value_node;
-    }
-    // Record under the dotted path readers use (list items as name[i]).
-    std::string dotted;
-    for (const auto& p : parts) {
-      bool index = !p.empty() && std::all_of(p.begin(), p.end(), ::isdigit);
-      dotted += index ? "[" + p + "]" : (dotted.empty() ? "" : ".") + p;
-    }
-    source.overrides[dotted] = "-s " + text;
-  }
+  for (const std::string& text : overrides) Override(text, source).apply(root);
   return root;
 }
 
 YAML::Node load_yaml_text(const std::string& text, const std::string& name) {
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    throw ConfigError(name, e.mark.line + 1, "", "YAML syntax error: " + e.msg);
-  }
+  return parse_yaml_document(text, name);
 }
 
 namespace {

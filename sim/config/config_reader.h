@@ -113,10 +113,12 @@ class ConfigReader {
   std::vector<std::string> known_;
 };
 
-// Loads FILE, applies `-s a.b.c=value` overrides, and returns the root node.
-// Unreadable files and YAML syntax errors become ConfigError.
+// Loads FILE (at most kMaxConfigBytes, one strict YAML document: see
+// input_file.h and yaml_document.h), applies `-s a.b.c=value` overrides, and
+// returns the root node. Unreadable files, YAML syntax errors and bad
+// overrides become ConfigError. `what` names the file's role in messages.
 YAML::Node load_yaml_file(const std::string& file, const std::vector<std::string>& overrides,
-                          ConfigSource& source);
+                          ConfigSource& source, const char* what = "config");
 
 // Parses YAML text (a preset embedded in the binary, a test's config).
 YAML::Node load_yaml_text(const std::string& text, const std::string& name);

@@ -4,9 +4,10 @@
 
 #include "catch.h"
 #include "sim/cli/failures_loader.h"
+#include "sim/unit_parse.h"
 
 using gcsim::cli::parse_failure_rate;
-using gcsim::cli::parse_long_duration;
+using gcsim::sim::parse_duration;
 
 TEST_CASE("failures: rates written as COUNT/DURATION", "[failures]") {
   std::string err;
@@ -25,11 +26,17 @@ TEST_CASE("failures: rates written as COUNT/DURATION", "[failures]") {
 
 TEST_CASE("failures: durations with days, within the simulated time range", "[failures]") {
   std::string err;
-  CHECK(parse_long_duration("14d", &err)->seconds() == Approx(14 * 86400.0));
-  CHECK(parse_long_duration("54d", &err)->seconds() == Approx(54 * 86400.0));
-  CHECK(parse_long_duration("90min", &err)->seconds() == Approx(5400.0));
-  // 2^63 ps = 106.75 days: 200 days is refused, not wrapped.
-  CHECK_FALSE(parse_long_duration("200d", &err));
-  CHECK(err.find("time range") != std::string::npos);
-  CHECK_FALSE(parse_long_duration("xd", &err));
+  // Days are a unit of every duration key (one table, sim/unit_parse.cpp).
+  CHECK(parse_duration("14d", &err)->seconds() == Approx(14 * 86400.0));
+  CHECK(parse_duration("54d", &err)->seconds() == Approx(54 * 86400.0));
+  CHECK(parse_duration("90min", &err)->seconds() == Approx(5400.0));
+  // 106 days is accepted however it is written (it was refused as 106d
+  // while 2544h ran); 2^63 ps = 106.75 days, so 107 days is refused, not wrapped.
+  CHECK(parse_duration("106d", &err)->ps() == 106LL * 86400 * 1'000'000'000'000LL);
+  CHECK(parse_duration("2544h", &err)->ps() == parse_duration("106d", &err)->ps());
+  CHECK_FALSE(parse_duration("107d", &err));
+  CHECK(err.find("time range (106 days)") != std::string::npos);
+  CHECK_FALSE(parse_duration("2568h", &err));
+  CHECK_FALSE(parse_duration("200d", &err));
+  CHECK_FALSE(parse_duration("xd", &err));
 }

@@ -32,12 +32,43 @@ double mean_fraction(const std::vector<JobOutcome>& runs) {
   return s / static_cast<double>(runs.size());
 }
 
+double mtbf_s(const FailureStudyConfig& c) {
+  const double rate_per_s = c.counts.total_rate_per_hour(c.rates) / 3600.0;
+  return rate_per_s > 0 ? 1.0 / rate_per_s : INFINITY;
+}
+
+// The checkpoint intervals, in whole steps, that the study runs: the
+// configured one, or a geometric grid from one step (or one checkpoint
+// cost) up to four job MTBFs (or the horizon), each interval once.
+std::vector<int64_t> intervals_in_steps(const FailureStudyConfig& c) {
+  if (c.interval) return {steps_for(*c.interval, c.step)};
+  std::vector<int64_t> out;
+  const double lo = std::max(c.step.seconds(), c.checkpoint.blocking.seconds());
+  const double hi = std::max(lo, std::min(4.0 * mtbf_s(c), c.horizon.seconds()));
+  for (double tau = lo; tau <= hi * c.search_ratio; tau *= c.search_ratio) {
+    const int64_t k = steps_for(sim::Duration::from_seconds(std::min(tau, hi)), c.step);
+    if (out.empty() || k != out.back()) out.push_back(k);
+  }
+  return out;
+}
+
 }  // namespace
+
+StudyWork study_work(const FailureStudyConfig& c, double failures_per_seed) {
+  StudyWork w;
+  const double horizon_s = c.horizon.seconds();
+  for (int64_t k : intervals_in_steps(c)) {
+    const double segment_s =
+        static_cast<double>(k) * c.step.seconds() + c.checkpoint.blocking.seconds();
+    w.timeline_steps += c.seeds * (std::max(1.0, horizon_s / segment_s) + failures_per_seed);
+    ++w.intervals;
+  }
+  return w;
+}
 
 FailureStudyResult run_failure_study(const FailureStudyConfig& c) {
   FailureStudyResult r;
-  const double rate_per_s = c.counts.total_rate_per_hour(c.rates) / 3600.0;
-  r.job_mtbf_s = rate_per_s > 0 ? 1.0 / rate_per_s : INFINITY;
+  r.job_mtbf_s = mtbf_s(c);
   const double delta = c.checkpoint.blocking.seconds();
   r.young_s = young_interval(delta, r.job_mtbf_s);
   r.daly_s = daly_interval(delta, r.job_mtbf_s);
@@ -48,29 +79,16 @@ FailureStudyResult run_failure_study(const FailureStudyConfig& c) {
   }
 
   int64_t every = 0;
-  if (c.interval) {
-    every = steps_for(*c.interval, c.step);
-    r.runs = run_all(c, every, traces);
-  } else {
-    // A geometric grid from one step (or one checkpoint cost) up to four job
-    // MTBFs (or the horizon), whole steps, each interval once.
-    r.searched = true;
-    const double lo = std::max(c.step.seconds(), delta);
-    const double hi = std::max(lo, std::min(4.0 * r.job_mtbf_s, c.horizon.seconds()));
-    int64_t last = 0;
-    double best = -1;
-    for (double tau = lo; tau <= hi * c.search_ratio; tau *= c.search_ratio) {
-      const int64_t k = steps_for(sim::Duration::from_seconds(std::min(tau, hi)), c.step);
-      if (k == last) continue;
-      last = k;
-      std::vector<JobOutcome> runs = run_all(c, k, traces);
-      const double f = mean_fraction(runs);
-      r.search_curve.emplace_back(static_cast<double>(k) * c.step.seconds(), f);
-      if (f > best) {
-        best = f;
-        every = k;
-        r.runs = std::move(runs);
-      }
+  r.searched = !c.interval;
+  double best = -1;
+  for (int64_t k : intervals_in_steps(c)) {
+    std::vector<JobOutcome> runs = run_all(c, k, traces);
+    const double f = mean_fraction(runs);
+    if (r.searched) r.search_curve.emplace_back(static_cast<double>(k) * c.step.seconds(), f);
+    if (f > best) {
+      best = f;
+      every = k;
+      r.runs = std::move(runs);
     }
   }
   r.interval = c.step * every;

@@ -42,4 +42,19 @@ struct FailureStudyResult {
 
 FailureStudyResult run_failure_study(const FailureStudyConfig& c);
 
+// Bounds, stated in README.md ("Limits"), decided before the study runs:
+// failures drawn over all seeds (memory: ~32 bytes each, and every one is
+// replayed at every searched interval), and timeline steps (checkpoint
+// segments plus failures, over every seed and searched interval).
+inline constexpr double kMaxExpectedFailures = 1e6;
+inline constexpr double kMaxTimelineSteps = 1e9;  // ~7 ns each: about 7 s
+
+// What run_failure_study(c) will walk, given `failures_per_seed` expected:
+// the intervals it tries and the timeline steps over all of them.
+struct StudyWork {
+  int intervals = 0;
+  double timeline_steps = 0;
+};
+StudyWork study_work(const FailureStudyConfig& c, double failures_per_seed);
+
 }  // namespace gcsim::workloads::failures

@@ -16,7 +16,9 @@ class JobRun {
     // Bounded so that a segment never leaves int64 picoseconds.
     const int64_t every =
         std::clamp<int64_t>(c_.checkpoint_every_steps, 1, c_.horizon.ps() / step_ps + 1);
-    const sim::Duration segment = c_.step * every;
+    const sim::Duration segment = every > sim::Duration::max().ps() / step_ps
+                                      ? sim::Duration::max()
+                                      : c_.step * every;
     while (t_ < end_) {
       const sim::Time tf = next_failure();
       const sim::Time seg_end = (end_ - t_ < segment) ? end_ : t_ + segment;
@@ -97,10 +99,10 @@ class JobRun {
       ++o_.interruptions;
       ++o_.interruptions_by_class[e.component];
       o_.correlated_link_failures += e.correlated_links;
-      sim::Duration cost = r.detection + r.restart + c_.checkpoint.load;
-      if (r.policy == RecoveryPolicy::resubmit) cost += r.queue_wait;
+      sim::Duration cost = saturating_sum(saturating_sum(r.detection, r.restart), c_.checkpoint.load);
+      if (r.policy == RecoveryPolicy::resubmit) cost = saturating_sum(cost, r.queue_wait);
       if (r.policy == RecoveryPolicy::replace && needs_spare(e.component)) {
-        cost += pool_.take(e.when, r.repair);
+        cost = saturating_sum(cost, pool_.take(e.when, r.repair));
       }
       const sim::Time done = (end_ - e.when <= cost) ? end_ : e.when + cost;
       const sim::Time tf = next_failure();

@@ -26,6 +26,14 @@ const char* recovery_policy_name(RecoveryPolicy p) {
   return "?";
 }
 
+sim::Duration saturating_sum(sim::Duration a, sim::Duration b) {
+  return b > sim::Duration::max() - a ? sim::Duration::max() : a + b;
+}
+
+sim::Time saturating_at(sim::Time t, sim::Duration d) {
+  return d > sim::Time::max() - t ? sim::Time::max() : t + d;
+}
+
 bool needs_spare(ComponentClass c) {
   return c == ComponentClass::gpu || c == ComponentClass::hbm || c == ComponentClass::nic ||
          c == ComponentClass::node;
@@ -40,7 +48,7 @@ sim::Duration SparePool::take(sim::Time now, sim::Duration repair) {
 
   // The failed node goes to repair now; the job takes a free spare, or
   // else waits for the first node back from repair (perhaps its own).
-  returning_.push_back(now + repair);
+  returning_.push_back(saturating_at(now, repair));
   if (free_ > 0) {
     --free_;
     return sim::Duration::zero();

@@ -32,6 +32,14 @@ struct RecoveryConfig {
   int spares = 16;                                        // replace: spare nodes
 };
 
+// a + b for non-negative spans, stopping at Duration::max(): the failure
+// timeline only looks up to its horizon (at most 106 days), so a sum of
+// long configured spans (detection + restart + repair ...) that passes the
+// int64 picosecond range means "after the end", not an error.
+sim::Duration saturating_sum(sim::Duration a, sim::Duration b);
+// t + d, stopping at Time::max() likewise.
+sim::Time saturating_at(sim::Time t, sim::Duration d);
+
 // Hardware faults tie a node up; software, link and switch faults do not
 // (the fabric routes around a dead link or switch).
 bool needs_spare(ComponentClass c);

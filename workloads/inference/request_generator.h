@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "workloads/inference/request.h"
+#include "workloads/inference/trace_parser.h"
 
 namespace gcsim::workloads::inference {
 
@@ -31,15 +32,6 @@ struct LengthDist {
   double zipf_s = 1.1;   // zipf: P(k) proportional to 1 / (k - min + 1)^s on [min, max]
 };
 
-// One line of a request trace (CSV or JSONL).
-struct TraceRow {
-  double arrival_s = 0;  // seconds since the start of the run
-  int64_t prompt = 0;    // prompt tokens
-  int64_t output = 0;    // output tokens
-  int64_t prefix_id = -1;
-  int line = 0;          // 1-based line in the file
-};
-
 struct RequestsConfig {
   int64_t count = 100;
   ArrivalKind arrival = ArrivalKind::poisson;
@@ -55,15 +47,5 @@ struct RequestsConfig {
 // The requests in arrival order (ties keep generation order), ids 0..n-1.
 // Lengths are at least 1 token.
 std::vector<Request> generate_requests(const RequestsConfig& c, uint64_t seed);
-
-// Parses a trace: CSV with columns arrival_s, prompt_tokens, output_tokens
-// and optionally prefix_id (a header line naming them may reorder them), or
-// JSON lines with those keys. Blank lines and lines starting with '#' are
-// skipped. Throws TraceError naming the line on anything malformed.
-struct TraceError {
-  int line = 0;  // 1-based; 0: the file as a whole
-  std::string message;
-};
-std::vector<TraceRow> parse_trace(const std::string& text, bool jsonl);
 
 }  // namespace gcsim::workloads::inference
