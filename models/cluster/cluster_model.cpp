@@ -94,9 +94,21 @@ void ClusterModel::count_closed_form(const Op& op, const std::vector<int>& ranks
   const auto* c = std::get_if<workloads::CollectiveOp>(&op.payload);
   if (c == nullptr || c->bytes.count() == 0) return;
   closed_form_end_ = std::max(closed_form_end_, end);
-  for (const auto& t : network::collective_traffic(algo_for(c->kind), ranks, c->bytes, c->root)) {
-    network_->count_closed_form(t.src, t.dst, t.bytes);
+  // A training step repeats each group's collectives thousands of times:
+  // the footprint per byte is found once per group (and again after a
+  // fault changes the paths), then scaled to each message.
+  if (footprint_version_ != fabric_->version()) {
+    footprints_.clear();
+    footprint_version_ = fabric_->version();
   }
+  const network::CollectiveAlgo algo = algo_for(c->kind);
+  auto key = std::make_tuple(static_cast<int>(algo), c->root, ranks);
+  auto it = footprints_.find(key);
+  if (it == footprints_.end()) {
+    const auto traffic = network::collective_traffic(algo, ranks, sim::Bytes(1), c->root);
+    it = footprints_.emplace(std::move(key), network_->closed_form_footprint(traffic)).first;
+  }
+  network_->count_closed_form(it->second, c->bytes.as_double());
 }
 
 void ClusterModel::attach_network(network::NetworkModel& n, const network::Fabric& fabric) {

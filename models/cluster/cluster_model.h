@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -125,6 +126,10 @@ class ClusterModel : public sim::OpExecutor {
   // and notes that it runs until `end`.
   void count_closed_form(const workloads::Op& op, const std::vector<int>& ranks, sim::Time end);
   sim::Time closed_form_end_ = sim::Time::zero();
+  // Closed-form traffic per byte, by (algorithm, root, ranks), for the
+  // fabric version it was routed on.
+  std::map<std::tuple<int, int, std::vector<int>>, network::LinkFootprint> footprints_;
+  uint64_t footprint_version_ = 0;
   // Queue-pair numbers for p2p transfers, so that successive transfers of
   // one rank pair may hash onto different paths (as NCCL's do).
   uint32_t next_qp_ = 0;

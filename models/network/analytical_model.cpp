@@ -108,21 +108,10 @@ void AnalyticalModel::on_link_state_changed(LinkId link) {
   }
 }
 
-void AnalyticalModel::count_closed_form(int src_rank, int dst_rank, double bytes) {
-  if (closed_form_version_ != fabric_.version()) {
-    closed_form_paths_.clear();
-    closed_form_version_ = fabric_.version();
-  }
-  const uint64_t pair = (static_cast<uint64_t>(static_cast<uint32_t>(src_rank)) << 32) |
-                        static_cast<uint32_t>(dst_rank);
-  auto it = closed_form_paths_.find(pair);
-  if (it == closed_form_paths_.end()) {
-    it = closed_form_paths_.emplace(pair, routing_.ecmp_path({src_rank, dst_rank, 0})).first;
-  }
-  if (it->second.empty()) return;
-  for (LinkId l : it->second) ledger_.add(l, bytes);
-  totals_.bytes_delivered += sim::Bytes(std::llround(bytes));
-  ++totals_.transfers;
+void AnalyticalModel::count_closed_form(const LinkFootprint& footprint, double scale) {
+  ledger_.add(footprint, scale);
+  totals_.bytes_delivered += sim::Bytes(std::llround(footprint.delivered * scale));
+  totals_.transfers += footprint.transfers;
 }
 
 NetworkStats AnalyticalModel::stats(sim::Duration elapsed) const {

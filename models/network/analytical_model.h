@@ -13,7 +13,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 #include "models/network/link_ledger.h"
@@ -29,7 +28,10 @@ class AnalyticalModel : public NetworkModel {
   void start(const Transfer& t, TransferDone done) override;
   void on_link_state_changed(LinkId link) override;
   NetworkStats stats(sim::Duration elapsed) const override;
-  void count_closed_form(int src_rank, int dst_rank, double bytes) override;
+  LinkFootprint closed_form_footprint(const std::vector<RankTraffic>& traffic) const override {
+    return footprint_of(routing_, traffic);
+  }
+  void count_closed_form(const LinkFootprint& footprint, double scale) override;
 
   // The time `t` would take, without starting it; nullopt when unroutable.
   std::optional<sim::Duration> transfer_time(const Transfer& t) const;
@@ -60,10 +62,6 @@ class AnalyticalModel : public NetworkModel {
   UnroutableLog unroutable_;
   std::vector<InFlight> flights_;
   std::vector<int32_t> free_;
-  // ECMP paths of closed-form traffic per (src, dst), rebuilt when a link
-  // changes: a training step repeats the same ring edges thousands of times.
-  std::unordered_map<uint64_t, std::vector<LinkId>> closed_form_paths_;
-  uint64_t closed_form_version_ = 0;
 };
 
 }  // namespace gcsim::models::network

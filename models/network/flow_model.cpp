@@ -279,12 +279,10 @@ void FlowModel::reroute(int32_t slot) {
   solver_.add_flow(slot, f.route);
 }
 
-void FlowModel::count_closed_form(int src_rank, int dst_rank, double bytes) {
-  const std::vector<LinkId> path = routing_.ecmp_path({src_rank, dst_rank, 0});
-  if (path.empty()) return;
-  for (LinkId l : path) ledger_.add(l, bytes);
-  totals_.bytes_delivered += sim::Bytes(std::llround(bytes));
-  ++totals_.transfers;
+void FlowModel::count_closed_form(const LinkFootprint& footprint, double scale) {
+  ledger_.add(footprint, scale);
+  totals_.bytes_delivered += sim::Bytes(std::llround(footprint.delivered * scale));
+  totals_.transfers += footprint.transfers;
 }
 
 NetworkStats FlowModel::stats(sim::Duration elapsed) const {

@@ -40,7 +40,10 @@ class FlowModel : public NetworkModel {
   // when a link comes up; new flows may use it.
   void on_link_state_changed(LinkId link) override;
   NetworkStats stats(sim::Duration elapsed) const override;
-  void count_closed_form(int src_rank, int dst_rank, double bytes) override;
+  LinkFootprint closed_form_footprint(const std::vector<RankTraffic>& traffic) const override {
+    return footprint_of(routing_, traffic);
+  }
+  void count_closed_form(const LinkFootprint& footprint, double scale) override;
 
   // Transfers still sending (not yet drained).
   size_t sending() const { return solver_.num_flows(); }

@@ -2,8 +2,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace gcsim::models::network {
+
+LinkFootprint footprint_of(const Routing& routing, const std::vector<RankTraffic>& traffic) {
+  std::map<LinkId, double> per_link;  // ordered: the footprint is deterministic
+  LinkFootprint f;
+  for (const RankTraffic& t : traffic) {
+    const std::vector<LinkId> path = routing.ecmp_path({t.src, t.dst, 0});
+    if (path.empty()) continue;
+    for (LinkId l : path) per_link[l] += t.bytes;
+    f.delivered += t.bytes;
+    ++f.transfers;
+  }
+  f.per_link.assign(per_link.begin(), per_link.end());
+  return f;
+}
 
 double LinkLedger::utilization(LinkId l, sim::Duration elapsed) const {
   const double seconds = elapsed.seconds();

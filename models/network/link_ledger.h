@@ -14,6 +14,10 @@ class LinkLedger {
   explicit LinkLedger(const Fabric& fabric) : fabric_(fabric), bytes_(fabric.num_links(), 0.0) {}
 
   void add(LinkId l, double bytes) { bytes_[static_cast<size_t>(l)] += bytes; }
+  // A footprint's bytes per link, times `scale`.
+  void add(const LinkFootprint& f, double scale) {
+    for (const auto& [l, per] : f.per_link) add(l, per * scale);
+  }
   double bytes(LinkId l) const { return bytes_[static_cast<size_t>(l)]; }
 
   // bytes / (effective bandwidth × elapsed) of one link.
@@ -26,5 +30,8 @@ class LinkLedger {
   const Fabric& fabric_;
   std::vector<double> bytes_;
 };
+
+// Each pair's bytes on the links of its ECMP path (queue pair 0).
+LinkFootprint footprint_of(const Routing& routing, const std::vector<RankTraffic>& traffic);
 
 }  // namespace gcsim::models::network

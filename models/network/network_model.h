@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "models/network/alpha_beta.h"
 #include "models/network/fabric.h"
 #include "models/network/routing.h"
 #include "sim/simulator.h"
@@ -34,6 +35,14 @@ struct Transfer {
 
 // Called once, when the transfer's last byte reaches the destination GPU.
 using TransferDone = std::function<void()>;
+
+// Where some traffic's bytes go: bytes on each link and delivered bytes
+// per unit of `scale` (the message size), and how many transfers it is.
+struct LinkFootprint {
+  std::vector<std::pair<LinkId, double>> per_link;  // ascending link id
+  double delivered = 0.0;
+  int64_t transfers = 0;
+};
 
 // Per-link figures for the report and the trace.
 struct LinkLoad {
@@ -91,12 +100,14 @@ class NetworkModel {
   // replayer then reports a deadlock naming the waiting ops).
   virtual void start(const Transfer& t, TransferDone done) = 0;
 
-  // Counts `bytes` that a closed form timed (the analytical model's
-  // collectives, see collective_traffic in alpha_beta.h) on each link of
-  // the src -> dst ECMP path and in the delivered totals, so that link
-  // utilization covers all traffic. Nothing moves and nothing is called
-  // back; an unreachable pair counts nowhere.
-  virtual void count_closed_form(int src_rank, int dst_rank, double bytes) = 0;
+  // Traffic a closed form timed (the analytical model's collectives: see
+  // collective_traffic in alpha_beta.h) is counted on the links, so that
+  // link utilization covers all traffic; nothing moves and nothing is
+  // called back. The footprint says where each (src, dst) pair's bytes go
+  // (its ECMP path; an unreachable pair counts nowhere); a caller keeps it
+  // for a group that repeats, and counts it scaled to each message size.
+  virtual LinkFootprint closed_form_footprint(const std::vector<RankTraffic>& traffic) const = 0;
+  virtual void count_closed_form(const LinkFootprint& footprint, double scale) = 0;
 
   // A link's state changed in the Fabric (a fault): reroute what used it,
   // rescale what crosses it.

@@ -111,8 +111,12 @@ TEST_CASE("analytical: closed-form traffic counts on every link of its path",
   test::SmallFabricSpec spec;
   Rig rig(spec);
   // Rank 0 -> rank 1 stays in host 0: gpu0->nvsw, nvsw->gpu1 (450 GB/s).
-  // 0.9 GB over 1 s of run is 0.9e9 / 450e9 = 0.2% of each.
-  rig.model.count_closed_form(0, 1, 0.9e9);
+  // 0.9 GB over 1 s of run is 0.9e9 / 450e9 = 0.2% of each. The footprint
+  // is per byte of message; counting scales it (here 0.9e9 x 1 B).
+  const LinkFootprint f = rig.model.closed_form_footprint({{0, 1, 1.0}});
+  REQUIRE(f.per_link.size() == 2);
+  CHECK(f.transfers == 1);
+  rig.model.count_closed_form(f, 0.9e9);
   const NetworkStats s = rig.model.stats(sim::Duration::from_seconds(1.0));
   REQUIRE(s.busiest_links.size() == 2);
   CHECK(s.busiest_links[0].name == "h0/gpu0->h0/nvsw");

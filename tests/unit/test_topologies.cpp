@@ -437,7 +437,8 @@ class RecordingModel : public NetworkModel {
     seen.push_back({sim_.now(), l, fabric_.link(l).state});
   }
   NetworkStats stats(sim::Duration) const override { return {}; }
-  void count_closed_form(int, int, double) override {}
+  LinkFootprint closed_form_footprint(const std::vector<RankTraffic>&) const override { return {}; }
+  void count_closed_form(const LinkFootprint&, double) override {}
   struct Change {
     sim::Time when;
     LinkId link;

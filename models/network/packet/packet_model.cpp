@@ -735,12 +735,10 @@ double PacketModel::pause_seconds(LinkId l) const {
   return (static_cast<double>(pause_total_ps_[static_cast<size_t>(l)]) + open_pause_ps(l)) * 1e-12;
 }
 
-void PacketModel::count_closed_form(int src_rank, int dst_rank, double bytes) {
-  const std::vector<LinkId> path = routing_.ecmp_path({src_rank, dst_rank, 0});
-  if (path.empty()) return;
-  for (LinkId l : path) ledger_.add(l, bytes);
-  bytes_delivered_ += sim::Bytes(std::llround(bytes));
-  ++transfers_;
+void PacketModel::count_closed_form(const LinkFootprint& footprint, double scale) {
+  ledger_.add(footprint, scale);
+  bytes_delivered_ += sim::Bytes(std::llround(footprint.delivered * scale));
+  transfers_ += footprint.transfers;
 }
 
 NetworkStats PacketModel::stats(sim::Duration elapsed) const {

@@ -60,7 +60,10 @@ class PacketModel : public NetworkModel, private sim::EventHandler {
   void start(const Transfer& t, TransferDone done) override;
   void on_link_state_changed(LinkId link) override;
   NetworkStats stats(sim::Duration elapsed) const override;
-  void count_closed_form(int src_rank, int dst_rank, double bytes) override;
+  LinkFootprint closed_form_footprint(const std::vector<RankTraffic>& traffic) const override {
+    return footprint_of(routing_, traffic);
+  }
+  void count_closed_form(const LinkFootprint& footprint, double scale) override;
   void set_counter_listener(LinkCounterListener l) override;
 
   // One PFC deadlock: the ports (link names, sender side) of a cycle of
