@@ -39,8 +39,10 @@ std::unique_ptr<NetworkStack> probe_network(sim::Simulator& sim, const Scenario&
 }
 
 OneRun run_once(const Scenario& s, const InferenceSetup& setup, const inf::ServingConfig& config,
-                const models::cluster::ClusterModelConfig& cc, bool record, bool progress) {
+                const models::cluster::ClusterModelConfig& cc, bool record, bool progress,
+                const ResourceLimits& limits) {
   sim::Simulator simulator(s.seed);
+  const RunGuard guard(simulator, limits, s.estimate);
   models::cluster::ClusterModel cluster(simulator, cc);
   const std::unique_ptr<NetworkStack> network = build_network_stack(simulator, s);
   cluster.attach_network(*network->model, network->fabric);
@@ -75,6 +77,9 @@ OneRun run_once(const Scenario& s, const InferenceSetup& setup, const inf::Servi
   } catch (const sim::TimeOverflow& e) {
     throw ConfigError(s.config_path, 0, "workload.requests",
                       "the run goes past the simulator's time range: " + std::string(e.what()));
+  } catch (const std::runtime_error&) {
+    guard.check();  // a run stopped at a limit leaves requests unfinished: say which limit
+    throw;
   }
   r.metrics = inf::compute_metrics(r.outcome.requests, r.outcome.itl_s, config.slo);
   if (config.disaggregation.enabled) {
@@ -112,7 +117,7 @@ int run_inference(const Scenario& s, const models::cluster::ClusterModelConfig& 
     auto attainment = [&](double rate) {
       inf::ServingConfig c = config;
       c.requests.rate = rate;
-      const OneRun r = run_once(s, setup, c, cc, false, false);
+      const OneRun r = run_once(s, setup, c, cc, false, false, options.load.limits);
       RatePoint p;
       p.rate = rate;
       p.slo_attainment = *r.metrics.slo_attainment;
@@ -149,7 +154,7 @@ int run_inference(const Scenario& s, const models::cluster::ClusterModelConfig& 
     fig.rate = pass;
   }
 
-  OneRun r = run_once(s, setup, config, cc, true, options.progress);
+  OneRun r = run_once(s, setup, config, cc, true, options.progress, options.load.limits);
   fig.outcome = std::move(r.outcome);
   fig.metrics = r.metrics;
   fig.network = r.network;

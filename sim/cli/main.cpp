@@ -1,7 +1,9 @@
 // The gcsim command: run | check | list. Exit status 0 on success, 2 on bad
 // input (with file, line and key), 1 on an internal error.
 #include <boost/program_options.hpp>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -18,6 +20,7 @@
 #include "sim/config/config_error.h"
 #include "sim/config/did_you_mean.h"
 #include "sim/time.h"
+#include "sim/unit_parse.h"
 
 namespace po = boost::program_options;
 using gcsim::sim::config::ConfigError;
@@ -31,6 +34,7 @@ const char* kUsage =
     "\n"
     "commands:\n"
     "  run CONFIG.yaml [-s key=value]... [-o OUTDIR] [--seed N] [--trace]\n"
+    "      [--max-memory SIZE] [--max-events N]\n"
     "                      simulate; write summary.json, report.md (and trace.json)\n"
     "  check CONFIG.yaml [-s key=value]...\n"
     "                      validate and print the fully resolved config\n"
@@ -59,7 +63,35 @@ struct Parsed {
   std::optional<uint64_t> seed;
   bool trace = false;
   bool quiet = false;
+  gcsim::cli::ResourceLimits limits = gcsim::cli::ResourceLimits::machine();
+  gcsim::cli::LoadOptions load() const { return {sets, seed, limits}; }
 };
+
+// --max-memory SIZE (4GiB, 500MB) and --max-events N (1e9 or 1000000000).
+void parse_limits(const po::variables_map& vm, gcsim::cli::ResourceLimits& limits) {
+  if (vm.count("max-memory")) {
+    const std::string text = vm["max-memory"].as<std::string>();
+    std::string error;
+    const auto b = gcsim::sim::parse_bytes(text, &error);
+    if (!b || b->count() <= 0) {
+      throw ConfigError("command line", 0, "--max-memory",
+                        b ? "must be positive, got '" + text + "'" : error);
+    }
+    limits.max_memory_bytes = static_cast<double>(b->count());
+    limits.memory_source = "--max-memory";
+  }
+  if (vm.count("max-events")) {
+    const std::string text = vm["max-events"].as<std::string>();
+    char* end = nullptr;
+    const double n = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(n >= 1) || n > 1e18 || n != std::floor(n)) {
+      throw ConfigError("command line", 0, "--max-events",
+                        "expected a whole number of events from 1 to 1e18 (e.g. 2e9), got '" + text + "'");
+    }
+    limits.max_events = static_cast<uint64_t>(n);
+    limits.events_from_flag = true;
+  }
+}
 
 Parsed parse(const std::vector<std::string>& args, bool allow_run_options) {
   po::options_description opts("options");
@@ -70,6 +102,8 @@ Parsed parse(const std::vector<std::string>& args, bool allow_run_options) {
       "seed", po::value<int64_t>(&seed), "random seed (overrides simulation.seed)")(
       "trace", po::bool_switch(), "write trace.json (Perfetto)")(
       "quiet,q", po::bool_switch(), "no progress lines on stderr")(
+      "max-memory", po::value<std::string>(), "refuse a run estimated above SIZE (default: this machine's memory)")(
+      "max-events", po::value<std::string>(), "stop a run at N events (default 1e9)")(
       "args", po::value<std::vector<std::string>>(), "positional");
   po::positional_options_description pos;
   pos.add("args", -1);
@@ -89,6 +123,7 @@ Parsed parse(const std::vector<std::string>& args, bool allow_run_options) {
   }
   p.trace = vm["trace"].as<bool>();
   p.quiet = vm["quiet"].as<bool>();
+  parse_limits(vm, p.limits);
   return p;
 }
 
@@ -100,7 +135,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& rest) {
       std::fprintf(stderr, "gcsim %s: expected one CONFIG.yaml\n\n%s", command.c_str(), kUsage);
       return kBadInput;
     }
-    LoadOptions load{p.sets, p.seed};
+    const LoadOptions load = p.load();
     if (command == "check") return check_command(p.positional[0], load, std::cout);
     RunOptions run{load, p.out_dir, p.trace, !p.quiet};
     return run_command(p.positional[0], run, std::cout);
@@ -112,7 +147,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& rest) {
       std::fprintf(stderr, "gcsim export: expected one CONFIG.yaml and -o DIR\n\n%s", kUsage);
       return kBadInput;
     }
-    return export_command(p.positional[0], LoadOptions{p.sets, p.seed}, p.out_dir, std::cout);
+    return export_command(p.positional[0], p.load(), p.out_dir, std::cout);
   }
 #endif
   if (command == "explain") {
@@ -121,7 +156,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& rest) {
       std::fprintf(stderr, "gcsim explain: expected one CONFIG.yaml (no --trace)\n\n%s", kUsage);
       return kBadInput;
     }
-    return explain_command(p.positional[0], ExplainOptions{LoadOptions{p.sets, p.seed}, p.out_dir}, std::cout);
+    return explain_command(p.positional[0], ExplainOptions{p.load(), p.out_dir}, std::cout);
   }
   if (command == "sweep") return sweep_command(rest, std::cout);
   if (command == "quiz") return quiz_command(rest, std::cout);

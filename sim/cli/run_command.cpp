@@ -95,9 +95,11 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
                    recorder.records().size(), total_ops);
     });
   }
+  const RunGuard guard(simulator, options.load.limits, s.estimate);
   try {
     replayer.start();
     simulator.run();
+    guard.check();
   } catch (const sim::TimeOverflow& e) {
     // A straggler stretches its kernels by 1/speed: the likeliest cause then.
     const bool slow = any_slow(s.cluster.stragglers);
