@@ -232,20 +232,17 @@ double graph_instances(const YAML::Node& ops, int num_ranks) {
   double n = 0;
   // A missing key of a const node is an invalid node, which throws on any
   // question but IsDefined().
-  const auto get = [](const YAML::Node& map, const char* key) {
-    const YAML::Node v = map[key];
-    return v.IsDefined() ? v : YAML::Node();
-  };
+  const auto has = [](const YAML::Node& map, const char* key) { return map[key].IsDefined(); };
   for (const auto& item : ops) {
     if (!item.IsMap()) {
       n += 1;
       continue;
     }
-    const YAML::Node kind = get(item, "op");
-    const YAML::Node ranks = get(item, "ranks");
+    const YAML::Node kind = has(item, "op") ? item["op"] : YAML::Node();
+    const YAML::Node ranks = has(item, "ranks") ? item["ranks"] : YAML::Node();
     if (kind.IsScalar() && kind.Scalar() == "p2p") {
       n += 2;
-    } else if (!get(item, "rank").IsDefined() || ranks.IsSequence() || ranks.IsScalar()) {
+    } else if (!has(item, "rank")) {
       n += ranks.IsSequence() ? static_cast<double>(ranks.size()) : num_ranks;
     } else {
       n += 1;
