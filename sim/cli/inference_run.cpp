@@ -90,12 +90,6 @@ OneRun run_once(const Scenario& s, const InferenceSetup& setup, const inf::Servi
   return r;
 }
 
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream f(path);
-  if (!f) throw std::runtime_error("cannot write " + path.string());
-  f << text;
-}
-
 }  // namespace
 
 int run_inference(const Scenario& s, const models::cluster::ClusterModelConfig& cc,
@@ -163,8 +157,8 @@ int run_inference(const Scenario& s, const models::cluster::ClusterModelConfig& 
   fig.wall_time_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   if (options.trace) write_inference_trace(fig, (dir / "trace.json").string());
-  write_file(dir / "summary.json", build_inference_summary(fig).dump(2) + "\n");
-  write_file(dir / "report.md", build_inference_report(fig));
+  write_output_file(dir / "summary.json", build_inference_summary(fig).dump(2) + "\n");
+  write_output_file(dir / "report.md", build_inference_report(fig));
   out << inference_human_summary(fig, dir.string(), options.trace);
   return 0;
 }
