@@ -196,6 +196,14 @@ int main(int argc, char** argv) {
                          "simulated time): %s; a duration, rate or speed in the config is out of "
                          "range\n", e.what());
     return kBadInput;
+  } catch (const std::bad_alloc&) {
+    // The limits' estimates missed (README "Limits"): the config asks for
+    // more memory than the process may have. Not a bug of the input's
+    // syntax, but not gcsim's either.
+    std::fprintf(stderr, "gcsim: error: out of memory: the config needs more memory than this "
+                         "process may use (physical memory, cgroup or ulimit -v); shrink the "
+                         "workload, or lower --max-memory so that it is refused before it runs\n");
+    return kBadInput;
   } catch (const po::error& e) {
     std::fprintf(stderr, "gcsim: %s\n\n%s", e.what(), kUsage);
     return kBadInput;

@@ -107,12 +107,22 @@ double resident_memory_bytes() {
   return resident * static_cast<double>(sysconf(_SC_PAGE_SIZE));
 }
 
+double virtual_memory_bytes() {
+  std::ifstream f("/proc/self/statm");
+  double size = 0;
+  if (!(f >> size)) return 0;
+  return size * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+}
+
 RunGuard::RunGuard(sim::Simulator& simulator, const ResourceLimits& limits,
                    const ResourceEstimate& estimate)
     : simulator_(simulator), limits_(limits), estimate_(estimate) {
   simulator_.set_event_limit(limits_.max_events);
-  simulator_.set_watchdog([this] {
-    memory_seen_ = resident_memory_bytes();
+  // Under ulimit -v allocations fail by address space, which runs ahead of
+  // resident memory: watch what the limit limits.
+  const bool address_space = limits_.memory_source == "ulimit -v";
+  simulator_.set_watchdog([this, address_space] {
+    memory_seen_ = address_space ? virtual_memory_bytes() : resident_memory_bytes();
     return memory_seen_ <= limits_.max_memory_bytes;
   });
 }
@@ -134,7 +144,7 @@ void RunGuard::check() const {
   }
   throw sim::config::ConfigError(
       "command line", 0, "--max-memory",
-      "the run's resident memory reached " + human_bytes(memory_seen_) + ", over " +
+      "the run's memory reached " + human_bytes(memory_seen_) + ", over " +
           limits_.memory_text() + at + "; it was stopped before the machine ran out. Shrink the "
           "workload or raise --max-memory");
 }

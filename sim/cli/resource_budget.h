@@ -41,6 +41,10 @@ inline constexpr double kEventsPerRunOp = 6;
 // on configs/examples/inference_llama3_8b.yaml at 10,000-40,000 requests.
 inline constexpr double kBytesPerRequest = 4000;
 inline constexpr double kEventsPerRequest = 3;
+// Chakra traces, loaded whole: memory per byte of ET file and ET bytes per
+// op (an 803 MB export of a 500-layer Llama 3 8B step: 3.85M ops, 5.4 GB).
+inline constexpr double kBytesPerTraceByte = 7;
+inline constexpr double kTraceBytesPerOp = 210;
 
 struct ResourceLimits {
   double max_memory_bytes = 0;  // > 0
@@ -75,8 +79,10 @@ struct ResourceEstimate {
 void enforce(const ResourceEstimate& e, const ResourceLimits& l, const sim::config::ConfigReader& at,
              const std::string& key, const std::string& what, const std::string& advice);
 
-// Resident memory of this process, bytes (/proc/self/statm); 0 if unknown.
+// Resident memory and address space of this process, bytes
+// (/proc/self/statm); 0 if unknown.
 double resident_memory_bytes();
+double virtual_memory_bytes();
 
 // Holds a simulator to the limits while it runs: the event limit, and a
 // watchdog on resident memory every 2^20 events. After run(), check()

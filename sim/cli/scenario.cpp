@@ -169,7 +169,8 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
     s.graph = std::move(s.training->workload.graph);
 #ifndef GCSIM_NO_CHAKRA
   } else if (s.workload_kind == "chakra") {
-    s.graph = load_chakra_workload(workload, s.cluster.total_gpus(), s.cluster.gpu, s.notes);
+    s.graph = load_chakra_workload(workload, s.cluster.total_gpus(), s.cluster.gpu, s.notes,
+                                   options.limits);
 #endif
   } else if (s.workload_kind == "inference") {
     if (any_slow(s.cluster.stragglers)) {

@@ -120,3 +120,18 @@ TEST_CASE("resource limits: serving too many requests is refused; a run past --m
                  {"command line: key '--max-events'", "reached --max-events 1000",
                   "nothing was written"});
 }
+
+#ifndef GCSIM_NO_CHAKRA
+TEST_CASE("resource limits: a Chakra trace is weighed by its files before it is read", "[cli]") {
+  // two_ranks.{0,1}.et hold 753 + 678 = 1431 B: 64 MiB + 7 x 1431 B =
+  // 67,118,881 B. A limit just under refuses it; just over runs it.
+  const std::string config = source_path("tests/data/chakra/two_ranks.chakra.yaml");
+  expect_refused(config, {"--max-memory", "67110000B"},
+                 {"key 'workload.prefix'", "the trace's 2 files hold 1431 B"});
+  TempDir tmp;
+  const GcsimResult r = run_gcsim({"run", config, "-q", "-o", (tmp / "out").string(),
+                                   "--max-memory", "67120000B"});
+  INFO(r.err);
+  CHECK(r.exit_status == 0);
+}
+#endif
