@@ -24,11 +24,21 @@ uint64_t Simulator::run(Time until) {
   const uint64_t start = events_executed_;
   last_progress_ = std::chrono::steady_clock::now();
   while (!stopped_ && !queue_.empty() && queue_.next_time() <= until) {
+    if (events_executed_ >= event_limit_) {
+      limit_ = Limit::events;
+      break;
+    }
     Event ev = queue_.pop();
     now_ = ev.time;  // monotonic by construction: schedule_at refuses the past
     ev.handler->handle_event(ev.tag);
     // Checking the wall clock costs ~20 ns; do it once per 2^20 events.
-    if ((++events_executed_ & 0xFFFFF) == 0 && progress_) report_progress();
+    if ((++events_executed_ & 0xFFFFF) == 0) {
+      if (progress_) report_progress();
+      if (watchdog_ && !watchdog_()) {
+        limit_ = Limit::watchdog;
+        break;
+      }
+    }
   }
   return events_executed_ - start;
 }

@@ -50,6 +50,14 @@ class Simulator {
 
   void set_progress(ProgressFn fn) { progress_ = std::move(fn); }
 
+  // Limits, for runs a user's config could make endless: run() stops before
+  // the event that would pass `max_events` in all, or when `watchdog`
+  // (called every 2^20 events) returns false; limit_reached() says which.
+  enum class Limit { none, events, watchdog };
+  void set_event_limit(uint64_t max_events) { event_limit_ = max_events; }
+  void set_watchdog(std::function<bool()> fn) { watchdog_ = std::move(fn); }
+  Limit limit_reached() const { return limit_; }
+
   // A deterministic stream for one named component ("gpu3/sm", "ecmp/leaf7").
   RandomStream random_stream(std::string_view component) const {
     return RandomStream(seed_, component);
@@ -76,6 +84,9 @@ class Simulator {
   uint64_t events_executed_ = 0;
   bool stopped_ = false;
   ProgressFn progress_;
+  uint64_t event_limit_ = UINT64_MAX;
+  std::function<bool()> watchdog_;
+  Limit limit_ = Limit::none;
   std::chrono::steady_clock::time_point last_progress_{};
 };
 

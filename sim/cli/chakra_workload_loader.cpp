@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "sim/cli/format.h"
 #include "sim/config/input_file.h"
 #include "workloads/chakra/trace_file.h"
 #include "workloads/chakra/trace_loader.h"
@@ -70,11 +71,36 @@ std::map<std::string, std::vector<int>> read_comm_groups(ConfigReader& w) {
   return groups;
 }
 
+// A trace is loaded whole (README Status), ~6.7 bytes of memory per byte
+// of ET file and one op per ~210 bytes (an 803 MB export of a Llama 3 8B
+// step at 500 layers: 3.85M ops, 5.4 GB resident): refuse before reading
+// what would not fit. Files of unknown size (devices) are read and fail
+// on their content.
+void check_trace_budget(ConfigReader& w, const std::string& prefix, int num_ranks,
+                        const ResourceLimits& limits) {
+  double bytes = 0;
+  for (int r = 0; r < num_ranks; ++r) {
+    std::error_code ec;
+    const auto path = workloads::chakra::rank_file(prefix, r);
+    if (std::filesystem::is_regular_file(path, ec)) {
+      bytes += static_cast<double>(std::filesystem::file_size(path, ec));
+    }
+  }
+  const double ops = bytes / kTraceBytesPerOp;
+  ResourceEstimate e = ResourceEstimate::from_ops(ops, ops);
+  e.memory_bytes = kBaseBytes + bytes * kBytesPerTraceByte;
+  enforce(e, limits, w, "prefix",
+          "the trace's " + std::to_string(num_ranks) + " files hold " + human_bytes(bytes) +
+              " (about " + fmt("%.3g", ops) + " ops)",
+          "Replay fewer ranks or a shorter trace");
+}
+
 }  // namespace
 
 std::unique_ptr<workloads::WorkloadGraph> load_chakra_workload(ConfigReader& w, int num_ranks,
                                                                const models::gpu::GpuSpec& gpu,
-                                                               std::vector<std::string>& notes) {
+                                                               std::vector<std::string>& notes,
+                                                               const ResourceLimits& limits) {
   const std::string prefix = w.get_path(
       "prefix", std::nullopt, "trace files PREFIX.<rank>.et, one per GPU (relative to this config)");
   ImportOptions options;
@@ -87,6 +113,7 @@ std::unique_ptr<workloads::WorkloadGraph> load_chakra_workload(ConfigReader& w, 
           ? ComputeTiming::model
           : ComputeTiming::trace;
   options.comm_groups = read_comm_groups(w);
+  check_trace_budget(w, prefix, num_ranks, limits);
   workloads::chakra::LoadedTrace trace;
   try {
     trace = workloads::chakra::load_trace(prefix, options);

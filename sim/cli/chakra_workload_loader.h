@@ -19,13 +19,15 @@
 #include <vector>
 
 #include "models/gpu/gpu_spec.h"
+#include "sim/cli/resource_budget.h"
 #include "sim/config/config_reader.h"
 #include "workloads/ir.h"
 
 namespace gcsim::cli {
 
+// Trace files larger than `limits` allow are refused before they are read.
 std::unique_ptr<workloads::WorkloadGraph> load_chakra_workload(
     sim::config::ConfigReader& workload, int num_ranks, const models::gpu::GpuSpec& gpu,
-    std::vector<std::string>& notes);
+    std::vector<std::string>& notes, const ResourceLimits& limits);
 
 }  // namespace gcsim::cli

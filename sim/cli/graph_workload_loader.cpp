@@ -6,6 +6,7 @@
 #include <set>
 
 #include "models/cluster/cluster_model.h"
+#include "sim/cli/format.h"
 #include "sim/cli/rank_group.h"
 #include "sim/config/did_you_mean.h"
 
@@ -222,8 +223,51 @@ void check_acyclic(const std::vector<ParsedOp>& ops, const std::map<std::string,
 
 }  // namespace
 
+namespace {
+
+// The ops a hand-written graph will hold, counted from its YAML before any
+// op is read: an op on one rank is one, a p2p two, a collective one per
+// rank it names (`ranks: all`, or absent, is every rank).
+double graph_instances(const YAML::Node& ops, int num_ranks) {
+  double n = 0;
+  // A missing key of a const node is an invalid node, which throws on any
+  // question but IsDefined().
+  const auto has = [](const YAML::Node& map, const char* key) { return map[key].IsDefined(); };
+  for (const auto& item : ops) {
+    if (!item.IsMap()) {
+      n += 1;
+      continue;
+    }
+    const YAML::Node kind = has(item, "op") ? item["op"] : YAML::Node();
+    const YAML::Node ranks = has(item, "ranks") ? item["ranks"] : YAML::Node();
+    if (kind.IsScalar() && kind.Scalar() == "p2p") {
+      n += 2;
+    } else if (!has(item, "rank")) {
+      n += ranks.IsSequence() ? static_cast<double>(ranks.size()) : num_ranks;
+    } else {
+      n += 1;
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
 std::unique_ptr<WorkloadGraph> load_graph_workload(ConfigReader& workload, int num_ranks,
-                                                   const models::gpu::GpuSpec& gpu) {
+                                                   const models::gpu::GpuSpec& gpu,
+                                                   const ResourceLimits& limits) {
+  const YAML::Node raw_ops = workload.raw("ops", "the ops, in issue order per stream");
+  if (raw_ops.IsSequence()) {
+    const double items = static_cast<double>(raw_ops.size());
+    const double instances = graph_instances(raw_ops, num_ranks);
+    // Each written op also keeps its YAML node, resolved config and docs.
+    ResourceEstimate e = ResourceEstimate::from_ops(instances, instances);
+    e.memory_bytes += items * kBytesPerGraphOp;
+    enforce(e, limits, workload, "ops",
+            "the graph's " + fmt("%.0f", items) + " ops (" + fmt("%.0f", instances) +
+                " once collectives are counted per rank)",
+            "Split the graph, or write fewer ops");
+  }
   auto graph = std::make_unique<WorkloadGraph>(num_ranks);
   graph->intern_stream("compute");
   std::vector<ParsedOp> ops;

@@ -8,15 +8,18 @@
 #include <memory>
 
 #include "models/gpu/gpu_spec.h"
+#include "sim/cli/resource_budget.h"
 #include "sim/config/config_reader.h"
 #include "workloads/ir.h"
 
 namespace gcsim::cli {
 
 // Every compute op is also costed once on `gpu`, so that a shape the GPU
-// cannot run (fp8 on an A100) is refused at load time with its line.
+// cannot run (fp8 on an A100) is refused at load time with its line. A
+// graph whose ops would exceed `limits` is refused before any op is read.
 std::unique_ptr<workloads::WorkloadGraph> load_graph_workload(sim::config::ConfigReader& workload,
                                                               int num_ranks,
-                                                              const models::gpu::GpuSpec& gpu);
+                                                              const models::gpu::GpuSpec& gpu,
+                                                              const ResourceLimits& limits);
 
 }  // namespace gcsim::cli

@@ -40,8 +40,10 @@ std::unique_ptr<NetworkStack> probe_network(sim::Simulator& sim, const Scenario&
 }
 
 OneRun run_once(const Scenario& s, const InferenceSetup& setup, const inf::ServingConfig& config,
-                const models::cluster::ClusterModelConfig& cc, bool record, bool progress) {
+                const models::cluster::ClusterModelConfig& cc, bool record, bool progress,
+                const ResourceLimits& limits) {
   sim::Simulator simulator(s.seed);
+  const RunGuard guard(simulator, limits, s.estimate);
   models::cluster::ClusterModel cluster(simulator, cc);
   const std::unique_ptr<NetworkStack> network = build_network_stack(simulator, s);
   cluster.attach_network(*network->model, network->fabric);
@@ -76,6 +78,9 @@ OneRun run_once(const Scenario& s, const InferenceSetup& setup, const inf::Servi
   } catch (const sim::TimeOverflow& e) {
     throw ConfigError(s.config_path, 0, "workload.requests",
                       "the run goes past the simulator's time range: " + std::string(e.what()));
+  } catch (const std::runtime_error&) {
+    guard.check();  // a run stopped at a limit leaves requests unfinished: say which limit
+    throw;
   }
   r.metrics = inf::compute_metrics(r.outcome.requests, r.outcome.itl_s, config.slo);
   if (config.disaggregation.enabled) {
@@ -84,12 +89,6 @@ OneRun run_once(const Scenario& s, const InferenceSetup& setup, const inf::Servi
   r.events = simulator.events_executed();
   r.probes = timer.runs();
   return r;
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream f(path);
-  if (!f) throw std::runtime_error("cannot write " + path.string());
-  f << text;
 }
 
 }  // namespace
@@ -113,7 +112,7 @@ int run_inference(const Scenario& s, const models::cluster::ClusterModelConfig& 
     auto attainment = [&](double rate) {
       inf::ServingConfig c = config;
       c.requests.rate = rate;
-      const OneRun r = run_once(s, setup, c, cc, false, false);
+      const OneRun r = run_once(s, setup, c, cc, false, false, options.load.limits);
       RatePoint p;
       p.rate = rate;
       p.slo_attainment = *r.metrics.slo_attainment;
@@ -150,7 +149,7 @@ int run_inference(const Scenario& s, const models::cluster::ClusterModelConfig& 
     fig.rate = pass;
   }
 
-  OneRun r = run_once(s, setup, config, cc, true, options.progress);
+  OneRun r = run_once(s, setup, config, cc, true, options.progress, options.load.limits);
   fig.outcome = std::move(r.outcome);
   fig.metrics = r.metrics;
   fig.network = r.network;
@@ -161,8 +160,8 @@ int run_inference(const Scenario& s, const models::cluster::ClusterModelConfig& 
   if (options.trace) write_inference_trace(fig, (dir / "trace.json").string());
   sim::config::Json summary = build_inference_summary(fig);
   add_fault_verdict(s, inference_faults_not_honoured(s), summary);
-  write_file(dir / "summary.json", summary.dump(2) + "\n");
-  write_file(dir / "report.md", build_inference_report(fig));
+  write_output_file(dir / "summary.json", summary.dump(2) + "\n");
+  write_output_file(dir / "report.md", build_inference_report(fig));
   out << inference_human_summary(fig, dir.string(), options.trace);
   return 0;
 }

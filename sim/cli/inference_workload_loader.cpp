@@ -77,14 +77,27 @@ inf::LengthDist read_length(ConfigReader& r, const std::string& key, int64_t fal
 
 // Streamed line by line (sim/config/input_file.h: at most kMaxDataBytes),
 // so that a large trace is never held as text beside its rows.
-std::vector<inf::TraceRow> read_trace_file(ConfigReader& req, const std::string& path) {
+// A trace may not hold more requests than the memory limit serves
+// (resource_budget.h); it stops being read at the first one over.
+std::vector<inf::TraceRow> read_trace_file(ConfigReader& req, const std::string& path,
+                                           const ResourceLimits& limits) {
   sim::config::InputLines lines(path, sim::config::kMaxDataBytes, "serving trace");
   if (!lines.ok()) req.fail("trace", "'" + path + "': " + lines.error());
   const bool jsonl = path.size() >= 6 && (path.substr(path.size() - 6) == ".jsonl" ||
                                           path.substr(path.size() - 5) == ".json");
+  const double max_rows = (limits.max_memory_bytes - kBaseBytes) / kBytesPerRequest;
   try {
     inf::TraceParser parser(jsonl);
-    while (auto line = lines.next()) parser.add_line(*line, lines.line_number());
+    while (auto line = lines.next()) {
+      parser.add_line(*line, lines.line_number());
+      if (static_cast<double>(parser.rows()) > max_rows) {
+        req.fail("trace", "'" + path + "' holds more than " + fmt("%.0f", max_rows) +
+                              " requests by line " + std::to_string(lines.line_number()) +
+                              ", more than " + limits.memory_text() + " serves at ~" +
+                              fmt("%.0f", kBytesPerRequest) + " B per request; use part of the "
+                              "trace (requests.count takes its first rows)");
+      }
+    }
     if (!lines.ok()) throw ConfigError(path, 0, req.path() + ".trace", lines.error());
     return parser.finish();
   } catch (const inf::TraceError& e) {
@@ -92,7 +105,8 @@ std::vector<inf::TraceRow> read_trace_file(ConfigReader& req, const std::string&
   }
 }
 
-inf::RequestsConfig read_requests(ConfigReader& w, inf::RateSearch& search, std::string& trace_path) {
+inf::RequestsConfig read_requests(ConfigReader& w, inf::RateSearch& search, std::string& trace_path,
+                                  const ResourceLimits& limits) {
   ConfigReader r = w.child("requests", "the load: how many requests, when, how long", true);
   inf::RequestsConfig c;
   bool uses_trace = false;
@@ -138,7 +152,7 @@ inf::RequestsConfig read_requests(ConfigReader& w, inf::RateSearch& search, std:
                           "request trace (relative to this config): CSV (arrival_s, "
                           "prompt_tokens, output_tokens[, prefix_id]) or JSONL with those keys");
   if (!trace_path.empty()) {
-    c.trace = read_trace_file(r, trace_path);
+    c.trace = read_trace_file(r, trace_path, limits);
   } else if (uses_trace) {
     r.fail("trace", "arrival or lengths come from a trace: set requests.trace to its file");
   }
@@ -148,6 +162,11 @@ inf::RequestsConfig read_requests(ConfigReader& w, inf::RateSearch& search, std:
     r.fail("count", "the trace has only " + std::to_string(rows) + " requests, count is " +
                         std::to_string(c.count));
   }
+  ResourceEstimate e;
+  e.memory_bytes = kBaseBytes + static_cast<double>(c.count) * kBytesPerRequest;
+  e.events = static_cast<double>(c.count) * kEventsPerRequest;
+  enforce(e, limits, r, "count", fmt("%.0f requests", static_cast<double>(c.count)),
+          "Serve fewer requests (a few thousand give stable percentiles)");
 
   ConfigReader s = r.child("search", "rate search (requests.arrival.rate: search)");
   search.target = s.get_double("target", 0.9, "SLO attainment the rate must keep");
@@ -184,7 +203,8 @@ void check_parallel(ConfigReader& sv, const ModelSpec& m, const inf::ParallelSha
 }  // namespace
 
 std::shared_ptr<InferenceSetup> load_inference_workload(ConfigReader& w, const ClusterConfig& cluster,
-                                                        std::vector<std::string>& notes) {
+                                                        std::vector<std::string>& notes,
+                                                        const ResourceLimits& limits) {
   auto setup = std::make_shared<InferenceSetup>();
   inf::ServingConfig& c = setup->serving;
   c.model = read_model(w);
@@ -346,7 +366,9 @@ std::shared_ptr<InferenceSetup> load_inference_workload(ConfigReader& w, const C
   sv.finish();
 
   // --- requests and SLOs ---
-  c.requests = read_requests(w, c.rate_search, setup->trace_path);
+  c.requests = read_requests(w, c.rate_search, setup->trace_path, limits);
+  setup->estimate.memory_bytes = kBaseBytes + static_cast<double>(c.requests.count) * kBytesPerRequest;
+  setup->estimate.events = static_cast<double>(c.requests.count) * kEventsPerRequest;
   ConfigReader slo = w.child("slo", "service-level objectives per request");
   const auto read_slo = [&](const char* key, const char* doc) -> std::optional<sim::Duration> {
     if (!slo.has(key)) {

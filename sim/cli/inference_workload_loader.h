@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sim/cli/scenario.h"
+#include "sim/cli/resource_budget.h"
 #include "sim/config/config_reader.h"
 #include "workloads/inference/kv_capacity.h"
 #include "workloads/inference/serving_config.h"
@@ -22,10 +23,13 @@ struct InferenceSetup {
   workloads::inference::MemoryPlan memory;          // unified / decode replicas
   workloads::inference::MemoryPlan prefill_memory;  // prefill pool (disaggregation)
   std::string trace_path;                           // requests.trace, "" when none
+  ResourceEstimate estimate;                        // from requests.count (resource_budget.h)
 };
 
+// More requests than `limits` serve are refused before any is generated.
 std::shared_ptr<InferenceSetup> load_inference_workload(sim::config::ConfigReader& workload,
                                                         const ClusterConfig& cluster,
-                                                        std::vector<std::string>& notes);
+                                                        std::vector<std::string>& notes,
+                                                        const ResourceLimits& limits);
 
 }  // namespace gcsim::cli

@@ -3,7 +3,9 @@
 // key; an option error prints that command's usage line), 1 on an internal
 // error. `gcsim <command> --help` and `gcsim --version` exit 0.
 #include <boost/program_options.hpp>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -21,6 +23,7 @@
 #include "sim/config/config_error.h"
 #include "sim/config/did_you_mean.h"
 #include "sim/time.h"
+#include "sim/unit_parse.h"
 
 namespace po = boost::program_options;
 using gcsim::sim::config::ConfigError;
@@ -36,7 +39,35 @@ struct Parsed {
   std::optional<uint64_t> seed;
   bool trace = false;
   bool quiet = false;
+  gcsim::cli::ResourceLimits limits = gcsim::cli::ResourceLimits::machine();
+  gcsim::cli::LoadOptions load() const { return {sets, seed, limits}; }
 };
+
+// --max-memory SIZE (4GiB, 500MB) and --max-events N (1e9 or 1000000000).
+void parse_limits(const po::variables_map& vm, gcsim::cli::ResourceLimits& limits) {
+  if (vm.count("max-memory")) {
+    const std::string text = vm["max-memory"].as<std::string>();
+    std::string error;
+    const auto b = gcsim::sim::parse_bytes(text, &error);
+    if (!b || b->count() <= 0) {
+      throw ConfigError("command line", 0, "--max-memory",
+                        b ? "must be positive, got '" + text + "'" : error);
+    }
+    limits.max_memory_bytes = static_cast<double>(b->count());
+    limits.memory_source = "--max-memory";
+  }
+  if (vm.count("max-events")) {
+    const std::string text = vm["max-events"].as<std::string>();
+    char* end = nullptr;
+    const double n = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(n >= 1) || n > 1e18 || n != std::floor(n)) {
+      throw ConfigError("command line", 0, "--max-events",
+                        "expected a whole number of events from 1 to 1e18 (e.g. 2e9), got '" + text + "'");
+    }
+    limits.max_events = static_cast<uint64_t>(n);
+    limits.events_from_flag = true;
+  }
+}
 
 Parsed parse(const std::vector<std::string>& args, bool allow_run_options) {
   po::options_description opts("options");
@@ -47,6 +78,8 @@ Parsed parse(const std::vector<std::string>& args, bool allow_run_options) {
       "seed", po::value<int64_t>(&seed), "random seed (overrides simulation.seed)")(
       "trace", po::bool_switch(), "write trace.json (Perfetto)")(
       "quiet,q", po::bool_switch(), "no progress lines on stderr")(
+      "max-memory", po::value<std::string>(), "refuse a run estimated above SIZE (default: this machine's memory)")(
+      "max-events", po::value<std::string>(), "stop a run at N events (default 1e9)")(
       "args", po::value<std::vector<std::string>>(), "positional");
   po::positional_options_description pos;
   pos.add("args", -1);
@@ -66,6 +99,7 @@ Parsed parse(const std::vector<std::string>& args, bool allow_run_options) {
   }
   p.trace = vm["trace"].as<bool>();
   p.quiet = vm["quiet"].as<bool>();
+  parse_limits(vm, p.limits);
   return p;
 }
 
@@ -83,7 +117,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& rest) {
   if (command == "run" || command == "check") {
     Parsed p = parse(rest, command == "run");
     if (p.positional.size() != 1) throw po::error("expected one CONFIG.yaml");
-    LoadOptions load{p.sets, p.seed};
+    const LoadOptions load = p.load();
     if (command == "check") return check_command(p.positional[0], load, std::cout);
     RunOptions run{load, p.out_dir, p.trace, !p.quiet};
     return run_command(p.positional[0], run, std::cout);
@@ -94,13 +128,13 @@ int dispatch(const std::string& command, const std::vector<std::string>& rest) {
     if (p.positional.size() != 1 || p.out_dir.empty() || p.trace) {
       throw po::error("expected one CONFIG.yaml and -o DIR");
     }
-    return export_command(p.positional[0], LoadOptions{p.sets, p.seed}, p.out_dir, std::cout);
+    return export_command(p.positional[0], p.load(), p.out_dir, std::cout);
   }
 #endif
   if (command == "explain") {
     Parsed p = parse(rest, true);
     if (p.positional.size() != 1 || p.trace) throw po::error("expected one CONFIG.yaml (no --trace)");
-    return explain_command(p.positional[0], ExplainOptions{LoadOptions{p.sets, p.seed}, p.out_dir}, std::cout);
+    return explain_command(p.positional[0], ExplainOptions{p.load(), p.out_dir}, std::cout);
   }
   if (command == "sweep") return sweep_command(rest, std::cout);
   if (command == "quiz") return quiz_command(rest, std::cout);
@@ -155,6 +189,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gcsim: error: the run leaves the simulator's time range (106 days of "
                          "simulated time): %s; a duration, rate or speed in the config is out of "
                          "range\n", e.what());
+    return kBadInput;
+  } catch (const std::bad_alloc&) {
+    // The limits' estimates missed (README "Limits"): the config asks for
+    // more memory than the process may have. Not a bug of the input's
+    // syntax, but not gcsim's either.
+    std::fprintf(stderr, "gcsim: error: out of memory: the config needs more memory than this "
+                         "process may use (physical memory, cgroup or ulimit -v); shrink the "
+                         "workload, or lower --max-memory so that it is refused before it runs\n");
     return kBadInput;
   } catch (const po::error& e) {
     // Only this command's usage: the whole overview would bury the message.

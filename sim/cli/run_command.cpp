@@ -35,13 +35,37 @@ std::string default_out_dir(const std::string& config_path) {
   return (fs::path("out") / fs::path(config_path).stem()).string();
 }
 
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream f(path);
-  if (!f) throw std::runtime_error("cannot write " + path.string());
-  f << text;
+// Creates the output directory and proves it takes a file, before the run
+// (as root, /proc/self and /sys pass access() but refuse files).
+void prepare_output_dir(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    throw ConfigError("command line", 0, "-o",
+                      "cannot create output directory '" + dir.string() + "': " + ec.message());
+  }
+  const fs::path probe = dir / ".gcsim-write-test";
+  {
+    std::ofstream f(probe);
+    f << "x";
+    if (!f.flush()) {
+      throw ConfigError("command line", 0, "-o",
+                        "cannot write files into '" + dir.string() + "'; choose another -o");
+    }
+  }
+  fs::remove(probe, ec);
 }
 
 }  // namespace
+
+void write_output_file(const fs::path& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text;
+  if (!f.flush()) {
+    throw ConfigError("command line", 0, "-o",
+                      "cannot write " + path.string() + " (disk full or not writable?)");
+  }
+}
 
 int check_command(const std::string& config_path, const LoadOptions& options, std::ostream& out) {
   Scenario s = load_scenario(config_path, options);
@@ -55,12 +79,7 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
   const auto wall_start = std::chrono::steady_clock::now();
   Scenario s = load_scenario(config_path, options.load);
   const fs::path dir = options.out_dir.empty() ? default_out_dir(config_path) : options.out_dir;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) {
-    throw ConfigError("command line", 0, "-o",
-                      "cannot create output directory '" + dir.string() + "': " + ec.message());
-  }
+  prepare_output_dir(dir);
   if (s.inference) {
     if (auto missed = inference_faults_not_honoured(s)) s.notes.push_back(*missed);
     return run_inference(s, cluster_model_config(s), options, dir, out, wall_start);
@@ -99,9 +118,11 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
                    recorder.records().size(), total_ops);
     });
   }
+  const RunGuard guard(simulator, options.load.limits, s.estimate);
   try {
     replayer.start();
     simulator.run();
+    guard.check();
   } catch (const sim::TimeOverflow& e) {
     // A straggler stretches its kernels by 1/speed: the likeliest cause then.
     const bool slow = any_slow(s.cluster.stragglers);
@@ -175,8 +196,8 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
       }
     }
     add_fault_verdict(s, faults_missed, summary);
-    write_file(dir / "summary.json", summary.dump(2) + "\n");
-    write_file(dir / "report.md", report);
+    write_output_file(dir / "summary.json", summary.dump(2) + "\n");
+    write_output_file(dir / "report.md", report);
     out << training_human_summary(fig, t, dir.string(), options.trace) << failures_text;
     return 0;
   }
@@ -184,8 +205,8 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
   std::string report = build_report(fig);
   const std::string collective_table = add_collective_results(s, fig, cluster, summary, report);
   add_fault_verdict(s, faults_missed, summary);
-  write_file(dir / "summary.json", summary.dump(2) + "\n");
-  write_file(dir / "report.md", report);
+  write_output_file(dir / "summary.json", summary.dump(2) + "\n");
+  write_output_file(dir / "report.md", report);
   out << human_summary(fig, dir.string(), options.trace) << collective_table;
   return 0;
 }

@@ -20,6 +20,9 @@ struct RunOptions {
 // Returns the process exit status. ConfigError propagates to the caller.
 int run_command(const std::string& config_path, const RunOptions& options, std::ostream& out);
 
+// Writes one output file; a failure is the -o directory's (ConfigError).
+void write_output_file(const std::filesystem::path& path, const std::string& text);
+
 // Prints the fully resolved config with a doc comment per key.
 int check_command(const std::string& config_path, const LoadOptions& options, std::ostream& out);
 

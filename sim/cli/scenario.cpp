@@ -166,23 +166,25 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
       workload.get_choice("kind", names_of(workload_kinds()), std::nullopt, "workload kind");
   apply_clocks(s);
   if (s.workload_kind == "graph") {
-    s.graph = load_graph_workload(workload, s.cluster.total_gpus(), s.cluster.gpu);
+    s.graph = load_graph_workload(workload, s.cluster.total_gpus(), s.cluster.gpu, options.limits);
   } else if (s.workload_kind == "training") {
     s.training = load_training_workload(
         workload, s.cluster.total_gpus(), s.cluster.gpus_per_node, s.cluster.gpu, s.notes,
-        any_slow(s.cluster.stragglers) ? describe_stragglers(s.cluster.stragglers) : "",
+        options.limits, any_slow(s.cluster.stragglers) ? describe_stragglers(s.cluster.stragglers) : "",
         slow_ranks(s.cluster.stragglers));
     s.graph = std::move(s.training->workload.graph);
 #ifndef GCSIM_NO_CHAKRA
   } else if (s.workload_kind == "chakra") {
-    s.graph = load_chakra_workload(workload, s.cluster.total_gpus(), s.cluster.gpu, s.notes);
+    s.graph = load_chakra_workload(workload, s.cluster.total_gpus(), s.cluster.gpu, s.notes,
+                                   options.limits);
 #endif
   } else if (s.workload_kind == "inference") {
     if (any_slow(s.cluster.stragglers)) {
       cluster.fail("stragglers", "not modelled for inference workloads: the serving model costs "
                                  "every replica's steps on one GPU spec");
     }
-    s.inference = load_inference_workload(workload, s.cluster, s.notes);
+    s.inference = load_inference_workload(workload, s.cluster, s.notes, options.limits);
+    s.estimate = s.inference->estimate;
   } else if (s.workload_kind == "collective") {
     auto c = std::make_shared<CollectiveWorkload>();
     s.graph = load_collective_workload(workload, s.cluster.total_gpus(), s.cluster.gpus_per_node,
@@ -191,6 +193,13 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
     s.collective = std::move(c);
   }
   workload.finish();
+  if (s.graph) {
+    double stored = 0;
+    for (size_t p = 0; p < s.graph->program_count(); ++p) {
+      stored += static_cast<double>(s.graph->program_by_id(static_cast<uint32_t>(p)).ops.size());
+    }
+    s.estimate = ResourceEstimate::from_ops(stored, static_cast<double>(s.graph->total_ops()));
+  }
   if (top.has("failures") || top.has("checkpoint")) {
     s.failures = load_failures(top, s.cluster, s.training.get(), horizon, s.seed);
   }

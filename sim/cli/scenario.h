@@ -14,6 +14,7 @@
 #include "models/gpu/gpu_throttle.h"
 #include "models/network/network_model.h"
 #include "models/network/packet/packet_config.h"
+#include "sim/cli/resource_budget.h"
 #include "sim/config/config_reader.h"
 #include "topologies/fault_schedule.h"
 #include "topologies/topology_spec.h"
@@ -74,6 +75,9 @@ struct FailuresSetup;  // sim/cli/failures_loader.h
 
 struct Scenario {
   std::string config_path;
+  // What the run is expected to take (resource_budget.h), from the built
+  // workload; inference's grows as it runs, so it stays empty there.
+  ResourceEstimate estimate;
   ClusterConfig cluster;
   NetworkConfig network;
   std::string workload_kind;
@@ -93,6 +97,7 @@ struct Scenario {
 struct LoadOptions {
   std::vector<std::string> overrides;  // "-s key=value"
   std::optional<uint64_t> seed;        // --seed wins over simulation.seed
+  ResourceLimits limits = ResourceLimits::machine();  // --max-memory, --max-events
 };
 
 Scenario load_scenario(const std::string& path, const LoadOptions& options);

@@ -6,11 +6,13 @@
 
 #include "models/cluster/cluster_model.h"
 #include "models/gpu/kernel_cost_model.h"
+#include "sim/cli/format.h"
 #include "sim/cli/model_spec_loader.h"
 #include "sim/unit_parse.h"
 #include "workloads/models/model_formulas.h"
 #include "workloads/training/straggler_mirror.h"
 #include "workloads/training/symmetric_executor.h"
+#include "workloads/training/training_scale.h"
 
 namespace gcsim::cli {
 
@@ -102,11 +104,75 @@ void read_optimizer(ConfigReader& w, TrainingConfig& c) {
   child.fail(p.key.substr(dot + 1), p.message);
 }
 
+// Whether the step fits in HBM, from a pipeline of at most a few micro-
+// batches per stage: in-flight activations grow with the micro-batches only
+// up to the schedule's depth, except GPipe's, so "does not fit" here holds
+// for the full step too (memory only grows with more micro-batches).
+std::string hbm_verdict(const TrainingConfig& c, const models::gpu::GpuSpec& gpu) {
+  const int64_t depth = 8LL * c.parallel.pp * c.parallel.virtual_stages;
+  const int probe = static_cast<int>(std::min<int64_t>(c.micro_batches(), depth));
+  const PipelinePlan plan = build_pipeline(c.parallel.schedule, c.parallel.pp,
+                                           c.parallel.virtual_stages, probe);
+  const auto loads = expert_loads(c);
+  const double max_load = *std::max_element(loads.begin(), loads.end());
+  double worst = 0;
+  for (int r = 0; r < c.parallel.pp; ++r) {
+    worst = std::max(worst, memory_for_rank(c, plan, r, max_load).total());
+  }
+  const double capacity = gpu.hbm_capacity.as_double();
+  if (worst <= capacity) return "";
+  return " The model does not fit in HBM either: " + fmt("%.1f", worst / 1073741824.0) +
+         " GiB per GPU of " + gpu.name + "'s " + fmt("%.1f", capacity / 1073741824.0) + " GiB" +
+         (probe < c.micro_batches() ? " (counting " + std::to_string(probe) + " micro-batches)" : "") +
+         ".";
+}
+
+// Refuses, before the step is generated, a step whose IR would not fit the
+// run's limits (resource_budget.h), naming the key that makes it large: the
+// micro-batches (batch.global), the layers, or simulating every rank.
+void check_training_budget(ConfigReader& w, const TrainingConfig& c, bool mirrored, int gpus,
+                           const models::gpu::GpuSpec& gpu, const ResourceLimits& limits) {
+  const TrainingScale scale = estimate_training_scale(c, mirrored, gpus);
+  const ResourceEstimate e = ResourceEstimate::from_ops(scale.program_ops, scale.executed_ops);
+  if (e.within(limits)) return;
+  const double mb = static_cast<double>(scale.micro_batches);
+  const std::string what =
+      "this training step is about " + fmt("%.3g", scale.executed_ops) + " ops to simulate (" +
+      fmt("%.0f", mb) + " micro-batches [batch.global " + std::to_string(c.batch.global) +
+      " / (micro " + std::to_string(c.batch.micro) + " x dp " + std::to_string(c.parallel.dp) +
+      ")] x " + fmt("%.0f", scale.max_layers_per_rank) + " layers per pipeline rank [model.layers " +
+      std::to_string(c.model.layers) + " / pp " + std::to_string(c.parallel.pp) + "] x ~" +
+      fmt("%.0f", scale.ops_per_layer) + " ops per layer, on " +
+      std::to_string(scale.simulated_ranks) + " simulated GPU" +
+      (scale.simulated_ranks == 1 ? "" : "s") + ")";
+  // The factor furthest above a typical step names the key: 128
+  // micro-batches, 32 layers per rank, one simulated rank per program.
+  const double by_batch = mb / 128.0;
+  const double by_layers = scale.max_layers_per_rank / 32.0;
+  const double by_ranks = static_cast<double>(scale.simulated_ranks) / scale.programs;
+  std::string key = "batch.global", advice = "Lower workload.batch.global or raise workload.batch.micro.";
+  if (by_layers >= by_batch && by_layers >= by_ranks) {
+    key = "model.layers";
+    advice = "Lower workload.model.layers, or raise workload.parallelism.pp.";
+  } else if (by_ranks > by_batch && by_ranks > by_layers) {
+    key = "simulate";
+    advice = "Use workload.simulate: auto (one simulated rank per symmetric set).";
+  }
+  advice += hbm_verdict(c, gpu);
+  const auto dot = key.find('.');
+  if (dot == std::string::npos) {
+    enforce(e, limits, w, key, what, advice);
+  } else {
+    enforce(e, limits, w.child(key.substr(0, dot), ""), key.substr(dot + 1), what, advice);
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, int gpus_per_node,
                                                     const models::gpu::GpuSpec& gpu,
                                                     std::vector<std::string>& notes,
+                                                    const ResourceLimits& limits,
                                                     const std::string& stragglers,
                                                     const std::vector<int>& slow_ranks) {
   auto run = std::make_shared<TrainingRun>();
@@ -152,6 +218,16 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
     }
   }
 
+  // The build below holds every micro-batch's passes: the limits first.
+  GeneratorOptions o;
+  o.mirror = simulate == "auto";
+  o.gpus_per_node = gpus_per_node;
+  const bool mirrors = o.mirror && asymmetry(c, RankGrid(c.parallel), gpus_per_node).empty();
+  check_training_budget(w, c, mirrors, gpus, gpu, limits);
+  if (c.micro_batches() > (1LL << 30)) {
+    w.child("batch", "").fail("global", "more than 2^30 micro-batches per pipeline");
+  }
+
   // Memory: every pipeline rank at the heaviest expert load.
   const PipelinePlan plan = build_pipeline(c.parallel.schedule, c.parallel.pp,
                                            c.parallel.virtual_stages,
@@ -176,10 +252,7 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
                     " of HBM: it is simulated as if it fit, without HBM accounting");
   }
 
-  GeneratorOptions o;
-  o.mirror = simulate == "auto";
   o.memory_ops = run->fits;
-  o.gpus_per_node = gpus_per_node;
   run->workload = generate_training(c, o);
   bool straggler_off = false;
   if (run->workload.mirrored && !slow_ranks.empty()) {
@@ -188,6 +261,7 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
     std::string why;
     run->straggler_stand_in = straggler_stand_ins(c, run->workload, slow_ranks, &why);
     if (run->straggler_stand_in.empty()) {
+      check_training_budget(w, c, false, gpus, gpu, limits);
       o.mirror = false;
       run->workload = generate_training(c, o);
       run->workload.mirror_note = "mirroring off: straggler on " + stragglers + " (" + why +

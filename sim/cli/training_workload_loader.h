@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "models/gpu/gpu_spec.h"
+#include "sim/cli/resource_budget.h"
 #include "sim/config/config_reader.h"
 #include "sim/replayer.h"
 #include "workloads/training/memory_model.h"
@@ -40,10 +41,12 @@ struct TrainingRun {
 // `stragglers` ("" when none) describes them: mirroring stays on when their
 // stages' simulated ranks can stand in for them (straggler_stand_in), and
 // is off otherwise.
+// A step whose IR would exceed `limits` is refused before it is generated.
 std::shared_ptr<TrainingRun> load_training_workload(sim::config::ConfigReader& workload, int gpus,
                                                     int gpus_per_node,
                                                     const models::gpu::GpuSpec& gpu,
                                                     std::vector<std::string>& notes,
+                                                    const ResourceLimits& limits,
                                                     const std::string& stragglers = "",
                                                     const std::vector<int>& slow_ranks = {});
 

@@ -9,13 +9,15 @@ namespace gcsim::cli {
 const std::vector<CommandHelp>& command_helps() {
   static const std::vector<CommandHelp> commands{
       {"run",
-       {"run CONFIG.yaml [-s key=value]... [-o OUTDIR] [--seed N] [--trace] [-q]"},
+       {"run CONFIG.yaml [-s key=value]... [-o OUTDIR] [--seed N] [--trace] [-q] [--max-memory SIZE] [--max-events N]"},
        "simulate; write summary.json, report.md (and trace.json)",
        "  -s, --set key=value   override a config key (repeatable; list items by index)\n"
        "  -o, --out DIR         output directory (default out/<config name>)\n"
        "  --seed N              random seed (overrides simulation.seed)\n"
        "  --trace               also write trace.json (Perfetto)\n"
-       "  -q, --quiet           no progress lines on stderr\n"},
+       "  -q, --quiet           no progress lines on stderr\n"
+       "  --max-memory SIZE     refuse a run estimated above SIZE (default 80% of this machine)\n"
+       "  --max-events N        refuse or stop a run above N events (default 1e9)\n"},
       {"check",
        {"check CONFIG.yaml [-s key=value]..."},
        "validate and print the fully resolved config (it reproduces the run)",

@@ -114,6 +114,15 @@ class FirstValue : public YAML::EventHandler {
 // loop forever on some malformed input, so the parser is driven by hand and
 // asked for two documents at most (and then the ones after empty ones).
 int second_document_line(const std::string& text) {
+  // Only a line starting with a marker ("---" or "...") can begin another
+  // document; most configs have none, and skip the second parse.
+  bool marker = false;
+  for (size_t at = 0; at < text.size() && !marker; ++at) {
+    marker = (text.compare(at, 3, "---") == 0 || text.compare(at, 3, "...") == 0);
+    at = text.find('\n', at);
+    if (at == std::string::npos) break;
+  }
+  if (!marker) return 0;
   std::istringstream in(text);
   YAML::Parser parser(in);
   FirstValue first;

@@ -309,7 +309,7 @@ TEST_CASE("an option error prints only that command's usage line", "[cli]") {
   CHECK(r.exit_status == kBadInput);
   CHECK(r.err ==
         "gcsim run: unrecognised option '--bogus'\n"
-        "usage: gcsim run CONFIG.yaml [-s key=value]... [-o OUTDIR] [--seed N] [--trace] [-q]\n"
+        "usage: gcsim run CONFIG.yaml [-s key=value]... [-o OUTDIR] [--seed N] [--trace] [-q] [--max-memory SIZE] [--max-events N]\n"
         "(gcsim run --help for the options)\n");
   const GcsimResult s = run_gcsim({"sweep", "-j", "0", "x.yaml"});
   CHECK(s.exit_status == kBadInput);

@@ -272,3 +272,14 @@ TEST_CASE("hostile input: a sweep that cannot run its points exits 2 with the re
   CHECK(r.exit_status == 0);
   CHECK(contains(r.out, "1 of 2 points ran"));
 }
+
+TEST_CASE("hostile input: an output directory that takes no files is the -o option's fault", "[cli]") {
+  // As root, /proc/self passes access() but refuses files (was exit 1,
+  // "internal error: cannot write /proc/self/summary.json").
+  for (const char* config : {"configs/examples/quickstart.yaml", "configs/examples/inference_llama3_8b.yaml"}) {
+    expect_bad({"run", source_path(config), "-q", "-o", "/proc/self"},
+               {"command line: key '-o'", "/proc/self"});
+  }
+  expect_bad({"run", source_path("configs/examples/quickstart.yaml"), "-q", "-o", "/dev/null"},
+             {"command line: key '-o'", "Not a directory"});
+}

@@ -214,3 +214,40 @@ TEST_CASE("same seed gives the same event sequence; another seed does not", "[en
   CHECK(a == b);
   CHECK(a != c);
 }
+
+namespace {
+
+// Reschedules itself 1 ns later, forever: a run without an end.
+class Ticker : public EventHandler {
+ public:
+  explicit Ticker(Simulator& sim) : sim_(sim) {}
+  void handle_event(uint64_t) override { sim_.schedule_in(ns(int64_t{1}), *this); }
+
+ private:
+  Simulator& sim_;
+};
+
+}  // namespace
+
+TEST_CASE("an event limit stops an endless run after exactly that many events", "[engine]") {
+  Simulator sim;
+  Ticker t(sim);
+  sim.schedule_at(Time::zero(), t);
+  sim.set_event_limit(12'345);
+  CHECK(sim.run() == 12'345);
+  CHECK(sim.limit_reached() == Simulator::Limit::events);
+  // Event k (from 0) ran at k ns: the last one at 12,344 ns.
+  CHECK(sim.now() == at_ns(12'344));
+}
+
+TEST_CASE("a watchdog is asked every 2^20 events and can stop the run", "[engine]") {
+  Simulator sim;
+  Ticker t(sim);
+  sim.schedule_at(Time::zero(), t);
+  int asked = 0;
+  sim.set_watchdog([&asked] { return ++asked < 3; });
+  // Asked after 2^20, 2 x 2^20 and 3 x 2^20 events; the third says stop.
+  CHECK(sim.run() == 3u << 20);
+  CHECK(asked == 3);
+  CHECK(sim.limit_reached() == Simulator::Limit::watchdog);
+}

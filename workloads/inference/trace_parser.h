@@ -31,6 +31,7 @@ class TraceParser {
   explicit TraceParser(bool jsonl) : jsonl_(jsonl) {}
   // One line of the file (without its newline), `line` 1-based.
   void add_line(const std::string& raw, int line);
+  size_t rows() const { return rows_.size(); }
   // The rows read; throws TraceError when there are none.
   std::vector<TraceRow> finish();
 
