@@ -10,6 +10,8 @@ Output (schema gcsim.nccl_sweep.v1, documented in calibration/measurements/READM
            forced them
   choices  what NCCL chose by default, from the TUNING logs: {op, ranks, bytes, algorithm,
            protocol, channels}
+  device_copy  rows of nccl_sweep.py's device_copy op (a copy on each GPU, no communication),
+           kept apart from the collectives
 """
 import argparse
 import json
@@ -28,7 +30,7 @@ def main():
     ap.add_argument("runs", nargs="+")
     ap.add_argument("--tuning-log", action="append", default=[])
     a = ap.parse_args()
-    runs, results = [], []
+    runs, results, copies = [], [], []
     for path in a.runs:
         try:
             with open(path) as f:
@@ -38,7 +40,7 @@ def main():
             continue
         runs.append({"file": path.split("/")[-1], **doc["meta"]})
         for r in doc["results"]:
-            results.append({**r, "run": path.split("/")[-1]})
+            (copies if r["op"] == "device_copy" else results).append({**r, "run": path.split("/")[-1]})
     choices = []
     for path in a.tuning_log:
         ranks = None
@@ -61,7 +63,8 @@ def main():
     meta = dict(runs[0]) if runs else {}
     meta["runs"] = runs
     with open(a.out, "w") as f:
-        json.dump({"schema": "gcsim.nccl_sweep.v1", "meta": meta, "results": results, "choices": choices}, f, indent=1)
+        json.dump({"schema": "gcsim.nccl_sweep.v1", "meta": meta, "results": results, "choices": choices,
+                   "device_copy": copies}, f, indent=1)
     print("merged %d runs, %d rows, %d default choices into %s" % (len(runs), len(results), len(choices), a.out))
 
 

@@ -22,6 +22,11 @@ all_reduce and broadcast in-place only and all_to_all, send_recv out-of-place on
 PyTorch's API has only that form. nvidia-smi clocks, power and throttle reasons are read
 before and after each op's sweep. NCCL_ALGO / NCCL_PROTO, if set, are recorded as forced.
 --probe runs each op and size once (for NCCL_DEBUG_SUBSYS=TUNING logs of NCCL's choices).
+device_copy (not in the default --ops) times dst.copy_(src) of S bytes on each GPU with no
+communication: the device-to-device copy rate that all_to_all's self slice runs at.
+Results are written (rank 0, atomically) after every op's sweep, so a run cut off keeps what ended;
+a size whose buffers cannot be allocated on some rank is skipped by every rank and listed in
+meta.skipped.
 """
 import argparse
 import json
@@ -36,7 +41,7 @@ import torch.distributed as dist
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_timing as tt  # noqa: E402
 
-VERSION = "nccl_sweep 1.2"
+VERSION = "nccl_sweep 1.3"
 # NVLink multicast stays off (device README: it can take the host's GPUs out of service).
 for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"), ("NVSHMEM_DISABLE_NVLS", "1")):
     os.environ[_k] = _v
@@ -44,7 +49,7 @@ for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
 # (op, in_place) pairs that PyTorch can issue.
 PLACEMENTS = {"all_reduce": (True,), "all_gather": (False, True), "reduce_scatter": (False, True),
-              "all_to_all": (False,), "broadcast": (True,), "send_recv": (False,)}
+              "all_to_all": (False,), "broadcast": (True,), "send_recv": (False,), "device_copy": (False,)}
 
 
 SMI_FIELDS = "clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active"
@@ -94,6 +99,10 @@ def make_call(op, nbytes, n, in_place):
             for w in dist.batch_isend_irecv(ops):
                 w.wait()
         return call
+    if op == "device_copy":
+        src = torch.randn(elems, device="cuda")
+        dst = torch.empty(elems, device="cuda")
+        return lambda: dst.copy_(src)
     t = torch.randn(elems, device="cuda")
     return lambda: dist.broadcast(t, src=0)
 
@@ -134,20 +143,58 @@ def main():
     rank, n = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(rank)
     ok = check_all_reduce(n, rank)
+    gathered = [None] * n
+    dist.all_gather_object(gathered, {"rank": rank, "check_ok": ok, "device": torch.cuda.get_device_name(dev)})
+    forced = {k: os.environ[k] for k in ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS",
+                                           "NCCL_MAX_NCHANNELS") if k in os.environ}
+    meta = {}
+    if rank == 0:
+        meta = tt.provenance("calibration/microbench/nccl_sweep.py", VERSION)
+        meta.update({"nccl_version": ".".join(str(x) for x in torch.cuda.nccl.version()), "ranks": n,
+                     "label": a.label, "forced": forced, "dtype": "float32",
+                     "devices": [g["device"] for g in gathered],
+                     "env": {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "CUDA_VISIBLE", "TORCH_SYMM", "NVSHMEM"))},
+                     "correctness_all_reduce_ok": all(g["check_ok"] for g in gathered),
+                     "skipped": [], "complete": False})
     sizes = []
     b = a.min_bytes
     while b <= a.max_bytes:
         sizes.append(b)
         b *= 2
-    rows = []
+    results = []
     smi = []
+
+    def write(complete):
+        if rank != 0 or a.probe:
+            return
+        meta["nvidia_smi_by_op"] = smi
+        meta["complete"] = complete
+        tmp = a.out + ".part"
+        with open(tmp, "w") as f:
+            json.dump({"schema": "gcsim.nccl_sweep.v1", "meta": meta, "results": results}, f, indent=1)
+        os.replace(tmp, a.out)
+
     for op in a.ops.split(","):
         if rank == 0:
             smi.append({"op": op, "when": "before", "state": tt.nvsmi(SMI_FIELDS)})
         for in_place in PLACEMENTS[op]:
             for size in sizes:
                 nbytes = round_bytes(op, size, n)
-                call = make_call(op, nbytes, n, in_place)
+                # Every rank must issue the same calls: skip a size some rank cannot allocate.
+                try:
+                    call = make_call(op, nbytes, n, in_place)
+                    made = 1.0
+                except RuntimeError as ex:  # CUDA out of memory
+                    call, made = None, 0.0
+                    print("rank %d: %s %d B not allocated: %r" % (rank, op, nbytes, ex), flush=True)
+                agree = torch.tensor([made], device="cuda")
+                dist.all_reduce(agree, op=dist.ReduceOp.MIN)
+                if agree.item() < 1.0:
+                    if rank == 0:
+                        meta["skipped"].append({"op": op, "bytes": nbytes, "in_place": in_place})
+                    call = None
+                    torch.cuda.empty_cache()
+                    continue
                 if a.probe:
                     call()
                     torch.cuda.synchronize()
@@ -161,43 +208,29 @@ def main():
                 dist.all_reduce(agreed, op=dist.ReduceOp.MAX)
                 iters = int(min(200, max(5, math.ceil(2000.0 / max(agreed.item(), 1.0)))))
                 loops = [time_loop(call, iters) for _ in range(5)]
-                rows.append({"op": op, "bytes": nbytes, "in_place": in_place, "iters": iters, "loop_us": loops,
-                             "time_us": statistics.median(loops)})
+                mine = statistics.median(loops)
+                every = torch.zeros(n, device="cuda", dtype=torch.float64)
+                dist.all_gather_into_tensor(every, torch.tensor([mine], device="cuda", dtype=torch.float64))
+                per_rank = [float(x) for x in every.tolist()]
+                # The collective ends when its slowest rank does.
+                t = max(per_rank)
+                algbw = nbytes / (t * 1e-6) / 1e9
+                results.append({"op": op, "ranks": n, "bytes": nbytes, "time_us": t,
+                                "algbw_GBps": algbw, "busbw_GBps": algbw * bus_factor(op, n),
+                                "per_rank_time_us": per_rank, "iters": iters, "loop_us_rank0": loops,
+                                "algorithm": forced.get("NCCL_ALGO", "default"),
+                                "protocol": forced.get("NCCL_PROTO", "default"), "in_place": in_place})
                 if rank == 0:
-                    print("progress %s%s %d B %d iters %.2f us (rank 0)" % (
-                        op, " in-place" if in_place else "", nbytes, iters, rows[-1]["time_us"]), flush=True)
-                del call
+                    r = results[-1]
+                    print("%-15s n=%d %11d B %10.2f us algbw %7.2f busbw %7.2f GB/s %s/%s" % (
+                        op + ("*" if in_place else ""), n, nbytes, t, r["algbw_GBps"], r["busbw_GBps"],
+                        r["algorithm"], r["protocol"]), flush=True)
+                call = None
                 torch.cuda.empty_cache()
         if rank == 0:
             smi.append({"op": op, "when": "after", "state": tt.nvsmi(SMI_FIELDS)})
-    gathered = [None] * n
-    dist.all_gather_object(gathered, {"rank": rank, "rows": rows, "check_ok": ok,
-                                      "device": torch.cuda.get_device_name(dev)})
-    if rank == 0 and not a.probe:
-        forced = {k: os.environ[k] for k in ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS",
-                                               "NCCL_MAX_NCHANNELS") if k in os.environ}
-        results = []
-        for i, r in enumerate(rows):
-            per_rank = [g["rows"][i]["time_us"] for g in gathered]
-            t = max(per_rank)
-            algbw = r["bytes"] / (t * 1e-6) / 1e9
-            results.append({"op": r["op"], "ranks": n, "bytes": r["bytes"], "time_us": t,
-                            "algbw_GBps": algbw, "busbw_GBps": algbw * bus_factor(r["op"], n),
-                            "per_rank_time_us": per_rank, "iters": r["iters"],
-                            "algorithm": forced.get("NCCL_ALGO", "default"),
-                            "protocol": forced.get("NCCL_PROTO", "default"), "in_place": r["in_place"]})
-        meta = tt.provenance("calibration/microbench/nccl_sweep.py", VERSION)
-        meta.update({"nccl_version": ".".join(str(x) for x in torch.cuda.nccl.version()), "ranks": n,
-                     "label": a.label, "forced": forced, "dtype": "float32",
-                     "devices": [g["device"] for g in gathered],
-                     "env": {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "CUDA_VISIBLE", "TORCH_SYMM", "NVSHMEM"))},
-                     "correctness_all_reduce_ok": all(g["check_ok"] for g in gathered),
-                     "nvidia_smi_by_op": smi})
-        with open(a.out, "w") as f:
-            json.dump({"schema": "gcsim.nccl_sweep.v1", "meta": meta, "results": results}, f, indent=1)
-        for r in results:
-            print("%-15s n=%d %11d B %10.2f us algbw %7.2f busbw %7.2f GB/s %s/%s" % (
-                r["op"] + ("*" if r["in_place"] else ""), n, r["bytes"], r["time_us"], r["algbw_GBps"], r["busbw_GBps"], r["algorithm"], r["protocol"]))
+        write(False)
+    write(True)
     dist.barrier()
     dist.destroy_process_group()
 
