@@ -15,6 +15,7 @@
 #include "models/network/flow_model.h"
 #include "models/network/fabric.h"
 #include "models/network/routing.h"
+#include "sim/config/input_file.h"
 #include "sim/simulator.h"
 
 namespace gcsim::calibration {
@@ -54,7 +55,9 @@ models::network::Fabric one_host(const models::gpu::GpuSpec& gpu, int n) {
 // protocol the base latency, the step overhead, the pipeline slice and the
 // ceiling, then Simple's chunk and ring loop overhead. The NVLink payload
 // share is not fitted: it is measured directly (fit_ranges() says where).
-constexpr int kFields = 3 * 4 + 2;
+// Last, the p2p channel ceiling and the per-round cost of a grouped
+// send/recv (all-to-all); its fixed latency is LL's base (set_p2p_latency).
+constexpr int kFields = 3 * 4 + 2 + 2;
 
 double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 double to_unit(double x, const FitRange& r) {
@@ -64,6 +67,23 @@ double to_unit(double x, const FitRange& r) {
 }
 double from_unit(double v, const FitRange& r) {
   return r.lo * std::pow(r.hi / r.lo, sigmoid(v));
+}
+
+// The algorithms whose steps are a ring's (NCCL's ring latencies): every
+// one but NCCL's grouped send/recv (direct), which has its own.
+constexpr Algorithm kRingLike[] = {Algorithm::ring, Algorithm::pairwise, Algorithm::hierarchical};
+
+// A grouped send/recv kernel's fixed latency, the same for every protocol:
+// the launch and first handshake of a kernel, which the LL ring's base
+// latency measures (its steps are what the ring adds), and no ring of
+// dependent steps: each round of the group costs p2p_round_overhead
+// instead. Tied to LL's base, the round cost is told apart on 2 GPUs by
+// all-to-all's two rounds against a one-step all-gather.
+void set_p2p_latency(CollectiveParams& p, sim::Duration base) {
+  for (Protocol pr : models::collectives::kAllProtocols) {
+    p.latency_of(Algorithm::direct, pr).base = base;
+    p.latency_of(Algorithm::direct, pr).step_scale_up = sim::Duration::zero();
+  }
 }
 
 // Field i of the vector: its range, and how to read and write it.
@@ -87,20 +107,15 @@ std::vector<Field> fields() {
     f.push_back({range(nm + ".base_latency_us"),
                  [pr](const CollectiveParams& p) { return p.latency_of(Algorithm::ring, pr).base.microseconds(); },
                  [pr](CollectiveParams& p, double x) {
-                   for (Algorithm a : {Algorithm::ring, Algorithm::direct, Algorithm::pairwise,
-                                       Algorithm::hierarchical}) {
-                     p.latency_of(a, pr).base = sim::us(x);
-                   }
+                   for (Algorithm a : kRingLike) p.latency_of(a, pr).base = sim::us(x);
+                   if (pr == Protocol::ll) set_p2p_latency(p, sim::us(x));
                  }});
     f.push_back({range(nm + ".step_overhead_us"),
                  [pr](const CollectiveParams& p) {
                    return p.latency_of(Algorithm::ring, pr).step_scale_up.microseconds();
                  },
                  [pr](CollectiveParams& p, double x) {
-                   for (Algorithm a : {Algorithm::ring, Algorithm::direct, Algorithm::pairwise,
-                                       Algorithm::hierarchical}) {
-                     p.latency_of(a, pr).step_scale_up = sim::us(x);
-                   }
+                   for (Algorithm a : kRingLike) p.latency_of(a, pr).step_scale_up = sim::us(x);
                  }});
     f.push_back({range(nm + ".slice_bytes"),
                  [pr](const CollectiveParams& p) { return p.protocol_of(pr).slice.as_double(); },
@@ -124,6 +139,12 @@ std::vector<Field> fields() {
                  return p.protocol_of(Protocol::simple).ring_loop_overhead.microseconds();
                },
                [](CollectiveParams& p, double x) { p.protocol_of(Protocol::simple).ring_loop_overhead = sim::us(x); }});
+  f.push_back({range("p2p.max_per_channel_GBps"),
+               [](const CollectiveParams& p) { return p.p2p_max_per_channel.gb_per_s(); },
+               [](CollectiveParams& p, double x) { p.p2p_max_per_channel = sim::Bandwidth::gb_per_s(x); }});
+  f.push_back({range("p2p.round_overhead_us"),
+               [](const CollectiveParams& p) { return p.p2p_round_overhead.microseconds(); },
+               [](CollectiveParams& p, double x) { p.p2p_round_overhead = sim::us(x); }});
   return f;
 }
 
@@ -275,6 +296,15 @@ std::vector<FitRange> fit_ranges() {
       // A loop's unhidden turnaround: a few flag round trips over NVLink
       // (each ~1-2 us) up to a kernel-scale stall.
       {"Simple.ring_loop_overhead_us", 0.01, 100.0},
+      // A p2p channel is one CTA that serves a send, a receive and the
+      // local copy with one set of warps: at most twice one SM's ~60 GB/s
+      // NVLink load/store path, summed over its parts.
+      {"p2p.max_per_channel_GBps", 5.0, 120.0},
+
+      // Each round of a grouped send/recv (a peer, or the rank itself) is
+      // one work item: its descriptor read and its connection's flags, from
+      // a few tens of ns to a few NVLink round trips.
+      {"p2p.round_overhead_us", 0.01, 5.0},
   };
 }
 
@@ -297,17 +327,54 @@ std::vector<std::string> out_of_range(const CollectiveParams& p) {
 }
 
 std::vector<NcclMeasurement> load_nccl_sweep(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  const nlohmann::json d = nlohmann::json::parse(in);
-  if (d.value("schema", "") != "gcsim.nccl_sweep.v1") {
-    throw std::runtime_error(path + ": not a gcsim.nccl_sweep.v1 file");
+  // Read like every file a user names: size-capped, a directory or binary refused.
+  std::string body, error;
+  if (!sim::config::read_input_file(path, sim::config::kMaxDataBytes, "NCCL sweep", body, error)) {
+    throw NcclSweepError(error.find(path) == std::string::npos ? path + ": " + error : error);
   }
+  nlohmann::json d;
+  try {
+    d = nlohmann::json::parse(body);
+  } catch (const nlohmann::json::exception& e) {
+    throw NcclSweepError(path + ": not JSON (" + e.what() + ")");
+  }
+  if (!d.is_object() || d.value("schema", "") != "gcsim.nccl_sweep.v1") {
+    throw NcclSweepError(path + ": key 'schema' must be \"gcsim.nccl_sweep.v1\" (a file of "
+                         "calibration/microbench/nccl_sweep.py or merge_nccl.py)");
+  }
+  // A field of a row, with the row named when it is missing or mistyped.
+  auto field = [&](const nlohmann::json& row, const std::string& where, const char* key) {
+    if (!row.is_object() || !row.contains(key)) {
+      throw NcclSweepError(path + ": " + where + " has no key '" + key + "'");
+    }
+    return row[key];
+  };
+  auto text = [&](const nlohmann::json& row, const std::string& where, const char* key) {
+    const auto v = field(row, where, key);
+    if (!v.is_string()) throw NcclSweepError(path + ": " + where + "." + key + " must be a string");
+    return v.get<std::string>();
+  };
+  auto number = [&](const nlohmann::json& row, const std::string& where, const char* key,
+                    double lo) {
+    const auto v = field(row, where, key);
+    if (!v.is_number() || !(v.get<double>() >= lo) || !std::isfinite(v.get<double>())) {
+      throw NcclSweepError(path + ": " + where + "." + key + " must be a number >= " +
+                           fmt("%g", lo));
+    }
+    return v.get<double>();
+  };
+  if (!d.contains("results") || !d["results"].is_array()) {
+    throw NcclSweepError(path + ": key 'results' must be a list of measurements");
+  }
+  const nlohmann::json choices = d.value("choices", nlohmann::json::array());
+  if (!choices.is_array()) throw NcclSweepError(path + ": key 'choices' must be a list");
   // NCCL's recorded choice per (op, ranks, bytes).
   std::map<std::tuple<std::string, int, int64_t>, std::string> protocol_of;
-  for (const auto& c : d["choices"]) {
-    protocol_of[{c["op"].get<std::string>(), c["ranks"].get<int>(), c["bytes"].get<int64_t>()}] =
-        c["protocol"].get<std::string>();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const std::string where = "choices[" + std::to_string(i) + "]";
+    const auto& c = choices[i];
+    protocol_of[{text(c, where, "op"), static_cast<int>(number(c, where, "ranks", 1)),
+                 static_cast<int64_t>(number(c, where, "bytes", 1))}] = text(c, where, "protocol");
   }
   auto nccl_protocol = [&](const std::string& op, int n, int64_t bytes) {
     // Point-to-point (all-to-all, send/recv): LL up to NCCL_P2P_LL_THRESHOLD
@@ -331,26 +398,45 @@ std::vector<NcclMeasurement> load_nccl_sweep(const std::string& path) {
       }
     }
     if (best == nullptr) best = smallest_p;
-    if (best == nullptr) throw std::runtime_error(path + ": no recorded choice for " + op);
+    if (best == nullptr) {
+      throw NcclSweepError(path + ": key 'choices' records no protocol NCCL chose for " + op +
+                           " on " + std::to_string(n) + " GPUs (run the sweep with --probe)");
+    }
     return protocol_from(*best);
   };
   std::vector<NcclMeasurement> out;
-  for (const auto& r : d["results"]) {
+  const auto& results = d["results"];
+  for (size_t i = 0; i < results.size(); ++i) {
+    const std::string where = "results[" + std::to_string(i) + "]";
+    const auto& r = results[i];
     NcclMeasurement m;
-    const std::string op = r["op"].get<std::string>();
-    m.op = *models::collectives::parse_op(op);
-    m.ranks = r["ranks"].get<int>();
-    m.bytes = r["bytes"].get<int64_t>();
-    m.time_us = r["time_us"].get<double>();
-    m.forced = r["protocol"].get<std::string>() != "default";
+    const std::string op = text(r, where, "op");
+    const auto parsed = models::collectives::parse_op(op);
+    if (!parsed || *parsed == CollectiveOp::reduce) {
+      throw NcclSweepError(path + ": " + where + ".op '" + op +
+                           "' is not one of all_reduce, all_gather, reduce_scatter, broadcast, "
+                           "all_to_all, send_recv");
+    }
+    m.op = *parsed;
+    m.ranks = static_cast<int>(number(r, where, "ranks", 2));
+    m.bytes = static_cast<int64_t>(number(r, where, "bytes", 1));
+    m.time_us = number(r, where, "time_us", 0);
+    if (m.time_us <= 0) throw NcclSweepError(path + ": " + where + ".time_us must be positive");
+    const std::string protocol = text(r, where, "protocol");
+    m.forced = protocol != "default";
+    if (m.forced && protocol != "LL" && protocol != "LL128" && protocol != "Simple" &&
+        protocol != "SIMPLE") {
+      throw NcclSweepError(path + ": " + where + ".protocol '" + protocol +
+                           "' is not default, LL, LL128 or Simple");
+    }
     m.in_place = r.value("in_place", false);
     m.algorithm = m.op == CollectiveOp::all_to_all ? Algorithm::direct : Algorithm::ring;
     if (m.op == CollectiveOp::send_recv) m.algorithm = Algorithm::direct;
-    m.protocol = m.forced ? protocol_from(r["protocol"].get<std::string>())
-                          : nccl_protocol(op, m.ranks, m.bytes);
+    m.protocol = m.forced ? protocol_from(protocol) : nccl_protocol(op, m.ranks, m.bytes);
     m.source = path;
     out.push_back(m);
   }
+  if (out.empty()) throw NcclSweepError(path + ": key 'results' is empty");
   // Outliers: a time more than 1.25x that of some larger size of its
   // series, or more than 1.35x the geometric mean of its two neighbours
   // (time against size is convex in log-log: latency plus bytes over
@@ -449,20 +535,116 @@ double rms_log_error(const CollectiveParams& params, const models::gpu::GpuSpec&
 
 CollectiveFit fit_collective_params(const std::vector<NcclMeasurement>& points,
                                     const models::gpu::GpuSpec& gpu,
-                                    const CollectiveParams& start) {
+                                    const CollectiveParams& start, int iterations) {
   CollectiveFit fit;
   const std::vector<double> x0 = to_vector(start);
-  auto loss = [&](const std::vector<double>& v) {
-    const double e = rms_log_error(from_vector(v, start), gpu, points);
-    return e * e + prior(v, x0);
+  if (x0.size() != static_cast<size_t>(kFields)) throw std::logic_error("fit: field count");
+  const auto fs = fields();
+  auto is_p2p_field = [&](size_t i) { return fs[i].range.name.rfind("p2p.", 0) == 0; };
+  auto is_p2p_op = [](const NcclMeasurement& m) {
+    return m.op == CollectiveOp::all_to_all || m.op == CollectiveOp::send_recv;
   };
+  // Two stages, each parameter fitted on the ops it governs: the ring and
+  // protocol fields on the ring ops (all-reduce, all-gather,
+  // reduce-scatter, broadcast), then the grouped send/recv's own fields on
+  // all-to-all and send/recv with the first stage's values held.
   std::vector<double> x = x0;
-  if (x.size() != static_cast<size_t>(kFields)) throw std::logic_error("fit: field count");
-  for (double step : {1.0, 0.4, 0.15}) x = nelder_mead(loss, x, step, 1500, fit.evaluations);
+  for (const bool p2p : {false, true}) {
+    std::vector<NcclMeasurement> kept;
+    for (const auto& m : points) {
+      if (is_p2p_op(m) == p2p) kept.push_back(m);
+    }
+    std::vector<size_t> free;
+    for (size_t i = 0; i < fs.size(); ++i) {
+      if (is_p2p_field(i) == p2p) free.push_back(i);
+    }
+    if (kept.empty()) continue;
+    const std::vector<double> held = x;
+    auto full = [&](const std::vector<double>& sub) {
+      std::vector<double> v = held;
+      for (size_t k = 0; k < free.size(); ++k) v[free[k]] = sub[k];
+      return v;
+    };
+    auto loss = [&](const std::vector<double>& sub) {
+      const std::vector<double> v = full(sub);
+      const double e = rms_log_error(from_vector(v, start), gpu, kept);
+      return e * e + prior(v, x0);
+    };
+    std::vector<double> sub;
+    for (size_t i : free) sub.push_back(x[i]);
+    for (double step : {1.0, 0.4, 0.15}) sub = nelder_mead(loss, sub, step, iterations, fit.evaluations);
+    x = full(sub);
+  }
   fit.params = from_vector(x, start);
   fit.rms_log_error = rms_log_error(fit.params, gpu, points);
   for (const auto& m : points) fit.points += m.outlier ? 0 : 1;
   return fit;
+}
+
+CollectiveParams fit_start(const models::gpu::GpuSpec& gpu) {
+  CollectiveParams start = models::collectives::nccl_default_params(gpu);
+  start.nvls = false;
+  // One SM ~25 GB/s, a few flag round trips per loop; a p2p CTA serving a
+  // send and a receive ~36 GB/s, a round a fraction of a microsecond.
+  start.protocol_of(Protocol::simple).max_per_channel = sim::Bandwidth::gb_per_s(25);
+  start.protocol_of(Protocol::simple).ring_loop_overhead = sim::us(5.0);
+  start.p2p_max_per_channel = sim::Bandwidth::gb_per_s(36);
+  start.p2p_round_overhead = sim::us(0.3);
+  return start;
+}
+
+std::vector<FittedValue> fitted_values(const CollectiveParams& p) {
+  std::vector<FittedValue> v;
+  for (const Field& f : fields()) v.push_back({f.range, f.get(p)});
+  return v;
+}
+
+std::vector<SeriesError> series_errors(const CollectiveParams& params,
+                                       const models::gpu::GpuSpec& gpu,
+                                       const std::vector<NcclMeasurement>& points, int ranks) {
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_series;
+  for (const auto& m : points) {
+    if (m.ranks != ranks || m.outlier || m.forced) continue;
+    const bool bw = m.bytes >= (int64_t{1} << 20), lat = m.bytes <= 65536;
+    if (!bw && !lat) continue;
+    const double pred = predict_us(params, gpu, m, false);
+    auto& [bws, lats] = by_series[std::string(models::collectives::op_name(m.op)) +
+                                  (m.in_place ? " in-place" : "")];
+    if (bw) bws.push_back(std::abs(m.time_us / pred - 1.0));
+    if (lat) lats.push_back(std::abs(pred / m.time_us - 1.0));
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  auto largest = [](const std::vector<double>& v) {
+    return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end());
+  };
+  std::vector<SeriesError> out;
+  for (const auto& [series, e] : by_series) {
+    SeriesError s;
+    s.series = series;
+    s.ranks = ranks;
+    s.bw_points = static_cast<int>(e.first.size());
+    s.bw_median = median(e.first);
+    s.bw_max = largest(e.first);
+    s.lat_points = static_cast<int>(e.second.size());
+    s.lat_median = median(e.second);
+    s.lat_max = largest(e.second);
+    out.push_back(s);
+  }
+  return out;
+}
+
+double pooled_bw_median(const CollectiveParams& params, const models::gpu::GpuSpec& gpu,
+                        const std::vector<NcclMeasurement>& points, int ranks) {
+  std::vector<double> e;
+  for (const auto& m : points) {
+    if (m.ranks != ranks || m.outlier || m.forced || m.bytes < (int64_t{1} << 20)) continue;
+    e.push_back(std::abs(m.time_us / predict_us(params, gpu, m, false) - 1.0));
+  }
+  std::sort(e.begin(), e.end());
+  return e.empty() ? 0.0 : e[e.size() / 2];
 }
 
 std::string fitted_fields_cpp(const CollectiveParams& p) {
@@ -482,7 +664,11 @@ std::string fitted_fields_cpp(const CollectiveParams& p) {
   const auto& sp = p.protocol_of(Protocol::simple);
   o << "  p.protocol_of(Protocol::simple).chunk = sim::Bytes(" << sp.chunk.count() << ");\n"
     << "  p.protocol_of(Protocol::simple).ring_loop_overhead = us("
-    << fmt("%.6g", sp.ring_loop_overhead.microseconds()) << ");\n";
+    << fmt("%.6g", sp.ring_loop_overhead.microseconds()) << ");\n"
+    << "  p.p2p_max_per_channel = sim::Bandwidth::gb_per_s("
+    << fmt("%.6g", p.p2p_max_per_channel.gb_per_s()) << ");\n"
+    << "  p.p2p_round_overhead = us(" << fmt("%.6g", p.p2p_round_overhead.microseconds())
+    << ");\n";
   return o.str();
 }
 
@@ -498,7 +684,14 @@ std::string fit_report(const CollectiveParams& params, const models::gpu::GpuSpe
     << fmt("%.0f", params.protocol_of(Protocol::simple).chunk.as_double() / 1024)
     << " KiB per step and channel, "
     << fmt("%.2f", params.protocol_of(Protocol::simple).ring_loop_overhead.microseconds())
-    << " us turnaround each.\n\n";
+    << " us turnaround each. Grouped send/recv (all-to-all): "
+    << params.p2p.channels << " p2p channels, " << params.p2p.channels_per_peer
+    << " per peer, " << fmt("%.0f", params.p2p.chunk.as_double() / 1024)
+    << " KiB chunks (NCCL's); a p2p channel moves at most "
+    << fmt("%.1f", params.p2p_max_per_channel.gb_per_s())
+    << " GB/s over all its parts, each round of the group costs "
+    << fmt("%.3f", params.p2p_round_overhead.microseconds()) << " us, the local copy runs at "
+    << fmt("%.0f", params.local_copy.gb_per_s()) << " GB/s.\n\n";
   o << "| protocol | base latency (us) | step overhead (us) | slice (KiB) | ceiling (GB/s) |\n"
        "|---|---:|---:|---:|---:|\n";
   for (Protocol pr : models::collectives::kAllProtocols) {

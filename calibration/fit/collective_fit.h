@@ -15,6 +15,7 @@
 // mean squared log ratio of predicted to measured time over every point kept.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -56,8 +57,16 @@ struct NcclMeasurement {
   std::string source;  // file it came from
 };
 
+// A sweep file that cannot be used: the message names the file and the key.
+class NcclSweepError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // Every result of one sweep file, with NCCL's choices attached and
-// outliers flagged.
+// outliers flagged. Throws NcclSweepError for a file that is missing, not
+// JSON, of another schema, or with a row whose op, ranks, bytes, time_us or
+// protocol is missing or wrong.
 std::vector<NcclMeasurement> load_nccl_sweep(const std::string& path);
 
 // The 1 GiB all-reduces on 2x H200 with NCCL max_ctas 16 and 8
@@ -75,6 +84,9 @@ double predict_us(const models::collectives::CollectiveParams& params,
 double rms_log_error(const models::collectives::CollectiveParams& params,
                      const models::gpu::GpuSpec& gpu, const std::vector<NcclMeasurement>& points);
 
+// Nelder-Mead iterations per restart that fit_collective_params runs by default.
+inline constexpr int kFitIterations = 1500;
+
 struct CollectiveFit {
   models::collectives::CollectiveParams params;
   double rms_log_error = 0.0;
@@ -82,10 +94,48 @@ struct CollectiveFit {
   int evaluations = 0;
 };
 
-// Nelder-Mead in log space from `start` (three restarts), deterministic.
+// Nelder-Mead in log space from `start` (three restarts of `iterations`
+// each), deterministic, in two stages: the ring and protocol fields on the
+// ring ops' points, then the grouped send/recv's fields ("p2p.*") on the
+// all-to-all and send/recv points, the first stage's values held.
 CollectiveFit fit_collective_params(const std::vector<NcclMeasurement>& points,
                                     const models::gpu::GpuSpec& gpu,
-                                    const models::collectives::CollectiveParams& start);
+                                    const models::collectives::CollectiveParams& start,
+                                    int iterations = kFitIterations);
+// Where the fit starts: NCCL's defaults for `gpu`, NVLS off (the sweeps run
+// with it off), and the fields NCCL's model lacks (Simple's per-channel
+// ceiling and loop turnaround, the p2p channel ceiling and round cost) at
+// plain values inside their ranges.
+models::collectives::CollectiveParams fit_start(const models::gpu::GpuSpec& gpu);
+// Every fitted field of `p` with its value and range, for reports.
+struct FittedValue {
+  FitRange range;
+  double value = 0.0;
+};
+std::vector<FittedValue> fitted_values(const models::collectives::CollectiveParams& p);
+
+// Error of the model against NCCL per op and placement on one group size,
+// NCCL's own choices (forced runs and outliers left out): busbw for
+// messages >= 1 MiB as |measured time / predicted time - 1| (= |predicted
+// busbw / measured busbw - 1|), latency for 8 B - 64 KiB as |predicted /
+// measured time - 1|; median and largest of each.
+struct SeriesError {
+  std::string series;  // "all_to_all", "all_gather in-place"
+  int ranks = 0;
+  int bw_points = 0;
+  double bw_median = 0.0;
+  double bw_max = 0.0;
+  int lat_points = 0;
+  double lat_median = 0.0;
+  double lat_max = 0.0;
+};
+std::vector<SeriesError> series_errors(const models::collectives::CollectiveParams& params,
+                                       const models::gpu::GpuSpec& gpu,
+                                       const std::vector<NcclMeasurement>& points, int ranks);
+// The median busbw error over every series' points of `ranks` GPUs pooled.
+double pooled_bw_median(const models::collectives::CollectiveParams& params,
+                        const models::gpu::GpuSpec& gpu,
+                        const std::vector<NcclMeasurement>& points, int ranks);
 
 // The fitted fields of `p` as C++ assignments (for fitted_params.cpp).
 std::string fitted_fields_cpp(const models::collectives::CollectiveParams& p);

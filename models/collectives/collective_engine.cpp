@@ -96,8 +96,9 @@ std::shared_ptr<const Schedule> CollectiveEngine::schedule_for(const CollectiveR
     // Bounded: a sweep of many sizes must not hold every schedule at once.
     if (schedules_.size() >= 64) schedules_.clear();
     it = schedules_
-             .emplace(key, std::make_shared<const Schedule>(build_schedule(
-                               req, a, layout, channels, params_.pxn, one_flow_per_pair_)))
+             .emplace(key, std::make_shared<const Schedule>(
+                               build_schedule(req, a, layout, channels, params_.pxn,
+                                              one_flow_per_pair_, params_.p2p)))
              .first;
   }
   return it->second;
@@ -171,9 +172,8 @@ sim::Bytes CollectiveEngine::wire_bytes(const Flow& f, Protocol p) const {
 }
 
 CollectiveEngine::PhaseCost CollectiveEngine::phase_cost(const Phase& phase,
-                                                         const GroupLayout& layout,
-                                                         CollectiveOp op, Algorithm a,
-                                                         Protocol p, bool with_endpoints) {
+                                                         const GroupLayout& layout, Algorithm a,
+                                                         Protocol p) {
   PhaseCost c;
   const StepLatency& lat = params_.latency_of(a, p);
   const ProtocolParams& pp = params_.protocol_of(p);
@@ -235,11 +235,13 @@ CollectiveEngine::PhaseCost CollectiveEngine::phase_cost(const Phase& phase,
     sent_up_[i] = sent_out_[i] = recv_up_[i] = recv_out_[i] = 0.0;
     channels_up_[i] = channels_out_[i] = 0;
   }
-  if (with_endpoints) c.endpoint_time = seconds(endpoint_s);
+  c.endpoint_time = seconds(endpoint_s);
 
-  // The SMs' ceilings: per channel and per GPU.
+  // The SMs' ceilings: per channel and per GPU. A grouped send/recv's
+  // channels have their own (add_p2p_cost).
+  const bool p2p = phase.p2p_rounds > 0;
   double sm_s = 0.0;
-  if (pp.max_per_channel.bytes_per_s() > 0) {
+  if (pp.max_per_channel.bytes_per_s() > 0 && !p2p) {
     sm_s = std::max(sm_s, max_channel_payload / pp.max_per_channel.bytes_per_s());
     // Only a tier the collective uses gets the cap (kNone stays "not used").
     if (rate_up < kNone) rate_up = std::min(rate_up, pp.max_per_channel.bytes_per_s());
@@ -266,10 +268,32 @@ CollectiveEngine::PhaseCost CollectiveEngine::phase_cost(const Phase& phase,
   // The ring's turnaround, once per loop of one chunk per step and channel.
   if (phase.ring_loops && pp.chunk.count() > 0 && phase.step_payload_per_channel > 0) {
     const double loops = std::ceil(phase.step_payload_per_channel / pp.chunk.as_double());
-    c.fill += pp.ring_loop_overhead * static_cast<int64_t>(loops);
+    c.turnaround = pp.ring_loop_overhead * static_cast<int64_t>(loops);
   }
-  (void)op;
+  if (p2p) add_p2p_cost(phase, p, c);
   return c;
+}
+
+void CollectiveEngine::add_p2p_cost(const Phase& phase, Protocol p, PhaseCost& c) const {
+  // A p2p channel (one CTA) moves its parts' wire bytes at most at its
+  // ceiling, all of them together: the busiest channel bounds the phase.
+  const double per_channel = params_.p2p_max_per_channel.bytes_per_s() *
+                             params_.protocol_of(p).wire_efficiency;
+  double floor_s = c.sm_time.seconds();
+  if (per_channel > 0) {
+    floor_s = std::max(floor_s, phase.p2p_channel_load / per_channel);
+    // Start-up: a part's first step is written into the peer's buffer
+    // before the peer can copy it out, each at the half of the channel
+    // that serves that direction.
+    c.fill += seconds(phase.p2p_first_step / (per_channel / 2.0));
+  }
+  // The rank's own slice is a local copy on its own channels, beside the
+  // transfers: the phase lasts at least as long.
+  if (params_.local_copy.bytes_per_s() > 0) {
+    floor_s = std::max(floor_s, phase.self_copy_bytes / params_.local_copy.bytes_per_s());
+  }
+  c.sm_time = seconds(floor_s);
+  c.extra_latency += params_.p2p_round_overhead * static_cast<int64_t>(phase.p2p_rounds);
 }
 
 sim::Duration CollectiveEngine::estimate(const CollectiveRequest& req, Algorithm a, Protocol p) {
@@ -279,8 +303,8 @@ sim::Duration CollectiveEngine::estimate(const CollectiveRequest& req, Algorithm
   const std::shared_ptr<const Schedule> sch = schedule_for(req, a, channels);
   sim::Duration t = params_.latency_of(a, p).base;
   for (const Phase& ph : sch->phases) {
-    const PhaseCost c = phase_cost(ph, layout, req.op, a, p, true);
-    t += c.first_latency + max_of(c.endpoint_time, c.sm_time) + c.extra_latency + c.fill;
+    const PhaseCost c = phase_cost(ph, layout, a, p);
+    t += c.first_latency + max_of(c.endpoint_time, c.sm_time) + c.tail();
   }
   return t;
 }
@@ -363,14 +387,14 @@ void CollectiveEngine::run_phase(std::shared_ptr<RunState> st) {
   // and NIC headers, the protocol's flags) however fast the network model
   // moved the wire bytes: every network model gives the same uncontended
   // time, and contention can only add to it.
-  st->cost = phase_cost(phase, *st->layout, st->req.op, a, p, true);
+  st->cost = phase_cost(phase, *st->layout, a, p);
   st->phase_start = sim_.now();
   st->pending = phase.flows.size();
   auto finish = [this, st] {
     // The SMs' ceiling holds the phase even if the network was faster.
     const sim::Time floor =
         st->phase_start + st->cost.first_latency + max_of(st->cost.sm_time, st->cost.endpoint_time);
-    const sim::Time end = std::max(sim_.now(), floor) + st->cost.extra_latency + st->cost.fill;
+    const sim::Time end = std::max(sim_.now(), floor) + st->cost.tail();
     ++st->phase;
     sim_.call_at(end, [this, st] { run_phase(st); });
   };

@@ -85,8 +85,11 @@ class CollectiveEngine {
     sim::Duration first_latency;  // the path latency a transfer already includes
     sim::Duration extra_latency;  // the other steps' latencies and overheads
     sim::Duration fill;           // pipeline start-up
-    sim::Duration sm_time;        // the channels' copy ceiling
+    sim::Duration turnaround;     // a ring's unhidden per-loop turnaround, over its loops
+    sim::Duration sm_time;        // the channels' copy ceiling (and a local copy's time)
     sim::Duration endpoint_time;  // the busiest GPU link's bytes over its bandwidth (estimate)
+    // After the transfers (or their floor): what no transfer overlaps.
+    sim::Duration tail() const { return extra_latency + fill + turnaround; }
   };
   struct RunState;
 
@@ -100,9 +103,11 @@ class CollectiveEngine {
   // The algorithm's share of the links (tree, NVLS).
   double algorithm_efficiency(Algorithm a) const;
   sim::Bandwidth gpu_ceiling(Protocol p, int hosts) const;
-  PhaseCost phase_cost(const Phase& phase, const GroupLayout& layout, CollectiveOp op,
-                       Algorithm a, Protocol p,
-                       bool with_endpoints);
+  PhaseCost phase_cost(const Phase& phase, const GroupLayout& layout, Algorithm a, Protocol p);
+  // A grouped send/recv's own costs (phase.p2p_rounds > 0): the p2p
+  // channels' ceiling, the local copy, the first step's start-up and the
+  // rounds' fixed cost.
+  void add_p2p_cost(const Phase& phase, Protocol p, PhaseCost& c) const;
   sim::Bytes wire_bytes(const Flow& f, Protocol p) const;
   void run_phase(std::shared_ptr<RunState> st);
   void run_stepwise_ring(std::shared_ptr<RunState> st);

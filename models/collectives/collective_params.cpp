@@ -109,6 +109,10 @@ CollectiveParams nccl_default_params(const gpu::GpuSpec& gpu) {
   p.channels = 24;
   p.pxn = true;
   p.nvls = gpu.has_nvls;
+  // NCCL's tuning model prices no p2p channel ceiling and no per-round
+  // cost (a fit sets them); the local copy streams through HBM.
+  p.local_copy = sim::Bandwidth::bytes_per_s(gpu.hbm_bandwidth.bytes_per_s() *
+                                             gpu.efficiency.hbm / 2.0);
   return p;
 }
 

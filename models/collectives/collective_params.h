@@ -20,6 +20,7 @@
 #include <string>
 
 #include "models/collectives/collective.h"
+#include "models/collectives/p2p_split.h"
 #include "models/gpu/gpu_spec.h"
 #include "sim/time.h"
 #include "sim/units.h"
@@ -83,6 +84,18 @@ struct CollectiveParams {
   // Double binary tree all-reduce reaches this share of the links (NCCL 0.92).
   double tree_efficiency = 1.0;
   int channels = 24;   // rings/trees in parallel, one SM each (NCCL 2.28 on 2x H200: 24)
+  // NCCL's grouped send/recv (all-to-all, send/recv): its channels and
+  // chunk (p2p_split.h); the bytes one p2p channel (one CTA) moves per
+  // second, summed over every part it serves (sends, receives, the local
+  // copy; wire bytes; 0 = no ceiling); the fixed cost of each round of a
+  // grouped call (every peer and the rank itself is its own work item with
+  // its own connection flags); and the local copy's payload rate (a device
+  // memcpy of the rank's own slice: HBM bandwidth x its streaming
+  // efficiency / 2, every byte read and written).
+  P2pConfig p2p;
+  sim::Bandwidth p2p_max_per_channel;
+  sim::Duration p2p_round_overhead;
+  sim::Bandwidth local_copy;
   bool pxn = true;     // a ring leaves a node through the rail NIC of its entry GPU (NCCL PXN)
   bool nvls = false;   // NVLink SHARP available and enabled
 

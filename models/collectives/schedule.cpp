@@ -318,24 +318,31 @@ Phase p2p_phase(FlowSet& set, bool crosses_hosts) {
 }
 
 Schedule all_to_all(const CollectiveRequest& req, Algorithm a, const GroupLayout& layout,
-                    int channels, bool merge) {
-  // Each rank sends S/n to every rank (its own share stays local). NCCL
-  // runs all-to-all as grouped send/recv, its channels shared among the
-  // peers served at once; between hosts one connection per peer.
+                    int channels, bool merge, const P2pConfig& p2p) {
+  // Each rank sends S/n to every rank (its own share it copies locally).
+  // NCCL runs all-to-all as grouped send/recv: one round per peer offset,
+  // each send cut into parts over its p2p channels (p2p_split.h); between
+  // hosts one connection per part.
   const int n = layout.size();
-  const int per_peer = std::max(1, channels / std::max(1, n - 1));
   const double piece = req.bytes.as_double() / n;
   const auto& r = req.ranks;
   Schedule sch;
   if (a == Algorithm::direct) {
+    const P2pParts split = p2p_parts(piece, n, layout.num_hosts(), p2p);
     FlowSet set(layout, 1, false, merge);
     for (int i = 0; i < n; ++i) {
       for (int j = 0; j < n; ++j) {
         add_p2p(set, layout, r[static_cast<size_t>(i)], r[static_cast<size_t>(j)], piece,
-                per_peer);
+                split.parts);
       }
     }
-    sch.phases.push_back(p2p_phase(set, layout.num_hosts() > 1));
+    Phase p = p2p_phase(set, layout.num_hosts() > 1);
+    p.p2p_rounds = n;
+    const auto load = all_to_all_channel_load(piece, n, layout.num_hosts(), p2p);
+    p.p2p_channel_load = *std::max_element(load.begin(), load.end());
+    p.self_copy_bytes = piece;
+    p.p2p_first_step = std::min(split.part_bytes, p2p.chunk.as_double());
+    sch.phases.push_back(std::move(p));
     return sch;
   }
   for (int k = 1; k < n; ++k) {
@@ -443,7 +450,7 @@ std::string check_algorithm(CollectiveOp op, Algorithm a, const GroupLayout& lay
 }
 
 Schedule build_schedule(const CollectiveRequest& req, Algorithm a, const GroupLayout& layout,
-                        int channels, bool pxn, bool one_flow_per_pair) {
+                        int channels, bool pxn, bool one_flow_per_pair, const P2pConfig& p2p) {
   if (channels < 1) throw std::logic_error("collective schedule: channels must be >= 1");
   if (layout.size() <= 1) return {};
   const bool merge = one_flow_per_pair;
@@ -455,7 +462,7 @@ Schedule build_schedule(const CollectiveRequest& req, Algorithm a, const GroupLa
     case Algorithm::direct:
     case Algorithm::pairwise:
       if (req.op == CollectiveOp::send_recv) return send_recv(req, layout, channels, merge);
-      return all_to_all(req, a, layout, channels, merge);
+      return all_to_all(req, a, layout, channels, merge, p2p);
   }
   return {};
 }

@@ -23,6 +23,7 @@
 
 #include "models/collectives/collective.h"
 #include "models/collectives/group_layout.h"
+#include "models/collectives/p2p_split.h"
 
 namespace gcsim::models::collectives {
 
@@ -41,6 +42,14 @@ struct Phase {
   int fill_hops = 0;        // pipeline start-up, in slices
   double step_payload_per_channel = 0.0;  // one step's payload per channel: bounds a slice
   bool ring_loops = false;  // a ring of dependent steps: pays the per-loop turnaround
+  // A grouped send/recv (all-to-all direct): its rounds (every peer and the
+  // rank itself), the most bytes one p2p channel handles (sends + receives
+  // + local copy, p2p_split.h), each rank's local copy, and one part's
+  // first step (the pipeline's start-up). All 0 for other phases.
+  int p2p_rounds = 0;
+  double p2p_channel_load = 0.0;
+  double self_copy_bytes = 0.0;
+  double p2p_first_step = 0.0;
 };
 
 struct Schedule {
@@ -57,8 +66,10 @@ std::string check_algorithm(CollectiveOp op, Algorithm a, const GroupLayout& lay
 // host's switch); flows between hosts stay one per channel.
 // `one_flow_per_pair` merges the channels between hosts too (for a network
 // model without contention, where 24 flows on one NIC would each get all of it).
+// `p2p`: NCCL's point-to-point channels, for all-to-all (direct).
 Schedule build_schedule(const CollectiveRequest& req, Algorithm a, const GroupLayout& layout,
-                        int channels, bool pxn, bool one_flow_per_pair = false);
+                        int channels, bool pxn, bool one_flow_per_pair = false,
+                        const P2pConfig& p2p = P2pConfig{});
 
 // NCCL's ring order of channel `c` (global ranks).
 std::vector<int> ring_order(const GroupLayout& layout, int channel);
