@@ -13,6 +13,7 @@
 #include "calibration/fit/profile_fit.h"
 #include "calibration/fit/profile_writer.h"
 #include "calibration/fit/validation.h"
+#include "sim/cli/calibrate_collectives.h"
 #include "sim/cli/gpu_spec_loader.h"
 #include "sim/cli/usage.h"
 #include "sim/config/config_error.h"
@@ -186,7 +187,10 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
       "validate", po::value<std::string>(), "profile to validate")(
       "gpu", po::value<std::string>(), "preset the measurements are of")(
       "bench", po::value<std::string>(), "path of gcsim_microbench")(
-      "quick", po::bool_switch(), "a few cases only (smoke test)");
+      "quick", po::bool_switch(), "a few cases only (smoke test)")(
+      "collectives", po::value<std::vector<std::string>>(), "NCCL sweep to fit (repeatable)")(
+      "fit-groups", po::value<std::string>()->default_value("2"), "group sizes to fit on")(
+      "iterations", po::value<int>()->default_value(0), "Nelder-Mead iterations per restart");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(opts).run(), vm);
@@ -198,10 +202,26 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
   const std::string gpu = vm.count("gpu") ? vm["gpu"].as<std::string>() : "";
   if (vm.count("validate")) return validate(vm["validate"].as<std::string>(), out, err);
   if (!vm.count("out")) {
-    err << "gcsim calibrate: -o PROFILE.yaml is required\n" << usage();
+    err << "gcsim calibrate: " << (vm.count("collectives") ? "-o DIR" : "-o PROFILE.yaml")
+        << " is required\n"
+        << usage();
     return kBadInput;
   }
   const std::string out_path = vm["out"].as<std::string>();
+  if (vm.count("collectives")) {
+    if (vm.count("fit")) {
+      err << "gcsim calibrate: --collectives and --fit are separate fits; give one\n" << usage();
+      return kBadInput;
+    }
+    CollectiveCalibration c{vm["collectives"].as<std::vector<std::string>>(),
+                            vm["fit-groups"].as<std::string>(), gpu, out_path,
+                            vm["iterations"].as<int>()};
+    if (c.iterations < 0) {
+      err << "gcsim calibrate: --iterations must be positive\n" << usage();
+      return kBadInput;
+    }
+    return calibrate_collectives(c, out, err);
+  }
   if (vm.count("fit")) {
     const auto files = vm["fit"].as<std::vector<std::string>>();
     std::string command = "gcsim calibrate";

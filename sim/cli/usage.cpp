@@ -44,14 +44,20 @@ const std::vector<CommandHelp>& command_helps() {
       {"calibrate",
        {"calibrate -o PROFILE.yaml [--gpu PRESET] [--bench PATH] [--quick]",
         "calibrate --fit MEASUREMENTS.json [--fit ...] -o PROFILE.yaml [--gpu PRESET]",
-        "calibrate --validate PROFILE.yaml"},
-       "measure this GPU (or fit measurements) into a calibration profile; validate one",
+        "calibrate --validate PROFILE.yaml",
+        "calibrate --collectives SWEEP.json [--collectives ...] [--fit-groups 2[,N...]] [--gpu PRESET] -o DIR"},
+       "measure this GPU (or fit measurements) into a calibration profile; validate one; "
+       "fit the collective model to NCCL sweeps",
        "  -o, --out PROFILE     profile to write\n"
        "  --fit FILE            fit committed measurements instead of measuring (repeatable)\n"
        "  --validate PROFILE    print the profile's held-out error by kernel class\n"
        "  --gpu PRESET          preset the measurements are of\n"
        "  --bench PATH          path of gcsim_microbench\n"
-       "  --quick               a few cases only (smoke test)\n"},
+       "  --quick               a few cases only (smoke test)\n"
+       "  --collectives FILE    NCCL sweep (nccl_sweep.py) to fit the collective model to (repeatable);\n"
+       "                        writes DIR/collective_fit.md and .json: held-out error per op\n"
+       "  --fit-groups N[,N]    group sizes to fit on (default 2); the others are held out\n"
+       "  --iterations N        Nelder-Mead iterations per restart (default 1500)\n"},
       {"quiz",
        {"quiz [--topic training|inference|network|reliability] [--seed N] [--no-verify]",
         "quiz --answers-template [--topic T] [--seed N]", "quiz --check ANSWERS.yaml"},
