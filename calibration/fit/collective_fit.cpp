@@ -434,6 +434,7 @@ std::vector<NcclMeasurement> load_nccl_sweep(const std::string& path) {
     if (m.op == CollectiveOp::send_recv) m.algorithm = Algorithm::direct;
     m.protocol = m.forced ? protocol_from(protocol) : nccl_protocol(op, m.ranks, m.bytes);
     m.source = path;
+    if (r.contains("run") && r["run"].is_string()) m.run = r["run"].get<std::string>();
     out.push_back(m);
   }
   if (out.empty()) throw NcclSweepError(path + ": key 'results' is empty");
@@ -441,11 +442,11 @@ std::vector<NcclMeasurement> load_nccl_sweep(const std::string& path) {
   // series, or more than 1.35x the geometric mean of its two neighbours
   // (time against size is convex in log-log: latency plus bytes over
   // bandwidth never rises faster than that).
-  std::map<std::tuple<int, int, bool, int, bool>, std::vector<size_t>> series;
+  std::map<std::tuple<int, int, bool, int, bool, std::string>, std::vector<size_t>> series;
   for (size_t i = 0; i < out.size(); ++i) {
     const auto& m = out[i];
     series[{static_cast<int>(m.op), m.ranks, m.forced, m.forced ? static_cast<int>(m.protocol) : -1,
-            m.in_place}]
+            m.in_place, m.run}]
         .push_back(i);
   }
   for (auto& [key, idx] : series) {
@@ -535,7 +536,8 @@ double rms_log_error(const CollectiveParams& params, const models::gpu::GpuSpec&
 
 CollectiveFit fit_collective_params(const std::vector<NcclMeasurement>& points,
                                     const models::gpu::GpuSpec& gpu,
-                                    const CollectiveParams& start, int iterations) {
+                                    const CollectiveParams& start, int iterations,
+                                    bool p2p_only) {
   CollectiveFit fit;
   const std::vector<double> x0 = to_vector(start);
   if (x0.size() != static_cast<size_t>(kFields)) throw std::logic_error("fit: field count");
@@ -550,6 +552,7 @@ CollectiveFit fit_collective_params(const std::vector<NcclMeasurement>& points,
   // all-to-all and send/recv with the first stage's values held.
   std::vector<double> x = x0;
   for (const bool p2p : {false, true}) {
+    if (p2p_only && !p2p) continue;
     std::vector<NcclMeasurement> kept;
     for (const auto& m : points) {
       if (is_p2p_op(m) == p2p) kept.push_back(m);

@@ -55,6 +55,7 @@ struct NcclMeasurement {
   // error figures, listed in the report.
   bool outlier = false;
   std::string source;  // file it came from
+  std::string run;     // the run of a merged file (merge_nccl.py's "run"), "" if none
 };
 
 // A sweep file that cannot be used: the message names the file and the key.
@@ -98,10 +99,11 @@ struct CollectiveFit {
 // each), deterministic, in two stages: the ring and protocol fields on the
 // ring ops' points, then the grouped send/recv's fields ("p2p.*") on the
 // all-to-all and send/recv points, the first stage's values held.
+// `p2p_only`: the second stage alone, every other field held at `start`'s.
 CollectiveFit fit_collective_params(const std::vector<NcclMeasurement>& points,
                                     const models::gpu::GpuSpec& gpu,
                                     const models::collectives::CollectiveParams& start,
-                                    int iterations = kFitIterations);
+                                    int iterations = kFitIterations, bool p2p_only = false);
 // Where the fit starts: NCCL's defaults for `gpu`, NVLS off (the sweeps run
 // with it off), and the fields NCCL's model lacks (Simple's per-channel
 // ceiling and loop turnaround, the p2p channel ceiling and round cost) at

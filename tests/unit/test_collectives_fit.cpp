@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "calibration/fit/collective_fit.h"
@@ -68,10 +69,22 @@ TEST_CASE("collective fit: run it (hidden; prints fields, writes GCSIM_FIT_REPOR
   const auto all = sweep();
   auto two = with_ranks(all, 2);
   for (const auto& m : calibration::h200_channel_points()) two.push_back(m);
-  // NCCL's defaults, and the fields NCCL's model lacks at plain values
-  // inside their ranges (calibration::fit_start).
-  const calibration::CollectiveFit fit =
-      calibration::fit_collective_params(two, h200(), calibration::fit_start(h200()));
+  // The committed values: the ring and protocol fields are the fit made
+  // before the grouped send/recv model existed (all of the 2-GPU points,
+  // commit 2d9760e), held; the p2p fields are fitted on the 2-GPU
+  // all-to-all and send/recv points from calibration::fit_start's values.
+  // GCSIM_FIT_FULL=1 runs the whole two-stage fit from NCCL's defaults
+  // instead (what `gcsim calibrate --collectives` does).
+  const bool full = std::getenv("GCSIM_FIT_FULL") != nullptr;
+  CollectiveParams start = calibration::fit_start(h200());
+  if (!full) {
+    const CollectiveParams p2p_start = start;
+    start = fitted();
+    start.p2p_max_per_channel = p2p_start.p2p_max_per_channel;
+    start.p2p_round_overhead = p2p_start.p2p_round_overhead;
+  }
+  const calibration::CollectiveFit fit = calibration::fit_collective_params(
+      two, h200(), start, calibration::kFitIterations, !full);
   std::cout << "rms log error " << fit.rms_log_error << " over " << fit.points << " points, "
             << fit.evaluations << " evaluations\n"
             << calibration::fitted_fields_cpp(fit.params);
@@ -88,7 +101,7 @@ TEST_CASE("collective fit: run it (hidden; prints fields, writes GCSIM_FIT_REPOR
 namespace {
 
 // The fit's rms log error over the 2-GPU points (its report).
-constexpr double kFitRms = 0.0886;
+constexpr double kFitRms = 0.0903;
 // Issue 17's targets on 4 held-out GPUs: busbw median error <= 5 % pooled
 // and no op above 15 % (>= 1 MiB); latency within 20 % (8 B - 64 KiB).
 constexpr double kBwPooledMax = 0.05, kBwOpMax = 0.15, kLatOpMax = 0.20;
@@ -124,15 +137,16 @@ TEST_CASE("collective model: every fitted value is physical, 2 GPUs fitted, 4 GP
     CHECK(e.bw_median < kBwOpMax);  // every op, all-to-all included
     if (e.series == "all_to_all") {
       // The grouped send/recv model (p2p channels, rounds, local copy):
-      // median 13.8 %, worst 21.0 % (64 MiB: parts of 2 MiB on 8 channels
+      // median 13.9 %, worst 22.2 % (64 MiB: parts of 2 MiB on 8 channels
       // per peer run slower than one channel's fitted rate says).
       CHECK(e.bw_max < 0.25);
     }
     // send_recv keeps no latency point (host-bound below 256 MiB, README
     // of the data). Broadcast is a known gap this model leaves: NCCL's
     // broadcast starts ~1 us sooner than the ring latency it shares with
-    // all-gather (4 GPUs, 8 B: 5.8 us measured, 7.1 predicted); 22 % by
-    // this measure (18 % as |measured / predicted - 1|). Held below 25 %.
+    // all-gather (4 GPUs, 8 B: 5.8 us measured, 7.2 predicted); 24 % by
+    // this measure (19 % as |measured / predicted - 1|, the figure the
+    // previous test used). Held below 25 %; this work leaves it as it was.
     if (e.lat_points == 0) continue;
     CHECK(e.lat_median < (e.series == "broadcast in-place" ? 0.25 : kLatOpMax));
   }
@@ -177,5 +191,60 @@ TEST_CASE("collective fit: per-op errors of the committed fit (hidden; prints a 
     }
     std::printf("pooled busbw median on %d GPUs: %.1f%%\n", n,
                 100 * calibration::pooled_bw_median(p, h200(), all, n));
+  }
+}
+
+TEST_CASE("collective model: the 2-GPU fit on two other H200 machines, and the local copy rate",
+          "[collectives][calibration]") {
+  // calibration/measurements/h200-x2/nccl_2gpu_2026-11-26/: the same 2-GPU
+  // sweep (8 B - 1 GiB) run again on two other 2x H200 machines, asked as
+  // H100s (no H100 pair was lent). Same GPU kind and group size as the fit:
+  // a check that the fit is not one machine's, not a held-out group size.
+  const std::string dir = "calibration/measurements/h200-x2/nccl_2gpu_2026-11-26/";
+  const CollectiveParams p = fitted();
+  for (const char* file : {"nccl_2gpu.json", "repeat/nccl_2gpu.json"}) {
+    std::vector<NcclMeasurement> runs;
+    for (const auto& m : calibration::load_nccl_sweep(test::source_path(dir + file))) {
+      if (m.run == "default_n2.json") runs.push_back(m);
+    }
+    REQUIRE(runs.size() == 8 * 28);  // 8 series (6 ops, 2 in two placements), 8 B - 1 GiB
+    INFO(file);
+    // The fit's own points gave 6.3 % pooled; the other machines differ
+    // from them by ~1 % at >= 1 MiB (README of the data).
+    CHECK(calibration::pooled_bw_median(p, h200(), runs, 2) < 0.08);
+    for (const auto& e : calibration::series_errors(p, h200(), runs, 2)) {
+      INFO(e.series << ": busbw median " << e.bw_median << ", latency median " << e.lat_median);
+      CHECK(e.bw_median < kBwOpMax + 0.05);  // all-to-all 15 % on the fitted 2-GPU points
+      if (e.lat_points > 0) CHECK(e.lat_median < kLatOpMax + 0.05);  // broadcast 19 %
+    }
+  }
+  // The local copy (all-to-all's own slice) runs at HBM bandwidth x its
+  // streaming efficiency / 2: 4800 x 0.9 / 2 = 2160 GB/s for h200-sxm.
+  // nccl_sweep.py's device_copy measured 2132 GB/s at 1 GiB on both machines.
+  const auto doc =
+      nlohmann::json::parse(test::read_text(test::source_path(dir + "nccl_2gpu.json")));
+  double measured = 0.0;
+  for (const auto& r : doc["device_copy"]) {
+    if (r["bytes"] == int64_t{1} << 30 && r["run"] == "default_n2.json") measured = r["algbw_GBps"];
+  }
+  CHECK(measured == Approx(2132).epsilon(0.01));
+  CHECK(p.local_copy.gb_per_s() == Approx(measured).epsilon(0.03));
+}
+
+TEST_CASE("collective fit: errors on the other H200 machines' 2-GPU runs (hidden; prints)",
+          "[.fitreport]") {
+  const std::string dir = "calibration/measurements/h200-x2/nccl_2gpu_2026-11-26/";
+  const CollectiveParams p = fitted();
+  for (const char* file : {"nccl_2gpu.json", "repeat/nccl_2gpu.json"}) {
+    std::vector<NcclMeasurement> runs;
+    for (const auto& m : calibration::load_nccl_sweep(test::source_path(dir + file))) {
+      if (m.run == "default_n2.json") runs.push_back(m);
+    }
+    std::printf("%s (default_n2): pooled busbw median %.1f%%\n", file,
+                100 * calibration::pooled_bw_median(p, h200(), runs, 2));
+    for (const auto& e : calibration::series_errors(p, h200(), runs, 2)) {
+      std::printf("| %s | 2 | %.1f%% | %.1f%% | %.1f%% | %.1f%% |\n", e.series.c_str(),
+                  100 * e.bw_median, 100 * e.bw_max, 100 * e.lat_median, 100 * e.lat_max);
+    }
   }
 }
