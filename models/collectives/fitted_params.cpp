@@ -27,11 +27,11 @@ void hopper_nvlink4(CollectiveParams& p) {
         ceiling;
   };
   p.scale_up_efficiency = 0.824;  // measured directly, not fitted (calibration::fit_ranges())
-  set(Protocol::ll, us(5.16261), us(0.050266), sim::Bytes(4096), sim::Bandwidth::gb_per_s(266.451));
-  set(Protocol::ll128, us(11.242), us(1.16285), sim::Bytes(1758899), sim::Bandwidth::gb_per_s(59.6674));
-  set(Protocol::simple, us(7.60143), us(2.70186), sim::Bytes(233988), sim::Bandwidth::gb_per_s(24.0848));
-  p.protocol_of(Protocol::simple).chunk = sim::Bytes(180350);
-  p.protocol_of(Protocol::simple).ring_loop_overhead = us(3.6539);
+  set(Protocol::ll, us(5.28301), us(0.050266), sim::Bytes(3538), sim::Bandwidth::gb_per_s(267.363));
+  set(Protocol::ll128, us(11.3265), us(1.1694), sim::Bytes(1223509), sim::Bandwidth::gb_per_s(57.7881));
+  set(Protocol::simple, us(7.46459), us(2.69405), sim::Bytes(230563), sim::Bandwidth::gb_per_s(26.1367));
+  p.protocol_of(Protocol::simple).chunk = sim::Bytes(180043);
+  p.protocol_of(Protocol::simple).ring_loop_overhead = us(3.74704);
   // NCCL's grouped send/recv: LL's base latency for every protocol (a
   // kernel's launch and first handshake), no ring steps; each round of the
   // group costs p2p_round_overhead (calibration/fit/collective_fit.cpp).
@@ -39,8 +39,8 @@ void hopper_nvlink4(CollectiveParams& p) {
     p.latency_of(Algorithm::direct, pr).base = p.latency_of(Algorithm::ring, Protocol::ll).base;
     p.latency_of(Algorithm::direct, pr).step_scale_up = sim::Duration::zero();
   }
-  p.p2p_max_per_channel = sim::Bandwidth::gb_per_s(54.0832);
-  p.p2p_round_overhead = us(0.38323);
+  p.p2p_max_per_channel = sim::Bandwidth::gb_per_s(54.0833);
+  p.p2p_round_overhead = us(0.322902);
   p.source = "fit to NCCL 2.28.9 on 2x H200, Hopper NVLink 4 (calibration/fit/collective_fit_hopper_2026-11-26.md)";
 }
 
