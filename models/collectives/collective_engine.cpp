@@ -336,6 +336,15 @@ Plan CollectiveEngine::plan(const CollectiveRequest& req) {
     for (Protocol p : kAllProtocols) {
       if (req.protocol && p != *req.protocol) continue;
       if (a == Algorithm::nvls && p != Protocol::simple) continue;
+      // NCCL's grouped send/recv picks its protocol by size, not by cost:
+      // LL up to the p2p LL threshold per peer, Simple above.
+      if (a == Algorithm::direct && !req.protocol) {
+        const double per_peer = req.op == CollectiveOp::all_to_all
+                                    ? req.bytes.as_double() / layout.size()
+                                    : req.bytes.as_double();
+        const bool ll = per_peer <= params_.p2p.ll_threshold.as_double();
+        if (p != (ll ? Protocol::ll : Protocol::simple)) continue;
+      }
       const sim::Duration t = estimate(req, a, p);
       if (!have || t < best.estimate) {
         best = Plan{a, p, channels_for(req, a, p), t};

@@ -25,6 +25,9 @@ struct P2pConfig {
   // NCCL_P2P_NVL_CHUNKSIZE (512 KiB): one step of a p2p connection over
   // NVLink; NCCL_P2P_NET_CHUNKSIZE is 128 KiB, but gcsim keeps one figure.
   sim::Bytes chunk = sim::KiB(512);
+  // NCCL_P2P_LL_THRESHOLD: a send of at most this many bytes runs LL, a
+  // larger one Simple (p2p never runs LL128).
+  sim::Bytes ll_threshold = sim::KiB(16);
 };
 
 // One send (or receive) of `bytes` in a group of `ranks` over `nodes` hosts:
