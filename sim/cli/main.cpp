@@ -12,6 +12,7 @@
 #include "sim/cli/calibrate_command.h"
 #include "sim/cli/explain_command.h"
 #include "sim/cli/list_command.h"
+#include "sim/cli/plan_command.h"
 #include "sim/cli/quiz_command.h"
 #include "sim/cli/run_command.h"
 #include "sim/cli/sweep_command.h"
@@ -36,6 +37,11 @@ const char* kUsage =
     "  sweep STUDY.yaml [-o OUTDIR] [-j N] [-q]\n"
     "                      run a base config over axes of overrides; results.csv and a\n"
     "                      ranked table (impossible points skipped with the reason)\n"
+    "  plan CONFIG.yaml [--gpus N] [-o DIR] [-j N] [--top K] [-s key=value]... [-q]\n"
+    "                      search the training layout (TP, CP, PP, DP, EP, micro-batch,\n"
+    "                      schedule, recompute, ZeRO, SP); plan.json, plan.csv, best.yaml\n"
+    "  mpirun -n N gcsim sweep|plan ...\n"
+    "                      the same, spread over MPI ranks (one merged result)\n"
     "  export CONFIG.yaml -o DIR [-s key=value]...\n"
     "                      write the generated workload as per-rank Chakra ET files\n"
     "  calibrate -o PROFILE.yaml | --fit MEASUREMENTS.json -o PROFILE.yaml | --validate PROFILE.yaml\n"
@@ -123,6 +129,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& rest) {
     return explain_command(p.positional[0], ExplainOptions{LoadOptions{p.sets, p.seed}, p.out_dir}, std::cout);
   }
   if (command == "sweep") return sweep_command(rest, std::cout);
+  if (command == "plan") return plan_command(rest, std::cout);
   if (command == "quiz") return quiz_command(rest, std::cout);
   if (command == "calibrate") return calibrate_command(rest, std::cout, std::cerr);
   if (command == "list") {
@@ -134,7 +141,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& rest) {
     return 0;
   }
   std::fprintf(stderr, "gcsim: unknown command '%s'%s\n\n%s", command.c_str(),
-               gcsim::sim::config::did_you_mean(command, {"run", "check", "calibrate", "export", "explain", "list", "quiz"}).c_str(),
+               gcsim::sim::config::did_you_mean(command, {"run", "check", "calibrate", "export", "explain", "list", "quiz", "sweep", "plan"}).c_str(),
                kUsage);
   return kBadInput;
 }

@@ -1,8 +1,5 @@
 #include "sim/cli/sweep_command.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,10 +13,10 @@
 #include <sstream>
 
 #include "sim/cli/format.h"
+#include "sim/cli/mpi_world.h"
+#include "sim/cli/point_runner.h"
 #include "sim/config/config_error.h"
 #include "sim/config/config_reader.h"
-
-extern char** environ;
 
 namespace gcsim::cli {
 
@@ -53,16 +50,11 @@ struct Study {
   std::vector<Case> cases;
 };
 
+// A point of the study: where it sits (case, axis values) and its run.
 struct Point {
   size_t index = 0;
   std::string case_name;
   std::vector<std::string> axis_values;  // per axis, as written
-  std::vector<std::string> overrides;
-  fs::path dir;
-  // Results.
-  std::string status = "pending";  // ok | skipped | failed
-  std::string reason;
-  nlohmann::ordered_json summary;
 };
 
 std::string flow_yaml(const YAML::Node& n) {
@@ -91,10 +83,15 @@ Study read_study(const std::string& path, const fs::path& out_dir) {
     // An inline base is written out so that every point runs a file.
     fs::create_directories(out_dir);
     s.base_path = (out_dir / "base.yaml").string();
-    std::ofstream f(s.base_path);
-    YAML::Emitter e;
-    e << base;
-    f << "# The study's inline base config (" << path << ").\n" << e.c_str() << "\n";
+    // Written aside and renamed: the ranks of an MPI job each write it.
+    const std::string aside = s.base_path + "." + std::to_string(::getpid());
+    {
+      std::ofstream f(aside);
+      YAML::Emitter e;
+      e << base;
+      f << "# The study's inline base config (" << path << ").\n" << e.c_str() << "\n";
+    }
+    fs::rename(aside, s.base_path);
   } else {
     r.fail("base", "expected a path or a map");
   }
@@ -131,17 +128,19 @@ Study read_study(const std::string& path, const fs::path& out_dir) {
   return s;
 }
 
-std::vector<Point> expand(const Study& s, const fs::path& out_dir) {
+// The study's points and, index for index, their runs.
+void expand(const Study& s, const fs::path& out_dir, std::vector<Point>& points,
+            std::vector<RunPoint>& runs) {
   std::vector<Case> cases = s.cases;
   if (cases.empty()) cases.push_back({"", {}});
-  std::vector<Point> points;
   size_t combos = 1;
   for (const auto& a : s.axes) combos *= a.values.size();
   for (const Case& c : cases) {
     for (size_t n = 0; n < combos; ++n) {
       Point p;
+      RunPoint run;
       p.case_name = c.name;
-      p.overrides = c.overrides;
+      run.overrides = c.overrides;
       size_t rest = n;
       // The last axis varies fastest.
       std::vector<size_t> pick(s.axes.size());
@@ -152,16 +151,16 @@ std::vector<Point> expand(const Study& s, const fs::path& out_dir) {
       for (size_t i = 0; i < s.axes.size(); ++i) {
         const std::string& v = s.axes[i].values[pick[i]].yaml;
         p.axis_values.push_back(v);
-        p.overrides.push_back(s.axes[i].key + "=" + v);
+        run.overrides.push_back(s.axes[i].key + "=" + v);
       }
       p.index = points.size();
       char name[32];
       std::snprintf(name, sizeof name, "%04zu", p.index);
-      p.dir = out_dir / "points" / name;
+      run.dir = out_dir / "points" / name;
       points.push_back(std::move(p));
+      runs.push_back(std::move(run));
     }
   }
-  return points;
 }
 
 std::string label(const Study& s, const Point& p) {
@@ -174,89 +173,14 @@ std::string label(const Study& s, const Point& p) {
   return l.empty() ? "base" : l;
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+double step_time(const RunPoint& p) { return summary_step_time(p.summary); }
+bool fits(const RunPoint& p) { return summary_fits(p.summary); }
+double memory_gib(const RunPoint& p) {
+  const double b = summary_memory_bytes(p.summary);
+  return b < 0 ? -1 : b / 1073741824.0;
 }
-
-// The first line of a gcsim error, without the "gcsim: error: " prefix.
-std::string reason_of(const std::string& err) {
-  std::string line = err.substr(0, err.find('\n'));
-  const std::string prefix = "gcsim: error: ";
-  if (line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
-  return line.empty() ? "no output" : line;
-}
-
-pid_t spawn(const std::string& exe, const std::string& base, const Point& p) {
-  fs::create_directories(p.dir);
-  std::vector<std::string> args{exe, "run", base, "-o", p.dir.string(), "-q"};
-  for (const auto& o : p.overrides) {
-    args.push_back("-s");
-    args.push_back(o);
-  }
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, (p.dir / "stdout.txt").c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, (p.dir / "stderr.txt").c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw std::runtime_error("cannot start " + exe + ": " + std::strerror(rc));
-  return pid;
-}
-
-void collect(Point& p, int wait_status) {
-  const int code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
-  const std::string err = read_file(p.dir / "stderr.txt");
-  if (code == 0 && fs::exists(p.dir / "summary.json")) {
-    p.status = "ok";
-    p.summary = nlohmann::ordered_json::parse(read_file(p.dir / "summary.json"));
-  } else if (code == 2) {
-    p.status = "skipped";
-    p.reason = reason_of(err);
-  } else {
-    p.status = "failed";
-    p.reason = "exit status " + std::to_string(code) + ": " + reason_of(err);
-  }
-}
-
-double number(const nlohmann::ordered_json& j, const char* key, double fallback = -1) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
-}
-
-double step_time(const Point& p) {
-  const double s = number(p.summary, "step_time_s");
-  return s >= 0 ? s : number(p.summary, "simulated_time_s");
-}
-
-bool fits(const Point& p) {
-  auto m = p.summary.find("memory");
-  if (m == p.summary.end()) return true;
-  auto f = m->find("fits");
-  return f == m->end() || f->get<bool>();
-}
-
-double memory_gib(const Point& p) {
-  auto m = p.summary.find("memory");
-  if (m == p.summary.end()) return -1;
-  return number(*m, "peak_bytes_per_gpu") / 1073741824.0;
-}
-
-double exposed(const Point& p, const char* dim) {
-  auto b = p.summary.find("breakdown");
-  if (b == p.summary.end()) return 0;
-  auto e = b->find("exposed_comm_s");
-  if (e == b->end()) return 0;
-  return number(*e, dim, 0);
-}
+double exposed(const RunPoint& p, const char* dim) { return summary_exposed(p.summary, dim); }
+double number(const RunPoint& p, const char* key) { return summary_number(p.summary, key); }
 
 std::string csv_field(std::string s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
@@ -270,7 +194,8 @@ std::string num(double v, const char* f = "%.6g") { return v < 0 ? "" : fmt(f, v
 
 constexpr const char* kDims[] = {"tp", "cp", "ep", "pp", "dp"};
 
-void write_csv(const Study& s, const std::vector<Point>& points, const fs::path& path) {
+void write_csv(const Study& s, const std::vector<Point>& points, const std::vector<RunPoint>& runs,
+               const fs::path& path) {
   std::ofstream f(path);
   f << "point,case";
   for (const auto& a : s.axes) f << "," << csv_field(a.key);
@@ -279,59 +204,61 @@ void write_csv(const Study& s, const std::vector<Point>& points, const fs::path&
   for (const char* d : kDims) f << ",exposed_" << d << "_s";
   f << ",reason\n";
   for (const Point& p : points) {
+    const RunPoint& r = runs[p.index];
     f << p.index << "," << csv_field(p.case_name);
     for (const auto& v : p.axis_values) f << "," << csv_field(v);
-    f << "," << p.status;
-    if (p.status == "ok") {
-      f << "," << num(step_time(p)) << "," << num(number(p.summary, "tokens_per_s")) << ","
-        << num(number(p.summary, "tflops_per_gpu")) << "," << num(number(p.summary, "mfu")) << ","
-        << num(number(p.summary, "hfu")) << "," << num(number(p.summary, "bubble_fraction")) << ","
-        << num(memory_gib(p)) << "," << (fits(p) ? "true" : "false");
-      for (const char* d : kDims) f << "," << num(exposed(p, d));
+    f << "," << r.status;
+    if (r.status == "ok") {
+      f << "," << num(step_time(r)) << "," << num(number(r, "tokens_per_s")) << ","
+        << num(number(r, "tflops_per_gpu")) << "," << num(number(r, "mfu")) << ","
+        << num(number(r, "hfu")) << "," << num(number(r, "bubble_fraction")) << ","
+        << num(memory_gib(r)) << "," << (fits(r) ? "true" : "false");
+      for (const char* d : kDims) f << "," << num(exposed(r, d));
       f << ",\n";
     } else {
       f << ",,,,,,,,";
       for (size_t i = 0; i < std::size(kDims); ++i) f << ",";
-      f << "," << csv_field(p.reason) << "\n";
+      f << "," << csv_field(r.reason) << "\n";
     }
   }
 }
 
-std::string ranked_table(const Study& s, const std::vector<Point>& points) {
+std::string ranked_table(const Study& s, const std::vector<Point>& points,
+                         const std::vector<RunPoint>& runs) {
   std::vector<const Point*> ok, other;
-  for (const Point& p : points) (p.status == "ok" ? ok : other).push_back(&p);
-  std::stable_sort(ok.begin(), ok.end(), [](const Point* a, const Point* b) {
-    if (fits(*a) != fits(*b)) return fits(*a);
-    return step_time(*a) < step_time(*b);
+  for (const Point& p : points) (runs[p.index].status == "ok" ? ok : other).push_back(&p);
+  std::stable_sort(ok.begin(), ok.end(), [&runs](const Point* a, const Point* b) {
+    const RunPoint &x = runs[a->index], &y = runs[b->index];
+    if (fits(x) != fits(y)) return fits(x);
+    return step_time(x) < step_time(y);
   });
   std::ostringstream o;
   o << "| # | point | step | tokens/s | TFLOP/s/GPU | MFU | bubble | memory/GPU | fits | largest exposed comm |\n"
     << "|---:|---|---:|---:|---:|---:|---:|---:|---|---|\n";
   int rank = 0;
   for (const Point* p : ok) {
+    const RunPoint& r = runs[p->index];
     std::string worst = "-";
     double worst_s = 0;
     for (const char* d : kDims) {
-      if (exposed(*p, d) > worst_s) {
-        worst_s = exposed(*p, d);
+      if (exposed(r, d) > worst_s) {
+        worst_s = exposed(r, d);
         worst = std::string(d) + " " + num(worst_s, "%.3g") + " s";
       }
     }
-    const double mfu = number(p->summary, "mfu"), bubble = number(p->summary, "bubble_fraction");
-    o << "| " << ++rank << " | " << label(s, *p) << " | " << num(step_time(*p), "%.4g") << " s | "
-      << num(number(p->summary, "tokens_per_s"), "%.4g") << " | "
-      << num(number(p->summary, "tflops_per_gpu"), "%.1f") << " | "
-      << (mfu >= 0 ? num(100 * mfu, "%.1f") + "%" : "") << " | "
-      << (bubble >= 0 ? num(100 * bubble, "%.1f") + "%" : "") << " | "
-      << num(memory_gib(*p), "%.1f") << " GiB | " << (fits(*p) ? "yes" : "**no**") << " | " << worst
-      << " |\n";
+    const double mfu = number(r, "mfu"), bubble = number(r, "bubble_fraction");
+    o << "| " << ++rank << " | " << label(s, *p) << " | " << num(step_time(r), "%.4g") << " s | "
+      << num(number(r, "tokens_per_s"), "%.4g") << " | " << num(number(r, "tflops_per_gpu"), "%.1f")
+      << " | " << (mfu >= 0 ? num(100 * mfu, "%.1f") + "%" : "") << " | "
+      << (bubble >= 0 ? num(100 * bubble, "%.1f") + "%" : "") << " | " << num(memory_gib(r), "%.1f")
+      << " GiB | " << (fits(r) ? "yes" : "**no**") << " | " << worst << " |\n";
   }
   if (!other.empty()) {
     o << "\nNot run:\n\n| point | status | reason |\n|---|---|---|\n";
     for (const Point* p : other) {
-      std::string reason = p->reason;
+      std::string reason = runs[p->index].reason;
       std::replace(reason.begin(), reason.end(), '|', '/');
-      o << "| " << label(s, *p) << " | " << p->status << " | " << reason << " |\n";
+      o << "| " << label(s, *p) << " | " << runs[p->index].status << " | " << reason << " |\n";
     }
   }
   return o.str();
@@ -344,7 +271,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
   int jobs = 1;
   std::string out_dir;
   opts.add_options()("out,o", po::value<std::string>(&out_dir), "output directory")(
-      "jobs,j", po::value<int>(&jobs), "points run at once (default 1)")(
+      "jobs,j", po::value<int>(&jobs), "points run at once (default 1; per rank under mpirun)")(
       "quiet,q", po::bool_switch(), "no progress lines")(
       "args", po::value<std::vector<std::string>>(), "study file");
   po::positional_options_description pos;
@@ -364,53 +291,37 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
   fs::create_directories(dir, ec);
   if (ec) throw ConfigError("command line", 0, "-o", "cannot create '" + out_dir + "': " + ec.message());
 
+  const MpiWorld world;
   const Study study = read_study(study_path, dir);
-  std::vector<Point> points = expand(study, dir);
-  const std::string exe = fs::read_symlink("/proc/self/exe").string();
+  std::vector<Point> points;
+  std::vector<RunPoint> runs;
+  expand(study, dir, points, runs);
+  run_points(study.base_path, runs, jobs, world,
+             [&](const RunPoint& r, size_t done, size_t mine) {
+               if (quiet) return;
+               const size_t index = static_cast<size_t>(&r - runs.data());
+               const std::string what = r.status == "ok" ? num(step_time(r), "%.4g") + " s" +
+                                                               (fits(r) ? "" : " (does not fit)")
+                                                         : r.status + ": " + r.reason;
+               const std::string who =
+                   world.size() > 1 ? " rank " + std::to_string(world.rank()) + ":" : "";
+               std::fprintf(stderr, "[sweep]%s %zu/%zu %s: %s\n", who.c_str(), done, mine,
+                            label(study, points[index]).c_str(), what.c_str());
+             });
+  if (!world.root()) return 0;  // rank 0 writes the merged result
 
-  std::map<pid_t, size_t> running;
-  size_t next = 0, done = 0;
-  while (done < points.size()) {
-    while (running.size() < static_cast<size_t>(jobs) && next < points.size()) {
-      Point& p = points[next++];
-      try {
-        running[spawn(exe, study.base_path, p)] = p.index;
-      } catch (const std::runtime_error& e) {
-        p.status = "failed";
-        p.reason = e.what();
-        ++done;
-      }
-    }
-    if (running.empty()) continue;
-    int status = 0;
-    const pid_t pid = waitpid(-1, &status, 0);
-    if (pid < 0) throw std::runtime_error("waitpid failed");
-    auto it = running.find(pid);
-    if (it == running.end()) continue;
-    Point& p = points[it->second];
-    running.erase(it);
-    collect(p, status);
-    ++done;
-    if (!quiet) {
-      std::string what = p.status == "ok" ? num(step_time(p), "%.4g") + " s" +
-                                                (fits(p) ? "" : " (does not fit)")
-                                          : p.status + ": " + p.reason;
-      std::fprintf(stderr, "[sweep] %zu/%zu %s: %s\n", done, points.size(),
-                   label(study, p).c_str(), what.c_str());
-    }
-  }
-
-  write_csv(study, points, dir / "results.csv");
-  const std::string table = ranked_table(study, points);
+  write_csv(study, points, runs, dir / "results.csv");
+  const std::string table = ranked_table(study, points, runs);
   {
     std::ofstream f(dir / "results.md");
     f << "# " << study.name << "\n\nBase config `" << study.base_path << "`; " << points.size()
       << " points. Ranked: configurations that fit first, then by step time.\n\n" << table;
   }
   size_t ok = 0;
-  for (const Point& p : points) ok += p.status == "ok";
-  out << "gcsim sweep: " << study.name << ": " << ok << " of " << points.size() << " points ran; wrote "
-      << (dir / "results.csv").string() << ", " << (dir / "results.md").string() << "\n\n"
+  for (const RunPoint& r : runs) ok += r.status == "ok";
+  out << "gcsim sweep: " << study.name << ": " << ok << " of " << points.size()
+      << " points ran; wrote " << (dir / "results.csv").string() << ", "
+      << (dir / "results.md").string() << "\n\n"
       << table;
   return 0;
 }

@@ -39,13 +39,15 @@ struct TrainingRun {
 // `gpus_per_node` per node. `slow_ranks` (ascending) are stragglers and
 // `stragglers` ("" when none) describes them: mirroring stays on when their
 // stages' simulated ranks can stand in for them (straggler_stand_in), and
-// is off otherwise.
+// is off otherwise. With `strategy_searched` (gcsim plan) only `config` is
+// filled: the parallelism as written, unchecked, and nothing generated.
 std::shared_ptr<TrainingRun> load_training_workload(sim::config::ConfigReader& workload, int gpus,
                                                     int gpus_per_node,
                                                     const models::gpu::GpuSpec& gpu,
                                                     std::vector<std::string>& notes,
                                                     const std::string& stragglers = "",
-                                                    const std::vector<int>& slow_ranks = {});
+                                                    const std::vector<int>& slow_ranks = {},
+                                                    bool strategy_searched = false);
 
 // Wraps the cluster model so that mirrored ranks' collectives are timed
 // over their whole groups.
