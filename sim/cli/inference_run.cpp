@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "sim/cli/inference_report.h"
+#include "sim/cli/run_html.h"
 #include "sim/cli/inference_workload_loader.h"
 #include "sim/cli/network_setup.h"
 #include "sim/simulator.h"
@@ -158,8 +159,10 @@ int run_inference(const Scenario& s, const models::cluster::ClusterModelConfig& 
   fig.wall_time_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   if (options.trace) write_inference_trace(fig, (dir / "trace.json").string());
-  write_file(dir / "summary.json", build_inference_summary(fig).dump(2) + "\n");
+  const sim::config::Json summary = build_inference_summary(fig);
+  write_file(dir / "summary.json", summary.dump(2) + "\n");
   write_file(dir / "report.md", build_inference_report(fig));
+  write_file(dir / "report.html", inference_html(fig, summary));
   out << inference_human_summary(fig, dir.string(), options.trace);
   return 0;
 }

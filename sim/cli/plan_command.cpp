@@ -16,6 +16,7 @@
 #include "sim/cli/plan_report.h"
 #include "sim/cli/point_runner.h"
 #include "sim/cli/scenario.h"
+#include "sim/cli/study_html.h"
 #include "sim/cli/training_workload_loader.h"
 #include "sim/config/config_error.h"
 #include "workloads/plan/search_space.h"
@@ -303,7 +304,11 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out) {
     std::ofstream f(dir / "plan.md");
     f << md;
   }
-  out << "gcsim plan: wrote " << (dir / "plan.json").string() << ", plan.csv, plan.md"
+  {
+    std::ofstream f(dir / "report.html");
+    f << plan_html(r);
+  }
+  out << "gcsim plan: wrote " << (dir / "plan.json").string() << ", plan.csv, plan.md, report.html"
       << (r.best >= 0 ? ", best.yaml" : "") << "\n\n"
       << md;
   return 0;

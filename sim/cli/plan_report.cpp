@@ -190,6 +190,22 @@ std::vector<std::string> strategy_overrides(const wp::Strategy& s) {
           "workload.optimizer.zero_stage=" + n(s.zero_stage)};
 }
 
+std::string slower_than_best(const PlanResult& r, const SimulatedLayout& l) {
+  const SimulatedLayout& w = r.layouts.at(static_cast<size_t>(r.best));
+  if (&l == &w) return "(best)";
+  return pct(summary_step_time(l.run.summary) / summary_step_time(w.run.summary) - 1.0) + " slower: " +
+         why_slower(l, w, r);
+}
+
+std::string known_layout_verdict(const PlanResult& r, const SimulatedLayout& l) {
+  if (r.best >= 0 && &l == &r.layouts[static_cast<size_t>(r.best)]) return "this is the best layout";
+  if (l.simulated() && !summary_fits(l.run.summary)) return "out of memory in the simulation";
+  if (l.simulated() && r.best >= 0) {
+    return secs(summary_step_time(l.run.summary)) + ", " + slower_than_best(r, l);
+  }
+  return not_simulated_reason(l);
+}
+
 std::vector<int> ranked_layouts(const PlanResult& r) {
   std::vector<int> ok;
   for (size_t i = 0; i < r.layouts.size(); ++i) {
@@ -348,7 +364,7 @@ std::string plan_markdown(const PlanResult& r) {
       << secs(p.bubble) << " | " << secs(p.exposed[dim_index("tp")]) << " | "
       << secs(p.exposed[dim_index("pp")]) << " | " << secs(p.exposed[dim_index("dp")]) << " | "
       << secs(other) << " | " << fmt("%.1f GiB", summary_memory_bytes(l.run.summary) / kGiB) << " | "
-      << (n == 1 ? "(best)" : cell(pct(p.step / wp_.step - 1.0) + ": " + why_slower(l, w, r))) << " |\n";
+      << cell(slower_than_best(r, l)) << " |\n";
   }
 
   std::string refused;
@@ -364,18 +380,8 @@ std::string plan_markdown(const PlanResult& r) {
   o << "\n## Why the well-known layouts lose\n\n| layout | as | verdict |\n|---|---|---|\n";
   for (const SimulatedLayout& l : r.layouts) {
     if (l.known_as.empty()) continue;
-    std::string verdict;
-    if (&l == &w) {
-      verdict = "**this is the best layout**";
-    } else if (l.simulated() && summary_fits(l.run.summary)) {
-      verdict = secs(summary_step_time(l.run.summary)) + ", " +
-                pct(summary_step_time(l.run.summary) / wp_.step - 1.0) + " slower: " + why_slower(l, w, r);
-    } else if (l.simulated()) {
-      verdict = "out of memory in the simulation";
-    } else {
-      verdict = not_simulated_reason(l);
-    }
-    o << "| " << cell(l.known_as) << " | " << cell(wp::label(l.strategy)) << " | " << cell(verdict) << " |\n";
+    o << "| " << cell(l.known_as) << " | " << cell(wp::label(l.strategy)) << " | "
+      << cell(known_layout_verdict(r, l)) << " |\n";
   }
   o << "\nWall time " << fmt("%.1f s", r.wall_time_s) << " (scoring " << fmt("%.2f s", r.scoring_wall_s)
     << ", simulation " << fmt("%.1f s", r.simulation_wall_s) << ").\n";

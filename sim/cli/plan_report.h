@@ -48,6 +48,14 @@ struct PlanResult {
 // Layouts that ran and fit, fastest simulated step first (ties: listing order).
 std::vector<int> ranked_layouts(const PlanResult& r);
 
+// How much slower than the winner `l` is and the two parts of its step
+// that account for most of it ("12.1%: +2.07 s ZeRO-2 reduces ...");
+// "(best)" for the winner. Needs a winner (r.best >= 0).
+std::string slower_than_best(const PlanResult& r, const SimulatedLayout& l);
+// Why a well-known layout loses: slower (and why), out of memory, or
+// impossible; or that it is the winner.
+std::string known_layout_verdict(const PlanResult& r, const SimulatedLayout& l);
+
 sim::config::Json plan_json(const PlanResult& r);
 void write_plan_csv(const PlanResult& r, const std::string& path);
 std::string plan_markdown(const PlanResult& r);

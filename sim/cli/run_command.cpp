@@ -14,6 +14,7 @@
 #include "sim/cli/failures_report.h"
 #include "sim/cli/inference_run.h"
 #include "sim/cli/network_setup.h"
+#include "sim/cli/run_html.h"
 #include "sim/cli/run_report.h"
 #include "sim/cli/training_report.h"
 #include "sim/recorder.h"
@@ -160,6 +161,7 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
     }
     write_file(dir / "summary.json", summary.dump(2) + "\n");
     write_file(dir / "report.md", report);
+    write_file(dir / "report.html", training_html(fig, t, summary));
     out << training_human_summary(fig, t, dir.string(), options.trace) << failures_text;
     return 0;
   }
@@ -168,6 +170,7 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
   const std::string collective_table = add_collective_results(s, fig, cluster, summary, report);
   write_file(dir / "summary.json", summary.dump(2) + "\n");
   write_file(dir / "report.md", report);
+  write_file(dir / "report.html", run_html(fig, summary));
   out << human_summary(fig, dir.string(), options.trace) << collective_table;
   return 0;
 }

@@ -15,6 +15,7 @@
 #include "sim/cli/format.h"
 #include "sim/cli/mpi_world.h"
 #include "sim/cli/point_runner.h"
+#include "sim/cli/study_html.h"
 #include "sim/config/config_error.h"
 #include "sim/config/config_reader.h"
 
@@ -223,8 +224,9 @@ void write_csv(const Study& s, const std::vector<Point>& points, const std::vect
   }
 }
 
-std::string ranked_table(const Study& s, const std::vector<Point>& points,
-                         const std::vector<RunPoint>& runs) {
+// The points that ran, ranked (fits first, then step time), and the others.
+std::pair<std::vector<const Point*>, std::vector<const Point*>> ranked(const std::vector<Point>& points,
+                                                                      const std::vector<RunPoint>& runs) {
   std::vector<const Point*> ok, other;
   for (const Point& p : points) (runs[p.index].status == "ok" ? ok : other).push_back(&p);
   std::stable_sort(ok.begin(), ok.end(), [&runs](const Point* a, const Point* b) {
@@ -232,6 +234,12 @@ std::string ranked_table(const Study& s, const std::vector<Point>& points,
     if (fits(x) != fits(y)) return fits(x);
     return step_time(x) < step_time(y);
   });
+  return {ok, other};
+}
+
+std::string ranked_table(const Study& s, const std::vector<Point>& points,
+                         const std::vector<RunPoint>& runs) {
+  const auto [ok, other] = ranked(points, runs);
   std::ostringstream o;
   o << "| # | point | step | tokens/s | TFLOP/s/GPU | MFU | bubble | memory/GPU | fits | largest exposed comm |\n"
     << "|---:|---|---:|---:|---:|---:|---:|---:|---|---|\n";
@@ -317,11 +325,20 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
     f << "# " << study.name << "\n\nBase config `" << study.base_path << "`; " << points.size()
       << " points. Ranked: configurations that fit first, then by step time.\n\n" << table;
   }
+  {
+    std::vector<SweepRow> rows;
+    const auto [ran, not_run] = ranked(points, runs);
+    for (const auto* group : {&ran, &not_run}) {
+      for (const Point* p : *group) rows.push_back({label(study, *p), &runs[p->index]});
+    }
+    std::ofstream f(dir / "report.html");
+    f << sweep_html(study.name, study.base_path, rows);
+  }
   size_t ok = 0;
   for (const RunPoint& r : runs) ok += r.status == "ok";
   out << "gcsim sweep: " << study.name << ": " << ok << " of " << points.size()
       << " points ran; wrote " << (dir / "results.csv").string() << ", "
-      << (dir / "results.md").string() << "\n\n"
+      << (dir / "results.md").string() << ", report.html\n\n"
       << table;
   return 0;
 }
