@@ -9,6 +9,7 @@
 #include <numeric>
 #include <ostream>
 #include <set>
+#include <sstream>
 
 #include "sim/cli/explain_command.h"
 #include "sim/cli/format.h"
@@ -16,6 +17,7 @@
 #include "sim/cli/plan_report.h"
 #include "sim/cli/point_runner.h"
 #include "sim/cli/scenario.h"
+#include "sim/cli/serving_plan.h"
 #include "sim/cli/study_html.h"
 #include "sim/cli/training_workload_loader.h"
 #include "sim/config/config_error.h"
@@ -87,12 +89,10 @@ Scenario load_base(PlanArgs& a) {
     load.overrides = a.sets;
     s = load_scenario(a.config, load);
   }
-  if (s.workload_kind != "training") {
-    // Read again to name the line of workload.kind.
-    auto source = std::make_shared<sim::config::ConfigSource>();
-    sim::config::ConfigReader top(sim::config::load_yaml_file(a.config, a.sets, *source), "", source, nullptr);
-    top.child("workload", "").fail("kind", "gcsim plan searches training strategies; this config's workload is '" +
-                                               s.workload_kind + "'");
+  if (s.workload_kind != "training" && s.workload_kind != "inference") {
+    fail_config_key(a.config, a.sets, "workload", "kind",
+                    "gcsim plan searches training layouts and serving deployments; this config's workload is '" +
+                        s.workload_kind + "'");
   }
   return s;
 }
@@ -173,6 +173,20 @@ std::vector<std::pair<std::string, wp::Strategy>> known_layouts(const wt::Traini
   return k;
 }
 
+}  // namespace
+
+void fail_config_key(const std::string& path, const std::vector<std::string>& sets, const std::string& section,
+                     const std::string& key, const std::string& message) {
+  // Read again to name the line of the key.
+  auto source = std::make_shared<sim::config::ConfigSource>();
+  sim::config::ConfigReader r(sim::config::load_yaml_file(path, sets, *source), "", source, nullptr);
+  std::stringstream parts(section);
+  for (std::string part; std::getline(parts, part, '.');) r = r.child(part, "");
+  r.fail(key, message);
+}
+
+namespace {
+
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 }  // namespace
@@ -186,6 +200,9 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw ConfigError("command line", 0, "-o", "cannot create '" + a.out_dir + "': " + ec.message());
+  if (s.inference) {
+    return serving_plan(s, ServingPlanArgs{a.config, a.out_dir, a.sets, a.jobs, a.top, a.quiet}, world, out);
+  }
   const auto progress = [&](const std::string& line) {
     if (a.quiet) return;
     const std::string who = world.size() > 1 ? " rank " + std::to_string(world.rank()) + ":" : "";

@@ -1,5 +1,5 @@
 // `gcsim plan CONFIG.yaml [--gpus N] [-o DIR] [-j N] [--top K] [-s key=value]... [-q]`:
-// capacity planning for a training config. From its model, cluster and
+// capacity planning for a training config (an inference config: serving_plan.h). From its model, cluster and
 // global batch, every layout of TP (with or without SP), CP, PP (schedule,
 // virtual stages), DP, EP, micro-batch, recompute and ZeRO stage is pruned by
 // the strategy's constraints and by memory (counted per rule), the
@@ -22,5 +22,11 @@ namespace gcsim::cli {
 // `args` are the words after `plan`. Returns the exit status; bad input
 // throws ConfigError.
 int plan_command(const std::vector<std::string>& args, std::ostream& out);
+
+// Throws the ConfigError of `key` under the dotted `section` of the config
+// at `path` (with the -s overrides `sets`), naming its line: for checks the
+// plan makes after the config has loaded.
+[[noreturn]] void fail_config_key(const std::string& path, const std::vector<std::string>& sets,
+                                  const std::string& section, const std::string& key, const std::string& message);
 
 }  // namespace gcsim::cli

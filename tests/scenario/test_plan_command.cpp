@@ -108,6 +108,45 @@ TEST_CASE("plan: a small training config, its files and a best.yaml that reprodu
   CHECK(summary["parallelism"]["tp"] == best["tp"]);
 }
 
+TEST_CASE("plan: a serving config, deployments ranked by goodput per GPU", "[scenario][plan]") {
+  TempDir tmp;
+  const fs::path out = tmp / "plan";
+  // Llama 3 8B on a node of two GPUs, 40 requests at 4 per second.
+  const std::vector<std::string> sets{"-s", "cluster.gpus_per_node=2", "-s", "workload.requests.count=40"};
+  std::vector<std::string> args{"plan", gcsim::test::source_path("configs/examples/inference_llama3_8b.yaml"), "-o",
+                                out.string(), "-j", "2", "-q"};
+  args.insert(args.end(), sets.begin(), sets.end());
+  const auto r = run_gcsim(args);
+  INFO(r.err);
+  REQUIRE(r.exit_status == 0);
+  const auto plan = read_json(out / "plan.json");
+  CHECK(plan["kind"] == "inference");
+  // (TP, PP, replicas) on 2 GPUs: (1,1,1), (1,1,2), (2,1,1), (1,2,1); x 3
+  // max_num_seqs x 2 budgets x chunked prefill on and off = 48. The 12
+  // without chunking at a 2048-token budget cannot hold an 8192-token
+  // request in one step: vLLM refuses them, and so does the loader.
+  CHECK(plan["candidates_evaluated"] == 48);
+  CHECK(plan["pruned"]["workload.serving.scheduler.max_num_batched_tokens"] == 12);
+  CHECK(plan["candidates_simulated"] == 36);
+  const auto& best = plan["best"];
+  REQUIRE(best.is_object());
+  CHECK(best["slo_attainment"].get<double>() >= 0.9);
+  CHECK(best["goodput_per_gpu"].get<double>() ==
+        Approx(best["goodput_requests_per_s"].get<double>() / best["gpus_used"].get<int>()).epsilon(1e-12));
+  for (const auto& d : plan["ranked"]) {
+    if (d["slo_attainment"].get<double>() >= 0.9) CHECK(best["goodput_per_gpu"].get<double>() >= d["goodput_per_gpu"].get<double>());
+  }
+  const std::string csv = read_text(out / "plan.csv");
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 49);  // a header and 48 rows
+  // best.yaml, run on its own, serves with the winner's goodput.
+  const auto rerun = run_gcsim({"run", (out / "best.yaml").string(), "-o", (tmp / "rerun").string(), "-q"});
+  INFO(rerun.err);
+  REQUIRE(rerun.exit_status == 0);
+  CHECK(read_json(tmp / "rerun" / "summary.json")["goodput_requests_per_s"].get<double>() ==
+        best["goodput_requests_per_s"].get<double>());
+  CHECK(fs::exists(out / "report.html"));
+}
+
 TEST_CASE("plan: bad input names the key and ends with exit status 2", "[cli][plan]") {
   TempDir tmp;
   write_text(tmp / "small.yaml", kSmallTraining);
@@ -128,6 +167,18 @@ workload:
     const auto r = run_gcsim({"plan", (tmp / "graph.yaml").string(), "-o", (tmp / "o").string()});
     CHECK(r.exit_status == 2);
     CHECK(r.err.find("graph.yaml:3: key 'workload.kind'") != std::string::npos);
+  }
+  SECTION("a serving config without SLOs") {
+    write_text(tmp / "serve.yaml", R"(cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1, scale_out: {topology: none}}
+workload:
+  kind: inference
+  model: {preset: llama3-8b}
+  requests: {count: 10, arrival: {kind: poisson, rate: 1}, prompt_len: 128, output_len: 16}
+)");
+    const auto r = run_gcsim({"plan", (tmp / "serve.yaml").string(), "-o", (tmp / "o").string()});
+    CHECK(r.exit_status == 2);
+    CHECK(r.err.find("key 'workload.slo'") != std::string::npos);
+    CHECK(r.err.find("goodput") != std::string::npos);
   }
   SECTION("an unknown key in the config") {
     const auto r = run_gcsim({"plan", config, "-s", "workload.batch.globl=64", "-o", (tmp / "o").string()});
