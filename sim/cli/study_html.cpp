@@ -134,7 +134,9 @@ std::string plan_html(const PlanResult& r) {
       {"global batch", std::to_string(r.global_batch) + " sequences"},
       {"candidates", std::to_string(r.candidates.size()) + " evaluated, " + std::to_string(pruned) + " pruned, " +
                          std::to_string(r.scored) + " scored by the estimate"},
-      {"simulated", std::to_string(r.layouts.size()) + " layouts on the " + r.network_model + " network model"}};
+      {"simulated", std::to_string(std::count_if(r.layouts.begin(), r.layouts.end(),
+                                                 [](const SimulatedLayout& l) { return l.simulated(); })) +
+                        " layouts on the " + r.network_model + " network model"}};
   if (r.best >= 0) {
     const SimulatedLayout& b = r.layouts[static_cast<size_t>(r.best)];
     facts.emplace_back("best", wp::label(b.strategy));
