@@ -270,7 +270,7 @@ std::string inference_human_summary(const InferenceFigures& f, const std::string
     o << "\n";
   }
   for (const auto& n : s.notes) o << "  note: " << n << "\n";
-  o << "  wrote " << out_dir << "/summary.json, report.md" << (trace ? ", trace.json" : "") << "\n";
+  o << "  wrote " << out_dir << "/summary.json, report.md, report.html" << (trace ? ", trace.json" : "") << "\n";
   return o.str();
 }
 

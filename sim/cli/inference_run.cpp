@@ -6,6 +6,7 @@
 
 #include "sim/cli/fault_verdict.h"
 #include "sim/cli/inference_report.h"
+#include "sim/cli/run_html.h"
 #include "sim/cli/inference_workload_loader.h"
 #include "sim/cli/network_setup.h"
 #include "sim/simulator.h"
@@ -162,6 +163,7 @@ int run_inference(const Scenario& s, const models::cluster::ClusterModelConfig& 
   add_fault_verdict(s, inference_faults_not_honoured(s), summary);
   write_output_file(dir / "summary.json", summary.dump(2) + "\n");
   write_output_file(dir / "report.md", build_inference_report(fig));
+  write_output_file(dir / "report.html", inference_html(fig, summary));
   out << inference_human_summary(fig, dir.string(), options.trace);
   return 0;
 }

@@ -171,7 +171,7 @@ std::string human_summary(const RunFigures& f, const std::string& out_dir, bool 
     << human_bytes(s.cluster.gpu.hbm_capacity.as_double()) << " per GPU"
     << (f.oom.empty() ? "" : "  ** OUT OF MEMORY: " + f.oom + " **") << "\n";
   for (const auto& n : s.notes) o << "  note: " << n << "\n";
-  o << "  wrote " << out_dir << "/summary.json, report.md" << (trace ? ", trace.json" : "")
+  o << "  wrote " << out_dir << "/summary.json, report.md, report.html" << (trace ? ", trace.json" : "")
     << "\n";
   return o.str();
 }

@@ -98,6 +98,10 @@ struct LoadOptions {
   std::vector<std::string> overrides;  // "-s key=value"
   std::optional<uint64_t> seed;        // --seed wins over simulation.seed
   ResourceLimits limits = ResourceLimits::machine();  // --max-memory, --max-events
+  // `gcsim plan` searches the training strategy: the config's parallelism is
+  // read (it is one layout the plan compares with) but neither checked nor
+  // generated; everything else is validated as for a run.
+  bool strategy_searched = false;
 };
 
 Scenario load_scenario(const std::string& path, const LoadOptions& options);

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/cli/point_runner.h"
+
 namespace gcsim::cli {
 
 struct SweepAxis {
@@ -30,15 +32,11 @@ struct SweepStudy {
   double point_count() const;
 };
 
-struct SweepPoint {
+// A point of the study: where it sits (case, axis values) and its run.
+struct SweepPoint : RunPoint {
   size_t index = 0;
   std::string case_name;
   std::vector<std::string> axis_values;  // per axis, as written
-  std::vector<std::string> overrides;
-  std::filesystem::path dir;
-  std::string status = "pending";  // ok | skipped | failed
-  std::string reason;
-  nlohmann::ordered_json summary;
 };
 
 // How the tables name axis `i`: its last key part ("tp" for

@@ -300,6 +300,22 @@ std::string ranked_tables(const SweepStudy& s, const std::vector<SweepPoint>& po
   return o.str();
 }
 
+std::vector<const SweepPoint*> ranked_points(const SweepStudy& s, const std::vector<SweepPoint>& points) {
+  std::vector<const SweepPoint*> out, other;
+  for (Shape sh : shapes_present(s, points)) {
+    std::vector<const SweepPoint*> ok;
+    for (const SweepPoint& p : points) {
+      if (p.status == "ok" && shape_of(p) == sh) ok.push_back(&p);
+    }
+    rank(sh, ok);
+    out.insert(out.end(), ok.begin(), ok.end());
+  }
+  for (const SweepPoint& p : points) {
+    if (p.status != "ok") out.push_back(&p);
+  }
+  return out;
+}
+
 std::string progress_figure(const SweepPoint& p) {
   if (p.status != "ok") return p.status + ": " + p.reason;
   switch (shape_of(p)) {

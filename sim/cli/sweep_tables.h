@@ -21,6 +21,10 @@ void write_results_csv(const SweepStudy& s, const std::vector<SweepPoint>& point
 // is ranked by, then the points that did not run with their reasons.
 std::string ranked_tables(const SweepStudy& s, const std::vector<SweepPoint>& points);
 
+// The points as the tables list them: those that ran, per workload kind and
+// ranked by its rule, then those that did not.
+std::vector<const SweepPoint*> ranked_points(const SweepStudy& s, const std::vector<SweepPoint>& points);
+
 // The one figure a progress line shows for a finished point ("4.13 s" step,
 // "TTFT p99 0.4 s, goodput 3.72 req/s", ...), or the status and reason.
 std::string progress_figure(const SweepPoint& p);

@@ -265,7 +265,7 @@ std::string training_human_summary(const RunFigures& f, const TrainingFigures& t
     << f.records.size() << " ops, " << f.events << " events in " << fmt("%.3f", f.wall_time_s)
     << " s wall\n";
   for (const auto& n : s.notes) o << "  note: " << n << "\n";
-  o << "  wrote " << out_dir << "/summary.json, report.md" << (trace ? ", trace.json" : "") << "\n";
+  o << "  wrote " << out_dir << "/summary.json, report.md, report.html" << (trace ? ", trace.json" : "") << "\n";
   return o.str();
 }
 

@@ -29,19 +29,19 @@ Schedule parse_schedule(const std::string& s) {
   return Schedule::one_f_one_b;
 }
 
-void read_parallelism(ConfigReader& w, TrainingConfig& c, int gpus) {
+void read_parallelism(ConfigReader& w, TrainingConfig& c, int gpus, bool strategy_searched) {
   ConfigReader p = w.child("parallelism", "how the step is split over GPUs");
   auto& par = c.parallel;
   par.tp = static_cast<int>(p.get_int_in("tp", 1, "tensor parallel size", 1, 1 << 20));
   par.cp = static_cast<int>(p.get_int_in("cp", 1, "context parallel size (ring attention)", 1, 1 << 20));
   par.pp = static_cast<int>(p.get_int_in("pp", 1, "pipeline stages", 1, 1 << 20));
   const int64_t model_parallel = static_cast<int64_t>(par.tp) * par.cp * par.pp;
-  if (!p.has("dp") && gpus % model_parallel != 0) {
+  if (!p.has("dp") && gpus % model_parallel != 0 && !strategy_searched) {
     p.fail_here("tp x cp x pp = " + std::to_string(model_parallel) +
                 " does not divide the cluster's " + std::to_string(gpus) +
                 " GPUs, so dp cannot be derived");
   }
-  par.dp = static_cast<int>(p.get_int_in("dp", gpus / model_parallel,
+  par.dp = static_cast<int>(p.get_int_in("dp", std::max<int64_t>(1, gpus / model_parallel),
                                          "data parallel size (default: GPUs / (tp x cp x pp))", 1,
                                          1 << 20));
   par.ep = static_cast<int>(
@@ -174,7 +174,8 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
                                                     std::vector<std::string>& notes,
                                                     const ResourceLimits& limits,
                                                     const std::string& stragglers,
-                                                    const std::vector<int>& slow_ranks) {
+                                                    const std::vector<int>& slow_ranks,
+                                                    bool strategy_searched) {
   auto run = std::make_shared<TrainingRun>();
   TrainingConfig& c = run->config;
   c.model = read_model(w);
@@ -182,7 +183,7 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
   c.batch.global = batch.get_int_in("global", std::nullopt, "sequences per step (global batch)", 1);
   c.batch.micro = batch.get_int_in("micro", 1, "sequences per micro-batch", 1);
   batch.finish();
-  read_parallelism(w, c, gpus);
+  read_parallelism(w, c, gpus, strategy_searched);
   const std::string recompute = w.get_choice("recompute", {"none", "selective", "full"},
                                              std::string("none"), "activation recomputation");
   c.recompute = recompute == "full" ? Recompute::full
@@ -206,8 +207,10 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
       w.get_choice("simulate", {"auto", "all"}, std::string("auto"),
                    "auto: mirror symmetric ranks (one simulated per set); all: every rank");
 
-  if (auto problem = check_strategy(c, gpus)) fail_strategy(w, problem);
-  if (c.parallel.cp > 1 && c.attention_impl == AttentionImpl::unfused) {
+  if (!strategy_searched) {
+    if (auto problem = check_strategy(c, gpus)) fail_strategy(w, problem);
+  }
+  if (c.parallel.cp > 1 && c.attention_impl == AttentionImpl::unfused && !strategy_searched) {
     w.fail("attention_kernel", "context parallelism (ring attention) needs attention_kernel: flash");
   }
   const auto act = c.precision == Precision::fp16 ? models::gpu::Dtype::fp16 : models::gpu::Dtype::bf16;
@@ -217,6 +220,8 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
                               "tensor cores of " + gpu.name);
     }
   }
+
+  if (strategy_searched) return run;
 
   // The build below holds every micro-batch's passes: the limits first.
   GeneratorOptions o;
@@ -235,14 +240,10 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
   const auto loads = expert_loads(c);
   const double max_load = *std::max_element(loads.begin(), loads.end());
   run->capacity_bytes = gpu.hbm_capacity.as_double();
-  double worst = -1;
-  for (int r = 0; r < c.parallel.pp; ++r) {
-    run->memory.push_back(memory_for_rank(c, plan, r, max_load));
-    if (run->memory.back().total() > worst) {
-      worst = run->memory.back().total();
-      run->worst_pipeline_rank = r;
-    }
-  }
+  RankMemory memory = memory_per_rank(c, plan, max_load);
+  const double worst = memory.fullest_bytes();
+  run->worst_pipeline_rank = memory.fullest;
+  run->memory = std::move(memory.per_rank);
   run->fits = worst <= run->capacity_bytes;
   if (!run->fits) {
     char need[96];

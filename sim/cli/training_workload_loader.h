@@ -40,7 +40,8 @@ struct TrainingRun {
 // `gpus_per_node` per node. `slow_ranks` (ascending) are stragglers and
 // `stragglers` ("" when none) describes them: mirroring stays on when their
 // stages' simulated ranks can stand in for them (straggler_stand_in), and
-// is off otherwise.
+// is off otherwise. With `strategy_searched` (gcsim plan) only `config` is
+// filled: the parallelism as written, unchecked, and nothing generated.
 // A step whose IR would exceed `limits` is refused before it is generated.
 std::shared_ptr<TrainingRun> load_training_workload(sim::config::ConfigReader& workload, int gpus,
                                                     int gpus_per_node,
@@ -48,7 +49,8 @@ std::shared_ptr<TrainingRun> load_training_workload(sim::config::ConfigReader& w
                                                     std::vector<std::string>& notes,
                                                     const ResourceLimits& limits,
                                                     const std::string& stragglers = "",
-                                                    const std::vector<int>& slow_ranks = {});
+                                                    const std::vector<int>& slow_ranks = {},
+                                                    bool strategy_searched = false);
 
 // Wraps the cluster model so that mirrored ranks' collectives are timed
 // over their whole groups.
