@@ -30,8 +30,7 @@ const std::vector<CommandHelp>& command_helps() {
        "  -q, --quiet           no progress lines\n"},
       {"plan",
        {"plan CONFIG.yaml [--gpus N] [-o DIR] [-j N] [--top K] [-s key=value]... [-q]"},
-       "search the training layout (TP, CP, PP, DP, EP, micro-batch, schedule, recompute, ZeRO, SP)\n"
-       "                      or the serving deployment; plan.json, plan.csv, best.yaml, report.html",
+       "search the training layout or the serving deployment; plan.json, best.yaml, report.html",
        "  --gpus N              plan for this many GPUs (a multiple of gpus_per_node)\n"
        "  -o, --out DIR         output directory (default out/<config name>-plan)\n"
        "  -j, --jobs N          threads and simulations at once (per rank under mpirun)\n"
