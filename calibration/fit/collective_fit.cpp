@@ -15,7 +15,7 @@
 #include "models/network/flow_model.h"
 #include "models/network/fabric.h"
 #include "models/network/routing.h"
-#include "sim/simulator.h"
+#include "sim/engine/simulator.h"
 
 namespace gcsim::calibration {
 

@@ -13,7 +13,7 @@
 #include "calibration/fit/profile_fit.h"
 #include "calibration/fit/profile_writer.h"
 #include "calibration/fit/validation.h"
-#include "sim/cli/gpu_spec_loader.h"
+#include "sim/scenario/gpu_spec_loader.h"
 #include "sim/cli/usage.h"
 #include "sim/config/config_error.h"
 

@@ -4,12 +4,12 @@
 #include <fstream>
 #include <memory>
 
-#include "sim/cli/fault_verdict.h"
-#include "sim/cli/inference_report.h"
-#include "sim/cli/run_html.h"
-#include "sim/cli/inference_workload_loader.h"
-#include "sim/cli/network_setup.h"
-#include "sim/simulator.h"
+#include "sim/report/fault_verdict.h"
+#include "sim/report/inference_report.h"
+#include "sim/report/run_html.h"
+#include "sim/scenario/inference_workload_loader.h"
+#include "sim/scenario/network_setup.h"
+#include "sim/engine/simulator.h"
 #include "workloads/inference/comm_timer.h"
 #include "workloads/inference/serving_metrics.h"
 #include "workloads/inference/serving_system.h"

@@ -23,8 +23,8 @@
 #include "sim/cli/usage.h"
 #include "sim/config/config_error.h"
 #include "sim/config/did_you_mean.h"
-#include "sim/time.h"
-#include "sim/unit_parse.h"
+#include "sim/engine/time.h"
+#include "sim/config/unit_parse.h"
 
 namespace po = boost::program_options;
 using gcsim::sim::config::ConfigError;

@@ -12,14 +12,14 @@
 #include <sstream>
 
 #include "sim/cli/explain_command.h"
-#include "sim/cli/format.h"
+#include "sim/report/format.h"
 #include "sim/cli/mpi_world.h"
-#include "sim/cli/plan_report.h"
+#include "sim/report/plan_report.h"
 #include "sim/cli/point_runner.h"
-#include "sim/cli/scenario.h"
+#include "sim/scenario/scenario.h"
 #include "sim/cli/serving_plan.h"
-#include "sim/cli/study_html.h"
-#include "sim/cli/training_workload_loader.h"
+#include "sim/report/study_html.h"
+#include "sim/scenario/training_workload_loader.h"
 #include "sim/config/config_error.h"
 #include "workloads/plan/search_space.h"
 

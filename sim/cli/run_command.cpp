@@ -10,19 +10,19 @@
 #include <sstream>
 
 #include "models/cluster/cluster_model.h"
-#include "sim/cli/collective_report.h"
-#include "sim/cli/failures_report.h"
-#include "sim/cli/fault_verdict.h"
+#include "sim/report/collective_report.h"
+#include "sim/report/failures_report.h"
+#include "sim/report/fault_verdict.h"
 #include "sim/cli/inference_run.h"
-#include "sim/cli/network_setup.h"
-#include "sim/cli/run_html.h"
-#include "sim/cli/run_report.h"
-#include "sim/cli/straggler_loader.h"
-#include "sim/cli/training_report.h"
-#include "sim/recorder.h"
-#include "sim/replayer.h"
-#include "sim/simulator.h"
-#include "sim/unit_parse.h"
+#include "sim/scenario/network_setup.h"
+#include "sim/report/run_html.h"
+#include "sim/report/run_report.h"
+#include "sim/scenario/straggler_loader.h"
+#include "sim/report/training_report.h"
+#include "sim/engine/recorder.h"
+#include "sim/engine/replayer.h"
+#include "sim/engine/simulator.h"
+#include "sim/config/unit_parse.h"
 
 namespace gcsim::cli {
 

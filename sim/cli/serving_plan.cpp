@@ -10,12 +10,12 @@
 #include <sstream>
 #include <thread>
 
-#include "sim/cli/format.h"
-#include "sim/cli/html_report.h"
-#include "sim/cli/inference_workload_loader.h"
+#include "sim/report/format.h"
+#include "sim/report/html_report.h"
+#include "sim/scenario/inference_workload_loader.h"
 #include "sim/cli/plan_command.h"
 #include "sim/cli/point_runner.h"
-#include "sim/cli/svg_chart.h"
+#include "sim/report/svg_chart.h"
 #include "sim/config/config_error.h"
 
 namespace gcsim::cli {

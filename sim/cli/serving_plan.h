@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "sim/cli/mpi_world.h"
-#include "sim/cli/scenario.h"
+#include "sim/scenario/scenario.h"
 
 namespace gcsim::cli {
 

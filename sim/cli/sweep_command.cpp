@@ -10,13 +10,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "sim/cli/format.h"
+#include "sim/report/format.h"
 #include "sim/cli/mpi_world.h"
-#include "sim/cli/study_html.h"
-#include "sim/cli/sweep_study.h"
-#include "sim/cli/sweep_tables.h"
+#include "sim/report/study_html.h"
+#include "sim/scenario/sweep_study.h"
+#include "sim/report/sweep_tables.h"
 #include "sim/config/config_error.h"
 #include "sim/config/config_reader.h"
+#include "sim/config/input_file.h"
 
 namespace gcsim::cli {
 
@@ -53,7 +54,9 @@ SweepStudy read_study(const std::string& path, const fs::path& out_dir) {
   if (base.IsScalar()) {
     fs::path p = base.Scalar();
     if (p.is_relative()) p = fs::path(path).parent_path() / p;
-    if (!fs::exists(p)) r.fail("base", "base config '" + p.string() + "' not found");
+    if (std::string why; !sim::config::path_exists(p.string(), &why)) {
+      r.fail("base", "base config '" + p.string() + "' not found" + sim::config::why_suffix(why));
+    }
     std::error_code ec;
     if (fs::equivalent(p, path, ec)) {
       r.fail("base", "the base config is this study itself; name the config whose keys the axes "

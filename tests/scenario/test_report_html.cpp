@@ -10,7 +10,7 @@
 #include "catch.h"
 #include "scenario/html_check.h"
 #include "scenario/run_gcsim.h"
-#include "sim/cli/format.h"
+#include "sim/report/format.h"
 
 namespace fs = std::filesystem;
 using gcsim::test::count_of;

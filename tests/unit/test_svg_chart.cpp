@@ -1,9 +1,9 @@
-// The chart pieces of report.html (sim/cli/svg_chart.h) against hand
+// The chart pieces of report.html (sim/report/svg_chart.h) against hand
 // figures: round ticks, the Pareto front of a few points, XML escaping, tick
 // labels per unit, and the timeline's pixel bins (shade by busy fraction,
 // colour by the busiest category).
 #include "catch.h"
-#include "sim/cli/svg_chart.h"
+#include "sim/report/svg_chart.h"
 
 namespace svg = gcsim::cli::svg;
 
