@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "models/network/fabric.h"
-#include "sim/units.h"
+#include "sim/config/units.h"
 
 namespace gcsim::topologies {
 

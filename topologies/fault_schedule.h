@@ -9,8 +9,8 @@
 
 #include "models/network/fabric.h"
 #include "models/network/network_model.h"
-#include "sim/simulator.h"
-#include "sim/time.h"
+#include "sim/engine/simulator.h"
+#include "sim/engine/time.h"
 
 namespace gcsim::topologies {
 

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/time.h"
-#include "sim/units.h"
+#include "sim/engine/time.h"
+#include "sim/config/units.h"
 
 namespace gcsim::topologies {
 

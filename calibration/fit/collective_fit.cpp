@@ -16,7 +16,7 @@
 #include "models/network/fabric.h"
 #include "models/network/routing.h"
 #include "sim/config/input_file.h"
-#include "sim/simulator.h"
+#include "sim/engine/simulator.h"
 
 namespace gcsim::calibration {
 

@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "models/gpu/kernel_cost_model.h"
-#include "sim/unit_parse.h"
+#include "sim/config/unit_parse.h"
 
 namespace gcsim::calibration {
 

@@ -16,7 +16,7 @@
 #include "models/gpu/gpu_spec.h"
 #include "models/network/alpha_beta.h"
 #include "models/network/network_model.h"
-#include "sim/replayer.h"
+#include "sim/engine/replayer.h"
 
 namespace gcsim::models::cluster {
 

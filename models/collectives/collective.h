@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/units.h"
+#include "sim/config/units.h"
 
 namespace gcsim::models::collectives {
 

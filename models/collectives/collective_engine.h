@@ -29,7 +29,7 @@
 #include "models/network/fabric.h"
 #include "models/network/network_model.h"
 #include "models/network/routing.h"
-#include "sim/simulator.h"
+#include "sim/engine/simulator.h"
 
 namespace gcsim::models::collectives {
 

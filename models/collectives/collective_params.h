@@ -22,8 +22,8 @@
 #include "models/collectives/collective.h"
 #include "models/collectives/p2p_split.h"
 #include "models/gpu/gpu_spec.h"
-#include "sim/time.h"
-#include "sim/units.h"
+#include "sim/engine/time.h"
+#include "sim/config/units.h"
 
 namespace gcsim::models::collectives {
 

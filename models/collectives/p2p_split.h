@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/units.h"
+#include "sim/config/units.h"
 
 namespace gcsim::models::collectives {
 

@@ -21,7 +21,7 @@
 
 #include "models/gpu/gpu_spec.h"
 #include "models/gpu/kernel.h"
-#include "sim/simulator.h"
+#include "sim/engine/simulator.h"
 
 namespace gcsim::models::gpu {
 

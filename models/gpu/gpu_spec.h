@@ -7,8 +7,8 @@
 #include <string>
 
 #include "models/gpu/dtype.h"
-#include "sim/time.h"
-#include "sim/units.h"
+#include "sim/engine/time.h"
+#include "sim/config/units.h"
 
 namespace gcsim::models::gpu {
 

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "models/gpu/gpu_spec.h"
-#include "sim/units.h"
+#include "sim/config/units.h"
 
 namespace gcsim::models::gpu {
 

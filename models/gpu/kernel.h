@@ -7,7 +7,7 @@
 #include <string>
 
 #include "models/gpu/dtype.h"
-#include "sim/time.h"
+#include "sim/engine/time.h"
 
 namespace gcsim::models::gpu {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "models/gpu/hbm.h"
-#include "sim/units.h"
+#include "sim/config/units.h"
 
 namespace gcsim::models::gpu {
 

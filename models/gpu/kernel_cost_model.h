@@ -17,7 +17,7 @@
 
 #include "models/gpu/gpu_spec.h"
 #include "models/gpu/kernel.h"
-#include "sim/time.h"
+#include "sim/engine/time.h"
 
 namespace gcsim::models::gpu {
 

@@ -8,8 +8,8 @@
 
 #include <vector>
 
-#include "sim/time.h"
-#include "sim/units.h"
+#include "sim/engine/time.h"
+#include "sim/config/units.h"
 
 namespace gcsim::models::network {
 

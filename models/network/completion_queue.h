@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/time.h"
+#include "sim/engine/time.h"
 
 namespace gcsim::models::network {
 

@@ -12,8 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sim/time.h"
-#include "sim/units.h"
+#include "sim/engine/time.h"
+#include "sim/config/units.h"
 
 namespace gcsim::models::network {
 

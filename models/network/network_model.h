@@ -13,9 +13,9 @@
 #include "models/network/alpha_beta.h"
 #include "models/network/fabric.h"
 #include "models/network/routing.h"
-#include "sim/simulator.h"
-#include "sim/time.h"
-#include "sim/units.h"
+#include "sim/engine/simulator.h"
+#include "sim/engine/time.h"
+#include "sim/config/units.h"
 
 namespace gcsim::models::network {
 

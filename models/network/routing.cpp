@@ -4,7 +4,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "sim/random.h"
+#include "sim/engine/random.h"
 
 namespace gcsim::models::network {
 

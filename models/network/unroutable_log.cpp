@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "sim/unit_parse.h"
+#include "sim/config/unit_parse.h"
 
 namespace gcsim::models::network {
 

@@ -17,8 +17,8 @@
 
 #include <string>
 
-#include "sim/time.h"
-#include "sim/units.h"
+#include "sim/engine/time.h"
+#include "sim/config/units.h"
 
 namespace gcsim::models::storage {
 

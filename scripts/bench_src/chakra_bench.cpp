@@ -14,7 +14,7 @@
 #include <map>
 
 #include "models/cluster/cluster_model.h"
-#include "sim/streaming_replayer.h"
+#include "sim/engine/streaming_replayer.h"
 #include "workloads/chakra/attributes.h"
 #include "workloads/chakra/stream_source.h"
 #include "workloads/chakra/trace_file.h"

@@ -12,7 +12,7 @@
 #include "models/collectives/collective_engine.h"
 #include "models/network/flow_model.h"
 #include "models/network/routing.h"
-#include "sim/simulator.h"
+#include "sim/engine/simulator.h"
 #include "topologies/build_fabric.h"
 
 namespace {

@@ -25,7 +25,7 @@
 #include <memory>
 #include <vector>
 
-#include "sim/simulator.h"
+#include "sim/engine/simulator.h"
 
 namespace {
 

@@ -6,9 +6,9 @@
 #include <benchmark/benchmark.h>
 
 #include "models/cluster/cluster_model.h"
-#include "sim/recorder.h"
-#include "sim/replayer.h"
-#include "workloads/ir.h"
+#include "sim/engine/recorder.h"
+#include "sim/engine/replayer.h"
+#include "sim/engine/ir.h"
 
 namespace {
 

@@ -9,10 +9,10 @@
 #include <memory>
 
 #include "models/cluster/cluster_model.h"
-#include "sim/cli/model_spec_loader.h"
-#include "sim/recorder.h"
-#include "sim/replayer.h"
-#include "sim/simulator.h"
+#include "sim/scenario/model_spec_loader.h"
+#include "sim/engine/recorder.h"
+#include "sim/engine/replayer.h"
+#include "sim/engine/simulator.h"
 #include "workloads/training/symmetric_executor.h"
 #include "workloads/training/training_generator.h"
 

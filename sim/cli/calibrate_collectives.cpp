@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "calibration/fit/collective_fit.h"
-#include "sim/cli/gpu_spec_loader.h"
+#include "sim/scenario/gpu_spec_loader.h"
 #include "sim/config/config_reader.h"
 #include "sim/config/input_file.h"
 

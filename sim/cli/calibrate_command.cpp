@@ -14,7 +14,7 @@
 #include "calibration/fit/profile_writer.h"
 #include "calibration/fit/validation.h"
 #include "sim/cli/calibrate_collectives.h"
-#include "sim/cli/gpu_spec_loader.h"
+#include "sim/scenario/gpu_spec_loader.h"
 #include "sim/cli/usage.h"
 #include "sim/config/config_error.h"
 

@@ -5,10 +5,10 @@
 #include <set>
 
 #include "models/cluster/cluster_model.h"
-#include "sim/cli/collective_report.h"
-#include "sim/cli/network_setup.h"
-#include "sim/recorder.h"
-#include "sim/trace_writer.h"
+#include "sim/report/collective_report.h"
+#include "sim/scenario/network_setup.h"
+#include "sim/engine/recorder.h"
+#include "sim/engine/trace_writer.h"
 #include "workloads/chakra/stream_source.h"
 
 namespace gcsim::cli {

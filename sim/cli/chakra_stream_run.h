@@ -1,4 +1,4 @@
-// A Chakra trace replayed streamed (sim/streaming_replayer.h) on a
+// A Chakra trace replayed streamed (sim/engine/streaming_replayer.h) on a
 // scenario's cluster and network: the same models `gcsim run` builds, with
 // the trace read node by node instead of loaded whole, so a trace of any
 // length runs in bounded memory. The whole-trace path (the `chakra`
@@ -12,8 +12,8 @@
 
 #include "models/cluster/cluster_model.h"
 #include "models/network/network_model.h"
-#include "sim/cli/scenario.h"
-#include "sim/streaming_replayer.h"
+#include "sim/scenario/scenario.h"
+#include "sim/engine/streaming_replayer.h"
 #include "workloads/chakra/node_converter.h"
 
 namespace gcsim::cli {

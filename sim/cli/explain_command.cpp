@@ -4,8 +4,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/cli/explain_table.h"
-#include "sim/cli/failures_loader.h"
+#include "sim/report/explain_table.h"
+#include "sim/scenario/failures_loader.h"
 #include "sim/cli/run_command.h"
 #include "sim/config/config_error.h"
 

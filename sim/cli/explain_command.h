@@ -9,7 +9,7 @@
 #include <string>
 
 #include "models/gpu/kernel.h"
-#include "sim/cli/scenario.h"
+#include "sim/scenario/scenario.h"
 #include "sim/config/config_reader.h"
 #include "workloads/estimate/comm_estimate.h"
 

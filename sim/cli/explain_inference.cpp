@@ -4,8 +4,8 @@
 #include <sstream>
 
 #include "sim/cli/explain_command.h"
-#include "sim/cli/explain_table.h"
-#include "sim/cli/inference_workload_loader.h"
+#include "sim/report/explain_table.h"
+#include "sim/scenario/inference_workload_loader.h"
 #include "workloads/estimate/inference_estimate.h"
 #include "workloads/estimate/model_estimate.h"
 

@@ -9,10 +9,10 @@
 #include <variant>
 
 #include "models/cluster/cluster_model.h"
-#include "sim/cli/collective_workload_loader.h"
+#include "sim/scenario/collective_workload_loader.h"
 #include "sim/cli/explain_command.h"
-#include "sim/cli/explain_table.h"
-#include "sim/cli/failures_loader.h"
+#include "sim/report/explain_table.h"
+#include "sim/scenario/failures_loader.h"
 #include "workloads/estimate/kernel_estimate.h"
 #include "workloads/estimate/reliability_estimate.h"
 

@@ -7,8 +7,8 @@
 
 #include "models/cluster/cluster_model.h"
 #include "sim/cli/explain_command.h"
-#include "sim/cli/explain_table.h"
-#include "sim/cli/training_workload_loader.h"
+#include "sim/report/explain_table.h"
+#include "sim/scenario/training_workload_loader.h"
 #include "workloads/estimate/kernel_estimate.h"
 #include "workloads/estimate/memory_estimate.h"
 #include "workloads/estimate/model_estimate.h"

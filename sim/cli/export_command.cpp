@@ -4,7 +4,7 @@
 #include <fstream>
 #include <ostream>
 
-#include "sim/cli/training_workload_loader.h"
+#include "sim/scenario/training_workload_loader.h"
 #include "workloads/chakra/trace_exporter.h"
 #include "workloads/chakra/trace_file.h"
 

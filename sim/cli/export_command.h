@@ -15,7 +15,7 @@
 #include <iosfwd>
 #include <string>
 
-#include "sim/cli/scenario.h"
+#include "sim/scenario/scenario.h"
 
 namespace gcsim::cli {
 

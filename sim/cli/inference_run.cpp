@@ -4,11 +4,12 @@
 #include <fstream>
 #include <memory>
 
-#include "sim/cli/fault_verdict.h"
-#include "sim/cli/inference_report.h"
-#include "sim/cli/inference_workload_loader.h"
-#include "sim/cli/network_setup.h"
-#include "sim/simulator.h"
+#include "sim/report/fault_verdict.h"
+#include "sim/report/inference_report.h"
+#include "sim/report/run_html.h"
+#include "sim/scenario/inference_workload_loader.h"
+#include "sim/scenario/network_setup.h"
+#include "sim/engine/simulator.h"
 #include "workloads/inference/comm_timer.h"
 #include "workloads/inference/serving_metrics.h"
 #include "workloads/inference/serving_system.h"
@@ -162,6 +163,7 @@ int run_inference(const Scenario& s, const models::cluster::ClusterModelConfig& 
   add_fault_verdict(s, inference_faults_not_honoured(s), summary);
   write_output_file(dir / "summary.json", summary.dump(2) + "\n");
   write_output_file(dir / "report.md", build_inference_report(fig));
+  write_output_file(dir / "report.html", inference_html(fig, summary));
   out << inference_human_summary(fig, dir.string(), options.trace);
   return 0;
 }

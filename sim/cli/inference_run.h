@@ -13,7 +13,7 @@
 
 #include "models/cluster/cluster_model.h"
 #include "sim/cli/run_command.h"
-#include "sim/cli/scenario.h"
+#include "sim/scenario/scenario.h"
 
 namespace gcsim::cli {
 

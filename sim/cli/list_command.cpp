@@ -4,11 +4,11 @@
 #include <memory>
 #include <ostream>
 
-#include "sim/cli/gpu_spec_loader.h"
-#include "sim/cli/model_spec_loader.h"
+#include "sim/scenario/gpu_spec_loader.h"
+#include "sim/scenario/model_spec_loader.h"
 #include "workloads/models/model_formulas.h"
-#include "sim/cli/presets.h"
-#include "sim/cli/scenario.h"
+#include "sim/scenario/presets.h"
+#include "sim/scenario/scenario.h"
 #include "sim/config/did_you_mean.h"
 #include "topologies/clos_sizing.h"
 #include "topologies/topology_spec.h"

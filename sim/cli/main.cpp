@@ -16,14 +16,15 @@
 #include "sim/cli/calibrate_command.h"
 #include "sim/cli/explain_command.h"
 #include "sim/cli/list_command.h"
+#include "sim/cli/plan_command.h"
 #include "sim/cli/quiz_command.h"
 #include "sim/cli/run_command.h"
 #include "sim/cli/sweep_command.h"
 #include "sim/cli/usage.h"
 #include "sim/config/config_error.h"
 #include "sim/config/did_you_mean.h"
-#include "sim/time.h"
-#include "sim/unit_parse.h"
+#include "sim/engine/time.h"
+#include "sim/config/unit_parse.h"
 
 namespace po = boost::program_options;
 using gcsim::sim::config::ConfigError;
@@ -137,6 +138,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& rest) {
     return explain_command(p.positional[0], ExplainOptions{p.load(), p.out_dir}, std::cout);
   }
   if (command == "sweep") return sweep_command(rest, std::cout);
+  if (command == "plan") return plan_command(rest, std::cout);
   if (command == "quiz") return quiz_command(rest, std::cout);
   if (command == "calibrate") return calibrate_command(rest, std::cout, std::cerr);
   if (command == "list") {

@@ -8,13 +8,13 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "sim/cli/gpu_spec_loader.h"
-#include "sim/cli/model_spec_loader.h"
-#include "sim/cli/presets.h"
+#include "sim/scenario/gpu_spec_loader.h"
+#include "sim/scenario/model_spec_loader.h"
+#include "sim/scenario/presets.h"
 #include "sim/cli/run_command.h"
 #include "sim/config/config_error.h"
 #include "sim/config/config_reader.h"
-#include "sim/random.h"
+#include "sim/engine/random.h"
 #include "workloads/quiz/quiz_grader.h"
 
 namespace gcsim::cli {

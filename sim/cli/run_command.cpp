@@ -10,18 +10,19 @@
 #include <sstream>
 
 #include "models/cluster/cluster_model.h"
-#include "sim/cli/collective_report.h"
-#include "sim/cli/failures_report.h"
-#include "sim/cli/fault_verdict.h"
+#include "sim/report/collective_report.h"
+#include "sim/report/failures_report.h"
+#include "sim/report/fault_verdict.h"
 #include "sim/cli/inference_run.h"
-#include "sim/cli/network_setup.h"
-#include "sim/cli/run_report.h"
-#include "sim/cli/straggler_loader.h"
-#include "sim/cli/training_report.h"
-#include "sim/recorder.h"
-#include "sim/replayer.h"
-#include "sim/simulator.h"
-#include "sim/unit_parse.h"
+#include "sim/scenario/network_setup.h"
+#include "sim/report/run_html.h"
+#include "sim/report/run_report.h"
+#include "sim/scenario/straggler_loader.h"
+#include "sim/report/training_report.h"
+#include "sim/engine/recorder.h"
+#include "sim/engine/replayer.h"
+#include "sim/engine/simulator.h"
+#include "sim/config/unit_parse.h"
 
 namespace gcsim::cli {
 
@@ -198,6 +199,7 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
     add_fault_verdict(s, faults_missed, summary);
     write_output_file(dir / "summary.json", summary.dump(2) + "\n");
     write_output_file(dir / "report.md", report);
+    write_output_file(dir / "report.html", training_html(fig, t, summary));
     out << training_human_summary(fig, t, dir.string(), options.trace) << failures_text;
     return 0;
   }
@@ -207,6 +209,7 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
   add_fault_verdict(s, faults_missed, summary);
   write_output_file(dir / "summary.json", summary.dump(2) + "\n");
   write_output_file(dir / "report.md", report);
+  write_output_file(dir / "report.html", run_html(fig, summary));
   out << human_summary(fig, dir.string(), options.trace) << collective_table;
   return 0;
 }

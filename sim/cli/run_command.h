@@ -6,7 +6,7 @@
 #include <iosfwd>
 #include <string>
 
-#include "sim/cli/scenario.h"
+#include "sim/scenario/scenario.h"
 
 namespace gcsim::cli {
 

@@ -1,10 +1,5 @@
 #include "sim/cli/sweep_command.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -12,18 +7,17 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
-#include <cstring>
 #include <sstream>
 
-#include "sim/cli/format.h"
-#include "sim/cli/sweep_study.h"
-#include "sim/cli/sweep_tables.h"
+#include "sim/report/format.h"
+#include "sim/cli/mpi_world.h"
+#include "sim/report/study_html.h"
+#include "sim/scenario/sweep_study.h"
+#include "sim/report/sweep_tables.h"
 #include "sim/config/config_error.h"
 #include "sim/config/config_reader.h"
-
-extern char** environ;
+#include "sim/config/input_file.h"
 
 namespace gcsim::cli {
 
@@ -60,7 +54,9 @@ SweepStudy read_study(const std::string& path, const fs::path& out_dir) {
   if (base.IsScalar()) {
     fs::path p = base.Scalar();
     if (p.is_relative()) p = fs::path(path).parent_path() / p;
-    if (!fs::exists(p)) r.fail("base", "base config '" + p.string() + "' not found");
+    if (std::string why; !sim::config::path_exists(p.string(), &why)) {
+      r.fail("base", "base config '" + p.string() + "' not found" + sim::config::why_suffix(why));
+    }
     std::error_code ec;
     if (fs::equivalent(p, path, ec)) {
       r.fail("base", "the base config is this study itself; name the config whose keys the axes "
@@ -145,44 +141,6 @@ std::vector<SweepPoint> expand(const SweepStudy& s, const fs::path& out_dir) {
   return points;
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// The first line of a gcsim error, without the "gcsim: error: " prefix.
-std::string reason_of(const std::string& err) {
-  std::string line = err.substr(0, err.find('\n'));
-  const std::string prefix = "gcsim: error: ";
-  if (line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
-  return line.empty() ? "no output" : line;
-}
-
-pid_t spawn(const std::string& exe, const std::string& base, const SweepPoint& p) {
-  fs::create_directories(p.dir);
-  std::vector<std::string> args{exe, "run", base, "-o", p.dir.string(), "-q"};
-  for (const auto& o : p.overrides) {
-    args.push_back("-s");
-    args.push_back(o);
-  }
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, (p.dir / "stdout.txt").c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, (p.dir / "stderr.txt").c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw std::runtime_error("cannot start " + exe + ": " + std::strerror(rc));
-  return pid;
-}
-
 // "[sweep] the first point took 0.21 s: the other 262143 take about 15.3 h
 // at -j 1", from the first point's wall time (runs of one study are alike:
 // same base, a few keys changed), rounded up to whole rounds of `jobs`.
@@ -205,21 +163,6 @@ std::string estimate_line(double first_s, size_t remaining, int jobs) {
          ": if the others cost as much, the other " + std::to_string(remaining) +
          " take about " + wall_span(total) + " at -j " + std::to_string(jobs) +
          (total > 3600 ? " (Ctrl-C stops it; fewer axis values shorten it)" : "") + "\n";
-}
-
-void collect(SweepPoint& p, int wait_status) {
-  const int code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
-  const std::string err = read_file(p.dir / "stderr.txt");
-  if (code == 0 && fs::exists(p.dir / "summary.json")) {
-    p.status = "ok";
-    p.summary = nlohmann::ordered_json::parse(read_file(p.dir / "summary.json"));
-  } else if (code == 2) {
-    p.status = "skipped";
-    p.reason = reason_of(err);
-  } else {
-    p.status = "failed";
-    p.reason = "exit status " + std::to_string(code) + ": " + reason_of(err);
-  }
 }
 
 // A point refused because a key of the study does not exist in the config
@@ -271,7 +214,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
   int jobs = 1;
   std::string out_dir;
   opts.add_options()("out,o", po::value<std::string>(&out_dir), "output directory")(
-      "jobs,j", po::value<int>(&jobs), "points run at once (default 1)")(
+      "jobs,j", po::value<int>(&jobs), "points run at once (default 1; per rank under mpirun)")(
       "quiet,q", po::bool_switch(), "no progress lines")(
       "args", po::value<std::vector<std::string>>(), "study file");
   po::positional_options_description pos;
@@ -291,69 +234,42 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
   fs::create_directories(dir, ec);
   if (ec) throw ConfigError("command line", 0, "-o", "cannot create '" + out_dir + "': " + ec.message());
 
+  const MpiWorld world;
   const SweepStudy study = read_study(study_path, dir);
   // The size first, before expanding: a study of 2^18 points should say so
   // before it starts.
   const size_t cases = std::max<size_t>(1, study.cases.size());
-  std::fprintf(stderr, "[sweep] %s: %.0f points (%zu axes x %zu case%s), %d at a time\n",
+  if (world.root()) std::fprintf(stderr, "[sweep] %s: %.0f points (%zu axes x %zu case%s), %d at a time\n",
                study.name.c_str(), study.point_count(), study.axes.size(), cases,
                cases == 1 ? "" : "s", jobs);
   std::vector<SweepPoint> points = expand(study, dir);
-  const std::string exe = fs::read_symlink("/proc/self/exe").string();
 
-  // The first point runs alone and is timed; the estimate for the rest is
-  // printed before they start.
-  std::map<pid_t, size_t> running;
-  size_t next = 0, done = 0;
-  bool timed = points.size() <= 1;
-  const auto first_start = std::chrono::steady_clock::now();
-  while (done < points.size()) {
-    // The first point runs alone: a key error there (a misspelt axis) would
-    // repeat at every point, so the sweep stops instead of running them all.
-    if (done == 1 && next == 1 && is_key_error(points[0].reason)) {
-      for (size_t i = 1; i < points.size(); ++i) {
-        points[i].status = "skipped";
-        points[i].reason = "not run: the first point was refused for a key of the study";
-      }
-      break;
-    }
-    const size_t limit = timed ? static_cast<size_t>(jobs) : 1;
-    while (running.size() < limit && next < points.size()) {
-      SweepPoint& p = points[next++];
-      try {
-        running[spawn(exe, study.base_path, p)] = p.index;
-      } catch (const std::runtime_error& e) {
-        p.status = "failed";
-        p.reason = e.what();
-        ++done;
-      }
-    }
-    if (running.empty()) continue;
-    int status = 0;
-    const pid_t pid = waitpid(-1, &status, 0);
-    if (pid < 0) throw std::runtime_error("waitpid failed");
-    auto it = running.find(pid);
-    if (it == running.end()) continue;
-    SweepPoint& p = points[it->second];
-    running.erase(it);
-    collect(p, status);
-    ++done;
-    if (!quiet) {
-      // The time left at the pace so far (all points, all jobs).
-      const double elapsed =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - first_start).count();
-      const double left = elapsed / static_cast<double>(done) * static_cast<double>(points.size() - done);
-      std::fprintf(stderr, "[sweep] %zu/%zu %s: %s%s\n", done, points.size(),
-                   point_label(study, p).c_str(), progress_figure(p).c_str(),
-                   done < points.size() ? (" (about " + wall_span(left) + " left)").c_str() : "");
-    }
-    if (!timed) {
-      timed = true;
-      const double first_s =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - first_start).count();
-      std::fprintf(stderr, "%s", estimate_line(first_s, points.size() - done, jobs).c_str());
-    }
-  }
+  // Each rank's first point runs alone and is timed: the estimate for the
+  // rest is printed before they start, and a key error there (a misspelt
+  // axis) would repeat at every point, so the sweep stops instead.
+  std::vector<RunPoint> runs(points.begin(), points.end());
+  const std::string who = world.size() > 1 ? " rank " + std::to_string(world.rank()) + ":" : "";
+  RunHooks hooks;
+  hooks.on_first = [&](const RunPoint& first, double wall_s, size_t left) -> std::string {
+    if (is_key_error(first.reason)) return "not run: the first point was refused for a key of the study";
+    if (left > 0) std::fprintf(stderr, "%s", estimate_line(wall_s, left, jobs).c_str());
+    return "";
+  };
+  const auto start = std::chrono::steady_clock::now();
+  hooks.on_done = [&](const RunPoint& r, size_t done, size_t mine) {
+    if (quiet) return;
+    SweepPoint& p = points[static_cast<size_t>(&r - runs.data())];
+    static_cast<RunPoint&>(p) = r;
+    // The time left at the pace so far (all of this rank's points, all jobs).
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double left = elapsed / static_cast<double>(done) * static_cast<double>(mine - done);
+    std::fprintf(stderr, "[sweep]%s %zu/%zu %s: %s%s\n", who.c_str(), done, mine,
+                 point_label(study, p).c_str(), progress_figure(p).c_str(),
+                 done < mine ? (" (about " + wall_span(left) + " left)").c_str() : "");
+  };
+  run_points(study.base_path, runs, jobs, world, hooks);
+  for (size_t i = 0; i < points.size(); ++i) static_cast<RunPoint&>(points[i]) = std::move(runs[i]);
+  if (!world.root()) return 0;  // rank 0 writes the merged result
 
   write_results_csv(study, points, dir / "results.csv");
   const std::string table = ranked_tables(study, points);
@@ -362,11 +278,17 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
     f << "# " << study.name << "\n\nBase config `" << study.base_path << "`; " << points.size()
       << " points.\n\n" << table;
   }
+  {
+    std::vector<SweepRow> rows;
+    for (const SweepPoint* p : ranked_points(study, points)) rows.push_back({point_label(study, *p), p});
+    std::ofstream f(dir / "report.html");
+    f << sweep_html(study.name, study.base_path, rows);
+  }
   size_t ok = 0;
   for (const SweepPoint& p : points) ok += p.status == "ok";
   out << "gcsim sweep: " << study.name << ": " << ok << " of " << points.size() << " points ran; wrote "
-      << (dir / "results.csv").string() << ", " << (dir / "results.md").string() << "\n\n"
-      << table;
+      << (dir / "results.csv").string() << ", " << (dir / "results.md").string() << ", "
+      << (dir / "report.html").string() << "\n\n" << table;
   return sweep_status(study, study_path, points, ok);
 }
 

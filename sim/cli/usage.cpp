@@ -26,7 +26,16 @@ const std::vector<CommandHelp>& command_helps() {
        {"sweep STUDY.yaml [-o OUTDIR] [-j N] [-q]"},
        "run a base config over axes of overrides; results.csv and a ranked table",
        "  -o, --out DIR         output directory (default out/<study name>)\n"
-       "  -j, --jobs N          points run at once (default 1)\n"
+       "  -j, --jobs N          points run at once (default 1; per rank under mpirun)\n"
+       "  -q, --quiet           no progress lines\n"},
+      {"plan",
+       {"plan CONFIG.yaml [--gpus N] [-o DIR] [-j N] [--top K] [-s key=value]... [-q]"},
+       "search the training layout or the serving deployment; plan.json, best.yaml, report.html",
+       "  --gpus N              plan for this many GPUs (a multiple of gpus_per_node)\n"
+       "  -o, --out DIR         output directory (default out/<config name>-plan)\n"
+       "  -j, --jobs N          threads and simulations at once (per rank under mpirun)\n"
+       "  --top K               candidates simulated after the estimate (default 8)\n"
+       "  -s, --set key=value   override a config key (repeatable)\n"
        "  -q, --quiet           no progress lines\n"},
       {"explain",
        {"explain CONFIG.yaml [-s key=value]... [-o DIR] [--seed N]"},

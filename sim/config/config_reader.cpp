@@ -8,7 +8,7 @@
 #include "sim/config/did_you_mean.h"
 #include "sim/config/input_file.h"
 #include "sim/config/yaml_document.h"
-#include "sim/unit_parse.h"
+#include "sim/config/unit_parse.h"
 
 namespace gcsim::sim::config {
 

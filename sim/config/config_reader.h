@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "sim/config/config_error.h"
-#include "sim/time.h"
-#include "sim/units.h"
+#include "sim/engine/time.h"
+#include "sim/config/units.h"
 
 namespace gcsim::sim::config {
 

@@ -6,10 +6,21 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "sim/config/config_error.h"
 
 namespace gcsim::sim::config {
+
+bool path_exists(const std::string& path, std::string* why) {
+  std::error_code ec;
+  const bool there = std::filesystem::exists(path, ec);
+  if (why) *why = ec ? ec.message() : "";
+  return there && !ec;
+}
+
+std::string why_suffix(const std::string& why) { return why.empty() ? "" : " (" + why + ")"; }
+
 
 namespace {
 

@@ -20,6 +20,15 @@ inline constexpr int64_t kMaxLineBytes = 64LL << 10;     // one line of a stream
 // "16 MiB": a cap as the messages print it.
 std::string describe_cap(int64_t bytes);
 
+// Whether `path` names an existing file or folder, without throwing: a
+// name the system cannot even look up (longer than NAME_MAX, a part that is
+// not a folder, no permission) is "not there", and `why` (when given) gets
+// the system's reason, e.g. "File name too long"; "" otherwise.
+bool path_exists(const std::string& path, std::string* why = nullptr);
+
+// " (File name too long)" from path_exists' `why`, or "" when it is empty.
+std::string why_suffix(const std::string& why);
+
 // Reads all of `path` (at most `cap` bytes) into `text`. On failure returns
 // false and sets `error` to one sentence naming the path and what is wrong
 // (missing, a directory, unreadable, larger than the cap, binary). `what`

@@ -1,5 +1,7 @@
 #include "sim/config/yaml_document.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <map>
 #include <sstream>
 #include <unordered_map>
@@ -135,9 +137,47 @@ int second_document_line(const std::string& text) {
   return 0;
 }
 
+// The offset of the first byte that does not belong to well-formed UTF-8
+// (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF), or
+// npos. Every string gcsim writes (summary.json, reports) comes from here,
+// and JSON must be UTF-8.
+size_t first_non_utf8(const std::string& text) {
+  const auto* b = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned c = b[i];
+    size_t len = 0;
+    unsigned lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+    if (c < 0x80) len = 1;
+    else if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c == 0xE0) { len = 3; lo = 0xA0; }
+    else if (c == 0xED) { len = 3; hi = 0x9F; }
+    else if (c >= 0xE1 && c <= 0xEF) len = 3;
+    else if (c == 0xF0) { len = 4; lo = 0x90; }
+    else if (c >= 0xF1 && c <= 0xF3) len = 4;
+    else if (c == 0xF4) { len = 4; hi = 0x8F; }
+    else return i;
+    if (i + len > n) return i;
+    for (size_t k = 1; k < len; ++k) {
+      const unsigned cont = b[i + k];
+      if (k == 1 ? (cont < lo || cont > hi) : (cont < 0x80 || cont > 0xBF)) return i;
+    }
+    i += len;
+  }
+  return std::string::npos;
+}
+
 }  // namespace
 
 YAML::Node parse_yaml_document(const std::string& text, const std::string& name) {
+  if (const size_t bad = first_non_utf8(text); bad != std::string::npos) {
+    const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(bad), '\n'));
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(text[bad]));
+    throw ConfigError(name, line, "",
+                      std::string("byte ") + byte + " is not UTF-8 text; save the file as UTF-8 "
+                      "(gcsim's outputs are JSON and markdown, which must be UTF-8)");
+  }
   YAML::Node root;
   try {
     root = YAML::Load(text);

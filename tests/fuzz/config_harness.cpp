@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/cli/presets.h"
+#include "sim/scenario/presets.h"
 #include "sim/cli/run_command.h"
 #include "sim/config/config_error.h"
 

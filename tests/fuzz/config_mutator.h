@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/random.h"
+#include "sim/engine/random.h"
 
 namespace gcsim::fuzz {
 

@@ -3,7 +3,7 @@
 #include <fstream>
 #include <set>
 
-#include "sim/random.h"
+#include "sim/engine/random.h"
 
 namespace gcsim::fuzz {
 

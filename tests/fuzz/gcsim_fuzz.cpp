@@ -18,7 +18,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "sim/random.h"
+#include "sim/engine/random.h"
 #include "tests/fuzz/config_harness.h"
 #include "tests/fuzz/config_mutator.h"
 #include "tests/fuzz/finding_log.h"

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/random.h"
+#include "sim/engine/random.h"
 #include "tests/fuzz/config_harness.h"
 #include "tests/fuzz/config_mutator.h"
 

@@ -1,5 +1,5 @@
 // Every example config runs, and writes the summary.json that scripts rely
-// on (DESIGN.md, "Command line (contract)"); runs are deterministic; `gcsim
+// on (DESIGN.md, "Command line (contract)") and a well-formed report.html; runs are deterministic; `gcsim
 // check` prints the resolved config; -s overrides change the simulation and
 // are recorded in it.
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "catch.h"
+#include "scenario/html_check.h"
 #include "scenario/run_gcsim.h"
 
 namespace fs = std::filesystem;
@@ -109,6 +110,8 @@ TEST_CASE("every example config runs and writes the summary contract", "[scenari
       REQUIRE(r.exit_status == 0);
       REQUIRE(fs::exists(tmp / "out" / "summary.json"));
       CHECK(fs::exists(tmp / "out" / "report.md"));
+      REQUIRE(fs::exists(tmp / "out" / "report.html"));
+      CHECK(gcsim::test::html_problem(read_text(tmp / "out" / "report.html")) == "");
       CHECK_FALSE(fs::exists(tmp / "out" / "trace.json"));  // only with --trace
       check_summary_contract(read_json(tmp / "out" / "summary.json"));
       // A header comment saying what it shows and how to run it.

@@ -5,8 +5,8 @@
 #include <memory>
 #include <string>
 
-#include "sim/cli/gpu_spec_loader.h"
-#include "sim/cli/model_spec_loader.h"
+#include "sim/scenario/gpu_spec_loader.h"
+#include "sim/scenario/model_spec_loader.h"
 
 namespace gcsim::test {
 

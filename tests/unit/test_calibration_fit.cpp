@@ -13,7 +13,7 @@
 #include "catch.h"
 #include "gpu_test_specs.h"
 #include "models/gpu/kernel_cost_model.h"
-#include "sim/cli/gpu_spec_loader.h"
+#include "sim/scenario/gpu_spec_loader.h"
 
 using namespace gcsim;
 using calibration::Measurement;

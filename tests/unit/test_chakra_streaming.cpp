@@ -1,4 +1,4 @@
-// The streaming replayer (sim/streaming_replayer.h) and the Chakra stream
+// The streaming replayer (sim/engine/streaming_replayer.h) and the Chakra stream
 // source: a streamed replay is the whole-graph replay, op for op, when the
 // window holds the program; a small window still completes and says when
 // it held an op back; a million-node trace replays holding a few thousand
@@ -9,10 +9,10 @@
 #include "gpu_test_specs.h"
 #include "models/cluster/cluster_model.h"
 #include "scenario/run_gcsim.h"
-#include "sim/graph_op_source.h"
-#include "sim/recorder.h"
-#include "sim/replayer.h"
-#include "sim/streaming_replayer.h"
+#include "sim/engine/graph_op_source.h"
+#include "sim/engine/recorder.h"
+#include "sim/engine/replayer.h"
+#include "sim/engine/streaming_replayer.h"
 #include "unit/chakra_trace_builder.h"
 #include "workloads/chakra/attributes.h"
 #include "workloads/chakra/stream_source.h"

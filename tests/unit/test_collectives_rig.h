@@ -9,7 +9,7 @@
 #include "models/network/analytical_model.h"
 #include "models/network/flow_model.h"
 #include "models/network/packet/packet_model.h"
-#include "sim/simulator.h"
+#include "sim/engine/simulator.h"
 #include "unit/fabric_fixtures.h"
 
 namespace gcsim::test {

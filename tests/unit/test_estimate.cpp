@@ -168,6 +168,44 @@ TEST_CASE("communication rows of a TP8 x DP4 step", "[explain]") {
   CHECK(rows[1].count * rows[1].bytes_each == Approx(wm::count_params(c.model).total / 8 * 2).epsilon(0.01));
 }
 
+TEST_CASE("ZeRO-2 reduces every micro-batch's gradients, overlapped with the compute", "[explain]") {
+  // TP8 x DP4 of Llama 3 8B, 8 micro-batches: ZeRO-1 reduce-scatters the
+  // accumulated gradients once per step; ZeRO-2 shards them, so each
+  // micro-batch's are reduced as they are made (the generator does the
+  // same): 8 times the buckets, each the same size.
+  wt::TrainingConfig c;
+  c.model = model_preset("llama3-8b");
+  c.parallel.tp = 8;
+  c.parallel.dp = 4;
+  c.batch.global = 32;
+  c.optimizer.zero_stage = 1;
+  const auto z1 = estimate_training_comm(c, hgx_links());
+  c.optimizer.zero_stage = 2;
+  const auto z2 = estimate_training_comm(c, hgx_links());
+  auto grads = [](const std::vector<CommRow>& rows) {
+    for (const auto& r : rows) {
+      if (r.dimension == "DP" && r.op == collectives::CollectiveOp::reduce_scatter) return r;
+    }
+    FAIL("no DP reduce-scatter row");
+    return rows.front();
+  };
+  CHECK(grads(z2).count == 8 * grads(z1).count);
+  CHECK(grads(z2).bytes_each == grads(z1).bytes_each);
+  // Exposed: what the whole step's compute cannot hide, or the last
+  // micro-batch's reduction beyond its own backward (2/3 of its compute),
+  // or one bucket; plus the weight all-gather after the optimizer.
+  const models::gpu::GpuSpec g = round_gpu();
+  const TrainingTimeEstimate t = estimate_training_time(c, g, z2);
+  const double dp = grads(z2).time_total.value, compute = t.compute.value;
+  double gather = 0;
+  for (const auto& r : z2) {
+    if (r.dimension == "DP" && r.op == collectives::CollectiveOp::all_gather) gather += r.time_total.value;
+  }
+  const double last = dp / 8 - compute * 2.0 / 3.0 / 8;
+  CHECK(t.exposed_of("DP") ==
+        Approx(std::max({grads(z2).time_each.value, last, dp - compute}) + gather).epsilon(1e-12));
+}
+
 TEST_CASE("step time is the sum of its parts, MFU its inverse", "[explain]") {
   wt::TrainingConfig c;
   c.model = model_preset("llama3-8b");

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "catch.h"
-#include "sim/event_queue.h"
-#include "sim/random.h"
+#include "sim/engine/event_queue.h"
+#include "sim/engine/random.h"
 
 using namespace gcsim::sim;
 

@@ -3,8 +3,8 @@
 #include <string>
 
 #include "catch.h"
-#include "sim/cli/failures_loader.h"
-#include "sim/unit_parse.h"
+#include "sim/scenario/failures_loader.h"
+#include "sim/config/unit_parse.h"
 
 using gcsim::cli::parse_failure_rate;
 using gcsim::sim::parse_duration;
@@ -26,7 +26,7 @@ TEST_CASE("failures: rates written as COUNT/DURATION", "[failures]") {
 
 TEST_CASE("failures: durations with days, within the simulated time range", "[failures]") {
   std::string err;
-  // Days are a unit of every duration key (one table, sim/unit_parse.cpp).
+  // Days are a unit of every duration key (one table, sim/config/unit_parse.cpp).
   CHECK(parse_duration("14d", &err)->seconds() == Approx(14 * 86400.0));
   CHECK(parse_duration("54d", &err)->seconds() == Approx(54 * 86400.0));
   CHECK(parse_duration("90min", &err)->seconds() == Approx(5400.0));

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "catch.h"
-#include "sim/random.h"
+#include "sim/engine/random.h"
 #include "tests/fuzz/config_harness.h"
 #include "tests/fuzz/config_mutator.h"
 #include "tests/fuzz/finding_log.h"

@@ -19,7 +19,7 @@
 #include "gpu_test_specs.h"
 #include "models/gpu/gpu.h"
 #include "models/gpu/kernel_cost_model.h"
-#include "sim/simulator.h"
+#include "sim/engine/simulator.h"
 
 namespace gpu = gcsim::models::gpu;
 namespace sim = gcsim::sim;

@@ -14,7 +14,7 @@
 #include "models/gpu/gpu.h"
 #include "models/gpu/kernel_cost_model.h"
 #include "models/gpu/sm_array.h"
-#include "sim/simulator.h"
+#include "sim/engine/simulator.h"
 
 namespace gpu = gcsim::models::gpu;
 namespace sim = gcsim::sim;

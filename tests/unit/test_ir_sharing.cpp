@@ -3,9 +3,9 @@
 #include "catch.h"
 #include "gpu_test_specs.h"
 #include "models/cluster/cluster_model.h"
-#include "sim/recorder.h"
-#include "sim/replayer.h"
-#include "workloads/ir.h"
+#include "sim/engine/recorder.h"
+#include "sim/engine/replayer.h"
+#include "sim/engine/ir.h"
 
 using namespace gcsim;
 using workloads::Op;

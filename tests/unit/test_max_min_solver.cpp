@@ -8,7 +8,7 @@
 
 #include "catch.h"
 #include "models/network/max_min_solver.h"
-#include "sim/random.h"
+#include "sim/engine/random.h"
 
 using namespace gcsim;
 using namespace gcsim::models::network;

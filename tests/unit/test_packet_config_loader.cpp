@@ -4,7 +4,7 @@
 #include <string>
 
 #include "catch.h"
-#include "sim/cli/packet_config_loader.h"
+#include "sim/scenario/packet_config_loader.h"
 #include "sim/config/config_error.h"
 
 using namespace gcsim;

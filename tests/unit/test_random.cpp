@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "catch.h"
-#include "sim/random.h"
-#include "sim/simulator.h"
+#include "sim/engine/random.h"
+#include "sim/engine/simulator.h"
 
 using namespace gcsim::sim;
 

@@ -1,12 +1,12 @@
-// The limits a run is held to (sim/cli/resource_budget.h): estimates from
+// The limits a run is held to (sim/scenario/resource_budget.h): estimates from
 // op counts with the stated coefficients, the refusal naming the key, and
 // the guard that stops a running simulation at either limit.
 #include <string>
 
 #include "catch.h"
-#include "sim/cli/resource_budget.h"
+#include "sim/scenario/resource_budget.h"
 #include "sim/config/config_error.h"
-#include "sim/simulator.h"
+#include "sim/engine/simulator.h"
 
 using namespace gcsim;
 using cli::ResourceEstimate;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "catch.h"
-#include "sim/simulator.h"
+#include "sim/engine/simulator.h"
 
 using namespace gcsim::sim;
 

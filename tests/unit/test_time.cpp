@@ -1,6 +1,6 @@
 #include "catch.h"
-#include "sim/time.h"
-#include "sim/units.h"
+#include "sim/engine/time.h"
+#include "sim/config/units.h"
 
 using namespace gcsim::sim;
 

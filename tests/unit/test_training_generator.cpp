@@ -6,7 +6,7 @@
 
 #include "catch.h"
 #include "gpu_test_specs.h"
-#include "sim/cli/model_spec_loader.h"
+#include "sim/scenario/model_spec_loader.h"
 #include "training_replay.h"
 #include "workloads/models/model_formulas.h"
 #include "workloads/training/memory_model.h"

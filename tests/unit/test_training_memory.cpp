@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "catch.h"
-#include "sim/cli/model_spec_loader.h"
+#include "sim/scenario/model_spec_loader.h"
 #include "workloads/models/model_formulas.h"
 #include "workloads/training/memory_model.h"
 

@@ -4,8 +4,8 @@
 #include <memory>
 
 #include "catch.h"
-#include "sim/cli/model_spec_loader.h"
-#include "sim/cli/presets.h"
+#include "sim/scenario/model_spec_loader.h"
+#include "sim/scenario/presets.h"
 #include "workloads/models/model_formulas.h"
 
 using namespace gcsim;

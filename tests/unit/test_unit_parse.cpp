@@ -3,8 +3,8 @@
 #include <string>
 
 #include "catch.h"
-#include "sim/random.h"
-#include "sim/unit_parse.h"
+#include "sim/engine/random.h"
+#include "sim/config/unit_parse.h"
 
 using namespace gcsim::sim;
 

@@ -6,9 +6,9 @@
 
 #include "catch.h"
 #include "models/cluster/cluster_model.h"
-#include "sim/recorder.h"
-#include "sim/replayer.h"
-#include "sim/simulator.h"
+#include "sim/engine/recorder.h"
+#include "sim/engine/replayer.h"
+#include "sim/engine/simulator.h"
 #include "workloads/training/symmetric_executor.h"
 #include "workloads/training/training_generator.h"
 

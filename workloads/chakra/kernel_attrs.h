@@ -10,7 +10,7 @@
 #include "models/gpu/gpu_spec.h"
 #include "models/gpu/kernel.h"
 #include "workloads/chakra/et_def.pb.h"
-#include "workloads/ir.h"
+#include "sim/engine/ir.h"
 
 namespace gcsim::workloads::chakra {
 

@@ -35,7 +35,7 @@
 
 #include "models/gpu/gpu_spec.h"
 #include "workloads/chakra/et_def.pb.h"
-#include "workloads/ir.h"
+#include "sim/engine/ir.h"
 
 namespace gcsim::workloads::chakra {
 

@@ -1,4 +1,4 @@
-// A Chakra trace as an OpSource (sim/op_source.h): each rank's file is read
+// A Chakra trace as an OpSource (sim/engine/op_source.h): each rank's file is read
 // node by node as the streaming replayer asks, so a trace of any length
 // replays in the replayer's bounded window. Nodes convert exactly as the
 // whole-trace loader converts them (node_converter.h). Memory besides the
@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sim/op_source.h"
+#include "sim/engine/op_source.h"
 #include "workloads/chakra/node_converter.h"
 #include "workloads/chakra/trace_file.h"
 

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "models/gpu/gpu_spec.h"
-#include "workloads/ir.h"
+#include "sim/engine/ir.h"
 
 namespace gcsim::workloads::chakra {
 

@@ -4,6 +4,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "sim/config/input_file.h"
 #include "workloads/chakra/attributes.h"
 #include "workloads/chakra/trace_file.h"
 
@@ -115,14 +116,14 @@ void check_no_cycle(const WorkloadGraph& g, const RankProgram& prog, const RankN
 void check_rank_files(const std::string& prefix, int num_ranks) {
   for (int r = 0; r < num_ranks; ++r) {
     const std::string f = rank_file(prefix, r);
-    if (!std::filesystem::exists(f)) {
-      throw TraceError(f + ": missing: the cluster has " + std::to_string(num_ranks) +
+    if (std::string why; !sim::config::path_exists(f, &why)) {
+      throw TraceError(f + ": missing" + sim::config::why_suffix(why) + ": the cluster has " + std::to_string(num_ranks) +
                        " GPUs, so the trace needs one file per rank, " + rank_file(prefix, 0) +
                        " .. " + rank_file(prefix, num_ranks - 1));
     }
   }
   const std::string extra = rank_file(prefix, num_ranks);
-  if (std::filesystem::exists(extra)) {
+  if (sim::config::path_exists(extra)) {
     throw TraceError(extra + ": the trace has more ranks than the cluster's " +
                      std::to_string(num_ranks) + " GPUs (cluster.nodes x cluster.gpus_per_node)");
   }

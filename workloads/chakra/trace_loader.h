@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "workloads/chakra/node_converter.h"
-#include "workloads/ir.h"
+#include "sim/engine/ir.h"
 
 namespace gcsim::workloads::chakra {
 

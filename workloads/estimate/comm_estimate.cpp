@@ -88,7 +88,8 @@ LinkClass group_link(const wt::TrainingConfig& c, const std::string& dim, int gp
   return group_nodes(c, dim, gpus_per_node) > 1 ? LinkClass::scale_out : LinkClass::scale_up;
 }
 
-std::vector<CommRow> estimate_training_comm(const wt::TrainingConfig& c, const LinkRates& links) {
+std::vector<CommRow> estimate_training_comm(const wt::TrainingConfig& c, const LinkRates& links,
+                                            const wt::PipelinePlan* built) {
   const auto& p = c.parallel;
   const auto& m = c.model;
   // Activations travel in 16 bits (fp8 runs keep bf16 activations between layers).
@@ -97,7 +98,9 @@ std::vector<CommRow> estimate_training_comm(const wt::TrainingConfig& c, const L
   const double tokens = static_cast<double>(c.batch.micro) * static_cast<double>(m.seq_len) / p.cp;
   const double h = static_cast<double>(m.hidden);
   // Layers on the fullest pipeline rank: its stages' layers.
-  const wt::PipelinePlan plan = wt::build_pipeline(p.schedule, p.pp, p.virtual_stages, static_cast<int>(mb));
+  wt::PipelinePlan own;
+  const wt::PipelinePlan& plan =
+      built ? *built : (own = wt::build_pipeline(p.schedule, p.pp, p.virtual_stages, static_cast<int>(mb)));
   const auto stages = wt::model_stage_layers(c, plan);
   int layers = 0, moe_layers = 0;
   double dense = 0, expert = 0;
@@ -203,9 +206,13 @@ std::vector<CommRow> estimate_training_comm(const wt::TrainingConfig& c, const L
     if (n <= 1 || params <= 0) return;
     const double grads = params * c.optimizer.grad_bytes;
     const double buckets = std::max(1.0, std::ceil(grads / static_cast<double>(p.dp_bucket_bytes)));
-    add(dim, grad_op, n, buckets, grads / buckets,
+    // ZeRO-2/3 shard the gradients, so each micro-batch's are reduced as
+    // they are made (never accumulated whole), as the generator does.
+    const double times = zs >= 2 ? mb : 1.0;
+    add(dim, grad_op, n, buckets * times, grads / buckets,
         "gradients " + num(params) + " params x " + num(c.optimizer.grad_bytes) + " B in " + num(buckets) +
-            " buckets of <= " + num(static_cast<double>(p.dp_bucket_bytes)) + " B");
+            " buckets of <= " + num(static_cast<double>(p.dp_bucket_bytes)) + " B" +
+            (zs >= 2 ? ", every micro-batch (" + num(mb) + "): ZeRO-" + std::to_string(zs) + " shards them" : ""));
     const double w = params * c.optimizer.weight_bytes;
     if (zs == 1 || zs == 2) {
       add(dim, CollectiveOp::all_gather, n, 1.0, w, "updated weights after the optimizer step");

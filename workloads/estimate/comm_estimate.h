@@ -11,6 +11,7 @@
 
 #include "models/collectives/collective.h"
 #include "workloads/estimate/estimate_line.h"
+#include "workloads/training/pipeline_schedule.h"
 #include "workloads/training/training_config.h"
 
 namespace gcsim::workloads::estimate {
@@ -60,7 +61,9 @@ LinkClass group_link(const training::TrainingConfig& c, const std::string& dimen
 // Nodes that group spans.
 int group_nodes(const training::TrainingConfig& c, const std::string& dimension, int gpus_per_node);
 
-std::vector<CommRow> estimate_training_comm(const training::TrainingConfig& c, const LinkRates& links);
+// `plan`: c's pipeline plan when the caller has built it (it is built otherwise).
+std::vector<CommRow> estimate_training_comm(const training::TrainingConfig& c, const LinkRates& links,
+                                            const training::PipelinePlan* plan = nullptr);
 
 }  // namespace gcsim::workloads::estimate
 

@@ -14,7 +14,7 @@ namespace gcsim::workloads::estimate {
 namespace wt = workloads::training;
 namespace gpu = ::gcsim::models::gpu;
 
-Line bubble_fraction_line(wt::Schedule s, int p, int v, int64_t m) {
+Line bubble_fraction_line(wt::Schedule s, int p, int v, int64_t m, const wt::PipelinePlan* built) {
   const double pm = p, mm = static_cast<double>(m), vv = std::max(1, v);
   switch (s) {
     case wt::Schedule::gpipe:
@@ -31,7 +31,8 @@ Line bubble_fraction_line(wt::Schedule s, int p, int v, int64_t m) {
     case wt::Schedule::dualpipe: {
       // No one-line form covers DualPipe's two directions for every m; the
       // plan is run with unit passes (F = B = W = 1) and free communication.
-      const wt::PipelinePlan plan = wt::build_pipeline(s, p, v, static_cast<int>(m));
+      wt::PipelinePlan own;
+      const wt::PipelinePlan& plan = built ? *built : (own = wt::build_pipeline(s, p, v, static_cast<int>(m)));
       const wt::Evaluation ev = wt::evaluate(plan, wt::PassCosts{});
       const double busy = ev.busy.empty() ? 1.0 : ev.busy.front();
       return make_line("bubble / busy time", busy > 0 ? (ev.makespan - busy) / busy : 0.0, Unit::fraction,
@@ -89,7 +90,8 @@ double TrainingTimeEstimate::exposed_of(const std::string& dim) const {
 }
 
 TrainingTimeEstimate estimate_training_time(const wt::TrainingConfig& c, const gpu::GpuSpec& g,
-                                            const std::vector<CommRow>& comm) {
+                                            const std::vector<CommRow>& comm,
+                                            const wt::PipelinePlan* built) {
   const auto& p = c.parallel;
   TrainingTimeEstimate e;
   const double tokens = static_cast<double>(c.tokens_per_step());
@@ -170,15 +172,28 @@ TrainingTimeEstimate estimate_training_time(const wt::TrainingConfig& c, const g
                                   "max(0, ring sends - attention compute) = max(0, " + num(cp_total) + " - " +
                                       num(attention) + ")"));
   }
-  if (dp_grad + dp_gather > 0) {
+  if (dp_grad + dp_gather > 0 && c.optimizer.zero_stage >= 2) {
+    // Every micro-batch's gradients are reduced while the next ones
+    // compute: what the whole step's compute cannot hide, or the last
+    // micro-batch's share beyond its own backward.
+    const double x = std::max({dp_last_bucket, dp_grad / std::max(1.0, mb) - backward_last, dp_grad - compute}) +
+                     dp_gather;
+    e.exposed.push_back(make_line(
+        "exposed DP", x, Unit::seconds,
+        "max(last bucket, last micro-batch's reduction - its backward, reduction - compute) + weight all-gathers "
+        "= max(" + num(dp_last_bucket) + ", " + num(dp_grad) + " / " + num(mb) + " - " + num(backward_last) +
+            ", " + num(dp_grad) + " - " + num(compute) + ") + " + num(dp_gather)));
+  } else if (dp_grad + dp_gather > 0) {
     const double x = std::max(dp_last_bucket, dp_grad - backward_last) + dp_gather;
     e.exposed.push_back(make_line(
         "exposed DP", x, Unit::seconds,
         "max(last bucket, gradient reduction - last micro-batch backward) + weight all-gathers = max(" +
             num(dp_last_bucket) + ", " + num(dp_grad) + " - " + num(backward_last) + ") + " + num(dp_gather)));
   }
-  e.bubble_fraction = bubble_fraction_line(p.schedule, p.pp, p.virtual_stages, c.micro_batches());
-  const wt::PipelinePlan plan = wt::build_pipeline(p.schedule, p.pp, p.virtual_stages, static_cast<int>(mb));
+  wt::PipelinePlan own;
+  const wt::PipelinePlan& plan =
+      built ? *built : (own = wt::build_pipeline(p.schedule, p.pp, p.virtual_stages, static_cast<int>(mb)));
+  e.bubble_fraction = bubble_fraction_line(p.schedule, p.pp, p.virtual_stages, c.micro_batches(), &plan);
   // The slowest pipeline rank sets the pace and the others wait for it: its
   // layers and, on the last stage, the output head. `compute` is the mean.
   const double slowest = slowest_rank_compute(c, plan, compute, (3.0 + (full ? 1.0 : 0.0)) * f.layers / rate,

@@ -18,7 +18,10 @@
 namespace gcsim::workloads::estimate {
 
 // Bubble as a fraction of the busy time of a pipeline rank.
-Line bubble_fraction_line(training::Schedule s, int pp, int v, int64_t micro_batches);
+// `plan`: the schedule's plan when the caller has built it (DualPipe's is
+// built otherwise).
+Line bubble_fraction_line(training::Schedule s, int pp, int v, int64_t micro_batches,
+                          const training::PipelinePlan* plan = nullptr);
 
 // Compute per step of the busiest pipeline rank: `compute` (the mean per
 // GPU) scaled by that rank's share of the per-token work, from its layers
@@ -55,6 +58,7 @@ struct TrainingTimeEstimate {
 
 TrainingTimeEstimate estimate_training_time(const training::TrainingConfig& c,
                                             const models::gpu::GpuSpec& gpu,
-                                            const std::vector<CommRow>& comm);
+                                            const std::vector<CommRow>& comm,
+                                            const training::PipelinePlan* plan = nullptr);
 
 }  // namespace gcsim::workloads::estimate

@@ -4,7 +4,7 @@
 #include <queue>
 #include <string>
 
-#include "sim/random.h"
+#include "sim/engine/random.h"
 
 namespace gcsim::workloads::failures {
 

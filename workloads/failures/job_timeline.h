@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/time.h"
+#include "sim/engine/time.h"
 #include "workloads/failures/failure_process.h"
 #include "workloads/failures/recovery_policy.h"
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/time.h"
+#include "sim/engine/time.h"
 #include "workloads/failures/component_failures.h"
 
 namespace gcsim::workloads::failures {

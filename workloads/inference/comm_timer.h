@@ -12,9 +12,9 @@
 #include <tuple>
 #include <vector>
 
-#include "sim/replayer.h"
-#include "sim/simulator.h"
-#include "workloads/ir.h"
+#include "sim/engine/replayer.h"
+#include "sim/engine/simulator.h"
+#include "sim/engine/ir.h"
 
 namespace gcsim::workloads::inference {
 

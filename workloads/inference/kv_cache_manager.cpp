@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "sim/random.h"
+#include "sim/engine/random.h"
 
 namespace gcsim::workloads::inference {
 

@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "models/gpu/dtype.h"
-#include "sim/units.h"
+#include "sim/config/units.h"
 #include "workloads/models/model_spec.h"
 
 namespace gcsim::workloads::inference {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/random.h"
-#include "sim/simulator.h"
+#include "sim/engine/random.h"
+#include "sim/engine/simulator.h"
 #include "workloads/inference/iteration_cost.h"
 #include "workloads/inference/kv_cache_manager.h"
 #include "workloads/inference/scheduler.h"

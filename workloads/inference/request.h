@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/time.h"
+#include "sim/engine/time.h"
 
 namespace gcsim::workloads::inference {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "sim/random.h"
+#include "sim/engine/random.h"
 
 namespace gcsim::workloads::inference {
 

@@ -8,8 +8,8 @@
 #include <optional>
 
 #include "models/gpu/dtype.h"
-#include "sim/time.h"
-#include "sim/units.h"
+#include "sim/engine/time.h"
+#include "sim/config/units.h"
 #include "workloads/inference/kv_capacity.h"
 #include "workloads/inference/request_generator.h"
 #include "workloads/inference/scheduler.h"

@@ -16,13 +16,13 @@
 #include <vector>
 
 #include "models/gpu/gpu_spec.h"
-#include "sim/replayer.h"
-#include "sim/simulator.h"
+#include "sim/engine/replayer.h"
+#include "sim/engine/simulator.h"
 #include "workloads/inference/comm_timer.h"
 #include "workloads/inference/replica.h"
 #include "workloads/inference/router.h"
 #include "workloads/inference/serving_config.h"
-#include "workloads/ir.h"
+#include "sim/engine/ir.h"
 
 namespace gcsim::workloads::inference {
 

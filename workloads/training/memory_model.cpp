@@ -181,8 +181,11 @@ std::vector<double> stage_activation_bytes(const TrainingConfig& c, const Pipeli
   return bytes;
 }
 
-MemoryBreakdown memory_for_rank(const TrainingConfig& c, const PipelinePlan& plan, int r,
-                                double expert_load) {
+namespace {
+
+// memory_for_rank with the stages' activation bytes already counted.
+MemoryBreakdown rank_memory(const TrainingConfig& c, const PipelinePlan& plan, int r,
+                            const std::vector<double>& per_stage) {
   MemoryBreakdown mem;
   const auto& p = c.parallel;
   mem.params = rank_params(c, plan, r);
@@ -194,7 +197,6 @@ MemoryBreakdown memory_for_rank(const TrainingConfig& c, const PipelinePlan& pla
   mem.gradients = dense.gradients + expert.gradients;
   mem.optimizer_states = dense.optimizer + expert.optimizer;
 
-  const std::vector<double> per_stage = stage_activation_bytes(c, plan, expert_load);
   mem.activations = peak_activations(plan, r, per_stage);
   double mine = 0;
   const auto stages = plan.stages_of(r);
@@ -218,6 +220,23 @@ MemoryBreakdown memory_for_rank(const TrainingConfig& c, const PipelinePlan& pla
   }
   mem.reserved = static_cast<double>(c.memory_reserved);
   return mem;
+}
+
+}  // namespace
+
+MemoryBreakdown memory_for_rank(const TrainingConfig& c, const PipelinePlan& plan, int r,
+                                double expert_load) {
+  return rank_memory(c, plan, r, stage_activation_bytes(c, plan, expert_load));
+}
+
+RankMemory memory_per_rank(const TrainingConfig& c, const PipelinePlan& plan, double expert_load) {
+  RankMemory m;
+  const std::vector<double> per_stage = stage_activation_bytes(c, plan, expert_load);
+  for (int r = 0; r < c.parallel.pp; ++r) {
+    m.per_rank.push_back(rank_memory(c, plan, r, per_stage));
+    if (m.per_rank.back().total() > m.fullest_bytes()) m.fullest = r;
+  }
+  return m;
 }
 
 }  // namespace gcsim::workloads::training

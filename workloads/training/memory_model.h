@@ -79,4 +79,13 @@ std::vector<double> stage_activation_bytes(const TrainingConfig& c, const Pipeli
 MemoryBreakdown memory_for_rank(const TrainingConfig& c, const PipelinePlan& plan,
                                 int pipeline_rank, double expert_load = 1.0);
 
+// memory_for_rank of every pipeline rank, and which of them needs the most.
+struct RankMemory {
+  std::vector<MemoryBreakdown> per_rank;  // indexed by pipeline rank
+  int fullest = 0;                        // the rank with the largest total()
+  double fullest_bytes() const { return per_rank[static_cast<size_t>(fullest)].total(); }
+};
+RankMemory memory_per_rank(const TrainingConfig& c, const PipelinePlan& plan,
+                           double expert_load = 1.0);
+
 }  // namespace gcsim::workloads::training

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "workloads/ir.h"
+#include "sim/engine/ir.h"
 
 namespace gcsim::workloads::training {
 

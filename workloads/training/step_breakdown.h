@@ -14,8 +14,8 @@
 #include <array>
 #include <vector>
 
-#include "sim/recorder.h"
-#include "sim/time.h"
+#include "sim/engine/recorder.h"
+#include "sim/engine/time.h"
 #include "workloads/training/training_generator.h"
 
 namespace gcsim::workloads::training {

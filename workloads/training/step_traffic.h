@@ -9,7 +9,7 @@
 
 #include <array>
 
-#include "workloads/ir.h"
+#include "sim/engine/ir.h"
 #include "workloads/training/training_generator.h"
 
 namespace gcsim::workloads::training {

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sim/replayer.h"
+#include "sim/engine/replayer.h"
 #include "workloads/training/training_generator.h"
 
 namespace gcsim::workloads::training {

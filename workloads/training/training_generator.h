@@ -24,7 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "workloads/ir.h"
+#include "sim/engine/ir.h"
 #include "workloads/training/memory_model.h"
 #include "workloads/training/op_emitter.h"
 #include "workloads/training/pipeline_schedule.h"

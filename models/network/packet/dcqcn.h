@@ -16,7 +16,7 @@
 #include <cstdint>
 
 #include "models/network/packet/packet_config.h"
-#include "sim/time.h"
+#include "sim/engine/time.h"
 
 namespace gcsim::models::network {
 

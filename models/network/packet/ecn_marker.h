@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "models/network/packet/packet_config.h"
-#include "sim/random.h"
+#include "sim/engine/random.h"
 
 namespace gcsim::models::network {
 

@@ -1,12 +1,12 @@
 // Settings of the packet-level network model (network.model: packet). The
 // defaults follow common 400G RoCE practice; each field names its source.
-// YAML maps onto these structs in sim/cli/packet_config_loader.cpp.
+// YAML maps onto these structs in sim/scenario/packet_config_loader.cpp.
 #pragma once
 
 #include <optional>
 
-#include "sim/time.h"
-#include "sim/units.h"
+#include "sim/engine/time.h"
+#include "sim/config/units.h"
 
 namespace gcsim::models::network {
 

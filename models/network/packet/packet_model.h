@@ -46,7 +46,7 @@
 #include "models/network/packet/packet_config.h"
 #include "models/network/packet/pfc.h"
 #include "models/network/packet/switch_buffer.h"
-#include "sim/random.h"
+#include "sim/engine/random.h"
 
 namespace gcsim::models::network {
 

@@ -1,0 +1,25 @@
+// The `graph` workload: ops written by hand in YAML, turned into the IR.
+// Each op names its rank (or src/dst, or ranks for a collective), its kind
+// and shape, and the ops it runs `after`. Dependencies bind to the instance
+// on the same rank; ranks synchronise only through p2p and collectives, so
+// a compute op cannot wait on an op of another rank.
+#pragma once
+
+#include <memory>
+
+#include "models/gpu/gpu_spec.h"
+#include "sim/scenario/resource_budget.h"
+#include "sim/config/config_reader.h"
+#include "sim/engine/ir.h"
+
+namespace gcsim::cli {
+
+// Every compute op is also costed once on `gpu`, so that a shape the GPU
+// cannot run (fp8 on an A100) is refused at load time with its line. A
+// graph whose ops would exceed `limits` is refused before any op is read.
+std::unique_ptr<workloads::WorkloadGraph> load_graph_workload(sim::config::ConfigReader& workload,
+                                                              int num_ranks,
+                                                              const models::gpu::GpuSpec& gpu,
+                                                              const ResourceLimits& limits);
+
+}  // namespace gcsim::cli

@@ -1,0 +1,210 @@
+#include "sim/scenario/scenario.h"
+
+#include <memory>
+
+#include "models/gpu/sustained_clocks.h"
+#include "sim/scenario/collective_workload_loader.h"
+#ifndef GCSIM_NO_CHAKRA
+#include "sim/scenario/chakra_workload_loader.h"
+#endif
+#include "sim/scenario/fabric_loader.h"
+#include "sim/scenario/failures_loader.h"
+#include "sim/report/format.h"
+#include "sim/scenario/gpu_spec_loader.h"
+#include "sim/scenario/graph_workload_loader.h"
+#include "sim/scenario/inference_workload_loader.h"
+#include "sim/scenario/packet_config_loader.h"
+#include "sim/scenario/straggler_loader.h"
+#include "sim/scenario/training_workload_loader.h"
+#include "sim/config/unit_parse.h"
+
+namespace gcsim::cli {
+
+using sim::config::ConfigReader;
+using sim::config::ConfigSource;
+using sim::config::Json;
+
+const std::vector<Registered>& workload_kinds() {
+  static const std::vector<Registered> kinds{
+      {"graph", "ops written by hand: kernels, p2p, collectives, delays, allocations"},
+      {"training", "one training step: model, batch, TP/SP, CP, EP, PP schedule, DP/ZeRO, recompute"},
+#ifndef GCSIM_NO_CHAKRA
+      {"chakra", "a Chakra execution trace (PREFIX.<rank>.et per GPU), as ASTRA-sim reads it"},
+#endif
+      {"collective", "one NCCL collective at one or more sizes, nccl-tests style (busbw table)"},
+      {"inference", "LLM serving: vLLM V0/V1 scheduling, PagedAttention KV cache, replicas, disaggregation"},
+  };
+  return kinds;
+}
+
+const std::vector<Registered>& network_models() {
+  static const std::vector<Registered> models{
+      {"analytical", "alpha-beta over each transfer's path bottleneck (Hockney); no contention"},
+      {"flow", "fluid max-min fair sharing of every link, incremental; ECMP collisions show"},
+      {"packet", "store-and-forward packets, shared buffers, PFC, ECN/DCQCN, deadlock detection"},
+  };
+  return models;
+}
+
+namespace {
+
+std::vector<std::string> names_of(const std::vector<Registered>& r) {
+  std::vector<std::string> v;
+  for (const auto& x : r) v.push_back(x.name);
+  return v;
+}
+
+ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes,
+                           topologies::TopologySpec& topology) {
+  ClusterConfig cluster;
+  cluster.gpu = read_gpu(c);
+  constexpr int64_t kMaxGpus = 1'000'000;  // beyond this simulator's design
+  const int64_t nodes = c.get_int_in("nodes", 1, "number of nodes", 1);
+  const int64_t gpus_per_node = c.get_int_in("gpus_per_node", 8, "GPUs per node", 1);
+  // Each bound first, so that the product cannot overflow.
+  if (nodes > kMaxGpus || gpus_per_node > kMaxGpus || nodes * gpus_per_node > kMaxGpus) {
+    c.fail(nodes > gpus_per_node ? "nodes" : "gpus_per_node",
+           "more than a million GPUs is beyond this simulator's design");
+  }
+  cluster.nodes = static_cast<int>(nodes);
+  cluster.gpus_per_node = static_cast<int>(gpus_per_node);
+  // read_gpu applied the preset's default profile when this key is absent;
+  // recording its name keeps `gcsim check`'s resolved config equal to the run.
+  const std::string preset_profile =
+      cluster.gpu.calibration_applied.empty() ? std::string() : cluster.gpu.calibration;
+  cluster.calibration = c.get_string(
+      "calibration", preset_profile,
+      "calibration profile replacing the preset's efficiencies (default: the preset's own "
+      "profile; none: the preset's rounded efficiencies)");
+  if (!cluster.calibration.empty() && cluster.calibration != preset_profile) {
+    apply_calibration_profile(cluster.calibration, cluster.gpu, c);
+  }
+
+  cluster.clocks = c.get_choice(
+      "clocks", {"auto", "sustained", "rested"}, std::string("auto"),
+      "tensor-core clocks: sustained (the power-capped steady state: tensor efficiencies x the "
+      "GPU's sustained_tensor_fraction), rested (isolated kernels), auto (sustained for "
+      "training, rested otherwise)");
+  topology = read_topology(c, cluster);
+  cluster.stragglers = read_stragglers(c, cluster.nodes, cluster.gpus_per_node);
+  if (any_slow(cluster.stragglers)) {
+    notes.push_back("stragglers: " + describe_stragglers(cluster.stragglers) +
+                    "; their kernels run at that speed in the simulation, so the slowdown "
+                    "follows the parallel strategy");
+  }
+  return cluster;
+}
+
+}  // namespace
+
+namespace {
+
+// A training step is minutes of back-to-back GEMMs, so its GPUs run at the
+// clock their power limit allows; a hand-written graph or a serving
+// iteration is timed as measured on a rested GPU.
+void apply_clocks(Scenario& s) {
+  ClusterConfig& c = s.cluster;
+  const bool sustained =
+      c.clocks == "sustained" || (c.clocks == "auto" && s.workload_kind == "training");
+  if (!sustained || c.gpu.sustained_tensor_fraction == 1.0) return;
+  c.gpu = models::gpu::at_sustained_clocks(c.gpu);
+  s.notes.push_back("tensor-core work at sustained clocks: x" + fmt("%.3f", c.gpu.sustained_tensor_fraction) +
+                    " of the rested rate (power cap; cluster.clocks: rested turns it off)");
+}
+
+}  // namespace
+
+Scenario load_scenario(const std::string& path, const LoadOptions& options) {
+  Scenario s;
+  s.config_path = path;
+  s.source = std::make_shared<ConfigSource>();
+  YAML::Node root = sim::config::load_yaml_file(path, options.overrides, *s.source);
+  s.resolved = Json::object();
+  ConfigReader top(root, "", s.source, &s.resolved);
+  // A study given where a config goes: say which command reads it, rather
+  // than "unknown key 'base'".
+  if (!top.has("workload") && !top.has("cluster") && (top.has("axes") || top.has("base"))) {
+    top.fail(top.has("base") ? "base" : "axes",
+             "this is a study (base, axes), not a config: use `gcsim sweep " + path + "`");
+  }
+
+  ConfigReader cluster = top.child("cluster", "the machines", true);
+  s.cluster = read_cluster(cluster, s.notes, s.topology);
+  cluster.finish();
+
+  ConfigReader net = top.child("network", "how communication is simulated");
+  s.network.model = net.get_choice("model", names_of(network_models()), std::string("analytical"),
+                                   "network model");
+  s.network.collective_sms = static_cast<int>(
+      net.get_int_in("collective_sms", 24,
+                     "SMs a collective kernel holds per GPU (NCCL channels; 24 measured for NCCL "
+                     "2.28 ring on 2x H200)",
+                     0, s.cluster.gpu.sm_count - 1));
+  const std::string routing = net.get_choice(
+      "routing", {"ecmp", "spray", "adaptive"}, std::string("ecmp"),
+      "path choice: ecmp (hash per flow), spray (per packet round robin), adaptive (least-loaded "
+      "next hop)");
+  s.network.routing = routing == "spray"      ? models::network::RoutingPolicy::spray
+                      : routing == "adaptive" ? models::network::RoutingPolicy::adaptive
+                                              : models::network::RoutingPolicy::ecmp;
+  s.network.packet = read_packet_config(net);
+  s.faults = read_faults(net, s.topology);
+  net.finish();
+
+  ConfigReader sim_cfg = top.child("simulation", "engine settings");
+  const int64_t seed = sim_cfg.get_int("seed", 1, "random seed (ECMP hashing, failures)");
+  if (seed < 0) sim_cfg.fail("seed", "must not be negative");
+  s.seed = options.seed.value_or(static_cast<uint64_t>(seed));
+  s.resolved["simulation"]["seed"] = s.seed;
+  // Long-horizon keys (duration, seeds) exist only with failures.
+  FailureHorizon horizon;
+  if (top.has("failures")) horizon = read_failure_horizon(sim_cfg);
+  sim_cfg.finish();
+
+  ConfigReader workload = top.child("workload", "what runs on the cluster", true);
+  s.workload_kind =
+      workload.get_choice("kind", names_of(workload_kinds()), std::nullopt, "workload kind");
+  apply_clocks(s);
+  if (s.workload_kind == "graph") {
+    s.graph = load_graph_workload(workload, s.cluster.total_gpus(), s.cluster.gpu, options.limits);
+  } else if (s.workload_kind == "training") {
+    s.training = load_training_workload(
+        workload, s.cluster.total_gpus(), s.cluster.gpus_per_node, s.cluster.gpu, s.notes,
+        options.limits, any_slow(s.cluster.stragglers) ? describe_stragglers(s.cluster.stragglers) : "",
+        slow_ranks(s.cluster.stragglers), options.strategy_searched);
+    s.graph = std::move(s.training->workload.graph);
+#ifndef GCSIM_NO_CHAKRA
+  } else if (s.workload_kind == "chakra") {
+    s.graph = load_chakra_workload(workload, s.cluster.total_gpus(), s.cluster.gpu, s.notes,
+                                   options.limits);
+#endif
+  } else if (s.workload_kind == "inference") {
+    if (any_slow(s.cluster.stragglers)) {
+      cluster.fail("stragglers", "not modelled for inference workloads: the serving model costs "
+                                 "every replica's steps on one GPU spec");
+    }
+    s.inference = load_inference_workload(workload, s.cluster, s.notes, options.limits);
+    s.estimate = s.inference->estimate;
+  } else if (s.workload_kind == "collective") {
+    auto c = std::make_shared<CollectiveWorkload>();
+    s.graph = load_collective_workload(workload, s.cluster.total_gpus(), s.cluster.gpus_per_node,
+                                       s.cluster.gpu, *c);
+    add_resolved(*c, s.resolved["workload"]);
+    s.collective = std::move(c);
+  }
+  workload.finish();
+  if (s.graph) {
+    double stored = 0;
+    for (size_t p = 0; p < s.graph->program_count(); ++p) {
+      stored += static_cast<double>(s.graph->program_by_id(static_cast<uint32_t>(p)).ops.size());
+    }
+    s.estimate = ResourceEstimate::from_ops(stored, static_cast<double>(s.graph->total_ops()));
+  }
+  if (top.has("failures") || top.has("checkpoint")) {
+    s.failures = load_failures(top, s.cluster, s.training.get(), horizon, s.seed);
+  }
+  top.finish();
+  return s;
+}
+
+}  // namespace gcsim::cli

@@ -1,0 +1,118 @@
+// A Scenario is a config file made typed and validated: the cluster, the
+// network model, the workload as IR, the seed, and the resolved config that
+// every run prints into its output. Building one either succeeds completely
+// or throws ConfigError naming file, line and key; nothing runs half-way.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/gpu/gpu_spec.h"
+#include "models/gpu/gpu_throttle.h"
+#include "models/network/network_model.h"
+#include "models/network/packet/packet_config.h"
+#include "sim/scenario/resource_budget.h"
+#include "sim/config/config_reader.h"
+#include "topologies/fault_schedule.h"
+#include "topologies/topology_spec.h"
+#include "sim/engine/ir.h"
+
+namespace gcsim::cli {
+
+struct ScaleUpConfig {
+  std::string kind;          // nvswitch | pcie | none
+  sim::Bandwidth bandwidth;  // per GPU, each direction
+  sim::Duration latency;
+};
+
+struct ScaleOutConfig {
+  std::string topology;           // fat-tree | rail-optimized | multi-plane | custom | none
+  int tiers = 2;
+  sim::Bandwidth nic_bandwidth;   // per GPU
+  double oversubscription = 1.0;
+  sim::Duration latency;          // NIC to NIC through the top tier (2 x tiers hop latencies)
+};
+
+// A GPU that runs slower than its peers without failing (cluster.stragglers).
+struct StragglerConfig {
+  int rank = 0;
+  models::gpu::Throttle throttle;  // its SM clock (`speed`) and HBM bandwidth scale
+};
+
+struct ClusterConfig {
+  models::gpu::GpuSpec gpu;
+  int nodes = 1;
+  int gpus_per_node = 8;
+  ScaleUpConfig scale_up;
+  ScaleOutConfig scale_out;
+  std::string calibration;  // profile path, "" when none
+  // Tensor-core clocks: "sustained" (power-capped steady state), "rested",
+  // or "auto" (sustained for training, rested otherwise); see
+  // models/gpu/sustained_clocks.h. `gpu` is already derated when sustained
+  // (gpu.at_sustained_clocks).
+  std::string clocks = "auto";
+  std::vector<StragglerConfig> stragglers;  // ascending rank, as written (speed 1 included)
+  int total_gpus() const { return nodes * gpus_per_node; }
+};
+
+struct NetworkConfig {
+  std::string model;       // registered network model name
+  int collective_sms = 0;  // SMs a collective holds per GPU
+  models::network::RoutingPolicy routing = models::network::RoutingPolicy::ecmp;
+  models::network::PacketConfig packet;  // network.model: packet only
+};
+
+struct CollectiveWorkload;  // sim/scenario/collective_workload_loader.h
+
+struct TrainingRun;  // sim/scenario/training_workload_loader.h
+
+struct InferenceSetup;  // sim/scenario/inference_workload_loader.h
+
+struct FailuresSetup;  // sim/scenario/failures_loader.h
+
+struct Scenario {
+  std::string config_path;
+  // What the run is expected to take (resource_budget.h), from the built
+  // workload; inference's grows as it runs, so it stays empty there.
+  ResourceEstimate estimate;
+  ClusterConfig cluster;
+  NetworkConfig network;
+  std::string workload_kind;
+  std::unique_ptr<workloads::WorkloadGraph> graph;
+  std::shared_ptr<TrainingRun> training;  // workload.kind: training
+  std::shared_ptr<const InferenceSetup> inference;  // workload.kind: inference
+  std::shared_ptr<FailuresSetup> failures;  // top-level failures/checkpoint, when present
+  std::shared_ptr<const CollectiveWorkload> collective;  // workload.kind: collective
+  uint64_t seed = 1;
+  topologies::TopologySpec topology;          // cluster.scale_up/scale_out, for build_fabric()
+  std::vector<topologies::FaultSpec> faults;  // network.faults, in list order
+  sim::config::Json resolved;                         // fully resolved config
+  std::shared_ptr<sim::config::ConfigSource> source;  // docs, overrides
+  std::vector<std::string> notes;  // modelling caveats to show the user
+};
+
+struct LoadOptions {
+  std::vector<std::string> overrides;  // "-s key=value"
+  std::optional<uint64_t> seed;        // --seed wins over simulation.seed
+  ResourceLimits limits = ResourceLimits::machine();  // --max-memory, --max-events
+  // `gcsim plan` searches the training strategy: the config's parallelism is
+  // read (it is one layout the plan compares with) but neither checked nor
+  // generated; everything else is validated as for a run.
+  bool strategy_searched = false;
+};
+
+Scenario load_scenario(const std::string& path, const LoadOptions& options);
+
+// Name and one-line description of each registered workload kind and
+// network model, for `gcsim list` and error messages.
+struct Registered {
+  std::string name;
+  std::string description;
+};
+const std::vector<Registered>& workload_kinds();
+const std::vector<Registered>& network_models();
+
+}  // namespace gcsim::cli
