@@ -199,6 +199,13 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
       "attention_kernel", {"flash", "unfused"}, std::string("flash"),
       "flash (FlashAttention) or unfused (Megatron 2022: GEMMs, softmax, dropout over s x s)");
   c.attention_impl = run->attention_kernel == "flash" ? AttentionImpl::flash : AttentionImpl::unfused;
+  const std::string framework = w.get_choice(
+      "framework", {"megatron", "pytorch-eager", "torch-compile"}, std::string("megatron"),
+      "software stack: megatron (TE fused kernels), pytorch-eager (every elementwise op a kernel, "
+      "AMP, foreach AdamW) or torch-compile (fused elementwise chains)");
+  c.framework = framework == "pytorch-eager"   ? Framework::pytorch_eager
+                : framework == "torch-compile" ? Framework::torch_compile
+                                               : Framework::megatron;
   c.memory_reserved = w.get_bytes("memory_reserved", sim::Bytes(0),
                                   "HBM per GPU outside the model (CUDA context, NCCL, workspaces)")
                           .count();
@@ -301,8 +308,10 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
 }
 
 std::unique_ptr<sim::OpExecutor> make_training_executor(const TrainingRun& run,
-                                                        sim::OpExecutor& cluster) {
-  return std::make_unique<SymmetricExecutor>(cluster, run.workload);
+                                                        sim::OpExecutor& cluster,
+                                                        const workloads::WorkloadGraph& graph,
+                                                        sim::Simulator& simulator) {
+  return std::make_unique<SymmetricExecutor>(cluster, run.workload, &graph, &simulator);
 }
 
 }  // namespace gcsim::cli

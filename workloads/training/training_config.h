@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "workloads/models/model_spec.h"
+#include "workloads/training/framework_profile.h"
 
 namespace gcsim::workloads::training {
 
@@ -65,6 +66,8 @@ struct TrainingConfig {
   Recompute recompute = Recompute::none;
   Precision precision = Precision::bf16;
   AttentionImpl attention_impl = AttentionImpl::flash;
+  // The software stack whose kernels the step launches (framework_profile.h).
+  Framework framework = Framework::megatron;
   OptimizerConfig optimizer;
   int64_t memory_reserved = 0;  // bytes per GPU outside the model: CUDA context, NCCL, workspaces
 
