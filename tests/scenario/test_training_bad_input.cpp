@@ -88,4 +88,7 @@ TEST_CASE("training bad input: optimizer settings", "[cli][training]") {
 TEST_CASE("training bad input: framework profile", "[cli][training][framework]") {
   expect_bad({"train_framework.yaml", 11, "workload.framework",
               {"pytorch", "megatron", "pytorch-eager", "torch-compile"}});
+  expect_bad({"train_elementwise_bandwidth.yaml", 12, "workload.elementwise_bandwidth",
+              {"(0, 1]"}});
+  expect_bad({"train_host_overhead.yaml", 12, "workload.host_overhead", {"fast"}});
 }

@@ -126,10 +126,14 @@ TEST_CASE("framework profile: fitted values stay physical", "[training][framewor
     // A fraction of the achieved streaming bandwidth: above 0, at most 1.
     CHECK(t.elementwise_bandwidth > 0.2);
     CHECK(t.elementwise_bandwidth <= 1.0);
-    // Host time per launched kernel: a CUDA launch alone is ~2-4 µs of host
-    // time; Python dispatch with autograd recording is tens of µs at most.
+    CHECK(t.optimizer_bandwidth > 0.2);
+    CHECK(t.optimizer_bandwidth <= 1.0);
+    // Host time per launched kernel: a CUDA launch alone is ~2-4 µs; Python
+    // dispatch with autograd recording, the kernel-free view ops between
+    // launches and the optimizer's Python per step spread over the kernels
+    // make tens of µs, never a millisecond: 0 (Megatron: not modelled) to 100.
     CHECK(t.host_us_per_kernel >= 0.0);
-    CHECK(t.host_us_per_kernel <= 50.0);
+    CHECK(t.host_us_per_kernel <= 100.0);
   }
 }
 

@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,12 +57,17 @@ struct FrameworkPass {
 struct FrameworkTraits {
   double host_us_per_kernel = 0;        // µs of host time per launched kernel
   double elementwise_bandwidth = 1.0;   // in (0, 1]
+  // The optimizer's multi-tensor (foreach) passes: large contiguous fp32
+  // tensors, nearer a streaming copy than the layers' small kernels; in (0, 1].
+  double optimizer_bandwidth = 1.0;
 };
 FrameworkTraits framework_traits(Framework f);
 
 class FrameworkProfile {
  public:
-  explicit FrameworkProfile(Framework f);
+  // `traits`: the user's overrides (workload.host_overhead,
+  // workload.elementwise_bandwidth); nullopt: the profile's fitted values.
+  explicit FrameworkProfile(Framework f, const std::optional<FrameworkTraits>& traits = std::nullopt);
 
   Framework framework() const { return f_; }
   // Megatron's kernels are the layer code's own: every list below is empty.

@@ -22,7 +22,7 @@ constexpr double kGeluFlops = 8, kSwigluFlops = 5, kNormFlops = 8;
 LayerKernels::LayerKernels(const TrainingConfig& c, double expert_load, double max_expert_load,
                            bool ep_spans_nodes)
     : c_(c),
-      fw_(c.framework),
+      fw_(c.framework, c.framework_traits),
       expert_load_(expert_load),
       max_expert_load_(max_expert_load),
       ep_spans_nodes_(ep_spans_nodes) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,9 @@ struct TrainingConfig {
   AttentionImpl attention_impl = AttentionImpl::flash;
   // The software stack whose kernels the step launches (framework_profile.h).
   Framework framework = Framework::megatron;
+  // Host time per kernel and elementwise bandwidth fraction when the config
+  // sets them; nullopt: the profile's fitted values (framework_traits()).
+  std::optional<FrameworkTraits> framework_traits;
   OptimizerConfig optimizer;
   int64_t memory_reserved = 0;  // bytes per GPU outside the model: CUDA context, NCCL, workspaces
 

@@ -501,6 +501,10 @@ class ProgramBuilder {
       shape.bytes_per_element = pass.bytes();
       shape.flops_per_element = pass.flops;
       shape.dtype = gcsim::models::gpu::Dtype::fp32;
+      if (c_.framework != Framework::megatron) {
+        shape.bandwidth_efficiency =
+            FrameworkProfile(c_.framework, c_.framework_traits).traits().optimizer_bandwidth;
+      }
       em_->kernel("optimizer " + pass.name, shape, OpCategory::optimizer, {last_dp_});
     }
     const int stage = c_.optimizer.zero_stage;
@@ -733,7 +737,7 @@ TrainingWorkload generate_training(const TrainingConfig& c, const GeneratorOptio
   }
   w.categories.resize(g.program_count());
   for (auto& [id, cats] : categories) w.categories[id] = std::move(cats);
-  w.host_per_kernel = FrameworkProfile(c.framework).host_per_kernel();
+  w.host_per_kernel = FrameworkProfile(c.framework, c.framework_traits).host_per_kernel();
   w.host_issue_ps.resize(g.program_count());
   for (uint32_t id = 0; id < g.program_count(); ++id) {
     w.host_issue_ps[id] = host_issue_times(g.program_by_id(id), w.host_per_kernel);
