@@ -22,8 +22,8 @@ enum class KernelClass { gemm, attention, elementwise, norm, optimizer, communic
 inline constexpr int kKernelClasses = 6;
 const char* kernel_class_name(KernelClass k);
 
-// The class of op `i` of a training program (categories as the generator
-// tagged them).
+// The class of a training program's `op`, given the category the generator
+// tagged it with.
 KernelClass kernel_class(const WorkloadGraph& g, const Op& op, OpCategory category);
 
 struct KernelClassTimes {
