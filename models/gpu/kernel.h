@@ -73,6 +73,10 @@ struct MemoryOpShape {
   // type (an optimizer pass reading an fp16 gradient and writing fp32); 0 =
   // (inputs + 1) x the dtype's size.
   double bytes_per_element = 0.0;
+  // elementwise only: fraction of the achieved streaming HBM bandwidth the
+  // kernel reaches (a framework's unfused kernels on small or strided
+  // tensors reach less than a large copy); in (0, 1].
+  double bandwidth_efficiency = 1.0;
 };
 
 }  // namespace gcsim::models::gpu

@@ -171,6 +171,7 @@ KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
       bytes = s.bytes_per_element > 0.0 ? s.bytes_per_element * elements
                                         : (s.inputs + 1.0) * elements * dtype_bytes(s.dtype);
       flops = s.flops_per_element * elements;
+      k.bandwidth_efficiency = s.bandwidth_efficiency;
       what = "elementwise";
       break;
     case MemoryOpKind::layer_norm:

@@ -106,7 +106,7 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
       [&recorder](int rank, sim::Time t, sim::Bytes used) { recorder.on_memory(rank, t, used); });
   // Mirrored training ranks time their collectives over whole groups.
   std::unique_ptr<sim::OpExecutor> training_executor;
-  if (s.training) training_executor = make_training_executor(*s.training, cluster);
+  if (s.training) training_executor = make_training_executor(*s.training, cluster, *s.graph, simulator);
   sim::Replayer replayer(simulator, *s.graph,
                          training_executor ? *training_executor
                                            : static_cast<sim::OpExecutor&>(cluster),

@@ -73,6 +73,8 @@ TrainingFigures training_figures(const RunFigures& f, const TrainingRun& run) {
                                                     observed_ranks(run), f.simulated_time,
                                                     s.cluster.gpu.kernel_launch_latency);
   t.bubble_fraction = t.step_s > 0 ? t.breakdown.mean.bubble_s() / t.step_s : 0.0;
+  t.kernel_classes = workloads::training::kernel_class_times(
+      *s.graph, run.workload, f.records, t.breakdown.ranks, s.cluster.gpu.kernel_launch_latency);
   return t;
 }
 
@@ -112,6 +114,19 @@ Json build_training_summary(const RunFigures& f, const TrainingFigures& t) {
   j["memory"] = mem;
 
   Json bd = breakdown_json(t.breakdown.mean);
+  // Kernel time by class (kernel_classes.h): sums of kernel durations, as a
+  // profiler's table reads; they overlap and need not add up to the step.
+  Json classes = Json::object();
+  for (int k = 0; k < workloads::training::kKernelClasses; ++k) {
+    const auto kc = static_cast<workloads::training::KernelClass>(k);
+    classes[workloads::training::kernel_class_name(kc)] = t.kernel_classes.of(kc);
+  }
+  bd["kernel_classes"] = classes;
+  bd["host"] = {{"framework", workloads::training::framework_name(c.framework)},
+                {"kernels_per_step", t.kernel_classes.kernels},
+                {"issue_s_per_kernel", run.workload.host_per_kernel.seconds()},
+                {"issue_s", t.kernel_classes.kernels * run.workload.host_per_kernel.seconds()},
+                {"wait_s", t.kernel_classes.host_wait_s}};
   j["breakdown"] = bd;
   // Wire bytes per GPU per step by dimension, averaged over the observed
   // (one per pipeline stage) ranks (workloads/training/step_traffic.h).
@@ -217,6 +232,20 @@ std::string build_training_report(const RunFigures& f, const TrainingFigures& t)
   row("exposed PP", b.of(OpCategory::pp));
   row("exposed DP", b.of(OpCategory::dp));
   row("bubble", b.bubble_s());
+
+  const auto& kc = t.kernel_classes;
+  o << "\n## Kernel time by class (" << workloads::training::framework_name(c.framework)
+    << ", mean over pipeline ranks)\n\nSums of kernel durations, as a profiler's table: "
+       "overlapping kernels each count, so the rows need not add up to the step.\n\n"
+    << "| class | time | share of step |\n|---|---:|---:|\n";
+  for (int k = 0; k < workloads::training::kKernelClasses; ++k) {
+    const auto cls = static_cast<workloads::training::KernelClass>(k);
+    row(workloads::training::kernel_class_name(cls), kc.of(cls));
+  }
+  o << "\n" << fmt("%.0f", kc.kernels) << " kernels per step; the host issues each in "
+    << human_time(run.workload.host_per_kernel.seconds()) << " ("
+    << human_time(kc.kernels * run.workload.host_per_kernel.seconds())
+    << " per step); kernels waited for the host " << human_time(kc.host_wait_s) << ".\n";
 
   o << "\n## Per pipeline rank\n\n| rank | stage | compute | exposed comm | bubble | memory |\n"
     << "|---:|---:|---:|---:|---:|---:|\n";

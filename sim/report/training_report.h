@@ -9,6 +9,7 @@
 
 #include "sim/report/run_report.h"
 #include "sim/scenario/training_workload_loader.h"
+#include "workloads/training/kernel_classes.h"
 #include "workloads/training/step_breakdown.h"
 
 namespace gcsim::cli {
@@ -21,6 +22,7 @@ struct TrainingFigures {
   double bubble_fraction = 0;  // bubble / step time
   double peak_bytes = 0;       // analytical, worst GPU
   workloads::training::BreakdownResult breakdown;
+  workloads::training::KernelClassTimes kernel_classes;  // mean over the observed ranks
 };
 
 TrainingFigures training_figures(const RunFigures& f, const TrainingRun& run);

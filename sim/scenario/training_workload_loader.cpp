@@ -200,6 +200,38 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
       "attention_kernel", {"flash", "unfused"}, std::string("flash"),
       "flash (FlashAttention) or unfused (Megatron 2022: GEMMs, softmax, dropout over s x s)");
   c.attention_impl = run->attention_kernel == "flash" ? AttentionImpl::flash : AttentionImpl::unfused;
+  const std::string framework = w.get_choice(
+      "framework", {"megatron", "pytorch-eager", "torch-compile"}, std::string("megatron"),
+      "software stack: megatron (TE fused kernels), pytorch-eager (every elementwise op a kernel, "
+      "AMP, foreach AdamW) or torch-compile (fused elementwise chains)");
+  c.framework = framework == "pytorch-eager"   ? Framework::pytorch_eager
+                : framework == "torch-compile" ? Framework::torch_compile
+                                               : Framework::megatron;
+  // The profile's two fitted quantities, for a user who measured their own
+  // stack (calibration/microbench/framework_step.py).
+  FrameworkTraits traits = framework_traits(c.framework);
+  const double host_us =
+      w.get_duration("host_overhead", sim::us(traits.host_us_per_kernel),
+                     "host time per launched kernel (default: the framework's fitted value; "
+                     "megatron 0: the host never holds the GPU back)")
+          .microseconds();
+  if (host_us < 0) w.fail("host_overhead", "must be >= 0");
+  const double bandwidth = w.get_double(
+      "elementwise_bandwidth", traits.elementwise_bandwidth,
+      "fraction of the achieved HBM bandwidth the framework's own elementwise kernels reach "
+      "(pytorch-eager, torch-compile; default: fitted)");
+  if (!(bandwidth > 0.0 && bandwidth <= 1.0)) w.fail("elementwise_bandwidth", "must be in (0, 1]");
+  const double optimizer_bandwidth = w.get_double(
+      "optimizer_bandwidth", traits.optimizer_bandwidth,
+      "fraction of the achieved HBM bandwidth PyTorch's foreach optimizer passes reach "
+      "(pytorch-eager, torch-compile; default: fitted)");
+  if (!(optimizer_bandwidth > 0.0 && optimizer_bandwidth <= 1.0)) {
+    w.fail("optimizer_bandwidth", "must be in (0, 1]");
+  }
+  if (host_us != traits.host_us_per_kernel || bandwidth != traits.elementwise_bandwidth ||
+      optimizer_bandwidth != traits.optimizer_bandwidth) {
+    c.framework_traits = FrameworkTraits{host_us, bandwidth, optimizer_bandwidth};
+  }
   c.memory_reserved = w.get_bytes("memory_reserved", sim::Bytes(0),
                                   "HBM per GPU outside the model (CUDA context, NCCL, workspaces)")
                           .count();
@@ -302,8 +334,10 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
 }
 
 std::unique_ptr<sim::OpExecutor> make_training_executor(const TrainingRun& run,
-                                                        sim::OpExecutor& cluster) {
-  return std::make_unique<SymmetricExecutor>(cluster, run.workload);
+                                                        sim::OpExecutor& cluster,
+                                                        const workloads::WorkloadGraph& graph,
+                                                        sim::Simulator& simulator) {
+  return std::make_unique<SymmetricExecutor>(cluster, run.workload, &graph, &simulator);
 }
 
 }  // namespace gcsim::cli

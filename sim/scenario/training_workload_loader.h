@@ -53,8 +53,11 @@ std::shared_ptr<TrainingRun> load_training_workload(sim::config::ConfigReader& w
                                                     bool strategy_searched = false);
 
 // Wraps the cluster model so that mirrored ranks' collectives are timed
-// over their whole groups.
+// over their whole groups and kernels wait for the framework's host to
+// issue them. `graph` is the run's workload graph, `simulator` its engine.
 std::unique_ptr<sim::OpExecutor> make_training_executor(const TrainingRun& run,
-                                                        sim::OpExecutor& cluster);
+                                                        sim::OpExecutor& cluster,
+                                                        const workloads::WorkloadGraph& graph,
+                                                        sim::Simulator& simulator);
 
 }  // namespace gcsim::cli

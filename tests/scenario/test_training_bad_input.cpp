@@ -84,3 +84,11 @@ TEST_CASE("training bad input: unknown keys and placement", "[cli][training]") {
 TEST_CASE("training bad input: optimizer settings", "[cli][training]") {
   expect_bad({"train_grad_clip.yaml", 14, "workload.optimizer.grad_clip", {"must be >= 0"}});
 }
+
+TEST_CASE("training bad input: framework profile", "[cli][training][framework]") {
+  expect_bad({"train_framework.yaml", 11, "workload.framework",
+              {"pytorch", "megatron", "pytorch-eager", "torch-compile"}});
+  expect_bad({"train_elementwise_bandwidth.yaml", 12, "workload.elementwise_bandwidth",
+              {"(0, 1]"}});
+  expect_bad({"train_host_overhead.yaml", 12, "workload.host_overhead", {"fast"}});
+}

@@ -66,6 +66,9 @@ struct Writer {
     add_int(n, "gcsim_inputs", s.inputs);
     add_double(n, "gcsim_flops_per_element", s.flops_per_element);
     if (s.bytes_per_element > 0.0) add_double(n, "gcsim_bytes_per_element", s.bytes_per_element);
+    if (s.bandwidth_efficiency != 1.0) {
+      add_double(n, "gcsim_bandwidth_efficiency", s.bandwidth_efficiency);
+    }
     dtype(s.dtype);
   }
 };
@@ -138,6 +141,10 @@ std::optional<ComputeOp> read_kernel_shape(const ChakraProtoMsg::Node& n) {
     s.inputs = static_cast<int>(int_attr(n, "gcsim_inputs").value_or(1));
     s.flops_per_element = number_attr(n, "gcsim_flops_per_element").value_or(1.0);
     s.bytes_per_element = number_attr(n, "gcsim_bytes_per_element").value_or(0.0);
+    s.bandwidth_efficiency = number_attr(n, "gcsim_bandwidth_efficiency").value_or(1.0);
+    if (!(s.bandwidth_efficiency > 0.0 && s.bandwidth_efficiency <= 1.0)) {
+      throw std::invalid_argument("attribute 'gcsim_bandwidth_efficiency' must be in (0, 1]");
+    }
     s.dtype = need_dtype(n);
     return ComputeOp{s};
   }

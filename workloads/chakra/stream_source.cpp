@@ -27,7 +27,8 @@ std::string shape_key(const ComputeOp& op) {
                          s.backward, static_cast<int>(s.dtype));
         } else {
           return "m" + f(static_cast<int>(s.kind), s.elements, s.rows, s.cols, s.inputs,
-                         s.flops_per_element, static_cast<int>(s.dtype), s.bytes_per_element);
+                         s.flops_per_element, static_cast<int>(s.dtype), s.bytes_per_element,
+                         s.bandwidth_efficiency);
         }
       },
       op.shape);

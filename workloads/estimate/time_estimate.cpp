@@ -208,7 +208,7 @@ TrainingTimeEstimate estimate_training_time(const wt::TrainingConfig& c, const g
   // The optimizer step's HBM passes (workloads/training/optimizer_step.h)
   // over this GPU's shard of the optimizer and the gradients it holds.
   // Mean over pipeline ranks, as the breakdown averages its observed ranks.
-  const auto passes = wt::optimizer_passes(c.optimizer, c.precision);
+  const auto passes = wt::optimizer_passes(c.optimizer, c.precision, c.framework);
   double bytes = 0, shard = 0;
   for (int r = 0; r < p.pp; ++r) {
     const wt::OptimizerScope scope = wt::optimizer_scope(wt::rank_params(c, plan, r), c.optimizer.zero_stage,

@@ -22,6 +22,7 @@ constexpr double kGeluFlops = 8, kSwigluFlops = 5, kNormFlops = 8;
 LayerKernels::LayerKernels(const TrainingConfig& c, double expert_load, double max_expert_load,
                            bool ep_spans_nodes)
     : c_(c),
+      fw_(c.framework, c.framework_traits),
       expert_load_(expert_load),
       max_expert_load_(max_expert_load),
       ep_spans_nodes_(ep_spans_nodes) {
@@ -165,6 +166,55 @@ uint32_t LayerKernels::sp_regather(OpEmitter& e, const std::string& p) const {
   return tp_collective(e, p, CollectiveKind::all_gather, tokens_ * h_ * 2, false);
 }
 
+uint32_t LayerKernels::framework_passes(OpEmitter& e, const std::string& site,
+                                        const std::vector<FrameworkPass>& passes,
+                                        std::vector<uint32_t> deps) const {
+  uint32_t last = kNoOp;
+  for (const FrameworkPass& pass : passes) {
+    last = e.kernel(site + pass.name, fw_.shape(pass), OpCategory::compute, std::move(deps));
+    deps.clear();
+  }
+  return last;
+}
+
+void LayerKernels::norm_forward_site(OpEmitter& e, const std::string& site) const {
+  if (framework_passes(e, site, fw_.norm_forward(norm_rows_, h_)) == kNoOp) {
+    e.kernel(site, norm(norm_rows_), OpCategory::compute);
+  }
+}
+
+void LayerKernels::norm_backward_site(OpEmitter& e, const std::string& site, uint32_t after) const {
+  if (framework_passes(e, site, fw_.norm_backward(norm_rows_, h_), {after}) == kNoOp) {
+    e.kernel(site + " bwd", norm_backward(norm_rows_ * h_), OpCategory::compute, {after});
+  }
+}
+
+void LayerKernels::residual_forward_site(OpEmitter& e, const std::string& p, int which) const {
+  const std::string n = std::to_string(which);
+  if (!dropout_ &&
+      framework_passes(e, p + " residual" + n, fw_.residual_forward(norm_rows_ * h_, which == 1)) !=
+          kNoOp) {
+    return;
+  }
+  e.kernel(p + (dropout_ ? " dropout add" : " residual") + n,
+           elementwise(norm_rows_ * h_, 2, dropout_ ? 3 : 1), OpCategory::compute);
+}
+
+void LayerKernels::residual_backward_site(OpEmitter& e, const std::string& name) const {
+  if (fw_.fused() || dropout_) {
+    e.kernel(name, elementwise(norm_rows_ * h_, 2, 1), OpCategory::compute);
+    return;
+  }
+  framework_passes(e, name, fw_.residual_backward(norm_rows_ * h_));
+}
+
+bool LayerKernels::swiglu_passes(OpEmitter& e, const std::string& site, bool backward,
+                                 int64_t elements) const {
+  if (c_.model.mlp != MlpKind::swiglu) return false;
+  const auto passes = backward ? fw_.swiglu_backward(elements) : fw_.swiglu_forward(elements);
+  return framework_passes(e, site, passes) != kNoOp;
+}
+
 void LayerKernels::add_weight(OpEmitter& e, WeightGrads& g, const std::string& name,
                               GemmShape shape, std::vector<uint32_t> deps) const {
   deps.erase(std::remove(deps.begin(), deps.end(), kNoOp), deps.end());
@@ -231,6 +281,8 @@ LayerKernels::Moe LayerKernels::moe_linears() const {
 
 uint32_t LayerKernels::linear_forward(OpEmitter& e, const std::string& p, const Linear& l,
                                       std::vector<uint32_t> deps) const {
+  // autocast casts the fp32 weight to bf16 each forward (not Megatron).
+  framework_passes(e, p + " " + l.name, fw_.weight_cast(l.in * l.out * l.batch));
   return e.kernel(p + " " + l.name, gemm(l.rows, l.out, l.in, l.low_precision, l.batch),
                   OpCategory::compute, std::move(deps));
 }
@@ -243,20 +295,28 @@ uint32_t LayerKernels::linear_backward(OpEmitter& e, const std::string& p, const
   const uint32_t coll = grad_reduce ? input_grad_collective(e, p + grad_reduce) : kNoOp;
   add_weight(e, g, p + " " + l.name + " wgrad",
              gemm(l.in, l.out, l.rows, l.low_precision, l.batch), std::move(wgrad_deps));
+  if (!g.defer) {  // the bf16 weight gradient into the fp32 .grad (not Megatron)
+    const uint32_t cast = framework_passes(e, p + " " + l.name, fw_.weight_grad_cast(l.in * l.out * l.batch));
+    if (cast != kNoOp) g.last = cast;
+  }
   return coll;
 }
 
 void LayerKernels::mlp_block_forward(OpEmitter& e, const std::string& p, const Mlp& m,
                                      std::vector<uint32_t> fc1_deps) const {
   linear_forward(e, p, m.fc1, std::move(fc1_deps));
-  e.kernel(p + " " + m.act, activation(m.act_elements, false), OpCategory::compute);
+  if (!swiglu_passes(e, p + " " + m.act, false, m.act_elements)) {
+    e.kernel(p + " " + m.act, activation(m.act_elements, false), OpCategory::compute);
+  }
   linear_forward(e, p, m.fc2);
 }
 
 uint32_t LayerKernels::mlp_block_backward(OpEmitter& e, const std::string& p, const Mlp& m,
                                           WeightGrads& g, bool tp_input) const {
   linear_backward(e, p, m.fc2, g);
-  e.kernel(p + " " + m.act_bwd, activation(m.act_elements, true), OpCategory::compute);
+  if (!swiglu_passes(e, p + " " + m.act_bwd, true, m.act_elements)) {
+    e.kernel(p + " " + m.act_bwd, activation(m.act_elements, true), OpCategory::compute);
+  }
   const uint32_t gathered = tp_input ? sp_regather(e, p + " mlp regather") : kNoOp;
   return linear_backward(e, p, m.fc1, g, {gathered}, tp_input ? " mlp grad reduce" : nullptr);
 }
@@ -267,7 +327,9 @@ uint32_t LayerKernels::mlp_block_backward(OpEmitter& e, const std::string& p, co
 void LayerKernels::embedding_forward(OpEmitter& e, const std::string& p) const {
   // Vocabulary-parallel lookup: each TP rank fills the rows it owns, then
   // the partial embeddings are summed (reduce-scattered with SP).
-  e.kernel(p + " embedding", elementwise(tokens_ * h_, 1, 0), OpCategory::compute);
+  if (framework_passes(e, p + " embedding", fw_.embedding_forward(tokens_, h_)) == kNoOp) {
+    e.kernel(p + " embedding", elementwise(tokens_ * h_, 1, 0), OpCategory::compute);
+  }
   if (c_.model.position == models::PositionKind::learned) {
     e.kernel(p + " position add", elementwise(tokens_ * h_, 2, 1), OpCategory::compute);
   }
@@ -276,11 +338,15 @@ void LayerKernels::embedding_forward(OpEmitter& e, const std::string& p) const {
 }
 
 void LayerKernels::head_forward(OpEmitter& e, const std::string& p) const {
-  e.kernel(p + " final norm", norm(norm_rows_), OpCategory::compute);
+  if (framework_passes(e, p + " final norm", fw_.norm_forward(norm_rows_, h_)) == kNoOp) {
+    e.kernel(p + " final norm", norm(norm_rows_), OpCategory::compute);
+  }
   tp_forward_gather(e, p + " head gather");
   const Linear l = logits();
   linear_forward(e, p, l);
-  e.kernel(p + " cross entropy", softmax(tokens_, l.out), OpCategory::compute);
+  if (framework_passes(e, p + " cross entropy", fw_.cross_entropy_forward(tokens_, l.out)) == kNoOp) {
+    e.kernel(p + " cross entropy", softmax(tokens_, l.out), OpCategory::compute);
+  }
   if (t_ > 1) {
     // Vocabulary-parallel cross entropy: max, sum of exponentials and the
     // target logit, one fp32 value per token each (Megatron-LM).
@@ -296,10 +362,14 @@ uint32_t LayerKernels::head_backward(OpEmitter& e, const std::string& p, bool de
   w.layer = kHeadLayer;
   WeightGrads g{w, defer};
   const Linear l = logits();
-  e.kernel(p + " cross entropy bwd", elementwise(tokens_ * l.out, 1, 2), OpCategory::compute);
+  if (framework_passes(e, p + " cross entropy", fw_.cross_entropy_backward(tokens_, l.out)) == kNoOp) {
+    e.kernel(p + " cross entropy bwd", elementwise(tokens_ * l.out, 1, 2), OpCategory::compute);
+  }
   const uint32_t gathered = sp_regather(e, p + " head regather");
   const uint32_t coll = linear_backward(e, p, l, g, {gathered}, " head grad reduce");
-  e.kernel(p + " final norm bwd", norm_backward(norm_rows_ * h_), OpCategory::compute, {coll});
+  if (framework_passes(e, p + " final norm", fw_.norm_backward(norm_rows_, h_), {coll}) == kNoOp) {
+    e.kernel(p + " final norm bwd", norm_backward(norm_rows_ * h_), OpCategory::compute, {coll});
+  }
   if (defer) deferred.push_back(std::move(w));
   return g.last;
 }
@@ -311,6 +381,9 @@ uint32_t LayerKernels::embedding_backward(OpEmitter& e, const std::string& p, bo
   }
   tp_forward_gather(e, p + " embedding grad gather");
   // Scatter-add of the token gradients into the embedding's rows.
+  const uint32_t dense = framework_passes(e, p + " embedding wgrad",
+                                          fw_.embedding_backward(tokens_, h_, c_.model.vocab / t_));
+  if (dense != kNoOp) return dense;
   return e.kernel(p + " embedding wgrad", elementwise(tokens_ * h_, 2, 1), OpCategory::compute);
 }
 
@@ -450,7 +523,7 @@ void LayerKernels::mlp_backward(OpEmitter& e, int layer, const std::string& p,
                                 WeightGrads& g) const {
   if (!c_.model.is_moe_layer(layer)) {
     const uint32_t coll = mlp_block_backward(e, p, dense_mlp(), g, true);
-    e.kernel(p + " norm2 bwd", norm_backward(norm_rows_ * h_), OpCategory::compute, {coll});
+    norm_backward_site(e, p + " norm2", coll);
     return;
   }
   const auto& moe = c_.model.moe;
@@ -465,7 +538,7 @@ void LayerKernels::mlp_backward(OpEmitter& e, int layer, const std::string& p,
   e.kernel(p + " router softmax bwd", elementwise(tokens_ * moe.experts, 2, 3), OpCategory::compute);
   const uint32_t gathered = sp_regather(e, p + " router regather");
   const uint32_t coll = linear_backward(e, p, x.router, g, {gathered}, " moe grad reduce");
-  e.kernel(p + " norm2 bwd", norm_backward(norm_rows_ * h_), OpCategory::compute, {coll});
+  norm_backward_site(e, p + " norm2", coll);
 }
 
 // ---------------------------------------------------------------------------
@@ -474,7 +547,7 @@ void LayerKernels::mlp_backward(OpEmitter& e, int layer, const std::string& p,
 void LayerKernels::layer_forward(OpEmitter& e, int layer, const std::string& prefix) const {
   const std::string p = prefix + " L" + std::to_string(layer);
   const AttentionLinears l = attention_linears();
-  e.kernel(p + " norm1", norm(norm_rows_), OpCategory::compute);
+  norm_forward_site(e, p + " norm1");
   tp_forward_gather(e, p + " attn gather");
   if (mla_) {
     const auto& a = c_.model.mla;
@@ -491,19 +564,20 @@ void LayerKernels::layer_forward(OpEmitter& e, int layer, const std::string& pre
     e.kernel(p + " rope", rope(), OpCategory::compute);
   } else {
     linear_forward(e, p, l.qkv);
-    if (rotary_) e.kernel(p + " rope", rope(), OpCategory::compute);
+    if (rotary_ && framework_passes(e, p + " rope", fw_.rope_forward(tokens_ * q_width_,
+                                                                     tokens_ * k_width_)) == kNoOp) {
+      e.kernel(p + " rope", rope(), OpCategory::compute);
+    }
   }
   attention_forward(e, p, false);
   linear_forward(e, p, l.proj);
   tp_forward_reduce(e, p + " attn reduce");
-  e.kernel(p + (dropout_ ? " dropout add1" : " residual1"),
-           elementwise(norm_rows_ * h_, 2, dropout_ ? 3 : 1), OpCategory::compute);
-  e.kernel(p + " norm2", norm(norm_rows_), OpCategory::compute);
+  residual_forward_site(e, p, 1);
+  norm_forward_site(e, p + " norm2");
   tp_forward_gather(e, p + " mlp gather");
   mlp_forward(e, layer, p);
   tp_forward_reduce(e, p + " mlp reduce");
-  e.kernel(p + (dropout_ ? " dropout add2" : " residual2"),
-           elementwise(norm_rows_ * h_, 2, dropout_ ? 3 : 1), OpCategory::compute);
+  residual_forward_site(e, p, 2);
 }
 
 uint32_t LayerKernels::layer_backward(OpEmitter& e, int layer, const std::string& prefix,
@@ -519,7 +593,7 @@ uint32_t LayerKernels::layer_backward(OpEmitter& e, int layer, const std::string
   if (dropout_) e.kernel(p + " dropout add2 bwd", elementwise(norm_rows_ * h_, 2, 1), OpCategory::compute);
   tp_forward_gather(e, p + " mlp grad gather");
   mlp_backward(e, layer, p, g);
-  e.kernel(p + " residual2 bwd", elementwise(norm_rows_ * h_, 2, 1), OpCategory::compute);
+  residual_backward_site(e, p + " residual2 bwd");
 
   // Attention block.
   if (dropout_) e.kernel(p + " dropout add1 bwd", elementwise(norm_rows_ * h_, 2, 1), OpCategory::compute);
@@ -530,7 +604,12 @@ uint32_t LayerKernels::layer_backward(OpEmitter& e, int layer, const std::string
   }
   attention_backward(e, p);
   const uint32_t gathered = sp_regather(e, p + " attn regather");
-  if (rotary_) e.kernel(p + " rope bwd", rope(), OpCategory::compute);
+  if (rotary_ && (mla_ || framework_passes(e, p + " rope", fw_.rope_backward(tokens_ * q_width_,
+                                                                             tokens_ * k_width_,
+                                                                             tokens_ * v_width_)) ==
+                                 kNoOp)) {
+    e.kernel(p + " rope bwd", rope(), OpCategory::compute);
+  }
   uint32_t coll = kNoOp;
   if (mla_) {
     const auto& a = c_.model.mla;
@@ -547,9 +626,8 @@ uint32_t LayerKernels::layer_backward(OpEmitter& e, int layer, const std::string
   } else {
     coll = linear_backward(e, p, l.qkv, g, {gathered}, " attn grad reduce");
   }
-  e.kernel(p + " norm1 bwd", norm_backward(norm_rows_ * h_), OpCategory::compute,
-           coll == kNoOp ? std::vector<uint32_t>{} : std::vector<uint32_t>{coll});
-  e.kernel(p + " residual1 bwd", elementwise(norm_rows_ * h_, 2, 1), OpCategory::compute);
+  norm_backward_site(e, p + " norm1", coll);
+  residual_backward_site(e, p + " residual1 bwd");
   if (defer) {
     deferred.push_back(std::move(w));
     return kNoOp;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "models/gpu/kernel.h"
+#include "workloads/training/framework_profile.h"
 #include "workloads/training/op_emitter.h"
 #include "workloads/training/training_config.h"
 
@@ -118,6 +119,25 @@ class LayerKernels {
   Mlp dense_mlp() const;
   Moe moe_linears() const;  // only for a MoE layer
 
+  // Emits a framework's passes for one site (`site` + each pass's name),
+  // the first after `deps`; returns the last, or kNoOp when the list is
+  // empty (Megatron: the caller emits its own fused kernel).
+  uint32_t framework_passes(OpEmitter& e, const std::string& site,
+                            const std::vector<FrameworkPass>& passes,
+                            std::vector<uint32_t> deps = {}) const;
+
+  // The sites a framework profile fills with its own kernels; Megatron
+  // (and dropout, which the eager and compiled lists leave out) keep the
+  // fused kernels of this file. `site` is the layer prefix + the site name.
+  void norm_forward_site(OpEmitter& e, const std::string& site) const;
+  void norm_backward_site(OpEmitter& e, const std::string& site, uint32_t after) const;
+  // `which`: 1 after attention (torch.compile fuses it into norm2), 2 after the MLP.
+  void residual_forward_site(OpEmitter& e, const std::string& p, int which) const;
+  void residual_backward_site(OpEmitter& e, const std::string& name) const;
+  // SiLU x gate under a framework profile; false when the caller emits its
+  // own activation kernel (Megatron, or GELU).
+  bool swiglu_passes(OpEmitter& e, const std::string& site, bool backward, int64_t elements) const;
+
   uint32_t linear_forward(OpEmitter& e, const std::string& p, const Linear& l,
                           std::vector<uint32_t> deps = {}) const;
   // dgrad then wgrad of `l` (wgrad after `wgrad_deps`); with `grad_reduce`
@@ -158,6 +178,7 @@ class LayerKernels {
                   gcsim::models::gpu::GemmShape shape, std::vector<uint32_t> deps) const;
 
   const TrainingConfig& c_;
+  FrameworkProfile fw_;
   gcsim::models::gpu::Dtype act_;   // activations and non-linear GEMMs (bf16 / fp16)
   gcsim::models::gpu::Dtype gemm_;  // linear layers' GEMMs (fp8 when precision fp8)
   int64_t t_, cp_, b_, h_, s_, sq_, tokens_, norm_rows_;

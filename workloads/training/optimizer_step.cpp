@@ -4,9 +4,30 @@ namespace gcsim::workloads::training {
 
 namespace {
 constexpr double kFp32 = 4.0;  // bytes: main gradient and master weight
+
+// PyTorch's clip_grad_norm_ and foreach AdamW over fp32 parameters,
+// gradients and states (optimizer_step.h lists the passes).
+std::vector<OptimizerPass> torch_foreach_passes(const OptimizerConfig& o) {
+  std::vector<OptimizerPass> p;
+  if (o.grad_clip > 0) {
+    p.push_back({"grad norm (foreach)", kFp32, 0.0, true, 2.0});
+    p.push_back({"clip scale (foreach)", kFp32, kFp32, true, 1.0});
+  }
+  p.push_back({"weight decay (foreach)", kFp32, kFp32, true, 1.0});
+  p.push_back({"m lerp (foreach)", 2 * kFp32, kFp32, true, 3.0});
+  p.push_back({"v scale (foreach)", kFp32, kFp32, true, 1.0});
+  p.push_back({"v addcmul (foreach)", 2 * kFp32, kFp32, true, 3.0});
+  p.push_back({"sqrt v (foreach)", kFp32, kFp32, true, 1.0});
+  p.push_back({"bias correction (foreach)", kFp32, kFp32, true, 1.0});
+  p.push_back({"eps (foreach)", kFp32, kFp32, true, 1.0});
+  p.push_back({"param addcdiv (foreach)", 3 * kFp32, kFp32, true, 3.0});
+  return p;
+}
 }  // namespace
 
-std::vector<OptimizerPass> optimizer_passes(const OptimizerConfig& o, Precision precision) {
+std::vector<OptimizerPass> optimizer_passes(const OptimizerConfig& o, Precision precision,
+                                            Framework framework) {
+  if (framework != Framework::megatron) return torch_foreach_passes(o);
   const double g = o.grad_bytes;
   std::vector<OptimizerPass> passes;
   // The gradient buffers are zeroed before the next accumulation.

@@ -4,10 +4,27 @@
 
 namespace gcsim::workloads::training {
 
-SymmetricExecutor::SymmetricExecutor(sim::OpExecutor& inner, const TrainingWorkload& workload)
-    : inner_(inner), w_(workload) {}
+SymmetricExecutor::SymmetricExecutor(sim::OpExecutor& inner, const TrainingWorkload& workload,
+                                     const WorkloadGraph* graph, sim::Simulator* sim)
+    : inner_(inner), w_(workload), graph_(graph), sim_(sim) {}
 
 void SymmetricExecutor::run_compute(int rank, const Op& op, sim::OpDone done) {
+  if (sim_ != nullptr && graph_ != nullptr) {
+    const uint32_t program = graph_->program_id(rank);
+    const std::vector<int64_t>* issue =
+        program < w_.host_issue_ps.size() ? &w_.host_issue_ps[program] : nullptr;
+    const auto& ops = graph_->program(rank).ops;
+    // The replayer hands ops out of the program itself: the index follows.
+    const auto index = static_cast<size_t>(&op - ops.data());
+    if (issue != nullptr && index < issue->size() &&
+        sim::Time::from_ps((*issue)[index]) > sim_->now()) {
+      sim_->call_at(sim::Time::from_ps((*issue)[index]),
+                    [this, rank, &op, done = std::move(done)]() mutable {
+                      inner_.run_compute(rank, op, std::move(done));
+                    });
+      return;
+    }
+  }
   inner_.run_compute(rank, op, std::move(done));
 }
 

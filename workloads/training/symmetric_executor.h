@@ -18,8 +18,11 @@ namespace gcsim::workloads::training {
 
 class SymmetricExecutor : public sim::OpExecutor {
  public:
-  // `workload` must outlive the executor.
-  SymmetricExecutor(sim::OpExecutor& inner, const TrainingWorkload& workload);
+  // `workload` and `graph` (the workload's, wherever it lives now) must
+  // outlive the executor; `sim` schedules the held-back launches (null: no
+  // host model).
+  SymmetricExecutor(sim::OpExecutor& inner, const TrainingWorkload& workload,
+                    const WorkloadGraph* graph = nullptr, sim::Simulator* sim = nullptr);
 
   void run_compute(int rank, const Op& op, sim::OpDone done) override;
   void run_communication(const Op& op, const std::vector<int>& ranks, sim::OpDone done) override;
@@ -28,6 +31,8 @@ class SymmetricExecutor : public sim::OpExecutor {
  private:
   sim::OpExecutor& inner_;
   const TrainingWorkload& w_;
+  const WorkloadGraph* graph_;
+  sim::Simulator* sim_;
 };
 
 }  // namespace gcsim::workloads::training

@@ -6,10 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "workloads/models/model_spec.h"
+#include "workloads/training/framework_profile.h"
 
 namespace gcsim::workloads::training {
 
@@ -65,6 +67,11 @@ struct TrainingConfig {
   Recompute recompute = Recompute::none;
   Precision precision = Precision::bf16;
   AttentionImpl attention_impl = AttentionImpl::flash;
+  // The software stack whose kernels the step launches (framework_profile.h).
+  Framework framework = Framework::megatron;
+  // Host time per kernel and elementwise bandwidth fraction when the config
+  // sets them; nullopt: the profile's fitted values (framework_traits()).
+  std::optional<FrameworkTraits> framework_traits;
   OptimizerConfig optimizer;
   int64_t memory_reserved = 0;  // bytes per GPU outside the model: CUDA context, NCCL, workspaces
 

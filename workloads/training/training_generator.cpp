@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "workloads/models/model_formulas.h"
+#include "workloads/training/host_issue.h"
 #include "workloads/training/layer_kernels.h"
 #include "workloads/training/optimizer_step.h"
 
@@ -493,13 +494,17 @@ class ProgramBuilder {
     // The mixed-precision step's HBM passes (optimizer_step.h): over this
     // rank's optimizer shard, or over every gradient it holds.
     const OptimizerScope scope = optimizer_scope(params, c_.optimizer.zero_stage, dp_full_, edp_full_);
-    for (const OptimizerPass& pass : optimizer_passes(c_.optimizer, c_.precision)) {
+    for (const OptimizerPass& pass : optimizer_passes(c_.optimizer, c_.precision, c_.framework)) {
       gcsim::models::gpu::MemoryOpShape shape;
       shape.kind = gcsim::models::gpu::MemoryOpKind::elementwise;
       shape.elements = std::max<int64_t>(1, std::llround(pass.over_shard ? scope.shard : scope.held));
       shape.bytes_per_element = pass.bytes();
       shape.flops_per_element = pass.flops;
       shape.dtype = gcsim::models::gpu::Dtype::fp32;
+      if (c_.framework != Framework::megatron) {
+        shape.bandwidth_efficiency =
+            FrameworkProfile(c_.framework, c_.framework_traits).traits().optimizer_bandwidth;
+      }
       em_->kernel("optimizer " + pass.name, shape, OpCategory::optimizer, {last_dp_});
     }
     const int stage = c_.optimizer.zero_stage;
@@ -732,6 +737,11 @@ TrainingWorkload generate_training(const TrainingConfig& c, const GeneratorOptio
   }
   w.categories.resize(g.program_count());
   for (auto& [id, cats] : categories) w.categories[id] = std::move(cats);
+  w.host_per_kernel = FrameworkProfile(c.framework, c.framework_traits).host_per_kernel();
+  w.host_issue_ps.resize(g.program_count());
+  for (uint32_t id = 0; id < g.program_count(); ++id) {
+    w.host_issue_ps[id] = host_issue_times(g.program_by_id(id), w.host_per_kernel);
+  }
   return w;
 }
 

@@ -65,6 +65,10 @@ struct TrainingWorkload {
     const auto it = widened_peers.find(slot_key(rank, slot));
     return it == widened_peers.end() ? nullptr : &it->second;
   }
+  // By program id, by op: when the host has issued it, in ps after the step
+  // starts (host_issue.h); empty when the framework's host never waits.
+  std::vector<std::vector<int64_t>> host_issue_ps;
+  sim::Duration host_per_kernel = sim::Duration::zero();
   std::vector<double> expert_load;  // per EP index (mean 1)
   double max_expert_load = 1.0;
   bool ep_spans_nodes = false;

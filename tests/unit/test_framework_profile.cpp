@@ -1,0 +1,204 @@
+// Framework profiles (workloads/training/framework_profile.h): the bytes of
+// each framework's memory passes, hand-counted from the tensors' types (fp32
+// residual stream and parameters, bf16 GEMM inputs under autocast), the
+// foreach optimizer's passes, the host-issue times, and what a profile does
+// to a generated step (kernel counts per layer, Megatron unchanged).
+#include <map>
+#include <string>
+#include <variant>
+
+#include "catch.h"
+#include "workloads/training/framework_profile.h"
+#include "workloads/training/host_issue.h"
+#include "workloads/training/kernel_classes.h"
+#include "workloads/training/optimizer_step.h"
+#include "workloads/training/training_generator.h"
+
+using namespace gcsim;
+using namespace gcsim::workloads::training;
+
+namespace {
+
+double bytes(const std::vector<FrameworkPass>& passes) {
+  double b = 0;
+  for (const auto& p : passes) b += p.bytes_per_element * static_cast<double>(p.elements);
+  return b;
+}
+
+// The Llama-style fit shape of calibration/microbench/framework_step.py:
+// hidden 2048, 16 heads, FFN 5632, 4 layers, 2 x 2048 tokens, vocabulary 32000.
+TrainingConfig fit_shape(Framework f) {
+  TrainingConfig c;
+  auto& m = c.model;
+  m.name = "llama_h2048_L4_s2048_b2";
+  m.layers = 4;
+  m.hidden = 2048;
+  m.heads = 16;
+  m.kv_heads = 16;
+  m.head_dim = 128;
+  m.ffn_hidden = 5632;
+  m.vocab = 32000;
+  m.seq_len = 2048;
+  m.attention = workloads::models::AttentionKind::mha;
+  m.mlp = workloads::models::MlpKind::swiglu;
+  m.norm = workloads::models::NormKind::rms_norm;
+  m.position = workloads::models::PositionKind::rotary;
+  m.dropout = 0.0;
+  c.batch = {2, 2};
+  c.framework = f;
+  return c;
+}
+
+// Kernels of one program by class.
+std::map<KernelClass, int> kernels_by_class(const TrainingWorkload& w) {
+  std::map<KernelClass, int> n;
+  const auto& g = *w.graph;
+  const auto& ops = g.program(0).ops;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].kind != workloads::OpKind::compute) continue;
+    ++n[kernel_class(g, ops[i], w.categories[g.program_id(0)][i])];
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("framework profile: Megatron's lists are empty (its fused kernels stay)",
+          "[training][framework]") {
+  const FrameworkProfile p(Framework::megatron);
+  CHECK(p.fused());
+  CHECK(p.norm_forward(4096, 2048).empty());
+  CHECK(p.rope_backward(1, 1, 1).empty());
+  CHECK(p.weight_cast(100).empty());
+  CHECK(p.cross_entropy_forward(4096, 32000).empty());
+  CHECK(p.host_per_kernel() == sim::Duration::zero());
+}
+
+TEST_CASE("framework profile: eager bytes per element, hand-counted", "[training][framework]") {
+  const FrameworkProfile p(Framework::pytorch_eager);
+  const double rows = 4096, cols = 2048, n = rows * cols;
+  // RMSNorm forward over fp32 x: pow (r4 w4), mean (r4), mul rsqrt (r4 w4),
+  // mul weight (r4 w4), cast to bf16 (r4 w2) = 34 B per element, plus
+  // var + eps and rsqrt over one fp32 per row (8 B each).
+  const auto norm = p.norm_forward(4096, 2048);
+  CHECK(norm.size() == 7);
+  CHECK(bytes(norm) == Approx(34 * n + 2 * 8 * rows));
+  // Residual add: fp32 stream + bf16 branch -> fp32 = 10 B per element.
+  CHECK(bytes(p.residual_forward(4096 * 2048, false)) == Approx(10 * n));
+  // Rotary on q: -x2 over half (r2 w2), cat, x*cos, rot*sin (r2 w2 each),
+  // add (r2 r2 w2): 2 + 4 + 4 + 4 + 6 = 20 B per element, five kernels.
+  const auto rope = p.rope_forward(4096 * 2048, 0);
+  CHECK(rope.size() == 10);
+  CHECK(bytes(rope) == Approx(20 * n));
+  // SiLU (r2 w2) and the gate product (r2 r2 w2) over the FFN: 10 B.
+  CHECK(bytes(p.swiglu_forward(1000)) == Approx(10 * 1000));
+  // autocast: fp32 weight to bf16 each forward, bf16 gradient back to fp32.
+  CHECK(bytes(p.weight_cast(1000)) == Approx(6 * 1000));
+  CHECK(bytes(p.weight_grad_cast(1000)) == Approx(6 * 1000));
+  // logits.float() (r2 w4) and log_softmax (r4 w4): 14 B per logit.
+  CHECK(bytes(p.cross_entropy_forward(4096, 32000)) == Approx(14.0 * 4096 * 32000 + 8 * 4096));
+}
+
+TEST_CASE("framework profile: torch.compile fuses each chain into one pass",
+          "[training][framework]") {
+  const FrameworkProfile eager(Framework::pytorch_eager), compiled(Framework::torch_compile);
+  const double n = 4096.0 * 2048;
+  // RMSNorm: fp32 in, bf16 out = 6 B per element in one kernel (eager: 34).
+  CHECK(compiled.norm_forward(4096, 2048).size() == 1);
+  CHECK(bytes(compiled.norm_forward(4096, 2048)) == Approx(6 * n));
+  // Residual into the next norm: that kernel also reads the bf16 branch and
+  // writes the fp32 sum: 6 B more.
+  CHECK(bytes(compiled.residual_forward(4096 * 2048, true)) == Approx(6 * n));
+  CHECK(compiled.residual_backward(4096 * 2048).empty());
+  // Rotary: read q and k once, write them once.
+  CHECK(bytes(compiled.rope_forward(1000, 1000)) == Approx(4 * 2000));
+  for (auto site : {&FrameworkProfile::swiglu_forward, &FrameworkProfile::swiglu_backward}) {
+    CHECK((compiled.*site)(1000).size() == 1);
+    CHECK(bytes((compiled.*site)(1000)) < bytes((eager.*site)(1000)));
+  }
+  CHECK(compiled.host_per_kernel() < eager.host_per_kernel());
+}
+
+TEST_CASE("framework profile: fitted values stay physical", "[training][framework]") {
+  for (Framework f : {Framework::megatron, Framework::pytorch_eager, Framework::torch_compile}) {
+    const FrameworkTraits t = framework_traits(f);
+    INFO(framework_name(f));
+    // A fraction of the achieved streaming bandwidth: above 0, at most 1.
+    CHECK(t.elementwise_bandwidth > 0.2);
+    CHECK(t.elementwise_bandwidth <= 1.0);
+    CHECK(t.optimizer_bandwidth > 0.2);
+    CHECK(t.optimizer_bandwidth <= 1.0);
+    // Host time per launched kernel: a CUDA launch alone is ~2-4 µs; Python
+    // dispatch with autograd recording, the kernel-free view ops between
+    // launches and the optimizer's Python per step spread over the kernels
+    // make tens of µs, never a millisecond: 0 (Megatron: not modelled) to 100.
+    CHECK(t.host_us_per_kernel >= 0.0);
+    CHECK(t.host_us_per_kernel <= 100.0);
+  }
+}
+
+TEST_CASE("framework profile: PyTorch's foreach AdamW and clip, 92 B per parameter",
+          "[training][framework][optimizer]") {
+  OptimizerConfig o;  // clip 1.0
+  const auto passes = optimizer_passes(o, Precision::bf16, Framework::pytorch_eager);
+  double total = 0;
+  for (const auto& p : passes) total += p.bytes();
+  // norm 4, clip scale 8, weight decay 8, m lerp 12, v scale 8, v addcmul 12,
+  // sqrt 8, bias correction 8, eps 8, addcdiv 16.
+  CHECK(passes.size() == 10);
+  CHECK(total == 92);
+  o.grad_clip = 0;
+  CHECK(optimizer_passes(o, Precision::bf16, Framework::torch_compile).size() == 8);
+  // Megatron keeps its fused passes (46 B in bf16).
+  double megatron = 0;
+  for (const auto& p : optimizer_passes(OptimizerConfig{}, Precision::bf16)) megatron += p.bytes();
+  CHECK(megatron == 46);
+}
+
+TEST_CASE("host issue: launches in program order, memory ops free", "[training][framework]") {
+  workloads::RankProgram p;
+  p.ops.resize(4);
+  p.ops[0].kind = workloads::OpKind::compute;
+  p.ops[1].kind = workloads::OpKind::memory;
+  p.ops[2].kind = workloads::OpKind::collective;
+  p.ops[3].kind = workloads::OpKind::compute;
+  const auto t = host_issue_times(p, sim::us(int64_t{10}));
+  REQUIRE(t.size() == 4);
+  CHECK(t[0] == sim::us(int64_t{10}).ps());
+  CHECK(t[1] == sim::us(int64_t{10}).ps());  // an allocation costs the host nothing here
+  CHECK(t[2] == sim::us(int64_t{20}).ps());
+  CHECK(t[3] == sim::us(int64_t{30}).ps());
+  CHECK(host_issue_times(p, sim::Duration::zero()).empty());
+}
+
+TEST_CASE("framework profile: kernels of the generated Llama step per class",
+          "[training][framework]") {
+  GeneratorOptions o;
+  const auto megatron = kernels_by_class(generate_training(fit_shape(Framework::megatron), o));
+  const auto eager = kernels_by_class(generate_training(fit_shape(Framework::pytorch_eager), o));
+  const auto compiled = kernels_by_class(generate_training(fit_shape(Framework::torch_compile), o));
+  // GEMMs and attention are the same kernels under every profile: per layer
+  // 4 forward + 8 backward GEMMs, 2 attention; plus the head's 3.
+  for (const auto* m : {&megatron, &eager, &compiled}) {
+    CHECK(m->at(KernelClass::gemm) == 4 * 12 + 3);
+    CHECK(m->at(KernelClass::attention) == 4 * 2);
+  }
+  // Megatron: one fused kernel per site. Eager: per layer forward 4 weight
+  // casts, 2 x 7 norm passes, 10 rotary, 2 SwiGLU, 2 residual adds; backward
+  // 4 grad casts, 2 x 10 norm passes, 11 rotary + QKV copy, 4 SwiGLU, 2 x 2
+  // residual. torch.compile: far fewer.
+  const int eager_norm_per_layer = 2 * 7 + 2 * 10;
+  CHECK(eager.at(KernelClass::norm) == 4 * eager_norm_per_layer + 7 + 10);  // + final norm
+  CHECK(eager.at(KernelClass::elementwise) > 3 * megatron.at(KernelClass::elementwise));
+  CHECK(compiled.at(KernelClass::elementwise) < eager.at(KernelClass::elementwise) / 2);
+  // The same optimizer passes for eager and compiled builds.
+  CHECK(eager.at(KernelClass::optimizer) == 10);
+  CHECK(compiled.at(KernelClass::optimizer) == 10);
+  // Eager's host issues each kernel; Megatron's never holds the GPU back.
+  const auto issue = [&](Framework f) {
+    const auto w = generate_training(fit_shape(f), o);
+    return w.host_issue_ps[w.graph->program_id(0)];
+  };
+  CHECK(issue(Framework::megatron).empty());
+  CHECK_FALSE(issue(Framework::pytorch_eager).empty());
+}

@@ -1,0 +1,267 @@
+#include "workloads/training/framework_profile.h"
+
+namespace gcsim::workloads::training {
+
+namespace {
+
+// Bytes per element of the tensors (fp32 residual stream and master
+// weights, bf16 GEMM inputs and outputs under autocast).
+constexpr double kF32 = 4, kB16 = 2;
+// A per-row value (mean, rsqrt, log-sum-exp): one fp32 per row read and
+// written, a launch of its own in eager PyTorch.
+constexpr double kRowScalar = 2 * kF32;
+
+// Fitted by calibration/fit/framework_fit.py on calibration/measurements/
+// h200-x1/framework_step_2026-11-26 (calibration/fit/framework_profiles_2026-11-26.md):
+// the elementwise kernels' and the foreach optimizer's fraction of the
+// achieved HBM bandwidth on the fit shape (h2048, 4 layers, 2 x 2048
+// tokens: measured kernel time against the bytes of the lists below), and
+// the host µs per launched kernel on the launch-bound small model (h512),
+// the only shape whose step the host bounds.
+constexpr double kEagerHostUsPerKernel = 48.6;
+constexpr double kEagerElementwiseBandwidth = 0.548;
+constexpr double kCompileHostUsPerKernel = 45.8;
+constexpr double kCompileElementwiseBandwidth = 0.742;
+// Both builds run the same eager foreach AdamW: one fraction for its passes
+// (0.899 fitted with the eager build, 0.895 with the compiled one).
+constexpr double kForeachOptimizerBandwidth = 0.90;
+
+using Passes = std::vector<FrameworkPass>;
+
+Passes eager_norm_forward(int64_t rows, int64_t cols) {
+  const int64_t n = rows * cols;
+  return {{" pow", n, kF32 + kF32},            // x.pow(2)
+          {" mean", n, kF32},                  // .mean(-1): reads, writes one per row
+          {" add eps", rows, kRowScalar},      // var + eps
+          {" rsqrt", rows, kRowScalar},        //
+          {" mul rsqrt", n, kF32 + kF32},      // x * rsqrt(var)
+          {" mul weight", n, kF32 + kF32},     // weight * x (fp32 weight)
+          {" cast bf16", n, kF32 + kB16}};     // autocast: the GEMM's input
+}
+
+// Autograd of the forward above: the input cast's gradient to fp32, the
+// weight's gradient (g * x̂ summed over tokens), g * weight, the rsqrt path
+// (g * x summed per row, then scaled back through mean and pow), the direct
+// path (g * rsqrt) and their sum.
+Passes eager_norm_backward(int64_t rows, int64_t cols) {
+  const int64_t n = rows * cols;
+  return {{" bwd cast fp32", n, kB16 + kF32},
+          {" bwd weight mul", n, 3 * kF32},
+          {" bwd weight sum", n, kF32},
+          {" bwd mul weight", n, 2 * kF32},
+          {" bwd rsqrt mul", n, 3 * kF32},
+          {" bwd rsqrt sum", n, kF32},
+          {" bwd rsqrt", rows, kRowScalar},
+          {" bwd pow", n, 2 * kF32},
+          {" bwd mul rsqrt", n, 2 * kF32},
+          {" bwd add", n, 3 * kF32}};
+}
+
+// rotate-half on one tensor: -x2 (half the elements), cat, x * cos,
+// rotate_half(x) * sin, their sum; bf16 throughout.
+void eager_rope(Passes& out, const char* which, int64_t n) {
+  const std::string w = which;
+  out.push_back({w + " neg", n / 2, 2 * kB16});
+  out.push_back({w + " cat", n, 2 * kB16});
+  out.push_back({w + " mul cos", n, 2 * kB16});
+  out.push_back({w + " mul sin", n, 2 * kB16});
+  out.push_back({w + " add", n, 3 * kB16});
+}
+
+}  // namespace
+
+const char* framework_name(Framework f) {
+  switch (f) {
+    case Framework::megatron: return "megatron";
+    case Framework::pytorch_eager: return "pytorch-eager";
+    case Framework::torch_compile: return "torch-compile";
+  }
+  return "?";
+}
+
+FrameworkTraits framework_traits(Framework f) {
+  switch (f) {
+    case Framework::megatron:
+      // Not measured (no Transformer Engine here): the host is taken never
+      // to hold the GPU back, the model's behaviour before profiles existed.
+      return {0.0, 1.0};
+    case Framework::pytorch_eager:
+      return {kEagerHostUsPerKernel, kEagerElementwiseBandwidth, kForeachOptimizerBandwidth};
+    case Framework::torch_compile:
+      return {kCompileHostUsPerKernel, kCompileElementwiseBandwidth, kForeachOptimizerBandwidth};
+  }
+  return {};
+}
+
+FrameworkProfile::FrameworkProfile(Framework f, const std::optional<FrameworkTraits>& traits)
+    : f_(f), traits_(traits ? *traits : framework_traits(f)) {}
+
+sim::Duration FrameworkProfile::host_per_kernel() const {
+  return sim::Duration::from_seconds(traits_.host_us_per_kernel * 1e-6);
+}
+
+models::gpu::MemoryOpShape FrameworkProfile::shape(const FrameworkPass& p) const {
+  models::gpu::MemoryOpShape s;
+  s.kind = models::gpu::MemoryOpKind::elementwise;
+  s.elements = p.elements > 0 ? p.elements : 1;
+  s.bytes_per_element = p.bytes_per_element;
+  s.flops_per_element = p.flops_per_element;
+  s.dtype = models::gpu::Dtype::fp32;
+  s.bandwidth_efficiency = traits_.elementwise_bandwidth;
+  return s;
+}
+
+Passes FrameworkProfile::norm_forward(int64_t rows, int64_t cols) const {
+  switch (f_) {
+    case Framework::megatron: return {};
+    case Framework::pytorch_eager: return eager_norm_forward(rows, cols);
+    case Framework::torch_compile:
+      // One reduction kernel: fp32 in, bf16 out (the rsqrt per row kept).
+      return {{"", rows * cols, kF32 + kB16}};
+  }
+  return {};
+}
+
+Passes FrameworkProfile::norm_backward(int64_t rows, int64_t cols) const {
+  const int64_t n = rows * cols;
+  switch (f_) {
+    case Framework::megatron: return {};
+    case Framework::pytorch_eager: return eager_norm_backward(rows, cols);
+    case Framework::torch_compile:
+      // The input gradient (reads the bf16 gradient, the fp32 input and the
+      // residual gradient, writes fp32: the residual sum fused in) and the
+      // weight gradient's reduction over tokens, in two stages.
+      return {{" bwd", n, kB16 + kF32 + kF32 + kF32},
+              {" bwd weight", n, kB16 + kF32},
+              {" bwd weight sum", rows, kRowScalar}};
+  }
+  return {};
+}
+
+Passes FrameworkProfile::residual_forward(int64_t elements, bool into_norm) const {
+  switch (f_) {
+    case Framework::megatron: return {};
+    case Framework::pytorch_eager: return {{"", elements, kF32 + kB16 + kF32}};
+    case Framework::torch_compile:
+      // Fused into the next norm: that kernel also writes the fp32 sum.
+      if (into_norm) return {{" (in norm)", elements, kB16 + kF32}};
+      return {{"", elements, kF32 + kB16 + kF32}};
+  }
+  return {};
+}
+
+Passes FrameworkProfile::residual_backward(int64_t elements) const {
+  switch (f_) {
+    case Framework::megatron:
+    case Framework::torch_compile: return {};  // compile: inside the norm's backward
+    case Framework::pytorch_eager:
+      return {{" cast bf16", elements, kF32 + kB16}, {" add", elements, 3 * kF32}};
+  }
+  return {};
+}
+
+Passes FrameworkProfile::rope_forward(int64_t q, int64_t k) const {
+  Passes out;
+  switch (f_) {
+    case Framework::megatron: break;
+    case Framework::pytorch_eager:
+      eager_rope(out, " q", q);
+      eager_rope(out, " k", k);
+      break;
+    case Framework::torch_compile: out.push_back({"", q + k, 2 * kB16}); break;
+  }
+  return out;
+}
+
+Passes FrameworkProfile::rope_backward(int64_t q, int64_t k, int64_t v) const {
+  Passes out;
+  switch (f_) {
+    case Framework::megatron: break;
+    case Framework::pytorch_eager:
+      eager_rope(out, " q bwd", q);
+      eager_rope(out, " k bwd", k);
+      out.push_back({" qkv grad copy", q + k + v, 2 * kB16});
+      break;
+    case Framework::torch_compile:
+      out.push_back({" bwd + qkv grad copy", q + k + v, 2 * kB16});
+      break;
+  }
+  return out;
+}
+
+Passes FrameworkProfile::swiglu_forward(int64_t n) const {
+  switch (f_) {
+    case Framework::megatron: return {};
+    case Framework::pytorch_eager: return {{" silu", n, 2 * kB16}, {" mul", n, 3 * kB16}};
+    case Framework::torch_compile: return {{"", n, 3 * kB16}};
+  }
+  return {};
+}
+
+Passes FrameworkProfile::swiglu_backward(int64_t n) const {
+  switch (f_) {
+    case Framework::megatron: return {};
+    case Framework::pytorch_eager:
+      // g * up, g * silu(gate), SiLU's backward, the chunk's gradient cat.
+      return {{" mul up", n, 3 * kB16},
+              {" mul silu", n, 3 * kB16},
+              {" silu bwd", n, 3 * kB16},
+              {" cat", 2 * n, 2 * kB16}};
+    case Framework::torch_compile: return {{"", n, 5 * kB16}};
+  }
+  return {};
+}
+
+Passes FrameworkProfile::weight_cast(int64_t params) const {
+  if (fused()) return {};
+  return {{" weight cast", params, kF32 + kB16}};
+}
+
+Passes FrameworkProfile::weight_grad_cast(int64_t params) const {
+  if (fused()) return {};
+  return {{" grad cast", params, kB16 + kF32}};
+}
+
+Passes FrameworkProfile::cross_entropy_forward(int64_t tokens, int64_t vocab) const {
+  const int64_t n = tokens * vocab;
+  switch (f_) {
+    case Framework::megatron: return {};
+    case Framework::pytorch_eager:
+      return {{" logits fp32", n, kB16 + kF32},
+              {" log_softmax", n, 2 * kF32},
+              {" nll", tokens, kRowScalar}};
+    case Framework::torch_compile:
+      // One pass over the bf16 logits for max and sum of exponentials,
+      // then the target's log-probability.
+      return {{" logsumexp", n, kB16}, {" nll", tokens, kRowScalar}};
+  }
+  return {};
+}
+
+Passes FrameworkProfile::cross_entropy_backward(int64_t tokens, int64_t vocab) const {
+  const int64_t n = tokens * vocab;
+  switch (f_) {
+    case Framework::megatron: return {};
+    case Framework::pytorch_eager:
+      return {{" nll bwd zero", n, kF32},
+              {" nll bwd scatter", tokens, kRowScalar},
+              {" log_softmax bwd", n, 3 * kF32},
+              {" cast bf16", n, kF32 + kB16}};
+    case Framework::torch_compile: return {{" bwd", n, 2 * kB16}};
+  }
+  return {};
+}
+
+Passes FrameworkProfile::embedding_forward(int64_t tokens, int64_t hidden) const {
+  if (fused()) return {};
+  return {{"", tokens * hidden, 2 * kF32}};
+}
+
+Passes FrameworkProfile::embedding_backward(int64_t tokens, int64_t hidden, int64_t vocab) const {
+  if (fused()) return {};
+  return {{" zero", vocab * hidden, kF32},
+          {" sort ids", tokens, 4 * 8.0},  // radix sort of int64 ids: a few passes
+          {" index add", tokens * hidden, 3 * kF32}};
+}
+
+}  // namespace gcsim::workloads::training

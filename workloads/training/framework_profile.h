@@ -1,0 +1,120 @@
+// Which kernels a software stack launches for the non-GEMM, non-attention
+// parts of a training step, and what each costs the host to issue
+// (`workload.framework`, issue 16):
+//
+//   megatron       Megatron-LM with Transformer Engine: one fused kernel per
+//                  norm, rotary, SwiGLU, cross entropy; bf16 residual stream;
+//                  the fused optimizer passes of optimizer_step.h. The layer
+//                  code's own kernels (layer_kernels.cpp) are this profile;
+//                  the lists below are empty for it.
+//   pytorch-eager  plain PyTorch under torch.autocast(bf16) over fp32
+//                  parameters (the torch.amp recipe, Hugging Face Llama's
+//                  code): every elementwise op its own kernel (RMSNorm as
+//                  pow, mean, rsqrt, two muls and a cast; rotary as
+//                  rotate-half; SiLU and the gate product; fp32 residual
+//                  stream; weights cast to bf16 each forward and their
+//                  gradients back to fp32; logits to fp32 before
+//                  cross_entropy), clip_grad_norm_ and foreach AdamW.
+//   torch-compile  the same model with each decoder layer and the head + loss
+//                  torch.compile'd (inductor, no CUDA graphs): each chain of
+//                  elementwise ops between two GEMMs becomes one kernel; the
+//                  optimizer stays eager.
+//
+// Every kernel here is a memory pass: time = bytes read + written over the
+// achieved HBM bandwidth times `bandwidth_fraction` (the kernel cost model
+// adds launch latency and wave quantisation). Bytes per element follow the
+// tensors' types; the lists were checked against torch.profiler traces of
+// calibration/microbench/framework_step.py (calibration/fit/
+// framework_profiles_2026-11-26.md).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/gpu/kernel.h"
+#include "sim/engine/time.h"
+
+namespace gcsim::workloads::training {
+
+enum class Framework { megatron, pytorch_eager, torch_compile };
+const char* framework_name(Framework f);
+
+// One memory-bound kernel of a framework's list: `name` follows the site's
+// name ("L3 norm1" + " pow"); bytes read + written per element.
+struct FrameworkPass {
+  std::string name;
+  int64_t elements = 0;
+  double bytes_per_element = 0;
+  double flops_per_element = 1;
+};
+
+// Fitted per framework: what the host spends issuing one kernel and the
+// fraction of the achieved streaming HBM bandwidth its elementwise kernels
+// reach (both measured on calibration/measurements/h100-sxm/
+// framework_step_2026-11-26; see the fit note for the range each may take).
+struct FrameworkTraits {
+  double host_us_per_kernel = 0;        // µs of host time per launched kernel
+  double elementwise_bandwidth = 1.0;   // in (0, 1]
+  // The optimizer's multi-tensor (foreach) passes: large contiguous fp32
+  // tensors, nearer a streaming copy than the layers' small kernels; in (0, 1].
+  double optimizer_bandwidth = 1.0;
+};
+FrameworkTraits framework_traits(Framework f);
+
+class FrameworkProfile {
+ public:
+  // `traits`: the user's overrides (workload.host_overhead,
+  // workload.elementwise_bandwidth); nullopt: the profile's fitted values.
+  explicit FrameworkProfile(Framework f, const std::optional<FrameworkTraits>& traits = std::nullopt);
+
+  Framework framework() const { return f_; }
+  // Megatron's kernels are the layer code's own: every list below is empty.
+  bool fused() const { return f_ == Framework::megatron; }
+  const FrameworkTraits& traits() const { return traits_; }
+  // Host time to issue one kernel (zero: the host never holds the GPU back).
+  sim::Duration host_per_kernel() const;
+
+  // `rows` x `cols` activations through RMSNorm / LayerNorm, including the
+  // cast of its output to the GEMM's bf16 (forward) and of that input's
+  // gradient back to fp32 (backward).
+  std::vector<FrameworkPass> norm_forward(int64_t rows, int64_t cols) const;
+  std::vector<FrameworkPass> norm_backward(int64_t rows, int64_t cols) const;
+  // The residual add after a block (fp32 stream + bf16 branch) and its
+  // backward (the branch's gradient cast to bf16, the two paths summed).
+  // `into_norm`: torch.compile fuses the add into the norm after it.
+  std::vector<FrameworkPass> residual_forward(int64_t elements, bool into_norm) const;
+  std::vector<FrameworkPass> residual_backward(int64_t elements) const;
+  // Rotary embedding of q and k (elements of each), by rotate-half.
+  std::vector<FrameworkPass> rope_forward(int64_t q_elements, int64_t k_elements) const;
+  // Its backward and the re-assembly of dq, dk, dv into the fused QKV
+  // layout (`v_elements` ride along in the copy).
+  std::vector<FrameworkPass> rope_backward(int64_t q_elements, int64_t k_elements,
+                                           int64_t v_elements) const;
+  // SiLU(gate) * up over `elements` of the FFN width, forward and backward.
+  std::vector<FrameworkPass> swiglu_forward(int64_t elements) const;
+  std::vector<FrameworkPass> swiglu_backward(int64_t elements) const;
+  // autocast's cast of an fp32 weight to bf16 each forward, and of its bf16
+  // gradient back to the fp32 .grad.
+  std::vector<FrameworkPass> weight_cast(int64_t params) const;
+  std::vector<FrameworkPass> weight_grad_cast(int64_t params) const;
+  // logits.float() and cross_entropy over tokens x vocab, and backward.
+  std::vector<FrameworkPass> cross_entropy_forward(int64_t tokens, int64_t vocab) const;
+  std::vector<FrameworkPass> cross_entropy_backward(int64_t tokens, int64_t vocab) const;
+  // nn.Embedding over fp32 weights: the gather, and the dense backward
+  // (zeroed vocab x hidden gradient, sort of the token ids, index add).
+  std::vector<FrameworkPass> embedding_forward(int64_t tokens, int64_t hidden) const;
+  std::vector<FrameworkPass> embedding_backward(int64_t tokens, int64_t hidden,
+                                                int64_t vocab) const;
+
+  // A pass as the kernel cost model's shape (fp32 elementwise, the
+  // framework's bandwidth fraction).
+  models::gpu::MemoryOpShape shape(const FrameworkPass& p) const;
+
+ private:
+  Framework f_;
+  FrameworkTraits traits_;
+};
+
+}  // namespace gcsim::workloads::training
