@@ -302,7 +302,7 @@ Schedule nvls(const CollectiveRequest& req, const GroupLayout& layout, int chann
 // driven by `channels` of NCCL's p2p channels.
 void add_p2p(FlowSet& set, const GroupLayout& layout, int src, int dst, double bytes,
              int channels) {
-  if (src == dst) return;
+  if (src == dst || bytes <= 0.0) return;  // a rank's own share, or an empty split
   if (layout.same_host(src, dst)) {
     set.add_intra(src, dst, bytes, channels);
     return;
@@ -317,6 +317,12 @@ Phase p2p_phase(FlowSet& set, bool crosses_hosts) {
   return p;
 }
 
+// Bytes member i sends member j: the request's split matrix, else S/n.
+double pair_bytes(const CollectiveRequest& req, int n, int i, int j) {
+  if (req.splits) return static_cast<double>(req.splits->at(i, j));
+  return req.bytes.as_double() / n;
+}
+
 Schedule all_to_all(const CollectiveRequest& req, Algorithm a, const GroupLayout& layout,
                     int channels, bool merge) {
   // Each rank sends S/n to every rank (its own share stays local). NCCL
@@ -324,14 +330,14 @@ Schedule all_to_all(const CollectiveRequest& req, Algorithm a, const GroupLayout
   // peers served at once; between hosts one connection per peer.
   const int n = layout.size();
   const int per_peer = std::max(1, channels / std::max(1, n - 1));
-  const double piece = req.bytes.as_double() / n;
   const auto& r = req.ranks;
+  const auto piece = [&req, n](int i, int j) { return pair_bytes(req, n, i, j); };
   Schedule sch;
   if (a == Algorithm::direct) {
     FlowSet set(layout, 1, false, merge);
     for (int i = 0; i < n; ++i) {
       for (int j = 0; j < n; ++j) {
-        add_p2p(set, layout, r[static_cast<size_t>(i)], r[static_cast<size_t>(j)], piece,
+        add_p2p(set, layout, r[static_cast<size_t>(i)], r[static_cast<size_t>(j)], piece(i, j),
                 per_peer);
       }
     }
@@ -344,7 +350,7 @@ Schedule all_to_all(const CollectiveRequest& req, Algorithm a, const GroupLayout
     for (int i = 0; i < n; ++i) {
       const int src = r[static_cast<size_t>(i)], dst = r[static_cast<size_t>((i + k) % n)];
       crosses = crosses || !layout.same_host(src, dst);
-      add_p2p(set, layout, src, dst, piece, channels);
+      add_p2p(set, layout, src, dst, piece(i, (i + k) % n), channels);
     }
     sch.phases.push_back(p2p_phase(set, crosses));
   }
