@@ -73,6 +73,10 @@ struct MemoryOpShape {
   // type (an optimizer pass reading an fp16 gradient and writing fp32); 0 =
   // (inputs + 1) x the dtype's size.
   double bytes_per_element = 0.0;
+  // elementwise only: the fraction of streaming HBM bandwidth the kernel's
+  // access pattern reaches (1: vectorized and contiguous; eager PyTorch's
+  // broadcast, strided and atomic kernels reach less, see workloads/moe).
+  double bandwidth_efficiency = 1.0;
 };
 
 }  // namespace gcsim::models::gpu

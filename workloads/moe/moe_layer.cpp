@@ -88,9 +88,10 @@ class RankEmitter {
   }
   // Elementwise over `elements` reading `inputs` tensors (0: a fill).
   void elementwise(MoeRole role, const std::string& what, int64_t elements, int inputs,
-                   double flops, Dtype dt) {
+                   double flops, Dtype dt, double efficiency = 1.0) {
     if (elements <= 0) return;
     MemoryOpShape s;
+    s.bandwidth_efficiency = efficiency;
     s.kind = MemoryOpKind::elementwise;
     s.elements = elements;
     s.inputs = inputs;
@@ -163,6 +164,7 @@ std::vector<std::vector<Op>> build_moe_layer(WorkloadGraph& g, const MoeLayerSpe
   const int64_t e_all = routing.experts();
   const int64_t row_bytes = h * static_cast<int64_t>(models::gpu::dtype_bytes(dt));
   const bool swiglu = spec.activation == ExpertActivation::swiglu;
+  const EagerKernelEfficiency& ek = spec.eager;
   const int64_t fc1_out = swiglu ? 2 * f : f;
   const uint32_t comm = g.add_communicator(ranks);
 
@@ -218,8 +220,8 @@ std::vector<std::vector<Op>> build_moe_layer(WorkloadGraph& g, const MoeLayerSpe
         if (m == 0) continue;
         e.gemm(MoeRole::experts, expert(i) + " fc1", m, fc1_out, h, dt);
         if (swiglu) {
-          e.elementwise(MoeRole::experts, expert(i) + " silu", m * f, 1, 4, dt);
-          e.elementwise(MoeRole::experts, expert(i) + " mul", m * f, 2, 1, dt);
+          e.elementwise(MoeRole::experts, expert(i) + " silu", m * f, 1, 4, dt, ek.strided);
+          e.elementwise(MoeRole::experts, expert(i) + " mul", m * f, 2, 1, dt, ek.strided);
         } else {
           e.elementwise(MoeRole::experts, expert(i) + " gelu", m * f, 1, 8, dt);
         }
@@ -231,13 +233,13 @@ std::vector<std::vector<Op>> build_moe_layer(WorkloadGraph& g, const MoeLayerSpe
                    "combine" + leg_suffix(back_legs.size() - 1 - i),
                    back_legs[i]);
       }
-      e.elementwise(MoeRole::unpermute, "unpermute scale", sent_rows * h, 1, 1, dt);
+      e.elementwise(MoeRole::unpermute, "unpermute scale", sent_rows * h, 1, 1, dt, ek.broadcast);
       e.elementwise(MoeRole::unpermute, "unpermute zero", t * h, 0, 0, dt);
-      e.elementwise(MoeRole::unpermute, "unpermute index_add", sent_rows * h, 2, 1, dt);
+      e.elementwise(MoeRole::unpermute, "unpermute index_add", sent_rows * h, 2, 1, dt, ek.atomic);
     }
     if (spec.pass != MoePass::fwd) {
       e.elementwise(MoeRole::unpermute, "unpermute bwd gather", sent_rows * h, 1, 0, dt);
-      e.elementwise(MoeRole::unpermute, "unpermute bwd scale", sent_rows * h, 1, 1, dt);
+      e.elementwise(MoeRole::unpermute, "unpermute bwd scale", sent_rows * h, 1, 1, dt, ek.broadcast);
       for (size_t i = 0; i < out_legs.size(); ++i) {
         all_to_all(MoeRole::combine, "combine bwd" + leg_suffix(i), out_legs[i]);
       }
@@ -249,9 +251,9 @@ std::vector<std::vector<Op>> build_moe_layer(WorkloadGraph& g, const MoeLayerSpe
         e.gemm(MoeRole::experts, expert(i) + " fc2 dgrad", m, f, h, dt);
         if (swiglu) {
           // Eager SwiGLU backward: mul, silu_backward, silu, mul, cat.
-          e.elementwise(MoeRole::experts, expert(i) + " act bwd mul", m * f, 2, 1, dt);
-          e.elementwise(MoeRole::experts, expert(i) + " silu bwd", m * f, 2, 6, dt);
-          e.elementwise(MoeRole::experts, expert(i) + " act bwd silu", m * f, 1, 4, dt);
+          e.elementwise(MoeRole::experts, expert(i) + " act bwd mul", m * f, 2, 1, dt, ek.strided);
+          e.elementwise(MoeRole::experts, expert(i) + " silu bwd", m * f, 2, 6, dt, ek.strided);
+          e.elementwise(MoeRole::experts, expert(i) + " act bwd silu", m * f, 1, 4, dt, ek.strided);
           e.elementwise(MoeRole::experts, expert(i) + " act bwd mul2", m * f, 2, 1, dt);
           e.elementwise(MoeRole::experts, expert(i) + " act bwd cat", 2 * m * f, 1, 0, dt);
         } else {
@@ -267,7 +269,7 @@ std::vector<std::vector<Op>> build_moe_layer(WorkloadGraph& g, const MoeLayerSpe
                    back_legs[i]);
       }
       e.elementwise(MoeRole::permute, "permute bwd zero", t * h, 0, 0, dt);
-      e.elementwise(MoeRole::permute, "permute bwd index_add", sent_rows * h, 2, 1, dt);
+      e.elementwise(MoeRole::permute, "permute bwd index_add", sent_rows * h, 2, 1, dt, ek.atomic);
       e.gemm(MoeRole::router, "router dgrad", t, h, e_all, dt);
       e.gemm(MoeRole::router, "router wgrad", e_all, h, t, dt);
     }

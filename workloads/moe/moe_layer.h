@@ -40,6 +40,21 @@ namespace gcsim::workloads::moe {
 enum class MoePass { fwd, bwd, fwd_bwd };
 enum class ExpertActivation { swiglu, gelu };
 
+// Eager PyTorch's memory-bound kernels that leave the vectorized contiguous
+// path reach a fraction of streaming HBM bandwidth. Fitted on the hidden
+// 2048 points of calibration/measurements/h200-x2/moe_ep_2026-11-26/
+// (rank 0's phases), checked on the hidden 4096 points (tests/scenario/
+// test_moe_measured.cpp); each must stay in (0.05, 1].
+struct EagerKernelEfficiency {
+  // Fitted values, the median over the 6 points with >= 16K tokens (their
+  // spread +-0.03): rank 0's phase minus gcsim's other kernels of it.
+  double broadcast = 0.33;  // x * w[:, None] (permute_bwd = gather + scale)
+  double atomic = 0.17;     // index_add_ of bf16 rows, atomicAdd (unpermute_bwd = zero + index_add)
+  // SwiGLU kernels on the two strided halves of fc1's output (experts
+  // phase minus gcsim's GEMMs: absorbs the GEMM model's error too).
+  double strided = 0.37;
+};
+
 struct MoeLayerSpec {
   int64_t hidden = 0;      // model width H
   int64_t expert_ffn = 0;  // each expert's FFN width F
@@ -48,6 +63,7 @@ struct MoeLayerSpec {
   ExpertActivation activation = ExpertActivation::swiglu;
   int ranks_per_node = 0;   // EP ranks per node (node-limited routing); 0: one node
   int max_route_nodes = 0;  // M of node-limited routing; 0: off (plain all_to_all_single)
+  EagerKernelEfficiency eager;
 };
 
 // What each sub-op of the layer is, for the report.
