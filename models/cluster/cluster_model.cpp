@@ -84,6 +84,7 @@ void ClusterModel::run_compute(int rank, const Op& op, sim::OpDone done) {
 
 sim::Duration ClusterModel::communication_time(const Op& op, const std::vector<int>& ranks) const {
   if (const auto* c = std::get_if<workloads::CollectiveOp>(&op.payload)) {
+    if (c->splits) return network::all_to_all_v_time(config_.fabric, ranks, c->splits->bytes());
     return network::collective_time(config_.fabric, algo_for(c->kind), ranks, c->bytes);
   }
   const auto& p = std::get<workloads::P2pOp>(op.payload);
@@ -94,6 +95,11 @@ void ClusterModel::count_closed_form(const Op& op, const std::vector<int>& ranks
   const auto* c = std::get_if<workloads::CollectiveOp>(&op.payload);
   if (c == nullptr || c->bytes.count() == 0) return;
   closed_form_end_ = std::max(closed_form_end_, end);
+  if (c->splits) {  // every matrix differs: its pairs are counted as they are
+    const auto traffic = network::all_to_all_v_traffic(ranks, c->splits->bytes());
+    network_->count_closed_form(network_->closed_form_footprint(traffic), 1.0);
+    return;
+  }
   // A training step repeats each group's collectives thousands of times:
   // the footprint per byte is found once per group (and again after a
   // fault changes the paths), then scaled to each message.
@@ -144,6 +150,7 @@ collectives::CollectiveRequest ClusterModel::collective_request(
   req.ranks = ranks;
   req.bytes = c.bytes;
   req.root = c.root;
+  req.splits = c.splits;
   if (choice_.algorithm && collectives::algorithm_supports(*choice_.algorithm, req.op)) {
     req.algorithm = choice_.algorithm;
   }

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "models/collectives/split_matrix.h"
 #include "sim/config/units.h"
 
 namespace gcsim::models::collectives {
@@ -78,6 +79,10 @@ struct CollectiveRequest {
   bool one_way = false;
   std::optional<Algorithm> algorithm;  // nullopt: the tuner chooses
   std::optional<Protocol> protocol;    // nullopt: the tuner chooses
+  // all_to_all only: the bytes of each (source, destination) pair in group
+  // order (all_to_all_single with split sizes); null: `bytes`/n to each.
+  // `bytes` is then the largest send buffer (SplitMatrix::max_send_buffer).
+  SplitMatrixPtr splits;
 };
 
 }  // namespace gcsim::models::collectives

@@ -67,6 +67,11 @@ std::string CollectiveEngine::check(const CollectiveRequest& req) const {
   if (req.root < 0 || req.root >= static_cast<int>(req.ranks.size())) {
     return "root " + std::to_string(req.root) + " is not an index into the group";
   }
+  if (req.splits) {
+    if (req.op != CollectiveOp::all_to_all) return "split sizes are for all_to_all only";
+    const std::string why = check_split_matrix(*req.splits, static_cast<int>(req.ranks.size()));
+    if (!why.empty()) return why;
+  }
   const GroupLayout layout(fabric_, req.ranks);
   if (req.algorithm) {
     const std::string why = check_algorithm(req.op, *req.algorithm, layout, params_.nvls);
@@ -90,7 +95,8 @@ std::shared_ptr<const Schedule> CollectiveEngine::schedule_for(const CollectiveR
                                                                Algorithm a, int channels) {
   const GroupLayout& layout = layout_for(req.ranks);
   const Key key{&layout, static_cast<uint8_t>(req.op), req.bytes.count(), req.root,
-                static_cast<int>(a), channels, req.one_way};
+                static_cast<int>(a), channels, req.one_way,
+                req.splits ? req.splits->fingerprint() : 0};
   auto it = schedules_.find(key);
   if (it == schedules_.end()) {
     // Bounded: a sweep of many sizes must not hold every schedule at once.
@@ -317,7 +323,8 @@ Plan CollectiveEngine::plan(const CollectiveRequest& req) {
                     req.root,
                     req.algorithm ? static_cast<int>(*req.algorithm) : -1,
                     req.protocol ? static_cast<int>(*req.protocol) : -1,
-                    req.one_way};
+                    req.one_way,
+                    req.splits ? req.splits->fingerprint() : 0};
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
 

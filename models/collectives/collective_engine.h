@@ -126,9 +126,10 @@ class CollectiveEngine {
   std::map<std::pair<const GroupLayout*, bool>, TierSample> tiers_;
   // Schedules and plans are pure functions of their keys: cached, so that a
   // training step's thousands of identical collectives are planned once.
-  using Key = std::tuple<const GroupLayout*, uint8_t, int64_t, int, int, int, bool>;
+  // The last element: the split matrix's fingerprint (0 for even splits).
+  using Key = std::tuple<const GroupLayout*, uint8_t, int64_t, int, int, int, bool, uint64_t>;
   std::map<Key, std::shared_ptr<const Schedule>> schedules_;
-  using PlanKey = std::tuple<const GroupLayout*, uint8_t, int64_t, int, int, int, bool>;
+  using PlanKey = std::tuple<const GroupLayout*, uint8_t, int64_t, int, int, int, bool, uint64_t>;
   std::map<PlanKey, Plan> plans_;
   // Per-GPU scratch for phase costs, indexed by global rank.
   std::vector<double> sent_up_, sent_out_, recv_up_, recv_out_;

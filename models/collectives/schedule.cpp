@@ -302,7 +302,7 @@ Schedule nvls(const CollectiveRequest& req, const GroupLayout& layout, int chann
 // driven by `channels` of NCCL's p2p channels.
 void add_p2p(FlowSet& set, const GroupLayout& layout, int src, int dst, double bytes,
              int channels) {
-  if (src == dst) return;
+  if (src == dst || bytes <= 0.0) return;  // a rank's own share, or an empty split
   if (layout.same_host(src, dst)) {
     set.add_intra(src, dst, bytes, channels);
     return;
@@ -317,6 +317,12 @@ Phase p2p_phase(FlowSet& set, bool crosses_hosts) {
   return p;
 }
 
+// Bytes member i sends member j: the request's split matrix, else S/n.
+double pair_bytes(const CollectiveRequest& req, int n, int i, int j) {
+  if (req.splits) return static_cast<double>(req.splits->at(i, j));
+  return req.bytes.as_double() / n;
+}
+
 Schedule all_to_all(const CollectiveRequest& req, Algorithm a, const GroupLayout& layout,
                     int channels, bool merge, const P2pConfig& p2p) {
   // Each rank sends S/n to every rank (its own share it copies locally).
@@ -324,23 +330,36 @@ Schedule all_to_all(const CollectiveRequest& req, Algorithm a, const GroupLayout
   // each send cut into parts over its p2p channels (p2p_split.h); between
   // hosts one connection per part.
   const int n = layout.size();
-  const double piece = req.bytes.as_double() / n;
   const auto& r = req.ranks;
+  const auto piece = [&req, n](int i, int j) { return pair_bytes(req, n, i, j); };
+  // NCCL cuts every send by the same rules; an uneven all-to-all (a split
+  // matrix) is timed by its largest pair, which its busiest channel carries,
+  // and its largest own share, copied locally.
+  double largest = req.bytes.as_double() / n, own = largest;
+  if (req.splits) {
+    largest = own = 0.0;
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) {
+        double& most = i == j ? own : largest;
+        most = std::max(most, piece(i, j));
+      }
+    }
+  }
   Schedule sch;
   if (a == Algorithm::direct) {
-    const P2pParts split = p2p_parts(piece, n, layout.num_hosts(), p2p);
+    const P2pParts split = p2p_parts(largest, n, layout.num_hosts(), p2p);
     FlowSet set(layout, 1, false, merge);
     for (int i = 0; i < n; ++i) {
       for (int j = 0; j < n; ++j) {
-        add_p2p(set, layout, r[static_cast<size_t>(i)], r[static_cast<size_t>(j)], piece,
+        add_p2p(set, layout, r[static_cast<size_t>(i)], r[static_cast<size_t>(j)], piece(i, j),
                 split.parts);
       }
     }
     Phase p = p2p_phase(set, layout.num_hosts() > 1);
     p.p2p_rounds = n;
-    const auto load = all_to_all_channel_load(piece, n, layout.num_hosts(), p2p);
+    const auto load = all_to_all_channel_load(largest, n, layout.num_hosts(), p2p);
     p.p2p_channel_load = *std::max_element(load.begin(), load.end());
-    p.self_copy_bytes = piece;
+    p.self_copy_bytes = own;
     p.p2p_first_step = std::min(split.part_bytes, p2p.chunk.as_double());
     sch.phases.push_back(std::move(p));
     return sch;
@@ -351,7 +370,7 @@ Schedule all_to_all(const CollectiveRequest& req, Algorithm a, const GroupLayout
     for (int i = 0; i < n; ++i) {
       const int src = r[static_cast<size_t>(i)], dst = r[static_cast<size_t>((i + k) % n)];
       crosses = crosses || !layout.same_host(src, dst);
-      add_p2p(set, layout, src, dst, piece, channels);
+      add_p2p(set, layout, src, dst, piece(i, (i + k) % n), channels);
     }
     sch.phases.push_back(p2p_phase(set, crosses));
   }

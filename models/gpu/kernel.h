@@ -73,9 +73,11 @@ struct MemoryOpShape {
   // type (an optimizer pass reading an fp16 gradient and writing fp32); 0 =
   // (inputs + 1) x the dtype's size.
   double bytes_per_element = 0.0;
-  // elementwise only: fraction of the achieved streaming HBM bandwidth the
-  // kernel reaches (a framework's unfused kernels on small or strided
-  // tensors reach less than a large copy); in (0, 1].
+  // elementwise only: the fraction of the achieved streaming HBM bandwidth
+  // the kernel's access pattern reaches (1: vectorized and contiguous; a
+  // framework's unfused kernels on small or strided tensors, and eager
+  // PyTorch's broadcast and atomic kernels in workloads/moe, reach less);
+  // in (0, 1].
   double bandwidth_efficiency = 1.0;
 };
 

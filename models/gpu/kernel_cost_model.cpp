@@ -171,6 +171,9 @@ KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
       bytes = s.bytes_per_element > 0.0 ? s.bytes_per_element * elements
                                         : (s.inputs + 1.0) * elements * dtype_bytes(s.dtype);
       flops = s.flops_per_element * elements;
+      if (!(s.bandwidth_efficiency > 0.0 && s.bandwidth_efficiency <= 1.0)) {
+        throw std::invalid_argument("memory op: bandwidth efficiency outside (0, 1]");
+      }
       k.bandwidth_efficiency = s.bandwidth_efficiency;
       what = "elementwise";
       break;

@@ -1,5 +1,7 @@
 #include "models/network/alpha_beta.h"
 
+#include <algorithm>
+
 namespace gcsim::models::network {
 
 namespace {
@@ -95,6 +97,41 @@ double bus_bandwidth_factor(CollectiveAlgo algo, int n) {
     case CollectiveAlgo::reduce: return 1.0;
   }
   return 1.0;
+}
+
+}  // namespace gcsim::models::network
+
+namespace gcsim::models::network {
+
+sim::Duration all_to_all_v_time(const AlphaBetaFabric& f, const std::vector<int>& ranks,
+                                const std::vector<int64_t>& pair_bytes) {
+  const size_t n = ranks.size();
+  if (n <= 1) return sim::Duration::zero();
+  double busiest = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    double sent = 0.0, received = 0.0;
+    for (size_t j = 0; j < n; ++j) {
+      if (j == i) continue;
+      sent += static_cast<double>(pair_bytes[i * n + j]);
+      received += static_cast<double>(pair_bytes[j * n + i]);
+    }
+    busiest = std::max({busiest, sent, received});
+  }
+  return f.latency_for(ranks) * static_cast<int64_t>(n - 1) +
+         sim::transfer_time(busiest, f.bandwidth_for(ranks));
+}
+
+std::vector<RankTraffic> all_to_all_v_traffic(const std::vector<int>& ranks,
+                                              const std::vector<int64_t>& pair_bytes) {
+  std::vector<RankTraffic> out;
+  const size_t n = ranks.size();
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < n; ++j) {
+      const int64_t b = pair_bytes[i * n + j];
+      if (i != j && b > 0) out.push_back({ranks[i], ranks[j], static_cast<double>(b)});
+    }
+  }
+  return out;
 }
 
 }  // namespace gcsim::models::network

@@ -6,6 +6,7 @@
 // `analytical` network model's closed form.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "sim/engine/time.h"
@@ -61,6 +62,18 @@ struct RankTraffic {
 };
 std::vector<RankTraffic> collective_traffic(CollectiveAlgo algo, const std::vector<int>& ranks,
                                             sim::Bytes bytes, int root = 0);
+
+// An uneven all-to-all (all_to_all_single with split sizes): `pair_bytes`
+// is n x n row-major in `ranks` order, what ranks[i] sends ranks[j] (the
+// diagonal stays local). Every pair at once, each GPU sending and receiving
+// at β in each direction, so the busiest endpoint decides:
+//   (n−1)·α + max over i of max(sent_i, received_i) / β
+// With S/n to every rank this is the even form above.
+sim::Duration all_to_all_v_time(const AlphaBetaFabric& f, const std::vector<int>& ranks,
+                                const std::vector<int64_t>& pair_bytes);
+// Its wire traffic: one entry per pair with bytes (the diagonal left out).
+std::vector<RankTraffic> all_to_all_v_traffic(const std::vector<int>& ranks,
+                                              const std::vector<int64_t>& pair_bytes);
 
 // nccl-tests' bus-bandwidth factor: busbw = algbw × factor(n).
 double bus_bandwidth_factor(CollectiveAlgo algo, int n);

@@ -50,6 +50,10 @@ struct CollectiveOp {
   sim::Bytes bytes;     // nccl-tests convention: the per-rank buffer size
   uint16_t comm = 0;    // communicator slot in the rank's binding
   int root = 0;         // broadcast / reduce root, as an index into the communicator
+  // all_to_all with uneven splits (all_to_all_single): bytes per (source,
+  // destination) in the communicator's order, shared by every member's op;
+  // `bytes` is then the largest send buffer. Null: even, bytes/n each.
+  models::collectives::SplitMatrixPtr splits;
 };
 struct P2pOp {
   uint16_t peer = 0;    // peer slot in the rank's binding

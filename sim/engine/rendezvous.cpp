@@ -8,7 +8,10 @@ using workloads::P2pOp;
 bool same_communication(const workloads::Op& first, const workloads::Op& op) {
   if (const auto* a = std::get_if<CollectiveOp>(&first.payload)) {
     const auto* b = std::get_if<CollectiveOp>(&op.payload);
-    return b && a->kind == b->kind && a->bytes == b->bytes && a->root == b->root;
+    if (b == nullptr) return false;
+    const bool same_splits = a->splits == b->splits ||
+                             (a->splits && b->splits && *a->splits == *b->splits);
+    return a->kind == b->kind && a->bytes == b->bytes && a->root == b->root && same_splits;
   }
   const auto* b = std::get_if<P2pOp>(&op.payload);
   return b && std::get<P2pOp>(first.payload).bytes == b->bytes;

@@ -5,6 +5,7 @@
 
 #include "sim/report/format.h"
 #include "sim/scenario/gpu_spec_loader.h"
+#include "sim/report/moe_report.h"
 #include "sim/report/network_report.h"
 #include "sim/report/report_parts.h"
 #include "sim/scenario/straggler_loader.h"
@@ -79,6 +80,7 @@ Json build_summary(const RunFigures& f) {
     ops.push_back(std::move(o));
   }
   j["ops"] = ops;
+  if (!s.moe_layers.empty()) j["moe"] = moe_summary(f);
   add_summary_tail(j, s, f.network);
   return j;
 }
@@ -133,6 +135,7 @@ std::string build_report(const RunFigures& f) {
       << (workloads::is_communication(op.kind) ? human_time(wait_seconds(r)) : std::string("-"))
       << " |\n";
   }
+  o << moe_report_section(f);
   const auto& gpu = s.cluster.gpu;
   const auto& eff = gpu.efficiency;
   o << "\n## Hardware model\n\n| " << gpu.name << " | peak | efficiency used |\n|---|---:|---:|\n";

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "models/cluster/cluster_model.h"
 #include "sim/report/format.h"
+#include "sim/scenario/moe_op_loader.h"
 #include "sim/scenario/rank_group.h"
 #include "sim/config/did_you_mean.h"
 
@@ -42,7 +44,7 @@ const std::vector<std::string> kOpKinds{
     "gemm",       "attention",      "layer_norm", "rms_norm",  "softmax",
     "elementwise", "memcpy",        "p2p",        "all_reduce", "all_gather",
     "reduce_scatter", "broadcast",  "reduce",     "all_to_all", "delay",
-    "alloc",      "free"};
+    "alloc",      "free",          "moe"};
 
 const std::map<std::string, CollectiveKind> kCollectives{
     {"all_reduce", CollectiveKind::all_reduce},   {"all_gather", CollectiveKind::all_gather},
@@ -70,15 +72,27 @@ struct ParsedOp {
   ConfigReader reader;
   std::string name;
   std::vector<std::string> after;
-  std::vector<std::pair<int, Op>> instances;  // (rank, op) in rank order
+  // (rank, op) in rank order. An op that expands into several per rank (moe)
+  // lists them in order; their deps index that rank's instances of this op.
+  std::vector<std::pair<int, Op>> instances;
+  std::optional<workloads::moe::MoeLayerInfo> moe;
 };
 
-ParsedOp parse_op(ConfigReader r, int num_ranks, WorkloadGraph& graph) {
-  ParsedOp p{r, {}, {}, {}};
+// What parse_op needs besides the op itself.
+struct GraphContext {
+  int num_ranks = 0;
+  int gpus_per_node = 0;
+  uint64_t seed = 1;
+};
+
+ParsedOp parse_op(ConfigReader r, const GraphContext& ctx, WorkloadGraph& graph) {
+  const int num_ranks = ctx.num_ranks;
+  ParsedOp p{r, {}, {}, {}, std::nullopt};
   p.name = r.get_string("name", std::nullopt, "unique op name");
   const std::string kind = r.get_choice("op", kOpKinds, std::nullopt, "op kind");
   p.after = r.get_string_list("after", "ops that must finish first (same rank)");
   const bool communication = kind == "p2p" || kCollectives.count(kind) != 0;
+  // A moe op's kernels go on `stream`, its collectives on "comm".
   const std::string stream =
       r.get_string("stream", std::string(communication ? "comm" : "compute"), "stream name");
 
@@ -153,6 +167,13 @@ ParsedOp parse_op(ConfigReader r, int num_ranks, WorkloadGraph& graph) {
   } else if (kind == "alloc" || kind == "free") {
     sim::Bytes b = r.get_bytes("bytes", std::nullopt, "HBM bytes");
     local(OpKind::memory, workloads::MemoryOp{kind == "alloc" ? b : sim::Bytes(-b.count())});
+  } else if (kind == "moe") {
+    MoeOpRead m = read_moe_op(r, p.name, num_ranks, ctx.gpus_per_node, ctx.seed, graph,
+                              op.stream, graph.intern_stream("comm"));
+    for (size_t i = 0; i < m.ranks.size(); ++i) {
+      for (Op& sub : m.ops[i]) p.instances.emplace_back(m.ranks[i], std::move(sub));
+    }
+    p.moe = std::move(m.info);
   } else if (kind == "p2p") {
     const int src = read_rank(r, "src", num_ranks, "sending rank");
     const int dst = read_rank(r, "dst", num_ranks, "receiving rank");
@@ -242,6 +263,17 @@ double graph_instances(const YAML::Node& ops, int num_ranks) {
     const YAML::Node ranks = has(item, "ranks") ? item["ranks"] : YAML::Node();
     if (kind.IsScalar() && kind.Scalar() == "p2p") {
       n += 2;
+    } else if (kind.IsScalar() && kind.Scalar() == "moe") {
+      // About 20 ops per rank plus 4 (forward) to 11 (backward) per local
+      // expert; counted generously so the budget check errs high.
+      const double group = ranks.IsSequence() ? static_cast<double>(ranks.size()) : num_ranks;
+      const YAML::Node experts = has(item, "experts") ? item["experts"] : YAML::Node();
+      double per_rank = 64;
+      try {
+        if (experts.IsScalar()) per_rank = 40 + 15 * std::max(1.0, experts.as<double>() / group);
+      } catch (const YAML::Exception&) {
+      }
+      n += group * per_rank;
     } else if (!has(item, "rank")) {
       n += ranks.IsSequence() ? static_cast<double>(ranks.size()) : num_ranks;
     } else {
@@ -253,9 +285,11 @@ double graph_instances(const YAML::Node& ops, int num_ranks) {
 
 }  // namespace
 
-std::unique_ptr<WorkloadGraph> load_graph_workload(ConfigReader& workload, int num_ranks,
-                                                   const models::gpu::GpuSpec& gpu,
-                                                   const ResourceLimits& limits) {
+std::unique_ptr<WorkloadGraph> load_graph_workload(
+    ConfigReader& workload, int num_ranks, const models::gpu::GpuSpec& gpu,
+    const ResourceLimits& limits, int gpus_per_node, uint64_t seed,
+    std::vector<workloads::moe::MoeLayerInfo>* moe_layers) {
+  const GraphContext ctx{num_ranks, gpus_per_node, seed};
   const YAML::Node raw_ops = workload.raw("ops", "the ops, in issue order per stream");
   if (raw_ops.IsSequence()) {
     const double items = static_cast<double>(raw_ops.size());
@@ -275,7 +309,7 @@ std::unique_ptr<WorkloadGraph> load_graph_workload(ConfigReader& workload, int n
   auto items = workload.child_list("ops", "the ops, in issue order per stream");
   if (items.empty()) workload.fail("ops", "the graph has no ops");
   for (size_t i = 0; i < items.size(); ++i) {
-    ParsedOp p = parse_op(items[i], num_ranks, *graph);
+    ParsedOp p = parse_op(items[i], ctx, *graph);
     for (const auto& [rank, op] : p.instances) {
       if (const auto* c = std::get_if<workloads::ComputeOp>(&op.payload)) {
         try {
@@ -328,32 +362,43 @@ std::unique_ptr<WorkloadGraph> load_graph_workload(ConfigReader& workload, int n
   check_acyclic(ops, index);
 
   // Place instances in their rank programs (YAML order), then bind deps.
+  // Later ops wait for an op's last instance on their rank (`where`); its
+  // `after` binds to the instances that wait for none of its own (`entries`).
   std::vector<std::map<int, uint32_t>> where(ops.size());  // op -> rank -> index
+  std::vector<std::map<int, std::vector<uint32_t>>> entries(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
+    std::map<int, uint32_t> base;  // rank -> index of the op's first instance there
     for (auto& [rank, op] : ops[i].instances) {
       auto& prog = graph->program(rank);
-      where[i][rank] = static_cast<uint32_t>(prog.ops.size());
+      const auto at = static_cast<uint32_t>(prog.ops.size());
+      const uint32_t first = base.emplace(rank, at).first->second;
+      if (op.deps.empty()) entries[i][rank].push_back(at);
+      for (uint32_t& d : op.deps) d += first;
+      where[i][rank] = at;
       prog.ops.push_back(op);
     }
+    if (ops[i].moe && moe_layers != nullptr) moe_layers->push_back(*ops[i].moe);
   }
   for (size_t i = 0; i < ops.size(); ++i) {
     const ParsedOp& p = ops[i];
     for (const auto& a : p.after) {
       const size_t j = index.at(a);
       bool bound = false;
-      for (const auto& [rank, own] : where[i]) {
+      for (const auto& [rank, firsts] : entries[i]) {
         auto it = where[j].find(rank);
         if (it == where[j].end()) continue;
-        Op& op = graph->program(rank).ops[own];
-        const Op& dep = graph->program(rank).ops[it->second];
-        if (dep.stream == op.stream && it->second > own) {
-          p.reader.fail("after", "'" + a + "' comes later on the same stream '" +
-                                     graph->stream(op.stream) + "' of rank " +
-                                     std::to_string(rank) +
-                                     ", so this op would wait forever: list it after '" + a +
-                                     "' or put it on another stream");
+        for (const uint32_t own : firsts) {
+          Op& op = graph->program(rank).ops[own];
+          const Op& dep = graph->program(rank).ops[it->second];
+          if (dep.stream == op.stream && it->second > own) {
+            p.reader.fail("after", "'" + a + "' comes later on the same stream '" +
+                                       graph->stream(op.stream) + "' of rank " +
+                                       std::to_string(rank) +
+                                       ", so this op would wait forever: list it after '" + a +
+                                       "' or put it on another stream");
+          }
+          op.deps.push_back(it->second);
         }
-        op.deps.push_back(it->second);
         bound = true;
       }
       if (!bound) {

@@ -6,20 +6,24 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "models/gpu/gpu_spec.h"
 #include "sim/scenario/resource_budget.h"
 #include "sim/config/config_reader.h"
 #include "sim/engine/ir.h"
+#include "workloads/moe/moe_layer.h"
 
 namespace gcsim::cli {
 
 // Every compute op is also costed once on `gpu`, so that a shape the GPU
 // cannot run (fp8 on an A100) is refused at load time with its line. A
 // graph whose ops would exceed `limits` is refused before any op is read.
-std::unique_ptr<workloads::WorkloadGraph> load_graph_workload(sim::config::ConfigReader& workload,
-                                                              int num_ranks,
-                                                              const models::gpu::GpuSpec& gpu,
-                                                              const ResourceLimits& limits);
+// `moe` ops need the node size (`gpus_per_node`, node-limited routing) and
+// the run's `seed`, and report each layer they build into `moe_layers`.
+std::unique_ptr<workloads::WorkloadGraph> load_graph_workload(
+    sim::config::ConfigReader& workload, int num_ranks, const models::gpu::GpuSpec& gpu,
+    const ResourceLimits& limits, int gpus_per_node = 0, uint64_t seed = 1,
+    std::vector<workloads::moe::MoeLayerInfo>* moe_layers = nullptr);
 
 }  // namespace gcsim::cli

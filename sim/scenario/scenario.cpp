@@ -166,7 +166,8 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
       workload.get_choice("kind", names_of(workload_kinds()), std::nullopt, "workload kind");
   apply_clocks(s);
   if (s.workload_kind == "graph") {
-    s.graph = load_graph_workload(workload, s.cluster.total_gpus(), s.cluster.gpu, options.limits);
+    s.graph = load_graph_workload(workload, s.cluster.total_gpus(), s.cluster.gpu, options.limits,
+                                  s.cluster.gpus_per_node, s.seed, &s.moe_layers);
   } else if (s.workload_kind == "training") {
     s.training = load_training_workload(
         workload, s.cluster.total_gpus(), s.cluster.gpus_per_node, s.cluster.gpu, s.notes,

@@ -19,6 +19,7 @@
 #include "topologies/fault_schedule.h"
 #include "topologies/topology_spec.h"
 #include "sim/engine/ir.h"
+#include "workloads/moe/moe_layer.h"
 
 namespace gcsim::cli {
 
@@ -92,6 +93,7 @@ struct Scenario {
   sim::config::Json resolved;                         // fully resolved config
   std::shared_ptr<sim::config::ConfigSource> source;  // docs, overrides
   std::vector<std::string> notes;  // modelling caveats to show the user
+  std::vector<workloads::moe::MoeLayerInfo> moe_layers;  // graph `moe` ops, in YAML order
 };
 
 struct LoadOptions {

@@ -1,3 +1,4 @@
+#include "workloads/moe/moe_routing.h"
 #include "workloads/training/training_generator.h"
 
 #include <algorithm>
@@ -569,17 +570,19 @@ std::vector<double> expert_loads(const TrainingConfig& c) {
   std::vector<double> load(static_cast<size_t>(ep), 1.0);
   const auto& moe = c.model.moe;
   if (!c.model.is_moe() || moe.skew == 0.0) return load;
-  std::vector<double> share(static_cast<size_t>(moe.experts));
-  double total = 0;
-  for (int e = 0; e < moe.experts; ++e) {
-    share[static_cast<size_t>(e)] = 1.0 / std::pow(e + 1.0, moe.skew);
-    total += share[static_cast<size_t>(e)];
-  }
-  const int per_rank = moe.experts / ep;
-  for (int r = 0; r < ep; ++r) {
-    double s = 0;
-    for (int e = r * per_rank; e < (r + 1) * per_rank; ++e) s += share[static_cast<size_t>(e)];
-    load[static_cast<size_t>(r)] = s / total * ep;
+  // The graph `moe` op's routing (workloads/moe/moe_routing.h): Zipf shares
+  // by expert index, none above 1/top_k (a token picks distinct experts),
+  // over enough tokens that rounding does not show.
+  workloads::moe::RoutingConfig rc;
+  rc.experts = moe.experts;
+  rc.top_k = moe.top_k;
+  rc.ranks = ep;
+  rc.tokens = 1 << 20;
+  rc.skew = moe.skew;
+  const workloads::moe::Routing r = workloads::moe::route(rc, 0, 0);
+  const double mean = static_cast<double>(rc.tokens) * rc.top_k;  // rows per rank if balanced
+  for (int k = 0; k < ep; ++k) {
+    load[static_cast<size_t>(k)] = static_cast<double>(r.received(k)) / mean;
   }
   return load;
 }

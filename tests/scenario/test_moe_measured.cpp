@@ -1,0 +1,107 @@
+// An expert-parallel MoE layer predicted and measured on 2 H200s (NV18):
+// calibration/microbench/moe_ep_bench.py, calibration/measurements/h200-x2/
+// moe_ep_2026-11-26/moe_ep.json. Each point runs as a graph `moe` op with the
+// token copies the bench sent (`expert_tokens`), forward and backward
+// separately, with the h200-sxm preset on the flow model; gcsim's layer
+// time (its slowest rank) is compared with the measured un-instrumented pass
+// (`plain_us_per_rank`, the slower rank).
+//
+// The eager-kernel efficiencies (workloads/moe/moe_layer.h) were fitted on
+// the hidden-2048 points with 16K and 32K tokens; the hidden-4096 points are
+// held out. Within 10% (each point and the ratio): every backward, and the
+// hidden-4096 forwards (-3.4% to -7.4%; ratios +0.8% to +2.5%); the
+// hidden-2048 forwards are short by 5-22% (see the known gap below).
+// Points with 4K tokens are not asserted: there eager PyTorch's
+// host launch overhead (~25 us per op; a skew of 1.5 changes the measured
+// forward by 2%) decides the time, and gcsim does not model the host.
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "catch.h"
+#include "scenario/run_gcsim.h"
+
+using gcsim::test::read_json;
+using gcsim::test::run_summary;
+using gcsim::test::source_path;
+
+namespace {
+
+struct Point {
+  std::string name;
+  int hidden, tokens;
+  double skew;
+  double measured_us[2];   // fwd, bwd: the slower rank's plain pass
+  double simulated_us[2];
+};
+
+std::string moe_yaml(const nlohmann::ordered_json& r, const char* pass) {
+  std::string copies;
+  for (const auto& c : r["expert_tokens_per_source"]) {
+    copies += (copies.empty() ? "" : ", ") + std::to_string(2 * c.get<int64_t>());
+  }
+  return "cluster: {gpu: h200-sxm, nodes: 1, gpus_per_node: 2}\n"
+         "network: {model: flow}\n"
+         "workload:\n  kind: graph\n  ops:\n"
+         "    - {name: moe, op: moe, tokens: " + std::to_string(r["tokens_per_rank"].get<int>()) +
+         ", hidden: " + std::to_string(r["hidden"].get<int>()) +
+         ", expert_ffn: " + std::to_string(r["expert_ffn"].get<int>()) +
+         ", experts: " + std::to_string(r["experts"].get<int>()) + ", top_k: 2, expert_tokens: [" +
+         copies + "], pass: " + pass + "}\n";
+}
+
+std::vector<Point> points() {
+  const auto doc = read_json(source_path(
+      "calibration/measurements/h200-x2/moe_ep_2026-11-26/moe_ep.json"));
+  std::vector<Point> out;
+  for (const auto& r : doc["results"]) {
+    Point p{r["name"].get<std::string>(), r["hidden"].get<int>(), r["tokens_per_rank"].get<int>(),
+            r["skew"].get<double>(), {0, 0}, {0, 0}};
+    const char* passes[] = {"fwd", "bwd"};
+    for (int i = 0; i < 2; ++i) {
+      for (const auto& rank : r["plain_us_per_rank"]) {
+        p.measured_us[i] = std::max(p.measured_us[i], rank[passes[i]].get<double>());
+      }
+      const auto s = run_summary(moe_yaml(r, passes[i]));
+      p.simulated_us[i] = s["moe"][0]["layer_time_s"].get<double>() * 1e6;
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("moe layer on 2 H200s: each point and the skewed/balanced ratio within 10%",
+          "[moe][measured]") {
+  const std::vector<Point> ps = points();
+  REQUIRE(ps.size() == 18);
+  std::map<std::string, const Point*> balanced;  // by shape and tokens
+  const auto key = [](const Point& p) { return std::to_string(p.hidden) + "/" + std::to_string(p.tokens); };
+  for (const Point& p : ps) {
+    if (p.skew == 0.0) balanced[key(p)] = &p;
+  }
+  const char* passes[] = {"fwd", "bwd"};
+  for (const Point& p : ps) {
+    for (int i = 0; i < 2; ++i) {
+      const double err = p.simulated_us[i] / p.measured_us[i] - 1.0;
+      const Point& b = *balanced.at(key(p));
+      const double ratio_m = p.measured_us[i] / b.measured_us[i];
+      const double ratio_s = p.simulated_us[i] / b.simulated_us[i];
+      std::printf("moe %-32s %s measured %8.0f us gcsim %8.0f us (%+5.1f%%)  skewed/balanced %.3f vs %.3f (%+5.1f%%)%s\n",
+                  p.name.c_str(), passes[i], p.measured_us[i], p.simulated_us[i], 100 * err, ratio_m,
+                  ratio_s, 100 * (ratio_s / ratio_m - 1), p.tokens < 16384 ? "  (host-bound, not asserted)" : "");
+      if (p.tokens < 16384) continue;
+      INFO(p.name << " " << passes[i]);
+      // Known gap: the hidden-2048 forward is short by 5-22% (fitting
+      // shape, not held out): the router (180-300 us measured at 16K, 18 us
+      // modelled) and the counts exchange with its host sync (230-330 us,
+      // 6 us), host time the GPU waits for that gcsim does not model; the
+      // missing constant also lifts the skewed/balanced ratio (up to +10.6%).
+      const bool host_gap = p.hidden == 2048 && i == 0;
+      CHECK(std::abs(err) <= (host_gap ? 0.25 : 0.10));
+      CHECK(std::abs(ratio_s / ratio_m - 1.0) <= (host_gap ? 0.15 : 0.10));
+    }
+  }
+}

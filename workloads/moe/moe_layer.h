@@ -1,0 +1,98 @@
+// One expert-parallel MoE layer as the kernels and collectives each EP rank
+// runs: Megatron-LM's all-to-all token dispatcher with one GEMM pair per
+// local expert (SequentialMLP), in eager PyTorch's kernels, as
+// calibration/microbench/moe_ep_bench.py runs it on real GPUs.
+//
+// forward: router GEMM, softmax, top-k; permute (gather of the k copies
+//   into expert order); the counts exchange (all_to_all of experts x int64);
+//   dispatch (uneven all_to_all: the routed rows of each (source, rank)
+//   pair, or DeepSeek-V3's two legs, below); sort into (expert, source)
+//   order; per local expert with n rows: fc1 GEMM n x (2)F x H, the
+//   activation (SwiGLU: silu and mul, two kernels), fc2 GEMM n x H x F;
+//   unsort; combine (the dispatch transposed); unpermute (scale by the
+//   routing weight, zero the output, index_add).
+// backward: the same in reverse, each expert's dgrad and wgrad GEMMs and
+//   the activation's backward (eager SwiGLU: 5 kernels), the router's two
+//   GEMMs.
+//
+// Node-limited routing (DeepSeek-V3 2.1.2: each token's experts on at most
+// M nodes) sends a token across the scale-out network once per destination
+// node, to the GPU of that node on the sender's rail, which forwards it
+// over NVLink to the experts' GPUs: the dispatch is then two uneven
+// all-to-alls, the IB leg and the NVLink leg (combine: the reverse). A
+// token's copies reach min(M, top_k, nodes) nodes, split over nodes as its
+// copies are, at most one per token and node.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/collectives/split_matrix.h"
+#include "models/gpu/dtype.h"
+#include "sim/engine/ir.h"
+#include "workloads/moe/moe_routing.h"
+
+namespace gcsim::workloads::moe {
+
+enum class MoePass { fwd, bwd, fwd_bwd };
+enum class ExpertActivation { swiglu, gelu };
+
+// Eager PyTorch's memory-bound kernels that leave the vectorized contiguous
+// path reach a fraction of streaming HBM bandwidth. Fitted on the hidden
+// 2048 points of calibration/measurements/h200-x2/moe_ep_2026-11-26/
+// (rank 0's phases), checked on the hidden 4096 points (tests/scenario/
+// test_moe_measured.cpp); each must stay in (0.05, 1].
+struct EagerKernelEfficiency {
+  // Fitted values, the median over the 6 points with >= 16K tokens (their
+  // spread +-0.03): rank 0's phase minus gcsim's other kernels of it.
+  double broadcast = 0.33;  // x * w[:, None] (permute_bwd = gather + scale)
+  double atomic = 0.17;     // index_add_ of bf16 rows, atomicAdd (unpermute_bwd = zero + index_add)
+  // SwiGLU kernels on the two strided halves of fc1's output (experts
+  // phase minus gcsim's GEMMs: absorbs the GEMM model's error too).
+  double strided = 0.37;
+};
+
+struct MoeLayerSpec {
+  int64_t hidden = 0;      // model width H
+  int64_t expert_ffn = 0;  // each expert's FFN width F
+  models::gpu::Dtype dtype = models::gpu::Dtype::bf16;
+  MoePass pass = MoePass::fwd;
+  ExpertActivation activation = ExpertActivation::swiglu;
+  int ranks_per_node = 0;   // EP ranks per node (node-limited routing); 0: one node
+  int max_route_nodes = 0;  // M of node-limited routing; 0: off (plain all_to_all_single)
+  EagerKernelEfficiency eager;
+};
+
+// What each sub-op of the layer is, for the report.
+enum class MoeRole : uint8_t {
+  router, permute, counts, dispatch, sort, experts, unsort, combine, unpermute
+};
+const char* role_name(MoeRole r);
+
+// The layer as built: routing, group and each sub-op's role by name id.
+struct MoeLayerInfo {
+  std::string name;
+  MoeLayerSpec spec;
+  std::shared_ptr<const Routing> routing;
+  std::vector<int> ranks;  // global ranks in EP order (sorted)
+  std::map<uint32_t, MoeRole> roles;  // sub-op name id -> role
+};
+
+// The dispatch as token rows per (source, destination), in EP order: one
+// leg (all_to_all_single), or the IB leg then the NVLink leg under
+// node-limited routing across nodes.
+std::vector<std::vector<int64_t>> dispatch_legs(const Routing& r, const MoeLayerSpec& spec);
+
+// The ops each EP rank runs (outer index: EP rank), in order; every op
+// depends on the one before it (deps are indices within the rank's list).
+// Collectives go on `comm_stream`, kernels on `compute_stream`. `ranks` are
+// the global ranks, sorted; the communicator is added to `g`.
+std::vector<std::vector<Op>> build_moe_layer(WorkloadGraph& g, const MoeLayerSpec& spec,
+                                             const Routing& routing, const std::vector<int>& ranks,
+                                             uint16_t compute_stream, uint16_t comm_stream,
+                                             MoeLayerInfo& info);
+
+}  // namespace gcsim::workloads::moe
