@@ -127,7 +127,16 @@ def timing_args(flops):
 
 
 def expand(t, h):
-    return t.repeat_interleave(h // t.shape[1], dim=1) if t.shape[1] != h else t
+    """K or V repeated to h heads, as a new leaf (the copy is made outside any timing)."""
+    if t.shape[1] == h:
+        return t
+    return t.detach().repeat_interleave(h // t.shape[1], dim=1).requires_grad_(t.requires_grad)
+
+
+def for_mode(sets, mode):
+    if mode == "enable_gqa":
+        return sets
+    return [(q, expand(k, q.shape[1]), expand(v, q.shape[1])) for q, k, v in sets]
 
 
 def add(rec):
@@ -145,11 +154,8 @@ def error(case, ex):
     print("ERROR", case.get("backend"), case.get("pass"), repr(ex)[:160], flush=True)
 
 
-def sdpa(q, k, v, causal, gqa_mode):
-    if gqa_mode == "enable_gqa":
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
-    h = q.shape[1]
-    return F.scaled_dot_product_attention(q, expand(k, h), expand(v, h), is_causal=causal)
+def sdpa(q, k, v, causal):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=k.shape[1] != q.shape[1])
 
 
 def prefill(b, h, hkv, s, d, causal, backends, dv=None, bwd=True):
@@ -182,19 +188,21 @@ def prefill(b, h, hkv, s, d, causal, backends, dv=None, bwd=True):
         for mode in modes:
             base = {**shape, "backend": be, "gqa_mode": mode}
             try:
+                xs = for_mode(sets, mode)
                 with backend_ctx(be), torch.no_grad():
-                    st = tt.measure(lambda r: sdpa(*sets[r % ns], causal, mode), **timing_args(fl))
+                    st = tt.measure(lambda r: sdpa(*xs[r % ns], causal), **timing_args(fl))
             except Exception as ex:  # noqa: BLE001
                 error({**base, "pass": "fwd"}, ex)
+                xs = None
                 continue  # this mode refused: try the next one
             add({**base, "pass": "fwd", **st, "flops": fl, "tflops": fl / (st["time_us"] * 1e-6) / 1e12})
             if bwd and not over_budget():
                 try:
                     with backend_ctx(be):
-                        outs = [sdpa(*qkv, causal, mode) for qkv in sets]
+                        outs = [sdpa(*qkv, causal) for qkv in xs]
                         gos = [torch.randn_like(o) for o in outs]
                         st = tt.measure(lambda r: torch.autograd.grad(
-                            outs[r % ns], sets[r % ns], gos[r % ns], retain_graph=True),
+                            outs[r % ns], xs[r % ns], gos[r % ns], retain_graph=True),
                             **timing_args(2.5 * fl))
                     add({**base, "pass": "bwd", **st, "flops": 2.5 * fl,
                          "tflops": 2.5 * fl / (st["time_us"] * 1e-6) / 1e12})
@@ -202,6 +210,7 @@ def prefill(b, h, hkv, s, d, causal, backends, dv=None, bwd=True):
                     error({**base, "pass": "bwd"}, ex)
                 finally:
                     outs = gos = None
+            xs = None
             break  # the first mode that runs is the one recorded
         save()
     del sets
@@ -235,13 +244,9 @@ def decode(b, h, hkv, kv, d, backends):
             base = {**shape, "backend": be, "gqa_mode": mode,
                     "bytes": kv_bytes * (h // hkv if mode == "expanded" else 1)}
             try:
-                if mode == "expanded":
-                    xs = [(q, expand(k, h), expand(v, h)) for q, k, v in sets]
-                else:
-                    xs = sets
+                xs = for_mode(sets, mode)
                 with backend_ctx(be), torch.no_grad():
-                    st = tt.measure(lambda r: F.scaled_dot_product_attention(
-                        *xs[r % ns], enable_gqa=(mode == "enable_gqa")))
+                    st = tt.measure(lambda r: sdpa(*xs[r % ns], False))
             except Exception as ex:  # noqa: BLE001
                 error(base, ex)
                 xs = None
@@ -269,13 +274,14 @@ def profile_kernels(label, b, h, hkv, s, d, causal, be, bwd=True, dv=None):
         v = torch.randn(b, hkv, kvl, dv, device="cuda", dtype=bf, requires_grad=bwd)
         for mode in (("enable_gqa", "expanded") if hkv != h else ("enable_gqa",)):
             try:
+                ((q, k, v),) = for_mode([(q, k, v)], mode)
                 with backend_ctx(be):
-                    o = sdpa(q, k, v, causal, mode)  # warm-up (cuDNN builds its plan here)
+                    o = sdpa(q, k, v, causal)  # warm-up (cuDNN builds its plan here)
                     if bwd:
                         o.backward(torch.randn_like(o))
                     torch.cuda.synchronize()
                     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                        o = sdpa(q, k, v, causal, mode)
+                        o = sdpa(q, k, v, causal)
                         if bwd:
                             o.backward(torch.randn_like(o))
                         torch.cuda.synchronize()
@@ -351,11 +357,13 @@ def main():
     # 1. Which kernels each backend launches (grounds `auto`), on a Llama-like shape.
     for be in BACKENDS:
         profile_kernels("mha_d128_causal", 2, 32, 32, 2048, 128, True, be)
-    profile_kernels("gqa8_d128_causal", 2, 32, 4, 2048, 128, True, "DEFAULT")
+    for be in ("DEFAULT", "CUDNN_ATTENTION"):
+        profile_kernels("gqa8_d128_causal", 2, 32, 4, 2048, 128, True, be)
     profile_kernels("mha_d64_causal", 2, 32, 32, 2048, 64, True, "DEFAULT")
     profile_kernels("mha_d192_causal", 2, 32, 32, 2048, 192, True, "DEFAULT")
     profile_kernels("mla_d192_dv128_causal", 2, 32, 32, 2048, 192, True, "DEFAULT", dv=128)
-    profile_kernels("decode_gqa4_kv4096", 8, 32, 8, 1, 128, False, "DEFAULT", bwd=False)
+    for be in ("DEFAULT", "CUDNN_ATTENTION", "FLASH_ATTENTION"):
+        profile_kernels("decode_gqa4_kv4096", 8, 32, 8, 1, 128, False, be, bwd=False)
 
     # 2. Math backend on two tiny shapes (it materialises the score matrix).
     for s in (512, 1024):
