@@ -84,3 +84,11 @@ TEST_CASE("training bad input: unknown keys and placement", "[cli][training]") {
 TEST_CASE("training bad input: optimizer settings", "[cli][training]") {
   expect_bad({"train_grad_clip.yaml", 14, "workload.optimizer.grad_clip", {"must be >= 0"}});
 }
+
+TEST_CASE("training bad input: attention_kernel not a family, or not on this GPU",
+          "[cli][training][attention]") {
+  expect_bad({"train_attention_kernel.yaml", 13, "workload.attention_kernel",
+              {"flash4", "flash2", "flash3", "cudnn", "unfused"}});
+  expect_bad({"train_attention_flash3_a100.yaml", 13, "workload.attention_kernel",
+              {"flash3 does not run on a100-sxm-80gb", "needs a Hopper GPU"}});
+}

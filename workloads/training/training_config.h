@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "models/gpu/attention_family.h"
 #include "workloads/models/model_spec.h"
 
 namespace gcsim::workloads::training {
@@ -65,6 +66,9 @@ struct TrainingConfig {
   Recompute recompute = Recompute::none;
   Precision precision = Precision::bf16;
   AttentionImpl attention_impl = AttentionImpl::flash;
+  // The fused kernel that runs flash attention (flash2, flash3, cudnn), or
+  // unfused (then attention_impl is unfused too).
+  models::gpu::AttentionFamily attention_family = models::gpu::AttentionFamily::flash2;
   OptimizerConfig optimizer;
   int64_t memory_reserved = 0;  // bytes per GPU outside the model: CUDA context, NCCL, workspaces
 
