@@ -31,7 +31,7 @@ std::string pass_name(const AttentionShape& s) {
 
 std::string group_of(const AttentionPoint& p) {
   const std::string fam(models::gpu::attention_family_name(p.shape.family));
-  const std::string who = p.backend == "DEFAULT" ? "default (auto: " + fam + ")" : fam;
+  const std::string who = p.backend == "DEFAULT" ? "default backend vs " + fam + " model" : fam;
   return who + " " + pass_name(p.shape);
 }
 
@@ -224,9 +224,6 @@ std::vector<AttentionPoint> load_attention_points(const std::string& path, const
   std::vector<AttentionPoint> out;
   for (const auto& r : doc["results"]) {
     if (r.value("kind", "") != "attention" || !r.value("backlog_ok", true)) continue;
-    // Power-capped cases (SM clock under 90% of boost just after the case,
-    // as calibration/fit/measurements.cpp rules): the profile is rested.
-    if (r.contains("sm_mhz") && r["sm_mhz"].get<double>() < 900.0 * spec.sm_clock_ghz) continue;
     AttentionPoint p;
     p.backend = r.value("backend", "");
     AttentionShape& s = p.shape;

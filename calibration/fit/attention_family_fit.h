@@ -38,9 +38,8 @@ struct AttentionPoint {
 
 // The points of one measurement file that a family models: CUDNN_ATTENTION
 // (cudnn), FLASH_ATTENTION (flash2), DEFAULT (the GPU's auto family).
-// EFFICIENT_ATTENTION and MATH are not modelled and left out, and so are
-// cases the power cap slowed (SM clock under 90% of boost after the case,
-// the rule of calibration/fit/measurements.cpp: a profile is rested). Throws
+// EFFICIENT_ATTENTION and MATH are not modelled and left out. Cases the
+// power cap slowed (NVML sm_mhz under 90% of boost) are kept. Throws
 // std::runtime_error naming the file when it cannot be read.
 std::vector<AttentionPoint> load_attention_points(const std::string& path,
                                                   const models::gpu::GpuSpec& spec);
@@ -58,7 +57,7 @@ models::gpu::FusedAttentionParams fit_attention_family(const models::gpu::GpuSpe
 double attention_predicted_us(const models::gpu::GpuSpec& spec, const AttentionPoint& p);
 
 struct AttentionErrorRow {
-  std::string group;  // "cudnn fwd", "default (auto: cudnn) bwd", "flash2 decode", ...
+  std::string group;  // "cudnn fwd", "default backend vs cudnn model bwd", "flash2 decode", ...
   bool heldout = false;
   int n = 0;
   double median = 0.0;  // |predicted - measured| / measured

@@ -144,11 +144,53 @@ TEST_CASE("attention fit: run it (hidden; prints the profile block, writes GCSIM
     for (const auto& n : notes) std::cout << "  note: " << n << "\n";
     report += "## " + std::string(m.gpu) + " (" + m.file + ")\n\n";
     report += calibration::attention_errors_markdown(calibration::attention_errors(spec, points));
-    report += "\nBefore (the preset's prior cudnn values and the shipped flash2):\n\n";
-    report += calibration::attention_errors_markdown(calibration::attention_errors(before, points));
+    // Before this model gcsim ran every attention as flash2: the default
+    // backend's times against that.
+    std::vector<AttentionPoint> as_flash2;
+    for (auto p : points) {
+      if (p.backend != "DEFAULT") continue;
+      p.shape.family = gpu::AttentionFamily::flash2;
+      if (p.shape.head_dim_v > 0) continue;  // MLA: flash2 refuses unequal head dims
+      as_flash2.push_back(p);
+    }
+    report += "\nBefore: gcsim ran every attention as flash2 (FlashAttention-2's model); the default "
+              "backend's times against that:\n\n";
+    report += calibration::attention_errors_markdown(calibration::attention_errors(before, as_flash2));
     report += "\nFitted:\n\n```yaml\n" +
               calibration::attention_params_yaml(gpu::AttentionFamily::cudnn, fit) + "```\n\n";
     CHECK(calibration::attention_params_out_of_range(fit).empty());
   }
   if (const char* path = std::getenv("GCSIM_FIT_REPORT")) std::ofstream(path) << report;
+}
+
+TEST_CASE("attention fit: the shipped presets predict measured SDPA on shapes not fitted",
+          "[attention][fit]") {
+  // Held-out error (calibration/fit/attention_families_2026-11-26.md): the
+  // default backend against auto (cudnn) measured 4.1-4.3% (fwd, bwd) and
+  // 7.5-11.1% (decode) median. Tolerances: the issue's 10% median for the
+  // compute-bound passes; 15% for decode, memory-bound and short (tens of
+  // microseconds, where the H200's fixed cost per call is 11% off); forced
+  // cuDNN within 5% median (measured 2.2-3.4%).
+  for (const auto& m : kMeasured) {
+    const gpu::GpuSpec spec = calibrated(m.gpu);
+    INFO(m.gpu);
+    CHECK(calibration::attention_params_out_of_range(spec.efficiency.cudnn_attention).empty());
+    CHECK(calibration::attention_params_out_of_range(spec.efficiency.flash3_attention).empty());
+    const auto points = calibration::load_attention_points(test::source_path(m.file), spec);
+    REQUIRE(points.size() > 250);
+    int checked = 0;
+    for (const auto& row : calibration::attention_errors(spec, points)) {
+      if (!row.heldout) continue;
+      INFO(row.group << ": median " << row.median << ", worst " << row.worst << " ("
+                     << row.worst_label << ")");
+      if (row.group.rfind("default backend vs cudnn model", 0) == 0) {
+        CHECK(row.median <= (row.group.find("decode") != std::string::npos ? 0.15 : 0.10));
+        ++checked;
+      } else if (row.group == "cudnn fwd" || row.group == "cudnn bwd") {
+        CHECK(row.median <= 0.05);
+        ++checked;
+      }
+    }
+    CHECK(checked == 5);
+  }
 }
