@@ -6,6 +6,7 @@
 #include <array>
 #include <string>
 
+#include "models/gpu/attention_family.h"
 #include "models/gpu/dtype.h"
 #include "sim/engine/time.h"
 #include "sim/config/units.h"
@@ -44,7 +45,19 @@ struct GpuEfficiency {
   // (bwd) of each kernel's time do not scale with the sequence length.
   sim::Duration attention_tile_overhead = sim::Duration::zero();
   sim::Duration attention_backward_tile_overhead = sim::Duration::zero();
+  // The fused Hopper-class attention families (attention_kernel_model.h);
+  // flash2 uses the attention fields above. Fitted per GPU
+  // (calibration/fit/attention_family_fit.h).
+  FusedAttentionParams cudnn_attention;
+  FusedAttentionParams flash3_attention;
   double tensor_for(Dtype d) const { return tensor[static_cast<size_t>(d)]; }
+  // The parameters of a fused family (flash3 or cudnn).
+  const FusedAttentionParams& fused_attention(AttentionFamily f) const {
+    return f == AttentionFamily::flash3 ? flash3_attention : cudnn_attention;
+  }
+  FusedAttentionParams& fused_attention(AttentionFamily f) {
+    return f == AttentionFamily::flash3 ? flash3_attention : cudnn_attention;
+  }
 };
 
 struct GpuSpec {
@@ -74,6 +87,10 @@ struct GpuSpec {
   // GEMMs run as persistent kernels (KernelDesc::persistent): cuBLAS on
   // Hopper and later sizes the grid to the SMs and keeps them to the end.
   bool persistent_gemm = false;
+  // What workload.attention_kernel: auto runs on this GPU: PyTorch SDPA's
+  // default backend, as torch.profiler recorded it (prefill, decode).
+  AttentionFamily default_attention = AttentionFamily::flash2;
+  AttentionFamily default_decode_attention = AttentionFamily::flash2;
   GpuEfficiency efficiency;
   // Steady-state tensor-core throughput under back-to-back tensor work over
   // the rested rate, once the power limit has lowered the SM clock

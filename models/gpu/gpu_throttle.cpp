@@ -29,6 +29,11 @@ GpuSpec throttled(const GpuSpec& spec, const Throttle& t) {
   e.gemm_setup = e.gemm_setup.scaled(1.0 / c);
   e.attention_tile_overhead = e.attention_tile_overhead.scaled(1.0 / c);
   e.attention_backward_tile_overhead = e.attention_backward_tile_overhead.scaled(1.0 / c);
+  for (auto* fam : {&e.cudnn_attention, &e.flash3_attention}) {
+    fam->forward.wave_overhead = fam->forward.wave_overhead.scaled(1.0 / c);
+    fam->backward.wave_overhead = fam->backward.wave_overhead.scaled(1.0 / c);
+    fam->decode_wave_overhead = fam->decode_wave_overhead.scaled(1.0 / c);
+  }
   s.hbm_bandwidth = s.hbm_bandwidth.scaled(t.memory_speed);
   return s;
 }

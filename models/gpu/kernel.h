@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "models/gpu/attention_family.h"
 #include "models/gpu/dtype.h"
 #include "sim/engine/time.h"
 
@@ -57,6 +58,11 @@ struct AttentionShape {
   bool causal = false;
   bool backward = false;  // false: forward pass
   Dtype dtype = Dtype::bf16;
+  // The kernel that runs it (attention_family.h); flash2 is PyTorch's
+  // FlashAttention-2 backend.
+  AttentionFamily family = AttentionFamily::flash2;
+  // Head dim of V (and O) when it differs from Q/K's (MLA: 192 vs 128); 0 = head_dim.
+  int64_t head_dim_v = 0;
 };
 
 enum class MemoryOpKind { elementwise, layer_norm, rms_norm, softmax, memcpy };

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "models/gpu/attention_kernel_model.h"
 #include "models/gpu/hbm.h"
 #include "sim/config/units.h"
 
@@ -117,6 +118,16 @@ KernelDesc attention_kernel(const GpuSpec& spec, const AttentionShape& s) {
                                 ") must be a multiple of kv_heads (" + std::to_string(kv_heads) +
                                 ")");
   }
+  if (s.head_dim_v < 0) {
+    throw std::invalid_argument("attention: head_dim_v must be >= 0, got " +
+                                std::to_string(s.head_dim_v));
+  }
+  switch (s.family) {
+    case AttentionFamily::flash3:
+    case AttentionFamily::cudnn: return fused_attention_kernel(spec, s);
+    case AttentionFamily::unfused: return unfused_attention_kernel(spec, s);
+    case AttentionFamily::flash2: break;  // below
+  }
   KernelDesc k;
   k.unit = matmul_unit(spec, s.dtype, "attention");
   k.dtype = s.dtype;
@@ -124,9 +135,12 @@ KernelDesc attention_kernel(const GpuSpec& spec, const AttentionShape& s) {
   k.extra_wave_overhead = s.backward ? spec.efficiency.attention_backward_tile_overhead
                                      : spec.efficiency.attention_tile_overhead;
 
+  // MLA's Q/K and V head dims differ: the matmuls and tensors average them.
+  const double dv = static_cast<double>(s.head_dim_v > 0 ? s.head_dim_v : s.head_dim);
   const double b = static_cast<double>(s.batch), h = static_cast<double>(s.heads),
-               hkv = static_cast<double>(kv_heads), d = static_cast<double>(s.head_dim),
-               q = static_cast<double>(s.q_len), kv = static_cast<double>(kv_len);
+               hkv = static_cast<double>(kv_heads),
+               d = (static_cast<double>(s.head_dim) + dv) / 2.0, q = static_cast<double>(s.q_len),
+               kv = static_cast<double>(kv_len);
   // Forward: S = QK^T and O = PV, 2 flops per multiply-add each.
   double flops = 4.0 * b * h * d * attention_pairs(s);
   // Backward recomputes S and does dV, dP, dQ, dK: 5 matmuls against 2.

@@ -37,6 +37,9 @@ KernelDesc gemm_kernel(const GpuSpec& spec, const GemmShape& shape);
 // Unmasked (query, key) pairs per (batch, head): q_len*kv_len, or causal with
 // queries aligned to the end of the keys (row i sees kv_len - q_len + i + 1).
 double attention_pairs(const AttentionShape& shape);
+// The kernel of shape.family: flash2 here (FlashAttention-2: query blocks of
+// 128 rows, GpuEfficiency::attention / attention_backward); flash3, cudnn
+// and unfused in attention_kernel_model.h.
 // Decode (q_len <= 16) is flash-decoding: the KV sequence is split so that
 // batch*kv_heads*splits covers the SMs, at most ceil(kv_len/256) splits.
 inline constexpr int64_t kDecodeMaxQueryLen = 16;

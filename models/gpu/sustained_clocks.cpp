@@ -10,6 +10,10 @@ GpuSpec at_sustained_clocks(const GpuSpec& spec) {
   for (double& e : s.efficiency.tensor) e *= f;
   s.efficiency.attention *= f;
   s.efficiency.attention_backward *= f;
+  for (auto* fam : {&s.efficiency.cudnn_attention, &s.efficiency.flash3_attention}) {
+    fam->forward.efficiency *= f;
+    fam->backward.efficiency *= f;
+  }
   s.at_sustained_clocks = true;
   return s;
 }

@@ -85,10 +85,11 @@ std::string explain_inference(const Scenario& s, const Json& summary) {
   cmp.push_back({"requests in the system", e.batch.value, in_system, est::Unit::count, l_why});
   // The simulator's kernels for a prefill of one prompt and for a decode
   // step of the requests it actually kept running.
-  const auto prefill = est::serving_step_kernels(sc.model, s.cluster.gpu, sc.parallel, sc.dtype, P, 1, P, P, false);
+  const auto prefill = est::serving_step_kernels(sc.model, s.cluster.gpu, sc.parallel, sc.dtype, P, 1, P, P, false,
+                                                 sc.attention_kernel);
   const double L = std::max(1.0, in_system);
   const auto decode = est::serving_step_kernels(sc.model, s.cluster.gpu, sc.parallel, sc.dtype, L, L, 1, P + O / 2,
-                                                sc.cuda_graphs);
+                                                sc.cuda_graphs, sc.attention_kernel);
   auto mix_text = [](const est::KernelMix& m) {
     return "GEMMs " + est::format_value(m.gemm.isolated_s, est::Unit::seconds) + " (roofline " +
            est::format_value(m.gemm.roofline_s, est::Unit::seconds) + "), attention " +

@@ -9,6 +9,7 @@
 #include "models/gpu/kernel_cost_model.h"
 #include "sim/scenario/presets.h"
 #include "sim/config/input_file.h"
+#include "sim/scenario/attention_params_loader.h"
 #include "sim/config/did_you_mean.h"
 #include "sim/config/unit_parse.h"
 
@@ -92,6 +93,7 @@ void read_efficiency(ConfigReader& r, GpuEfficiency& eff) {
                                 eff.gemm_tile[i], "multiplier for this tile shape");
   }
   tiles.finish();
+  read_attention_families(r, eff);
 }
 
 GpuSpec read_gpu_fields(ConfigReader& r, const GpuSpec* base) {
@@ -152,6 +154,7 @@ GpuSpec read_gpu_fields(ConfigReader& r, const GpuSpec* base) {
   s.persistent_gemm =
       r.get_bool("persistent_gemm", s.persistent_gemm,
                  "GEMMs keep the SMs they start on until they end (cuBLAS on Hopper and later)");
+  read_attention_default(r, s);
   ConfigReader eff = r.child("efficiency", "achieved fractions of the peaks");
   read_efficiency(eff, s.efficiency);
   eff.finish();
@@ -265,6 +268,8 @@ Json gpu_spec_json(const GpuSpec& s) {
     tiles[std::to_string(t.m) + "x" + std::to_string(t.n)] = e.gemm_tile[i];
   }
   j["efficiency"]["gemm_tile"] = tiles;
+  j["efficiency"]["attention_families"] = attention_families_json(e);
+  j["attention_default"] = attention_default_json(s);
   j["calibration"] = s.calibration_applied;
   return j;
 }

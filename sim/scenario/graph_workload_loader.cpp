@@ -129,6 +129,13 @@ ParsedOp parse_op(ConfigReader r, const GraphContext& ctx, WorkloadGraph& graph)
     s.backward = r.get_choice("pass", {"fwd", "bwd"}, std::string("fwd"), "forward or backward") ==
                  "bwd";
     s.dtype = read_dtype(r);
+    std::vector<std::string> families;
+    for (auto f : models::gpu::kAllAttentionFamilies) {
+      families.emplace_back(models::gpu::attention_family_name(f));
+    }
+    s.family = *models::gpu::parse_attention_family(
+        r.get_choice("kernel", families, std::string("flash2"),
+                     "attention kernel family: flash2 | flash3 | cudnn | unfused"));
     local(OpKind::compute, workloads::ComputeOp{s});
   } else if (kind == "layer_norm" || kind == "rms_norm" || kind == "softmax") {
     MemoryOpShape s;

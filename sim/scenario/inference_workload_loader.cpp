@@ -4,6 +4,7 @@
 
 #include "sim/report/format.h"
 #include "sim/scenario/model_spec_loader.h"
+#include "sim/scenario/attention_params_loader.h"
 #include "sim/config/input_file.h"
 #include "sim/config/unit_parse.h"
 #include "workloads/models/model_formulas.h"
@@ -235,6 +236,7 @@ std::shared_ptr<InferenceSetup> load_inference_workload(ConfigReader& w, const C
               std::string(models::gpu::dtype_name(d)) + " is not supported by " + cluster.gpu.name);
     }
   }
+  c.attention_kernel = read_attention_kernel(w, cluster.gpu);
   c.non_torch_memory = sv.get_bytes(
       "non_torch_memory", sim::GiB(1),
       "memory outside PyTorch's allocator per GPU (NCCL and custom all-reduce buffers, CUDA "

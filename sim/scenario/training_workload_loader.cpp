@@ -5,10 +5,12 @@
 #include <sstream>
 
 #include "models/cluster/cluster_model.h"
+#include "models/gpu/attention_kernel_model.h"
 #include "models/gpu/kernel_cost_model.h"
 #include "sim/report/format.h"
 #include "sim/scenario/model_spec_loader.h"
 #include "sim/config/unit_parse.h"
+#include "sim/scenario/attention_params_loader.h"
 #include "workloads/models/model_formulas.h"
 #include "workloads/training/straggler_mirror.h"
 #include "workloads/training/symmetric_executor.h"
@@ -196,10 +198,13 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
   c.precision = precision == "fp16" ? Precision::fp16
                 : precision == "fp8" ? Precision::fp8
                                      : Precision::bf16;
-  run->attention_kernel = w.get_choice(
-      "attention_kernel", {"flash", "unfused"}, std::string("flash"),
-      "flash (FlashAttention) or unfused (Megatron 2022: GEMMs, softmax, dropout over s x s)");
-  c.attention_impl = run->attention_kernel == "flash" ? AttentionImpl::flash : AttentionImpl::unfused;
+  // unfused: Megatron 2022's GEMMs, softmax and dropout over s x s (stored).
+  c.attention_family = models::gpu::resolve_attention_family(read_attention_kernel(w, gpu), gpu,
+                                                             /*decode=*/false);
+  run->attention_kernel = std::string(models::gpu::attention_family_name(c.attention_family));
+  c.attention_impl = c.attention_family == models::gpu::AttentionFamily::unfused
+                         ? AttentionImpl::unfused
+                         : AttentionImpl::flash;
   const std::string framework = w.get_choice(
       "framework", {"megatron", "pytorch-eager", "torch-compile"}, std::string("megatron"),
       "software stack: megatron (TE fused kernels), pytorch-eager (every elementwise op a kernel, "
@@ -243,7 +248,7 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
     if (auto problem = check_strategy(c, gpus)) fail_strategy(w, problem);
   }
   if (c.parallel.cp > 1 && c.attention_impl == AttentionImpl::unfused && !strategy_searched) {
-    w.fail("attention_kernel", "context parallelism (ring attention) needs attention_kernel: flash");
+    w.fail("attention_kernel", "context parallelism (ring attention) needs a fused attention_kernel (flash2, flash3 or cudnn)");
   }
   const auto act = c.precision == Precision::fp16 ? models::gpu::Dtype::fp16 : models::gpu::Dtype::bf16;
   for (auto d : {act, c.precision == Precision::fp8 ? models::gpu::Dtype::fp8 : act}) {

@@ -232,7 +232,8 @@ TEST_CASE("hostile input: a failure study too long to walk is refused with its s
   const GcsimResult r = run_failures_small(
       tmp, {"workload.model.layers=1", "workload.model.seq_len=32", "workload.model.hidden=256",
             "workload.model.heads=8", "workload.model.kv_heads=8", "workload.model.ffn_hidden=512",
-            "workload.model.vocab=64", "checkpoint.interval=1ps", "simulation.duration=106d"});
+            "workload.model.vocab=64", "workload.attention_kernel=flash2", "checkpoint.interval=1ps",
+            "simulation.duration=106d"});
   INFO(r.err);
   CHECK(r.exit_status == 2);
   CHECK(contains(r.err, "command line (-s checkpoint.interval=1ps): key 'checkpoint.interval'"));

@@ -93,3 +93,8 @@ TEST_CASE("bad inference input: more GPUs than the cluster, bad TP, swap on V1, 
   expect_bad({"infer_search_no_slo.yaml", "infer_search_no_slo.yaml:4", "workload.slo",
               {"needs at least one SLO"}});
 }
+
+TEST_CASE("bad inference input: attention_kernel not a family", "[cli][inference][attention]") {
+  expect_bad({"infer_attention_kernel.yaml", "infer_attention_kernel.yaml:6",
+              "workload.attention_kernel", {"fa2", "cudnn"}});
+}

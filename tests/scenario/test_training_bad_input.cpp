@@ -92,3 +92,11 @@ TEST_CASE("training bad input: framework profile", "[cli][training][framework]")
               {"(0, 1]"}});
   expect_bad({"train_host_overhead.yaml", 12, "workload.host_overhead", {"fast"}});
 }
+
+TEST_CASE("training bad input: attention_kernel not a family, or not on this GPU",
+          "[cli][training][attention]") {
+  expect_bad({"train_attention_kernel.yaml", 13, "workload.attention_kernel",
+              {"flash4", "flash2", "flash3", "cudnn", "unfused"}});
+  expect_bad({"train_attention_flash3_a100.yaml", 13, "workload.attention_kernel",
+              {"flash3 does not run on a100-sxm-80gb", "needs a Hopper GPU"}});
+}

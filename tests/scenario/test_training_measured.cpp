@@ -59,6 +59,7 @@ workload:
   recompute: none
   optimizer: {kind: adam, zero_stage: 0}
   precision: bf16
+  attention_kernel: flash2   # the benches force SDPBackend.FLASH_ATTENTION
 )";
 
 // The measured sustained fwd+bwd (us) of `name` at `tp`.

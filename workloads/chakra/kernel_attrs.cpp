@@ -56,6 +56,9 @@ struct Writer {
     add_int(n, "gcsim_head_dim", s.head_dim);
     add_bool(n, "gcsim_causal", s.causal);
     add_bool(n, "gcsim_backward", s.backward);
+    add_string(n, "gcsim_attention_kernel",
+               std::string(gcsim::models::gpu::attention_family_name(s.family)));
+    if (s.head_dim_v > 0) add_int(n, "gcsim_head_dim_v", s.head_dim_v);
     dtype(s.dtype);
   }
   void operator()(const MemoryOpShape& s) const {
@@ -129,6 +132,15 @@ std::optional<ComputeOp> read_kernel_shape(const ChakraProtoMsg::Node& n) {
     s.head_dim = need_int(n, "gcsim_head_dim");
     s.causal = bool_attr(n, "gcsim_causal").value_or(false);
     s.backward = bool_attr(n, "gcsim_backward").value_or(false);
+    s.head_dim_v = int_attr(n, "gcsim_head_dim_v").value_or(0);
+    if (auto fam = string_attr(n, "gcsim_attention_kernel")) {
+      auto f = gcsim::models::gpu::parse_attention_family(*fam);
+      if (!f) {
+        throw std::invalid_argument("attribute 'gcsim_attention_kernel' names no family: '" + *fam +
+                                    "' (flash2, flash3, cudnn, unfused)");
+      }
+      s.family = *f;
+    }
     s.dtype = need_dtype(n);
     return ComputeOp{s};
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/gpu/attention_kernel_model.h"
 #include "models/gpu/kernel_cost_model.h"
 #include "workloads/models/model_formulas.h"
 
@@ -141,7 +142,7 @@ InferenceEstimate estimate_inference(const wi::ServingConfig& s, const gpu::GpuS
 
 KernelMix serving_step_kernels(const models::ModelSpec& m, const gpu::GpuSpec& g, const wi::ParallelShape& p,
                                gpu::Dtype dtype, double tokens, double batch, double q_len, double context,
-                               bool pad) {
+                               bool pad, std::optional<gpu::AttentionFamily> attention_kernel) {
   int64_t M = std::max<int64_t>(1, std::llround(tokens));
   if (pad) M = M <= 2 ? M : M <= 4 ? 4 : (M + 7) / 8 * 8;
   const int64_t tp = p.tp, h = m.hidden;
@@ -171,6 +172,8 @@ KernelMix serving_step_kernels(const models::ModelSpec& m, const gpu::GpuSpec& g
   a.kv_len = std::max<int64_t>(a.q_len, std::llround(context));
   a.causal = true;
   a.dtype = dtype;
+  a.family = gpu::resolve_attention_family(attention_kernel, g,
+                                           a.q_len <= gpu::kDecodeMaxQueryLen);
   k.push_back(gpu::attention_kernel(g, a));
   attn.push_back(true);
   // Scale one layer to the stage's layers by repeating the descriptions.

@@ -7,6 +7,7 @@
 // a full running batch. TP all-reduces are added at their ideal time.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "models/gpu/gpu_spec.h"
@@ -44,6 +45,7 @@ InferenceEstimate estimate_inference(const inference::ServingConfig& s, const mo
 // decode attention, launch latency per kernel).
 KernelMix serving_step_kernels(const models::ModelSpec& m, const models::gpu::GpuSpec& gpu,
                                const inference::ParallelShape& p, models::gpu::Dtype dtype, double tokens,
-                               double batch, double q_len, double context, bool pad);
+                               double batch, double q_len, double context, bool pad,
+                               std::optional<models::gpu::AttentionFamily> attention_kernel = std::nullopt);
 
 }  // namespace gcsim::workloads::estimate

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/gpu/kernel_cost_model.h"
 #include "workloads/estimate/model_estimate.h"
 #include "workloads/models/model_formulas.h"
 #include "workloads/training/memory_model.h"
@@ -89,6 +90,29 @@ double TrainingTimeEstimate::exposed_of(const std::string& dim) const {
   return s;
 }
 
+double attention_efficiency(const wt::TrainingConfig& c, const gpu::GpuSpec& g, bool backward) {
+  const auto& m = c.model;
+  const int64_t tp = c.parallel.tp;
+  gpu::AttentionShape a;
+  a.batch = c.batch.micro;
+  a.heads = std::max<int64_t>(1, m.heads / tp);
+  a.kv_heads = m.attention == workloads::models::AttentionKind::mla
+                   ? a.heads
+                   : std::max<int64_t>(1, (m.kv_heads > 0 ? m.kv_heads : m.heads) / tp);
+  a.q_len = std::max<int64_t>(1, m.seq_len / c.parallel.cp);
+  a.kv_len = a.q_len;
+  a.head_dim = m.head_dim > 0 ? m.head_dim : m.hidden / std::max(1, m.heads);
+  if (m.attention == workloads::models::AttentionKind::mla) {
+    a.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+    a.head_dim_v = m.mla.v_head_dim;
+  }
+  a.causal = true;
+  a.backward = backward;
+  a.family = c.attention_family;
+  a.dtype = c.precision == wt::Precision::fp16 ? gpu::Dtype::fp16 : gpu::Dtype::bf16;
+  return gpu::attention_kernel(g, a).efficiency;
+}
+
 TrainingTimeEstimate estimate_training_time(const wt::TrainingConfig& c, const gpu::GpuSpec& g,
                                             const std::vector<CommRow>& comm,
                                             const wt::PipelinePlan* built) {
@@ -119,7 +143,8 @@ TrainingTimeEstimate estimate_training_time(const wt::TrainingConfig& c, const g
   const double attn_peak = g.tensor_peak_for(act).flops_per_s();
   const double af = 0.5 * f.attention;
   const double attn_t = af / std::max(1e-30, attn_peak) *
-                        ((full ? 2.0 : 1.0) / g.efficiency.attention + 2.0 / g.efficiency.attention_backward);
+                        ((full ? 2.0 : 1.0) / attention_efficiency(c, g, false) +
+                         2.0 / attention_efficiency(c, g, true));
   const double compute = tokens / gpus * (mats / rate + attn_t);
   e.compute = make_line("compute per GPU", compute, Unit::seconds,
                         "tokens / GPUs x (matrix FLOPs / GEMM rate + causal attention / attention rates) = " +

@@ -56,6 +56,11 @@ struct TrainingTimeEstimate {
   double exposed_of(const std::string& dimension) const;
 };
 
+// Achieved tensor-core fraction of the config's attention kernel (its family,
+// one micro-batch's causal shape on one TP rank), forward or backward.
+double attention_efficiency(const training::TrainingConfig& c, const models::gpu::GpuSpec& gpu,
+                            bool backward);
+
 TrainingTimeEstimate estimate_training_time(const training::TrainingConfig& c,
                                             const models::gpu::GpuSpec& gpu,
                                             const std::vector<CommRow>& comm,

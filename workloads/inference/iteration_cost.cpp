@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/gpu/attention_kernel_model.h"
 #include "models/gpu/kernel_cost_model.h"
 
 namespace gcsim::workloads::inference {
@@ -190,6 +191,7 @@ sim::Duration IterationCost::attention_time(const StepShape& shape) {
       a.kv_len = kv;
       a.causal = true;
       a.dtype = adt;
+      a.family = gpu::resolve_attention_family(config_.attention_kernel, g, /*decode=*/false);
       sim::Duration t = sim::Duration::zero();
       if (mla) {
         // Prefill decompresses the latent KV of the whole context into
@@ -200,6 +202,7 @@ sim::Duration IterationCost::attention_time(const StepShape& shape) {
                          config_.dtype}));
         a.kv_heads = heads;
         a.head_dim = ml.qk_nope_head_dim + ml.qk_rope_head_dim;
+        a.head_dim_v = ml.v_head_dim;
       } else {
         a.kv_heads = kvh;
         a.head_dim = m.head_dim;
@@ -221,6 +224,7 @@ sim::Duration IterationCost::attention_time(const StepShape& shape) {
       a.kv_len = kv_len;
       a.causal = shape.decode_q > 1;
       a.dtype = adt;
+      a.family = gpu::resolve_attention_family(config_.attention_kernel, g, /*decode=*/true);
       if (mla) {
         // Absorbed MLA decode: every head attends over the one latent
         // (kv_lora_rank + rope wide) per token.

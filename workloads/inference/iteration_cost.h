@@ -54,6 +54,8 @@ struct IterationCostConfig {
   ParallelShape parallel;
   gpu::Dtype dtype = gpu::Dtype::bf16;     // weights and activations
   gpu::Dtype kv_dtype = gpu::Dtype::bf16;  // KV cache
+  // Attention kernel family (nullopt: the GPU's default for prefill / decode).
+  std::optional<gpu::AttentionFamily> attention_kernel;
   std::vector<int> ranks;  // the replica's GPUs: stage s is ranks[s*tp, (s+1)*tp)
   bool cuda_graphs = true;
   int64_t max_capture_size = 512;

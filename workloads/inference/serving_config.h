@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "models/gpu/attention_family.h"
 #include "models/gpu/dtype.h"
 #include "sim/engine/time.h"
 #include "sim/config/units.h"
@@ -59,6 +60,8 @@ struct ServingConfig {
   models::ModelSpec model;
   gpu::Dtype dtype = gpu::Dtype::bf16;     // weights and activations
   gpu::Dtype kv_dtype = gpu::Dtype::bf16;  // KV cache
+  // workload.attention_kernel: a family, or nullopt for the GPU's default.
+  std::optional<gpu::AttentionFamily> attention_kernel;
   ParallelShape parallel;                  // each (decode) replica
   int replicas = 1;                        // unified replicas (no disaggregation)
   SchedulerConfig scheduler;

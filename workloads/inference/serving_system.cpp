@@ -56,6 +56,7 @@ std::unique_ptr<Replica> ServingSystem::make_replica(int index, ReplicaRole role
   c.parallel = p;
   c.dtype = config_.dtype;
   c.kv_dtype = config_.kv_dtype;
+  c.attention_kernel = config_.attention_kernel;
   c.ranks = std::move(ranks);
   c.cuda_graphs = config_.cuda_graphs;
   c.max_capture_size = config_.max_capture_size;

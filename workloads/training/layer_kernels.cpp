@@ -406,6 +406,11 @@ void LayerKernels::flash_attention(OpEmitter& e, const std::string& p, bool back
   a.heads = heads_;
   a.kv_heads = kv_heads_;
   a.head_dim = head_dim_;
+  if (mla_) {  // Q/K and V head dims apart (their mean, head_dim_, gives the same FLOPs)
+    a.head_dim = c_.model.mla.qk_nope_head_dim + c_.model.mla.qk_rope_head_dim;
+    a.head_dim_v = c_.model.mla.v_head_dim;
+  }
+  a.family = c_.attention_family;
   a.dtype = act_;
   a.q_len = sq_;
   a.kv_len = sq_;

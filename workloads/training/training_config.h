@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "models/gpu/attention_family.h"
 #include "workloads/models/model_spec.h"
 #include "workloads/training/framework_profile.h"
 
@@ -72,6 +73,9 @@ struct TrainingConfig {
   // Host time per kernel and elementwise bandwidth fraction when the config
   // sets them; nullopt: the profile's fitted values (framework_traits()).
   std::optional<FrameworkTraits> framework_traits;
+  // The fused kernel that runs flash attention (flash2, flash3, cudnn), or
+  // unfused (then attention_impl is unfused too).
+  models::gpu::AttentionFamily attention_family = models::gpu::AttentionFamily::flash2;
   OptimizerConfig optimizer;
   int64_t memory_reserved = 0;  // bytes per GPU outside the model: CUDA context, NCCL, workspaces
 

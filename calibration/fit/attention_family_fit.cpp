@@ -1,0 +1,368 @@
+#include "calibration/fit/attention_family_fit.h"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "models/gpu/attention_kernel_model.h"
+#include "models/gpu/kernel_cost_model.h"
+
+namespace gcsim::calibration {
+
+using models::gpu::AttentionFamily;
+using models::gpu::AttentionShape;
+using models::gpu::FusedAttentionParams;
+using models::gpu::FusedAttentionPass;
+using models::gpu::GpuSpec;
+
+namespace {
+
+bool is_decode(const AttentionShape& s) { return s.q_len <= models::gpu::kDecodeMaxQueryLen; }
+
+std::string pass_name(const AttentionShape& s) {
+  return is_decode(s) ? "decode" : s.backward ? "bwd" : "fwd";
+}
+
+std::string group_of(const AttentionPoint& p) {
+  const std::string fam(models::gpu::attention_family_name(p.shape.family));
+  const std::string who = p.backend == "DEFAULT" ? "default backend vs " + fam + " model" : fam;
+  return who + " " + pass_name(p.shape);
+}
+
+// One bound-constrained least-squares problem: minimise |A x - b| with
+// lo <= x <= hi, by trying every combination of free and pinned unknowns.
+Eigen::VectorXd bounded_lsq(const Eigen::MatrixXd& a, const Eigen::VectorXd& b,
+                            const std::vector<double>& lo, const std::vector<double>& hi) {
+  const int n = static_cast<int>(lo.size());
+  Eigen::VectorXd best = Eigen::VectorXd::Zero(n);
+  double best_r = std::numeric_limits<double>::infinity();
+  int states = 1;
+  for (int j = 0; j < n; ++j) states *= 3;
+  for (int code = 0; code < states; ++code) {
+    std::vector<int> state(n);
+    int c = code;
+    bool ok = true;
+    for (int j = 0; j < n; ++j) {
+      state[j] = c % 3;  // 0 free, 1 at lo, 2 at hi
+      c /= 3;
+      if (state[j] == 2 && !std::isfinite(hi[j])) ok = false;
+    }
+    if (!ok) continue;
+    Eigen::VectorXd x = Eigen::VectorXd::Zero(n);
+    Eigen::VectorXd rhs = b;
+    std::vector<int> free;
+    for (int j = 0; j < n; ++j) {
+      if (state[j] == 0) {
+        free.push_back(j);
+      } else {
+        x[j] = state[j] == 1 ? lo[j] : hi[j];
+        rhs -= a.col(j) * x[j];
+      }
+    }
+    if (!free.empty()) {
+      Eigen::MatrixXd af(a.rows(), static_cast<Eigen::Index>(free.size()));
+      for (size_t j = 0; j < free.size(); ++j) af.col(static_cast<Eigen::Index>(j)) = a.col(free[j]);
+      Eigen::VectorXd scale = af.colwise().norm().transpose();
+      for (Eigen::Index j = 0; j < scale.size(); ++j) {
+        if (scale[j] > 0) af.col(j) /= scale[j];
+      }
+      const Eigen::VectorXd y = af.colPivHouseholderQr().solve(rhs);
+      for (size_t j = 0; j < free.size(); ++j) {
+        const auto jj = static_cast<Eigen::Index>(j);
+        const double v = scale[jj] > 0 ? y[jj] / scale[jj] : lo[free[j]];
+        if (v < lo[free[j]] - 1e-12 || v > hi[free[j]] + 1e-12) ok = false;
+        x[free[j]] = v;
+      }
+    }
+    if (!ok) continue;
+    const double r = (a * x - b).squaredNorm();
+    if (r < best_r) {
+      best_r = r;
+      best = x;
+    }
+  }
+  return best;
+}
+
+double launch_and_waves_s(const GpuSpec& spec, int64_t waves) {
+  return spec.kernel_launch_latency.seconds() +
+         static_cast<double>(waves) * spec.efficiency.tile_overhead.seconds();
+}
+
+// Whether the model, with the parameters in `spec`, bounds the point's
+// full waves by HBM rather than by the tensor cores (then the compute
+// unknowns do not set its time).
+bool memory_bound(const GpuSpec& spec, const AttentionPoint& p) {
+  const auto k = models::gpu::attention_kernel(spec, p.shape);
+  const int width = models::gpu::wave_width(spec, k, spec.sm_count);
+  return models::gpu::tile_cost(spec, k, static_cast<int>(std::min<int64_t>(width, k.tiles)))
+      .memory_bound();
+}
+
+void solve_pass(const GpuSpec& spec, const std::vector<const AttentionPoint*>& pts,
+                FusedAttentionPass& pass, bool& any_wide) {
+  any_wide = false;
+  Eigen::MatrixXd a(static_cast<Eigen::Index>(pts.size()), 4);
+  Eigen::VectorXd b(static_cast<Eigen::Index>(pts.size()));
+  for (size_t i = 0; i < pts.size(); ++i) {
+    const auto t = models::gpu::fused_attention_terms(spec, pts[i]->shape);
+    const double w = static_cast<double>(t.waves);
+    const double meas = pts[i]->time_us * 1e-6;
+    const auto r = static_cast<Eigen::Index>(i);
+    // Unknowns: 1/e, 1/(e wide) - 1/e, softmax_exposed, wave_overhead (s).
+    a(r, 0) = w * t.mma_s / meas;
+    a(r, 1) = t.wide * w * t.mma_s / meas;
+    a(r, 2) = w * t.exp_s / meas;
+    a(r, 3) = w / meas;
+    b[r] = (meas - launch_and_waves_s(spec, t.waves)) / meas;
+    any_wide = any_wide || t.wide > 0.0;
+  }
+  std::vector<double> lo{1.0, 0.0, 0.0, 0.0}, hi{1e3, any_wide ? 1e3 : 0.0, 1.0, 1e-3};
+  const Eigen::VectorXd x = bounded_lsq(a, b, lo, hi);
+  pass.efficiency = 1.0 / x[0];
+  pass.wide_head = x[0] / (x[0] + x[1]);
+  pass.softmax_exposed = x[2];
+  pass.wave_overhead = sim::Duration::from_seconds(x[3]);
+}
+
+// Solves, then drops the points the fitted model calls memory-bound and
+// solves again, until the set stops changing (at most 5 rounds).
+void fit_pass(const GpuSpec& spec, AttentionFamily family,
+              const std::vector<const AttentionPoint*>& pts, bool backward,
+              FusedAttentionPass& pass, const std::string& what, std::vector<std::string>& notes) {
+  if (pts.empty()) {
+    notes.push_back(what + ": no measurement; prior kept");
+    return;
+  }
+  std::vector<const AttentionPoint*> used = pts;
+  bool any_wide = false;
+  for (int round = 0; round < 5; ++round) {
+    solve_pass(spec, used, pass, any_wide);
+    GpuSpec trial = spec;
+    auto& fam = trial.efficiency.fused_attention(family);
+    (backward ? fam.backward : fam.forward) = pass;
+    std::vector<const AttentionPoint*> next;
+    for (const AttentionPoint* p : pts) {
+      if (!memory_bound(trial, *p)) next.push_back(p);
+    }
+    if (next == used || next.empty()) break;
+    used = std::move(next);
+  }
+  if (used.size() < pts.size()) {
+    notes.push_back(what + ": " + std::to_string(pts.size() - used.size()) +
+                    " memory-bound point(s) left out of the compute fit");
+  }
+  if (!any_wide) notes.push_back(what + ": no V head dim above 128 measured; wide_head = 1");
+}
+
+void fit_decode(const GpuSpec& spec, AttentionFamily family,
+                const std::vector<const AttentionPoint*>& pts, FusedAttentionParams& p,
+                const std::string& what, std::vector<std::string>& notes) {
+  if (pts.empty()) {
+    notes.push_back(what + " decode: no measurement; prior kept");
+    return;
+  }
+  GpuSpec unit = spec;
+  unit.efficiency.fused_attention(family).decode_bandwidth = 1.0;
+  Eigen::MatrixXd a(static_cast<Eigen::Index>(pts.size()), 2);
+  Eigen::VectorXd b(static_cast<Eigen::Index>(pts.size()));
+  for (size_t i = 0; i < pts.size(); ++i) {
+    const auto k = models::gpu::fused_attention_kernel(unit, pts[i]->shape);
+    const int width = models::gpu::wave_width(unit, k, unit.sm_count);
+    const int64_t full = k.tiles / width;
+    const int last = static_cast<int>(k.tiles % width);
+    double mem_s = 0.0;
+    if (full > 0) mem_s += static_cast<double>(full) * models::gpu::tile_cost(unit, k, width).memory.seconds();
+    if (last > 0) mem_s += models::gpu::tile_cost(unit, k, last).memory.seconds();
+    const int64_t waves = full + (last > 0 ? 1 : 0);
+    const double meas = pts[i]->time_us * 1e-6;
+    const auto r = static_cast<Eigen::Index>(i);
+    a(r, 0) = mem_s / meas;
+    a(r, 1) = static_cast<double>(waves) / meas;
+    b[r] = (meas - launch_and_waves_s(spec, waves)) / meas;
+  }
+  const Eigen::VectorXd x = bounded_lsq(a, b, {1.0, 0.0}, {1e3, 1e-3});
+  p.decode_bandwidth = 1.0 / x[0];
+  p.decode_wave_overhead = sim::Duration::from_seconds(x[1]);
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+bool attention_heldout(const AttentionShape& s) {
+  const int64_t kv_heads = s.kv_heads > 0 ? s.kv_heads : s.heads;
+  if (is_decode(s)) return s.kv_len == 4096 || s.batch == 128 || kv_heads == s.heads;
+  if (kv_heads != s.heads) return true;                           // GQA
+  if (s.head_dim_v > 0 && s.head_dim_v != s.head_dim) return true;  // MLA
+  return s.q_len == 1024 || s.q_len == 4096 || s.q_len == 16384;
+}
+
+std::vector<AttentionPoint> load_attention_points(const std::string& path, const GpuSpec& spec) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot read");
+  nlohmann::json doc;
+  try {
+    in >> doc;
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path + ": not JSON: " + e.what());
+  }
+  if (!doc.contains("results") || !doc["results"].is_array()) {
+    throw std::runtime_error(path + ": no results list");
+  }
+  std::vector<AttentionPoint> out;
+  for (const auto& r : doc["results"]) {
+    if (r.value("kind", "") != "attention" || !r.value("backlog_ok", true)) continue;
+    AttentionPoint p;
+    p.backend = r.value("backend", "");
+    AttentionShape& s = p.shape;
+    try {
+      s.batch = r.at("batch").get<int64_t>();
+      s.heads = r.at("heads").get<int64_t>();
+      s.kv_heads = r.value("gqa_mode", "") == "expanded" ? s.heads : r.at("kv_heads").get<int64_t>();
+      s.q_len = r.at("q_len").get<int64_t>();
+      s.kv_len = r.at("kv_len").get<int64_t>();
+      s.head_dim = r.at("head_dim").get<int64_t>();
+      s.head_dim_v = r.value("head_dim_v", int64_t{0});
+      s.causal = r.at("causal").get<bool>();
+      s.backward = r.at("pass").get<std::string>() == "bwd";
+      p.time_us = r.at("time_us").get<double>();
+    } catch (const std::exception& e) {
+      throw std::runtime_error(path + ": an attention record lacks a key: " + e.what());
+    }
+    if (s.head_dim_v == s.head_dim) s.head_dim_v = 0;
+    if (p.backend == "CUDNN_ATTENTION") {
+      s.family = AttentionFamily::cudnn;
+    } else if (p.backend == "FLASH_ATTENTION") {
+      s.family = AttentionFamily::flash2;
+    } else if (p.backend == "DEFAULT") {
+      s.family = models::gpu::resolve_attention_family(std::nullopt, spec, is_decode(s));
+    } else {
+      continue;  // EFFICIENT_ATTENTION, MATH: no model family
+    }
+    p.heldout = attention_heldout(s);
+    p.label = p.backend + " " + pass_name(s) + " b" + std::to_string(s.batch) + " h" +
+              std::to_string(s.heads) + "/" + std::to_string(r.at("kv_heads").get<int64_t>()) +
+              " q" + std::to_string(s.q_len) + " kv" + std::to_string(s.kv_len) + " d" +
+              std::to_string(s.head_dim) +
+              (s.head_dim_v > 0 ? "/" + std::to_string(s.head_dim_v) : std::string()) +
+              (s.causal ? " causal" : "") +
+              (r.value("gqa_mode", "") == "expanded" ? " (K/V expanded)" : "");
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+FusedAttentionParams fit_attention_family(const GpuSpec& spec, AttentionFamily family,
+                                          const std::vector<AttentionPoint>& points,
+                                          std::vector<std::string>& notes) {
+  FusedAttentionParams p = spec.efficiency.fused_attention(family);
+  std::vector<const AttentionPoint*> fwd, bwd, dec;
+  for (const auto& pt : points) {
+    // Only the family's own forced-backend records: the default's are checks.
+    if (pt.heldout || pt.shape.family != family || pt.backend == "DEFAULT") continue;
+    (is_decode(pt.shape) ? dec : pt.shape.backward ? bwd : fwd).push_back(&pt);
+  }
+  const std::string name(models::gpu::attention_family_name(family));
+  fit_pass(spec, family, fwd, false, p.forward, name + " forward", notes);
+  fit_pass(spec, family, bwd, true, p.backward, name + " backward", notes);
+  fit_decode(spec, family, dec, p, name, notes);
+  return p;
+}
+
+double attention_predicted_us(const GpuSpec& spec, const AttentionPoint& p) {
+  const auto k = models::gpu::attention_kernel(spec, p.shape);
+  return models::gpu::isolated_time(spec, k, spec.sm_count).microseconds();
+}
+
+std::vector<AttentionErrorRow> attention_errors(const GpuSpec& spec,
+                                                const std::vector<AttentionPoint>& points) {
+  std::map<std::pair<std::string, bool>, std::vector<std::pair<double, std::string>>> groups;
+  for (const auto& p : points) {
+    const double e = std::abs(attention_predicted_us(spec, p) - p.time_us) / p.time_us;
+    groups[{group_of(p), p.heldout}].push_back({e, p.label});
+  }
+  std::vector<AttentionErrorRow> rows;
+  for (const auto& [key, v] : groups) {
+    AttentionErrorRow row;
+    row.group = key.first;
+    row.heldout = key.second;
+    row.n = static_cast<int>(v.size());
+    std::vector<double> errs;
+    for (const auto& [e, label] : v) {
+      errs.push_back(e);
+      if (e >= row.worst) {
+        row.worst = e;
+        row.worst_label = label;
+      }
+    }
+    row.median = median_of(errs);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string attention_errors_markdown(const std::vector<AttentionErrorRow>& rows) {
+  std::ostringstream o;
+  o << "| kernel and pass | set | n | median error | worst error | worst case |\n"
+       "|---|---|---:|---:|---:|---|\n";
+  for (bool held : {false, true}) {
+    for (const auto& r : rows) {
+      if (r.heldout != held) continue;
+      o << "| " << r.group << " | " << (held ? "held out" : "fitted") << " | " << r.n << " | "
+        << std::fixed << std::setprecision(1) << 100.0 * r.median << "% | " << 100.0 * r.worst
+        << "% | " << r.worst_label << " |\n";
+    }
+  }
+  return o.str();
+}
+
+std::string attention_params_yaml(AttentionFamily family, const FusedAttentionParams& p) {
+  std::ostringstream o;
+  auto pass = [&](const FusedAttentionPass& s) {
+    o << "{efficiency: " << std::setprecision(4) << s.efficiency << ", wide_head: " << s.wide_head
+      << ", softmax_exposed: " << s.softmax_exposed
+      << ", wave_overhead: " << std::llround(s.wave_overhead.seconds() * 1e9) << "ns}";
+  };
+  o << "    " << models::gpu::attention_family_name(family) << ":\n      forward: ";
+  pass(p.forward);
+  o << "\n      backward: ";
+  pass(p.backward);
+  o << "\n      decode_bandwidth: " << std::setprecision(4) << p.decode_bandwidth
+    << "\n      decode_wave_overhead: " << std::llround(p.decode_wave_overhead.seconds() * 1e9)
+    << "ns\n";
+  return o.str();
+}
+
+std::vector<std::string> attention_params_out_of_range(const FusedAttentionParams& p) {
+  std::vector<std::string> bad;
+  auto check = [&](const FusedAttentionPass& s, const std::string& w) {
+    if (!(s.efficiency > 0.0 && s.efficiency <= 1.0)) bad.push_back(w + ".efficiency");
+    if (!(s.wide_head > 0.0 && s.wide_head <= 1.0)) bad.push_back(w + ".wide_head");
+    if (!(s.softmax_exposed >= 0.0 && s.softmax_exposed <= 1.0)) bad.push_back(w + ".softmax_exposed");
+    // A wave of CTAs that costs more than 1 ms on its own is not overhead.
+    if (s.wave_overhead < sim::Duration::zero() || s.wave_overhead > sim::ms(int64_t{1})) {
+      bad.push_back(w + ".wave_overhead");
+    }
+  };
+  check(p.forward, "forward");
+  check(p.backward, "backward");
+  if (!(p.decode_bandwidth > 0.0 && p.decode_bandwidth <= 1.0)) bad.push_back("decode_bandwidth");
+  if (p.decode_wave_overhead < sim::Duration::zero() || p.decode_wave_overhead > sim::ms(int64_t{1})) {
+    bad.push_back("decode_wave_overhead");
+  }
+  return bad;
+}
+
+}  // namespace gcsim::calibration

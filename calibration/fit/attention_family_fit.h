@@ -1,0 +1,79 @@
+// Fits the fused attention families' parameters (models/gpu/attention_family.h)
+// to PyTorch SDPA measurements (calibration/microbench/attention_families_bench.py,
+// schema gcsim.microbench.v1), and reports the model's error on shapes it
+// was not fitted on.
+//
+// Per family and pass, the kernel time alone on the GPU is linear in the
+// unknowns (attention_kernel_model.h):
+//   t - launch - waves x tile_overhead
+//     = waves x (mma_s / e  [+ mma_s x (1/(e w) - 1/e) for d > 128]
+//                + softmax_exposed x exp_s + wave_overhead)
+// and is solved by least squares on relative error under the physical
+// bounds (e, w in (0, 1], softmax_exposed in [0, 1], overhead >= 0), every
+// bound combination tried. Decode: t - launch - waves x tile_overhead =
+// memory time at full bandwidth / decode_bandwidth + waves x overhead.
+//
+// Held out (never fitted): prefill at 1K, 4K and 16K tokens, every GQA and
+// MLA shape, decode at 4K keys and at batch 128. Fitted: prefill at 512,
+// 2K, 8K and 32K tokens, MHA, head dims 64/128/192.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "models/gpu/attention_family.h"
+#include "models/gpu/gpu_spec.h"
+#include "models/gpu/kernel.h"
+
+namespace gcsim::calibration {
+
+struct AttentionPoint {
+  models::gpu::AttentionShape shape;  // family: the backend's, or the GPU's default
+  std::string backend;                // as recorded: DEFAULT, CUDNN_ATTENTION, FLASH_ATTENTION, ...
+  double time_us = 0.0;               // back-to-back spacing
+  bool heldout = false;
+  std::string label;
+};
+
+// The points of one measurement file that a family models: CUDNN_ATTENTION
+// (cudnn), FLASH_ATTENTION (flash2), DEFAULT (the GPU's auto family).
+// EFFICIENT_ATTENTION and MATH are not modelled and left out. Cases the
+// power cap slowed (NVML sm_mhz under 90% of boost) are kept. Throws
+// std::runtime_error naming the file when it cannot be read.
+std::vector<AttentionPoint> load_attention_points(const std::string& path,
+                                                  const models::gpu::GpuSpec& spec);
+bool attention_heldout(const models::gpu::AttentionShape& shape);
+
+// Fits `family`'s forward, backward and decode parameters on the points
+// that are not held out; what lacks data keeps `spec`'s values (`notes`
+// says which).
+models::gpu::FusedAttentionParams fit_attention_family(const models::gpu::GpuSpec& spec,
+                                                       models::gpu::AttentionFamily family,
+                                                       const std::vector<AttentionPoint>& points,
+                                                       std::vector<std::string>& notes);
+
+// The model's time for a point on `spec` (the kernel alone, as the GPU runs it).
+double attention_predicted_us(const models::gpu::GpuSpec& spec, const AttentionPoint& p);
+
+struct AttentionErrorRow {
+  std::string group;  // "cudnn fwd", "default backend vs cudnn model bwd", "flash2 decode", ...
+  bool heldout = false;
+  int n = 0;
+  double median = 0.0;  // |predicted - measured| / measured
+  double worst = 0.0;
+  std::string worst_label;
+};
+std::vector<AttentionErrorRow> attention_errors(const models::gpu::GpuSpec& spec,
+                                                const std::vector<AttentionPoint>& points);
+
+// The error table as markdown: one row per group, fitted then held out.
+std::string attention_errors_markdown(const std::vector<AttentionErrorRow>& rows);
+// A family's parameters as the YAML a preset or profile takes.
+std::string attention_params_yaml(models::gpu::AttentionFamily family,
+                                  const models::gpu::FusedAttentionParams& p);
+
+// Physical-range violations of a family's parameters, as text (empty: all in range).
+std::vector<std::string> attention_params_out_of_range(const models::gpu::FusedAttentionParams& p);
+
+}  // namespace gcsim::calibration

@@ -1,0 +1,74 @@
+// Attention kernel families: which attention kernel a software stack runs,
+// and the per-GPU parameters of the fused Hopper-class ones. The cost model
+// itself is attention_kernel_model.h; this header is plain data so that the
+// GPU spec and the op shapes can name a family without the model.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "sim/engine/time.h"
+
+namespace gcsim::models::gpu {
+
+// flash2:  FlashAttention-2 (Dao 2023), PyTorch SDPA's FLASH_ATTENTION backend.
+// flash3:  FlashAttention-3 (Shah et al. 2024): warp-specialised, TMA loads,
+//          softmax overlapped with the GEMMs (Hopper only).
+// cudnn:   cuDNN's fused SDPA (PyTorch's CUDNN_ATTENTION; its default on
+//          Hopper): the same class of kernel as flash3.
+// unfused: QK^T GEMM, softmax over the scores in HBM, PV GEMM (PyTorch's
+//          math backend, Megatron-LM 2022's core attention).
+enum class AttentionFamily { flash2, flash3, cudnn, unfused };
+
+inline constexpr AttentionFamily kAllAttentionFamilies[] = {
+    AttentionFamily::flash2, AttentionFamily::flash3, AttentionFamily::cudnn,
+    AttentionFamily::unfused};
+
+constexpr std::string_view attention_family_name(AttentionFamily f) {
+  switch (f) {
+    case AttentionFamily::flash2: return "flash2";
+    case AttentionFamily::flash3: return "flash3";
+    case AttentionFamily::cudnn: return "cudnn";
+    case AttentionFamily::unfused: return "unfused";
+  }
+  return "?";
+}
+
+inline std::optional<AttentionFamily> parse_attention_family(std::string_view s) {
+  for (AttentionFamily f : kAllAttentionFamilies) {
+    if (attention_family_name(f) == s) return f;
+  }
+  return std::nullopt;
+}
+
+// One pass (forward or backward) of a fused Hopper-class kernel. A tile's
+// time is its tensor-core work at peak x efficiency (x wide_head for head
+// dims above 128) plus the exposed part of its exponentials at the SFU rate,
+// plus wave_overhead per wave of CTAs.
+struct FusedAttentionPass {
+  // Tensor-core mainloop fraction of peak, in (0, 1].
+  double efficiency = 0.6;
+  // Multiplier on efficiency at V head dim 192 (register accumulators grow
+  // with it); 1/efficiency moves linearly in dv from 128 (none) to 256
+  // (twice the step), in (0, 1].
+  double wide_head = 1.0;
+  // Fraction of the exponentials' SFU time not hidden under the GEMMs, in
+  // [0, 1] (0: fully overlapped, as FA3's ping-pong schedule aims for).
+  double softmax_exposed = 0.0;
+  // Per wave of CTAs: Q/dO loads, O/dQ stores, the backward's dQ reduction.
+  sim::Duration wave_overhead = sim::Duration::zero();
+};
+
+struct FusedAttentionParams {
+  // Whether this GPU runs the family at all (FlashAttention-3 needs Hopper).
+  bool available = true;
+  FusedAttentionPass forward;
+  FusedAttentionPass backward;
+  // Decode (q_len <= 16) reads the KV cache: fraction of the streaming HBM
+  // bandwidth it reaches, in (0, 1], and a fixed cost per wave of CTAs
+  // (split-KV partial results and their combination).
+  double decode_bandwidth = 0.9;
+  sim::Duration decode_wave_overhead = sim::Duration::zero();
+};
+
+}  // namespace gcsim::models::gpu

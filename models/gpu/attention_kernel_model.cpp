@@ -1,0 +1,243 @@
+#include "models/gpu/attention_kernel_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "models/gpu/kernel_cost_model.h"
+
+namespace gcsim::models::gpu {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t kv_len_of(const AttentionShape& s) { return s.kv_len > 0 ? s.kv_len : s.q_len; }
+int64_t kv_heads_of(const AttentionShape& s) { return s.kv_heads > 0 ? s.kv_heads : s.heads; }
+int64_t dv_of(const AttentionShape& s) { return s.head_dim_v > 0 ? s.head_dim_v : s.head_dim; }
+
+double tensor_rate(const GpuSpec& spec, const AttentionShape& s, const char* what) {
+  const double peak = spec.tensor_peak_for(s.dtype).flops_per_s();
+  if (s.dtype == Dtype::fp32 || !(peak > 0.0)) {
+    throw std::invalid_argument(std::string(what) + " attention needs a tensor-core dtype on " +
+                                (spec.name.empty() ? std::string("this GPU") : spec.name) +
+                                ", got " + std::string(dtype_name(s.dtype)));
+  }
+  return peak;
+}
+
+std::string shape_name(const AttentionShape& s) {
+  return std::string(s.backward ? "attention bwd " : "attention fwd ") +
+         std::string(attention_family_name(s.family)) + " b" + std::to_string(s.batch) + " h" +
+         std::to_string(s.heads) + "/" + std::to_string(kv_heads_of(s)) + " q" +
+         std::to_string(s.q_len) + " kv" + std::to_string(kv_len_of(s)) + " d" +
+         std::to_string(s.head_dim) +
+         (s.head_dim_v > 0 && s.head_dim_v != s.head_dim ? "/" + std::to_string(s.head_dim_v)
+                                                         : std::string()) +
+         (s.causal ? " causal " : " ") + std::string(dtype_name(s.dtype));
+}
+
+// HBM bytes of Q, K, V, O (and their gradients backward), each moved once.
+double io_bytes(const AttentionShape& s) {
+  const double b = static_cast<double>(s.batch), h = static_cast<double>(s.heads),
+               hkv = static_cast<double>(kv_heads_of(s)), q = static_cast<double>(s.q_len),
+               kv = static_cast<double>(kv_len_of(s)),
+               dsum = static_cast<double>(s.head_dim + dv_of(s));
+  const double once = (b * h * q + b * hkv * kv) * dsum * dtype_bytes(s.dtype);
+  return s.backward ? 2.0 * once : once;
+}
+
+// Splits of the KV sequence so that b x kv_heads x splits covers the SMs, as
+// kernel_cost_model's flash-decoding.
+int64_t decode_tiles(const GpuSpec& spec, const AttentionShape& s) {
+  const int64_t heads_total = s.batch * kv_heads_of(s);
+  const int64_t splits = std::max<int64_t>(
+      1, std::min(ceil_div(spec.sm_count, heads_total), ceil_div(kv_len_of(s), kDecodeMinKeysPerSplit)));
+  return heads_total * splits;
+}
+
+}  // namespace
+
+AttentionTile attention_tile(AttentionFamily family, int64_t d, bool backward) {
+  if (family == AttentionFamily::flash3) {
+    if (d <= 64) return backward ? AttentionTile{128, 128} : AttentionTile{192, 128};
+    if (d <= 128) return backward ? AttentionTile{64, 128} : AttentionTile{128, 128};
+    if (d <= 192) return backward ? AttentionTile{64, 96} : AttentionTile{128, 96};
+    return backward ? AttentionTile{64, 64} : AttentionTile{128, 80};
+  }
+  // cudnn (and any other fused family): 128 x 128 forward up to d = 128,
+  // half-width key blocks above; backward 64-row query blocks.
+  if (d <= 128) return backward ? AttentionTile{64, 128} : AttentionTile{128, 128};
+  return backward ? AttentionTile{64, 64} : AttentionTile{128, 64};
+}
+
+double executed_pairs(const AttentionShape& s, AttentionTile t) {
+  const int64_t q = s.q_len, kv = kv_len_of(s);
+  const double block = static_cast<double>(t.m) * static_cast<double>(t.n);
+  double pairs = 0.0;
+  if (!s.backward) {
+    for (int64_t i = 0; i < ceil_div(q, t.m); ++i) {
+      int64_t visible = kv;
+      if (s.causal) {
+        const int64_t last_row = std::min((i + 1) * t.m, q) - 1;
+        visible = std::clamp<int64_t>(kv - q + last_row + 1, 0, kv);
+      }
+      pairs += block * static_cast<double>(ceil_div(visible, t.n));
+    }
+    return pairs;
+  }
+  const int64_t q_blocks = ceil_div(q, t.m);
+  for (int64_t j = 0; j < ceil_div(kv, t.n); ++j) {
+    int64_t count = q_blocks;
+    if (s.causal) {
+      // Row r sees keys below kv - q + r + 1: the block's first key j*n is
+      // first seen by row j*n - (kv - q).
+      const int64_t first_row = std::max<int64_t>(0, j * t.n - (kv - q));
+      count = first_row >= q ? 0 : q_blocks - first_row / t.m;
+    }
+    pairs += block * static_cast<double>(count);
+  }
+  return pairs;
+}
+
+double exp_rate(const GpuSpec& spec) {
+  return static_cast<double>(spec.sm_count) * kSfuExpPerSmPerClock * spec.sm_clock_ghz * 1e9;
+}
+
+AttentionFamily resolve_attention_family(std::optional<AttentionFamily> choice,
+                                         const GpuSpec& spec, bool decode) {
+  if (choice) return *choice;
+  return decode ? spec.default_decode_attention : spec.default_attention;
+}
+
+double attention_flops(const AttentionShape& s) {
+  const double bh = static_cast<double>(s.batch) * static_cast<double>(s.heads);
+  const double d = static_cast<double>(s.head_dim), dv = static_cast<double>(dv_of(s));
+  const double per_pair = s.backward ? 2.0 * (3.0 * d + 2.0 * dv) : 2.0 * (d + dv);
+  return bh * per_pair * attention_pairs(s);
+}
+
+FusedAttentionTerms fused_attention_terms(const GpuSpec& spec, const AttentionShape& s) {
+  FusedAttentionTerms t;
+  const double sms = static_cast<double>(spec.sm_count);
+  const double mma_rate = tensor_rate(spec, s, std::string(attention_family_name(s.family)).c_str()) / sms;
+  // The SFU runs at the SM clock: at sustained clocks it slows with the tensor cores.
+  const double clock = spec.at_sustained_clocks ? spec.sustained_tensor_fraction : 1.0;
+  const double sfu_rate = exp_rate(spec) * clock / sms;
+  const double bh = static_cast<double>(s.batch) * static_cast<double>(s.heads);
+  const double d = static_cast<double>(s.head_dim), dv = static_cast<double>(dv_of(s));
+  t.wide = std::clamp(dv / 64.0 - 2.0, 0.0, 2.0);
+  double mma_flops = 0.0, exps = 0.0;
+  if (s.q_len <= kDecodeMaxQueryLen) {
+    t.decode = true;
+    t.tiles = decode_tiles(spec, s);
+    mma_flops = attention_flops(s);
+    exps = bh * attention_pairs(s);
+  } else {
+    const AttentionTile tile = attention_tile(s.family, s.head_dim, s.backward);
+    t.tiles = s.batch * s.heads * ceil_div(s.backward ? kv_len_of(s) : s.q_len,
+                                           s.backward ? tile.n : tile.m);
+    exps = bh * executed_pairs(s, tile);
+    mma_flops = exps * (s.backward ? 2.0 * (3.0 * d + 2.0 * dv) : 2.0 * (d + dv));
+  }
+  t.waves = ceil_div(t.tiles, spec.sm_count);
+  const double tiles = static_cast<double>(t.tiles);
+  t.mma_s = mma_flops / tiles / mma_rate;
+  t.exp_s = exps / tiles / sfu_rate;
+  return t;
+}
+
+KernelDesc fused_attention_kernel(const GpuSpec& spec, const AttentionShape& s) {
+  if (s.family != AttentionFamily::flash3 && s.family != AttentionFamily::cudnn) {
+    throw std::invalid_argument("fused_attention_kernel: family must be flash3 or cudnn");
+  }
+  const FusedAttentionTerms t = fused_attention_terms(spec, s);
+  const FusedAttentionParams& p = spec.efficiency.fused_attention(s.family);
+  const FusedAttentionPass& pass = s.backward ? p.backward : p.forward;
+  if (!(pass.efficiency > 0.0 && pass.efficiency <= 1.0) ||
+      !(pass.wide_head > 0.0 && pass.wide_head <= 1.0) ||
+      !(pass.softmax_exposed >= 0.0 && pass.softmax_exposed <= 1.0)) {
+    throw std::invalid_argument(std::string(attention_family_name(s.family)) +
+                                " attention parameters out of range on " + spec.name);
+  }
+  KernelDesc k;
+  k.name = shape_name(s);
+  k.unit = ExecUnit::tensor;
+  k.dtype = s.dtype;
+  k.tiles = t.tiles;
+  k.flops_per_tile = attention_flops(s) / static_cast<double>(t.tiles);
+  k.bytes_per_tile = io_bytes(s) / static_cast<double>(t.tiles);
+  // The tile's time at the SM's tensor rate, folded into one achieved
+  // fraction of peak: useful flops over (MMA time + exposed exponentials).
+  const double inv_e = 1.0 / pass.efficiency +
+                       t.wide * (1.0 / (pass.efficiency * pass.wide_head) - 1.0 / pass.efficiency);
+  const double tile_s = t.mma_s * inv_e + pass.softmax_exposed * t.exp_s;
+  const double useful_s = k.flops_per_tile /
+                          (spec.tensor_peak_for(s.dtype).flops_per_s() / spec.sm_count);
+  k.efficiency = std::clamp(useful_s / tile_s, 1e-6, 1.0);
+  if (t.decode) {
+    k.bandwidth_efficiency = p.decode_bandwidth;
+    k.extra_wave_overhead = p.decode_wave_overhead;
+  } else {
+    k.extra_wave_overhead = pass.wave_overhead;
+  }
+  return k;
+}
+
+KernelDesc unfused_attention_kernel(const GpuSpec& spec, const AttentionShape& s) {
+  const double peak = tensor_rate(spec, s, "unfused");
+  const int64_t bh = s.batch * s.heads, q = s.q_len, kv = kv_len_of(s), d = s.head_dim,
+                dv = dv_of(s);
+  const double scores = static_cast<double>(bh) * static_cast<double>(q) * static_cast<double>(kv);
+  auto score_pass = [&](int inputs) {
+    MemoryOpShape m;
+    m.kind = MemoryOpKind::elementwise;
+    m.elements = bh * q * kv;
+    m.inputs = inputs;
+    m.dtype = s.dtype;
+    return memory_kernel(spec, m);
+  };
+  std::vector<KernelDesc> parts;
+  if (!s.backward) {
+    parts.push_back(gemm_kernel(spec, GemmShape{q, kv, d, bh, s.dtype}));  // S = Q K^T
+    if (s.causal) parts.push_back(score_pass(1));                        // mask
+    MemoryOpShape sm;
+    sm.kind = MemoryOpKind::softmax;
+    sm.rows = bh * q;
+    sm.cols = kv;
+    sm.dtype = s.dtype;
+    parts.push_back(memory_kernel(spec, sm));                             // P = softmax(S)
+    parts.push_back(gemm_kernel(spec, GemmShape{q, dv, kv, bh, s.dtype}));  // O = P V
+  } else {
+    parts.push_back(gemm_kernel(spec, GemmShape{q, kv, dv, bh, s.dtype}));  // dP = dO V^T
+    parts.push_back(gemm_kernel(spec, GemmShape{kv, dv, q, bh, s.dtype}));  // dV = P^T dO
+    parts.push_back(score_pass(2));                                       // dS = P (dP - rowsum)
+    if (s.causal) parts.push_back(score_pass(1));                        // mask backward
+    parts.push_back(gemm_kernel(spec, GemmShape{q, d, kv, bh, s.dtype}));   // dQ = dS K
+    parts.push_back(gemm_kernel(spec, GemmShape{kv, d, q, bh, s.dtype}));   // dK = dS^T Q
+  }
+  double total_s = 0.0, bytes = 0.0;
+  for (const KernelDesc& part : parts) {
+    total_s += isolated_time(spec, part, spec.sm_count).seconds();
+    bytes += part.total_bytes();
+  }
+  const double dd = static_cast<double>(d), ddv = static_cast<double>(dv);
+  const double flops = scores * (s.backward ? 2.0 * (3.0 * dd + 2.0 * ddv) : 2.0 * (dd + ddv));
+  KernelDesc k;
+  k.name = shape_name(s);
+  k.unit = ExecUnit::tensor;
+  k.dtype = s.dtype;
+  k.tiles = spec.sm_count;  // one wave on the whole GPU, as the parts ran
+  k.flops_per_tile = flops / static_cast<double>(k.tiles);
+  k.bytes_per_tile = bytes / static_cast<double>(k.tiles);
+  // One launch and one wave overhead stand for the parts' own.
+  const double body_s = std::max(total_s - spec.kernel_launch_latency.seconds() -
+                                     spec.efficiency.tile_overhead.seconds(),
+                                 1e-9);
+  k.efficiency = std::clamp(flops / (peak * body_s), 1e-6, 1.0);
+  return k;
+}
+
+}  // namespace gcsim::models::gpu

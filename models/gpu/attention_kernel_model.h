@@ -1,0 +1,94 @@
+// The cost of attention by kernel family (attention_family.h), as tile grids
+// the GPU model runs (kernel.h).
+//
+// flash2 is kernel_cost_model.cpp's FlashAttention-2 model: query blocks of
+// 128 rows, one fitted efficiency and per-wave overhead per pass.
+//
+// flash3 and cudnn, the Hopper-class fused kernels: a forward CTA owns M
+// query rows and loops over the keys in blocks of N; a backward CTA owns N
+// keys and loops over the queries in blocks of M (tile shapes per family and
+// head dim: attention_tile()). A tile's time is
+//   executed MMA flops / (SM tensor rate x efficiency [x wide_head, dv > 128])
+//   + softmax_exposed x exponentials / SM SFU rate,
+// where executed work counts whole blocks: causal diagonal blocks run in
+// full and are masked inside (more than the unmasked pairs at short
+// sequences), the last partial block of queries or keys runs in full. Tiles
+// run in waves over the SMs, each wave paying wave_overhead; the HBM traffic
+// of Q, K, V, O (and gradients) is the floor. The SFU's 16 exponentials per
+// SM per clock (CUDA C Programming Guide, arithmetic throughput of sm_80 and
+// sm_90) matter at small head dims: at d = 64 a score costs 256 FLOPs of
+// tensor work (4.2e12 scores/s on an H100) and one exponential (4.2e12/s).
+// Forward MMA flops are 2 x pairs x (d + dv); backward 2 x pairs x (3d + 2dv)
+// (S recomputed, dP, dV, dQ, dK: 2.5x the forward at d = dv), with one
+// exponential per score in each pass (backward recomputes P).
+//
+// Decode (q_len <= 16) is split-KV (flash-decoding) for every fused family:
+// b x kv_heads x splits CTAs reading the KV cache at decode_bandwidth of the
+// streaming rate, plus decode_wave_overhead per wave. Paged KV (vLLM's
+// 16-token blocks: 4 KiB contiguous per KV head at d = 128) reads the same
+// bytes at the same rate, so paged and contiguous cost the same here.
+//
+// unfused (PyTorch's math backend): QK^T and PV as batched GEMMs (full
+// scores: causal saves nothing), the scores written to HBM and read back by
+// the mask (causal) and the softmax; backward dP, dV, softmax backward, dQ,
+// dK. Timed as those kernels back to back on the whole GPU and given as one
+// kernel whose achieved tensor rate is that total.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "models/gpu/attention_family.h"
+#include "models/gpu/gpu_spec.h"
+#include "models/gpu/kernel.h"
+
+namespace gcsim::models::gpu {
+
+// One CTA's block: m query rows by n keys.
+struct AttentionTile {
+  int64_t m = 128, n = 128;
+};
+// flash3: FlashAttention-3's Hopper tile shapes (hopper/tile_size.h);
+// cudnn: not published, taken alike (128 x 128 forward up to d = 128).
+AttentionTile attention_tile(AttentionFamily family, int64_t head_dim, bool backward);
+
+// (query, key) pairs one (batch, head) computes with whole blocks of `tile`
+// (forward: query blocks of tile.m over key blocks of tile.n; backward: key
+// blocks of tile.n over query blocks of tile.m); causal rows aligned to the
+// end of the keys, as attention_pairs().
+double executed_pairs(const AttentionShape& shape, AttentionTile tile);
+
+// Exponentials per second on the whole GPU at its boost clock.
+inline constexpr double kSfuExpPerSmPerClock = 16.0;
+double exp_rate(const GpuSpec& spec);
+
+// What workload.attention_kernel runs: `choice`, or for auto (nullopt) the
+// GPU's default for prefill or decode.
+AttentionFamily resolve_attention_family(std::optional<AttentionFamily> choice,
+                                         const GpuSpec& spec, bool decode);
+
+// The parts of one fused-family kernel the fit needs: how many CTAs and
+// waves on all SMs, and per CTA the tensor time at efficiency 1 and the
+// exponentials' time at softmax_exposed 1.
+struct FusedAttentionTerms {
+  int64_t tiles = 0;
+  int64_t waves = 0;
+  double mma_s = 0.0;  // seconds per tile at efficiency 1
+  double exp_s = 0.0;  // seconds per tile, all exponentials exposed
+  // How far V's head dim is past 128, in steps of 64 (0 up to 128, 1 at
+  // 192, 2 at 256): the register accumulators (O forward, dK/dV backward)
+  // grow with it, and 1/efficiency grows by this times (1/(e wide_head) - 1/e).
+  double wide = 0.0;
+  bool decode = false;
+};
+FusedAttentionTerms fused_attention_terms(const GpuSpec& spec, const AttentionShape& shape);
+
+// Kernels by family. Each throws std::invalid_argument on an impossible shape.
+KernelDesc fused_attention_kernel(const GpuSpec& spec, const AttentionShape& shape);
+KernelDesc unfused_attention_kernel(const GpuSpec& spec, const AttentionShape& shape);
+
+// Useful FLOPs of one attention op (unmasked pairs; backward 2 x pairs x
+// (3d + 2dv)), the figure a kernel's flops_per_tile adds up to.
+double attention_flops(const AttentionShape& shape);
+
+}  // namespace gcsim::models::gpu

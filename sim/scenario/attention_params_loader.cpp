@@ -1,0 +1,139 @@
+#include "sim/scenario/attention_params_loader.h"
+
+#include <string>
+#include <vector>
+
+#include "sim/config/unit_parse.h"
+
+namespace gcsim::cli {
+
+using models::gpu::AttentionFamily;
+using models::gpu::FusedAttentionParams;
+using models::gpu::FusedAttentionPass;
+using models::gpu::GpuEfficiency;
+using models::gpu::GpuSpec;
+using sim::config::ConfigReader;
+using sim::config::Json;
+
+namespace {
+
+constexpr AttentionFamily kFused[] = {AttentionFamily::cudnn, AttentionFamily::flash3};
+
+double in_range(ConfigReader& r, const std::string& key, double fallback, double lo, bool lo_open,
+                double hi, const char* doc) {
+  const double v = r.get_double(key, fallback, doc);
+  const bool ok = (lo_open ? v > lo : v >= lo) && v <= hi;
+  if (!ok) {
+    r.fail(key, "must lie in " + std::string(lo_open ? "(" : "[") + std::to_string(lo).substr(0, 3) +
+                    ", " + std::to_string(hi).substr(0, 3) + "]");
+  }
+  return v;
+}
+
+void read_pass(ConfigReader& r, FusedAttentionPass& p) {
+  p.efficiency = in_range(r, "efficiency", p.efficiency, 0.0, true, 1.0,
+                          "tensor-core mainloop fraction of peak (head dim <= 128)");
+  p.wide_head = in_range(r, "wide_head", p.wide_head, 0.0, true, 1.0,
+                         "multiplier on efficiency for head dims above 128");
+  p.softmax_exposed = in_range(r, "softmax_exposed", p.softmax_exposed, 0.0, false, 1.0,
+                               "fraction of the exponentials' SFU time not hidden by the GEMMs");
+  p.wave_overhead = r.get_duration("wave_overhead", p.wave_overhead, "fixed cost per wave of CTAs");
+}
+
+Json pass_json(const FusedAttentionPass& p) {
+  return Json{{"efficiency", p.efficiency},
+              {"wide_head", p.wide_head},
+              {"softmax_exposed", p.softmax_exposed},
+              {"wave_overhead", sim::format_duration(p.wave_overhead)}};
+}
+
+std::vector<std::string> family_names() {
+  std::vector<std::string> v;
+  for (AttentionFamily f : models::gpu::kAllAttentionFamilies) {
+    v.emplace_back(models::gpu::attention_family_name(f));
+  }
+  return v;
+}
+
+}  // namespace
+
+void read_attention_families(ConfigReader& efficiency, GpuEfficiency& eff) {
+  ConfigReader all = efficiency.child(
+      "attention_families", "fused attention kernels (cudnn, flash3): per-pass efficiencies");
+  for (AttentionFamily f : kFused) {
+    FusedAttentionParams& p = eff.fused_attention(f);
+    ConfigReader r = all.child(std::string(models::gpu::attention_family_name(f)),
+                               "parameters of this attention kernel family");
+    p.available = r.get_bool("available", p.available, "whether this GPU runs the family");
+    ConfigReader fwd = r.child("forward", "forward pass");
+    read_pass(fwd, p.forward);
+    fwd.finish();
+    ConfigReader bwd = r.child("backward", "backward pass");
+    read_pass(bwd, p.backward);
+    bwd.finish();
+    p.decode_bandwidth = in_range(r, "decode_bandwidth", p.decode_bandwidth, 0.0, true, 1.0,
+                                  "decode: fraction of streaming HBM bandwidth reading the KV cache");
+    p.decode_wave_overhead = r.get_duration("decode_wave_overhead", p.decode_wave_overhead,
+                                            "decode: fixed cost per wave of CTAs");
+    r.finish();
+  }
+  all.finish();
+}
+
+Json attention_families_json(const GpuEfficiency& eff) {
+  Json j = Json::object();
+  for (AttentionFamily f : kFused) {
+    const FusedAttentionParams& p = eff.fused_attention(f);
+    j[std::string(models::gpu::attention_family_name(f))] =
+        Json{{"available", p.available},
+             {"forward", pass_json(p.forward)},
+             {"backward", pass_json(p.backward)},
+             {"decode_bandwidth", p.decode_bandwidth},
+             {"decode_wave_overhead", sim::format_duration(p.decode_wave_overhead)}};
+  }
+  return j;
+}
+
+void read_attention_default(ConfigReader& preset, GpuSpec& spec) {
+  ConfigReader r = preset.child(
+      "attention_default", "what workload.attention_kernel: auto runs (PyTorch SDPA's default)");
+  const auto names = family_names();
+  auto read = [&](const char* key, AttentionFamily fallback, const char* doc) {
+    const std::string v =
+        r.get_choice(key, names, std::string(models::gpu::attention_family_name(fallback)), doc);
+    return *models::gpu::parse_attention_family(v);
+  };
+  spec.default_attention = read("prefill", spec.default_attention, "prefill and training");
+  spec.default_decode_attention =
+      read("decode", spec.default_decode_attention, "decode (q_len <= 16)");
+  r.finish();
+}
+
+Json attention_default_json(const GpuSpec& spec) {
+  return Json{
+      {"prefill", std::string(models::gpu::attention_family_name(spec.default_attention))},
+      {"decode", std::string(models::gpu::attention_family_name(spec.default_decode_attention))}};
+}
+
+std::optional<AttentionFamily> read_attention_kernel(ConfigReader& workload, const GpuSpec& gpu) {
+  std::vector<std::string> choices{"auto"};
+  for (const auto& n : family_names()) choices.push_back(n);
+  choices.emplace_back("flash");
+  const std::string v = workload.get_choice(
+      "attention_kernel", choices, std::string("auto"),
+      "auto (PyTorch SDPA's default on this GPU: cudnn on Hopper, flash2 on Ampere) | flash2 | "
+      "flash3 | cudnn | unfused (flash = flash2)");
+  if (v == "auto") return std::nullopt;
+  const AttentionFamily f =
+      v == "flash" ? AttentionFamily::flash2 : *models::gpu::parse_attention_family(v);
+  if ((f == AttentionFamily::cudnn || f == AttentionFamily::flash3) &&
+      !gpu.efficiency.fused_attention(f).available) {
+    workload.fail("attention_kernel", v + " does not run on " + gpu.name +
+                                          (f == AttentionFamily::flash3
+                                               ? " (FlashAttention-3 needs a Hopper GPU)"
+                                               : ""));
+  }
+  return f;
+}
+
+}  // namespace gcsim::cli

@@ -1,0 +1,214 @@
+// Attention kernel families (models/gpu/attention_kernel_model.h) against
+// hand-computed figures on a round-number GPU: 100 SMs at 2 GHz, 1000 TF/s
+// bf16, 3000 GB/s at hbm efficiency 0.9, launch 2 us, tile overhead 0. Its
+// SFU gives 100 x 16 x 2e9 = 3.2e12 exponentials/s, 3.2e10 per SM.
+#include <cstdint>
+#include <stdexcept>
+
+#include "catch.h"
+#include "models/gpu/attention_kernel_model.h"
+#include "models/gpu/kernel_cost_model.h"
+#include "models/gpu/sustained_clocks.h"
+#include "preset_fixtures.h"
+
+namespace gpu = gcsim::models::gpu;
+namespace sim = gcsim::sim;
+
+namespace {
+
+gpu::GpuSpec round_gpu() {
+  gpu::GpuSpec s;
+  s.name = "round";
+  s.sm_count = 100;
+  s.sm_clock_ghz = 2.0;
+  s.tensor_peak[static_cast<size_t>(gpu::Dtype::bf16)] = sim::FlopRate::tflops(1000);
+  s.vector_fp32_peak = sim::FlopRate::tflops(50);
+  s.hbm_bandwidth = sim::Bandwidth::gb_per_s(3000);
+  s.hbm_capacity = sim::Bytes(80'000'000'000);
+  s.kernel_launch_latency = sim::us(int64_t{2});
+  s.efficiency.hbm = 0.9;
+  s.efficiency.tile_overhead = sim::Duration::zero();
+  gpu::FusedAttentionPass fwd{0.5, 0.8, 0.5, sim::us(int64_t{1})};
+  s.efficiency.cudnn_attention.forward = fwd;
+  s.efficiency.cudnn_attention.backward = {0.4, 1.0, 0.25, sim::us(int64_t{3})};
+  s.efficiency.cudnn_attention.decode_bandwidth = 0.8;
+  s.efficiency.cudnn_attention.decode_wave_overhead = sim::us(int64_t{2});
+  return s;
+}
+
+gpu::AttentionShape shape(int64_t q, int64_t kv, bool causal, bool backward = false) {
+  gpu::AttentionShape a;
+  a.batch = 1;
+  a.heads = 100;
+  a.q_len = q;
+  a.kv_len = kv;
+  a.head_dim = 128;
+  a.causal = causal;
+  a.backward = backward;
+  a.family = gpu::AttentionFamily::cudnn;
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("attention families: executed pairs count whole blocks", "[gpu][attention]") {
+  // Causal 512 x 512 in 128 x 128 blocks: query block i sees (i + 1) key
+  // blocks, 1 + 2 + 3 + 4 = 10 blocks of 16384 pairs = 163840, against the
+  // 512 x 513 / 2 = 131328 unmasked pairs (+25% at this length).
+  auto a = shape(512, 512, true);
+  CHECK(gpu::executed_pairs(a, {128, 128}) == 163840.0);
+  CHECK(gpu::attention_pairs(a) == 131328.0);
+  // Backward, 64-row query blocks over 128-key blocks: key block j is seen
+  // from query block 2j on, 8 + 6 + 4 + 2 = 20 blocks of 8192 = 163840.
+  a.backward = true;
+  CHECK(gpu::executed_pairs(a, {64, 128}) == 163840.0);
+  // Not causal, 300 x 300: 3 x 3 whole blocks of 16384 = 147456.
+  CHECK(gpu::executed_pairs(shape(300, 300, false), {128, 128}) == 147456.0);
+  // Chunked prefill, 256 queries at the end of 1024 keys: the first query
+  // block's last row sees 1024 - 256 + 128 = 896 keys (7 blocks), the
+  // second all 1024 (8): 15 x 16384 = 245760 >= 256 x 768 + 256 x 257 / 2 = 229504.
+  CHECK(gpu::executed_pairs(shape(256, 1024, true), {128, 128}) == 245760.0);
+  CHECK(gpu::attention_pairs(shape(256, 1024, true)) == 229504.0);
+}
+
+TEST_CASE("attention families: a cudnn forward kernel by hand", "[gpu][attention]") {
+  const gpu::GpuSpec g = round_gpu();
+  // 100 heads x 1024 queries in blocks of 128: 800 CTAs, 8 waves on 100 SMs.
+  // Per CTA: 1024^2 x 100 / 800 = 131072 scores; tensor work 2 x 256 flops
+  // each = 6.7109e7 flops at 1e13 flop/s per SM = 6.7109 us at efficiency 1,
+  // 13.4218 us at 0.5; exponentials 131072 / 3.2e10 = 4.096 us, half
+  // exposed = 2.048 us. Wave: 15.4698 + 1 (overhead) = 16.4698 us; kernel
+  // 2 + 8 x 16.4698 = 133.758 us. HBM: 1.049e8 B / 800 = 131072 B per CTA
+  // at 2.7e12 / 100 B/s = 4.85 us, under the compute.
+  const auto k = gpu::attention_kernel(g, shape(1024, 1024, false));
+  CHECK(k.tiles == 800);
+  CHECK(k.total_flops() == Approx(100.0 * 1024 * 1024 * 512));
+  const auto t = gpu::fused_attention_terms(g, shape(1024, 1024, false));
+  CHECK(t.waves == 8);
+  CHECK(t.mma_s == Approx(6.7109e-6).epsilon(1e-4));
+  CHECK(t.exp_s == Approx(4.096e-6).epsilon(1e-6));
+  CHECK(gpu::isolated_time(g, k, g.sm_count).microseconds() == Approx(133.758).epsilon(1e-4));
+  // The folded efficiency: useful 6.7109 us of peak work in 15.4698 us.
+  CHECK(k.efficiency == Approx(6.7109 / 15.4698).epsilon(1e-4));
+  CHECK(k.efficiency <= 1.0);
+}
+
+TEST_CASE("attention families: head dims above 128 pay wide_head, backward its own pass",
+          "[gpu][attention]") {
+  const gpu::GpuSpec g = round_gpu();
+  // d = dv = 192 in 128 x 64 blocks (cudnn above d = 128): the same 8 waves;
+  // the tensor time per CTA is 1024 x 1024 x 100 / 800 x 2 x 384 / 1e13 =
+  // 10.066 us at efficiency 1, / (0.5 x 0.8) = 25.166 us; exponentials as at
+  // d = 128. MLA (d 192, dv 128) keeps the plain efficiency.
+  auto a = shape(1024, 1024, false);
+  a.head_dim = 192;
+  const auto t = gpu::fused_attention_terms(g, a);
+  CHECK(t.wide == 1.0);  // dv = 192: one 64-wide step past 128
+  CHECK(t.mma_s == Approx(10.066e-6).epsilon(1e-4));
+  const auto k = gpu::attention_kernel(g, a);
+  CHECK(gpu::isolated_time(g, k, g.sm_count).microseconds() ==
+        Approx(2.0 + 8 * (25.166 + 2.048 + 1.0)).epsilon(1e-4));
+  a.head_dim_v = 128;
+  CHECK(gpu::fused_attention_terms(g, a).wide == 0.0);
+  // Backward (d = 128): 100 heads x 1024 keys in blocks of 128 = 800 CTAs,
+  // tensor work 2 x (3 x 128 + 2 x 128) = 1280 flops a score: 16.777 us at
+  // efficiency 1, / 0.4 = 41.943 us; exponentials 4.096 x 0.25 = 1.024 us;
+  // overhead 3 us. 2 + 8 x 45.967 = 369.74 us.
+  const auto b = gpu::attention_kernel(g, shape(1024, 1024, false, true));
+  CHECK(b.total_flops() == Approx(2.5 * 100.0 * 1024 * 1024 * 512));
+  CHECK(gpu::isolated_time(g, b, g.sm_count).microseconds() == Approx(369.74).epsilon(1e-4));
+}
+
+TEST_CASE("attention families: causal costs about half, plus the diagonal blocks",
+          "[gpu][attention]") {
+  const gpu::GpuSpec g = round_gpu();
+  // 8192 tokens: 64 query blocks, 64 x 65 / 2 = 2080 of 4096 key blocks run
+  // (0.5078 of the non-causal work), so the causal kernel takes 0.50-0.52 of
+  // the full one (the same waves and overheads apply to both).
+  const double full = gpu::isolated_time(g, gpu::attention_kernel(g, shape(8192, 8192, false)),
+                                         g.sm_count).seconds();
+  const double causal = gpu::isolated_time(g, gpu::attention_kernel(g, shape(8192, 8192, true)),
+                                           g.sm_count).seconds();
+  CHECK(causal / full > 0.50);
+  CHECK(causal / full < 0.52);
+}
+
+TEST_CASE("attention families: decode reads the KV cache at decode_bandwidth", "[gpu][attention]") {
+  const gpu::GpuSpec g = round_gpu();
+  // 8 sequences x 8 KV heads x 4096 keys x 128 x 2 B x (K and V) = 134 MB;
+  // 64 (b x kv_heads) x min(ceil(100 / 64), ceil(4096 / 256)) = 2 splits =
+  // 128 CTAs: a full wave of 100 and one of 28. Full wave: 1.0486 MB per
+  // CTA at 2.7e12 / 100 x 0.8 = 2.16e10 B/s = 48.55 us; the last wave's 28
+  // CTAs each take their 2x-headroom cap (5.4e10 x 0.8 = 4.32e10 B/s):
+  // 24.27 us. 2 + (48.55 + 2) + (24.27 + 2) = 78.8 us. Q and O add 4 KiB per CTA.
+  gpu::AttentionShape a = shape(1, 4096, false);
+  a.batch = 8;
+  a.heads = 32;
+  a.kv_heads = 8;
+  REQUIRE(g.sm_bandwidth_headroom == 2.0);
+  const auto k = gpu::attention_kernel(g, a);
+  CHECK(k.tiles == 128);
+  CHECK(k.bandwidth_efficiency == 0.8);
+  const double kv_bytes = 8.0 * 8 * 4096 * 128 * 2 * 2;
+  const double per_cta = (kv_bytes + 8.0 * 32 * 128 * 2 * 2) / 128;
+  const double full_us = per_cta / 2.16e10 * 1e6, last_us = per_cta / 4.32e10 * 1e6;
+  CHECK(gpu::isolated_time(g, k, g.sm_count).microseconds() ==
+        Approx(2.0 + full_us + 2.0 + last_us + 2.0).epsilon(1e-4));
+}
+
+TEST_CASE("attention families: unfused is its GEMMs and score passes back to back",
+          "[gpu][attention]") {
+  const gpu::GpuSpec g = gcsim::test::gpu_preset("h100-sxm");
+  auto a = shape(2048, 2048, true);
+  a.batch = 2;
+  a.heads = 16;
+  a.family = gpu::AttentionFamily::unfused;
+  // Forward: S = Q K^T, the causal mask pass, softmax, O = P V.
+  gpu::MemoryOpShape mask{gpu::MemoryOpKind::elementwise, 32 * 2048 * 2048, 0, 0, 1};
+  gpu::MemoryOpShape softmax;
+  softmax.kind = gpu::MemoryOpKind::softmax;
+  softmax.rows = 32 * 2048;
+  softmax.cols = 2048;
+  double sum = 0;
+  for (const auto& k : {gpu::gemm_kernel(g, {2048, 2048, 128, 32}), gpu::memory_kernel(g, mask),
+                        gpu::memory_kernel(g, softmax), gpu::gemm_kernel(g, {2048, 128, 2048, 32})}) {
+    sum += gpu::isolated_time(g, k, g.sm_count).seconds();
+  }
+  const auto k = gpu::attention_kernel(g, a);
+  CHECK(gpu::isolated_time(g, k, g.sm_count).seconds() == Approx(sum).epsilon(1e-6));
+  // Unfused computes every score: causal saves nothing, so it is far slower
+  // than the fused kernel on the same shape.
+  a.family = gpu::AttentionFamily::cudnn;
+  CHECK(gpu::isolated_time(g, gpu::attention_kernel(g, a), g.sm_count).seconds() < sum / 2);
+}
+
+TEST_CASE("attention families: auto follows the preset, sustained clocks derate",
+          "[gpu][attention]") {
+  const gpu::GpuSpec h100 = gcsim::test::gpu_preset("h100-sxm");
+  const gpu::GpuSpec a100 = gcsim::test::gpu_preset("a100-sxm-80gb");
+  CHECK(gpu::resolve_attention_family(std::nullopt, h100, false) == gpu::AttentionFamily::cudnn);
+  CHECK(gpu::resolve_attention_family(std::nullopt, h100, true) == gpu::AttentionFamily::cudnn);
+  CHECK(gpu::resolve_attention_family(std::nullopt, a100, false) == gpu::AttentionFamily::flash2);
+  CHECK(gpu::resolve_attention_family(gpu::AttentionFamily::unfused, h100, false) ==
+        gpu::AttentionFamily::unfused);
+  CHECK_FALSE(a100.efficiency.flash3_attention.available);
+  // At sustained clocks both the tensor cores and the SFU slow by the
+  // fraction: the kernel's compute time grows by 1 / f.
+  gpu::GpuSpec g = round_gpu();
+  g.sustained_tensor_fraction = 0.8;
+  const gpu::GpuSpec s = gpu::at_sustained_clocks(g);
+  const auto rested = gpu::fused_attention_terms(g, shape(4096, 4096, false));
+  const auto slow = gpu::fused_attention_terms(s, shape(4096, 4096, false));
+  CHECK(slow.exp_s == Approx(rested.exp_s / 0.8));
+  CHECK(s.efficiency.cudnn_attention.forward.efficiency == Approx(0.4));
+}
+
+TEST_CASE("attention families: fp32 and bad heads are refused", "[gpu][attention]") {
+  const gpu::GpuSpec g = round_gpu();
+  auto a = shape(1024, 1024, false);
+  a.dtype = gpu::Dtype::fp32;
+  CHECK_THROWS_AS(gpu::attention_kernel(g, a), std::invalid_argument);
+  a = shape(1024, 1024, false);
+  a.kv_heads = 3;
+  CHECK_THROWS_AS(gpu::attention_kernel(g, a), std::invalid_argument);
+}
