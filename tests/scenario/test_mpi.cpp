@@ -10,31 +10,17 @@
 
 #include "catch.h"
 #include "scenario/run_gcsim.h"
+#include "scenario/small_training.h"
 #include "sim/cli/mpi_world.h"
 
 namespace fs = std::filesystem;
 using gcsim::test::read_json;
+using gcsim::test::small_training_config;
 using gcsim::test::read_text;
 using gcsim::test::TempDir;
 using gcsim::test::write_text;
 
 namespace {
-
-constexpr const char* kBase = R"(
-cluster:
-  gpu: h100-sxm
-  nodes: 2
-  gpus_per_node: 8
-  scale_out: {topology: fat-tree, nic_bandwidth: 400Gbps}
-network: {model: flow}
-workload:
-  kind: training
-  model: {preset: llama3-8b, layers: 4, seq_len: 2048}
-  batch: {global: 32, micro: 1}
-  parallelism: {tp: 8, pp: 2, schedule: 1f1b}
-  recompute: full
-  optimizer: {zero_stage: 1}
-)";
 
 // Runs a shell command line; its exit status.
 int shell(const std::string& cmd) {
@@ -55,7 +41,7 @@ nlohmann::ordered_json without(nlohmann::ordered_json j, std::initializer_list<c
 
 TEST_CASE("mpirun -n 2 gcsim sweep and plan merge the same result as -j 1", "[scenario][mpi]") {
   TempDir tmp;
-  write_text(tmp / "base.yaml", kBase);
+  write_text(tmp / "base.yaml", small_training_config("flow"));
   write_text(tmp / "study.yaml", R"(
 name: tiny
 base: base.yaml

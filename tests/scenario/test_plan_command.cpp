@@ -9,38 +9,20 @@
 
 #include "catch.h"
 #include "scenario/run_gcsim.h"
+#include "scenario/small_training.h"
 
 namespace fs = std::filesystem;
 using gcsim::test::read_json;
+using gcsim::test::small_training_config;
 using gcsim::test::read_text;
 using gcsim::test::run_gcsim;
 using gcsim::test::TempDir;
 using gcsim::test::write_text;
 
-namespace {
-
-constexpr const char* kSmallTraining = R"(
-cluster:
-  gpu: h100-sxm
-  nodes: 2
-  gpus_per_node: 8
-  scale_out: {topology: fat-tree, nic_bandwidth: 400Gbps}
-network: {model: analytical}
-workload:
-  kind: training
-  model: {preset: llama3-8b, layers: 4, seq_len: 2048}
-  batch: {global: 32, micro: 1}
-  parallelism: {tp: 8, pp: 2, schedule: 1f1b}
-  recompute: full
-  optimizer: {zero_stage: 1}
-)";
-
-}  // namespace
-
 TEST_CASE("plan: a small training config, its files and a best.yaml that reproduces the winner",
           "[scenario][plan]") {
   TempDir tmp;
-  write_text(tmp / "small.yaml", kSmallTraining);
+  write_text(tmp / "small.yaml", small_training_config("analytical"));
   const fs::path out = tmp / "plan";
   const auto r = run_gcsim({"plan", (tmp / "small.yaml").string(), "-o", out.string(), "-j", "2",
                             "--top", "3"});
@@ -149,7 +131,7 @@ TEST_CASE("plan: a serving config, deployments ranked by goodput per GPU", "[sce
 
 TEST_CASE("plan: bad input names the key and ends with exit status 2", "[cli][plan]") {
   TempDir tmp;
-  write_text(tmp / "small.yaml", kSmallTraining);
+  write_text(tmp / "small.yaml", small_training_config("analytical"));
   const std::string config = (tmp / "small.yaml").string();
   SECTION("--gpus that is not a whole number of nodes") {
     const auto r = run_gcsim({"plan", config, "--gpus", "12", "-o", (tmp / "o").string()});

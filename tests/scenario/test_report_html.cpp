@@ -10,12 +10,14 @@
 #include "catch.h"
 #include "scenario/html_check.h"
 #include "scenario/run_gcsim.h"
+#include "scenario/small_training.h"
 #include "sim/report/format.h"
 
 namespace fs = std::filesystem;
 using gcsim::test::count_of;
 using gcsim::test::html_problem;
 using gcsim::test::read_json;
+using gcsim::test::small_training_config;
 using gcsim::test::read_text;
 using gcsim::test::render_in_chromium;
 using gcsim::test::run_gcsim;
@@ -24,23 +26,6 @@ using gcsim::test::TempDir;
 using gcsim::test::write_text;
 
 namespace {
-
-// Llama 3 8B cut to 4 layers, 2048 tokens, on two 8-GPU H100 nodes.
-constexpr const char* kTraining = R"(
-cluster:
-  gpu: h100-sxm
-  nodes: 2
-  gpus_per_node: 8
-  scale_out: {topology: fat-tree, nic_bandwidth: 400Gbps}
-network: {model: flow}
-workload:
-  kind: training
-  model: {preset: llama3-8b, layers: 4, seq_len: 2048}
-  batch: {global: 32, micro: 1}
-  parallelism: {tp: 8, pp: 2, schedule: 1f1b}
-  recompute: full
-  optimizer: {zero_stage: 1}
-)";
 
 // The page loads in Chromium, and its DOM holds every chart of the file.
 void check_renders(const fs::path& page) {
@@ -61,7 +46,7 @@ void check_renders(const fs::path& page) {
 TEST_CASE("report.html of a training run: breakdown per pipeline rank, memory, timeline, links",
           "[scenario][html]") {
   TempDir tmp;
-  write_text(tmp / "t.yaml", kTraining);
+  write_text(tmp / "t.yaml", small_training_config("flow"));
   const auto r = run_gcsim({"run", (tmp / "t.yaml").string(), "-o", (tmp / "out").string(), "-q"});
   INFO(r.err);
   REQUIRE(r.exit_status == 0);
@@ -124,7 +109,7 @@ TEST_CASE("report.html of collective and graph runs", "[scenario][html]") {
 
 TEST_CASE("report.html of a sweep and a plan: throughput scatter with the Pareto front", "[scenario][html]") {
   TempDir tmp;
-  write_text(tmp / "base.yaml", kTraining);
+  write_text(tmp / "base.yaml", small_training_config("flow"));
   write_text(tmp / "study.yaml", R"(
 name: tiny
 base: base.yaml
