@@ -40,6 +40,11 @@ class TempDir {
 std::string source_path(const std::string& relative);
 
 std::string read_text(const std::filesystem::path& path);
+
+// Whether `text` holds `part` (messages and reports in the scenario tests).
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 void write_text(const std::filesystem::path& path, const std::string& text);
 // Parses a JSON file, keeping key order (so re-dumping is byte-stable).
 nlohmann::ordered_json read_json(const std::filesystem::path& path);

@@ -19,6 +19,8 @@ using gcsim::test::run_gcsim;
 using gcsim::test::source_path;
 using gcsim::test::TempDir;
 
+using gcsim::test::contains;
+
 namespace {
 
 constexpr int kBadInput = 2;
@@ -32,10 +34,6 @@ struct Expect {
   std::vector<const char*> also;         // further fragments the message must contain
   std::vector<std::string> extra_args;   // e.g. -s overrides
 };
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
 
 // Runs `gcsim run tests/data/bad/FILE -o TMP/out` and checks the contract.
 void expect_bad_config(const Expect& e) {

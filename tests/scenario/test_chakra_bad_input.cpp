@@ -19,9 +19,9 @@ using gcsim::test::run_gcsim;
 using gcsim::test::source_path;
 using gcsim::test::TempDir;
 
-namespace {
+using gcsim::test::contains;
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+namespace {
 
 void expect_exit2(const std::string& config, const TempDir& tmp, int line, const std::string& key,
                   const std::vector<std::string>& fragments) {

@@ -14,11 +14,9 @@ using gcsim::test::run_gcsim;
 using gcsim::test::TempDir;
 using gcsim::test::write_text;
 
-namespace {
+using gcsim::test::contains;
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+namespace {
 
 // One node of 8 H100s; the workload's keys follow from line 4 on.
 const char* kHead =

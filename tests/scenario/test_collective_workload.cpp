@@ -17,11 +17,9 @@ using gcsim::test::source_path;
 using gcsim::test::TempDir;
 using Json = nlohmann::ordered_json;
 
-namespace {
+using gcsim::test::contains;
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+namespace {
 
 Json run_example(const std::string& name) {
   TempDir tmp;

@@ -21,11 +21,9 @@ using gcsim::test::TempDir;
 using gcsim::test::write_text;
 using Json = nlohmann::ordered_json;
 
-namespace {
+using gcsim::test::contains;
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+namespace {
 
 // configs/examples/*.yaml, globbed now so that a new example is covered
 // without touching this file.

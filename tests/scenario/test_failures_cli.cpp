@@ -15,11 +15,9 @@ using gcsim::test::run_gcsim;
 using gcsim::test::source_path;
 using gcsim::test::TempDir;
 
-namespace {
+using gcsim::test::contains;
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+namespace {
 
 void expect_bad(const char* file, int line, const std::string& key,
                 std::vector<std::string> also) {

@@ -18,11 +18,9 @@ using gcsim::test::source_path;
 using gcsim::test::TempDir;
 using gcsim::test::write_text;
 
-namespace {
+using gcsim::test::contains;
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+namespace {
 
 // Runs gcsim and requires exit status 2 with every fragment in stderr.
 GcsimResult expect_bad(const std::vector<std::string>& args,

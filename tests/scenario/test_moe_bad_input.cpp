@@ -14,11 +14,9 @@ using gcsim::test::run_gcsim;
 using gcsim::test::TempDir;
 using gcsim::test::write_text;
 
-namespace {
+using gcsim::test::contains;
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+namespace {
 
 // 2 nodes x 2 H100s; the moe op's keys start on line 7, one per line, after
 // the defaults below (a valid op when `extra` is empty).

@@ -13,11 +13,9 @@ using gcsim::test::GcsimResult;
 using gcsim::test::run_gcsim;
 using gcsim::test::source_path;
 
-namespace {
+using gcsim::test::contains;
 
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+namespace {
 
 std::string data(const std::string& name) { return source_path("tests/data/quiz/" + name); }
 

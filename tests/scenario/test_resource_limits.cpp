@@ -19,11 +19,9 @@ using gcsim::test::source_path;
 using gcsim::test::TempDir;
 using gcsim::test::write_text;
 
-namespace {
+using gcsim::test::contains;
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+namespace {
 
 struct Timed {
   GcsimResult r;

@@ -15,11 +15,7 @@ using gcsim::test::source_path;
 using gcsim::test::TempDir;
 using gcsim::test::write_text;
 
-namespace {
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-}  // namespace
+using gcsim::test::contains;
 
 TEST_CASE("sweep of a serving config: the serving table, ranked by goodput per GPU",
           "[scenario][cli]") {

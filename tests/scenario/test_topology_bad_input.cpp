@@ -16,11 +16,9 @@ using gcsim::test::run_summary;
 using gcsim::test::source_path;
 using gcsim::test::TempDir;
 
-namespace {
+using gcsim::test::contains;
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+namespace {
 
 // `gcsim run tests/data/bad/FILE`: exit 2, "FILE:LINE:", 'KEY' and each fragment.
 void expect_bad_topology(const std::string& file, int line, const std::string& key,

@@ -19,24 +19,6 @@ using namespace gcsim::workloads::training;
 
 namespace {
 
-workloads::models::ModelSpec small_llama(int layers) {
-  workloads::models::ModelSpec m;
-  m.name = "test";
-  m.layers = layers;
-  m.hidden = 2048;
-  m.heads = 16;
-  m.kv_heads = 4;
-  m.head_dim = 128;
-  m.ffn_hidden = 5632;
-  m.vocab = 32000;
-  m.seq_len = 2048;
-  m.attention = workloads::models::AttentionKind::gqa;
-  m.mlp = workloads::models::MlpKind::swiglu;
-  m.norm = workloads::models::NormKind::rms_norm;
-  m.position = workloads::models::PositionKind::rotary;
-  return m;
-}
-
 struct Run : test::TrainingStep {
   BreakdownResult breakdown;
 };
@@ -79,7 +61,7 @@ TEST_CASE("training: mirrored ranks give the full simulation's step exactly",
           "[training][generator]") {
   // 16 GPUs on 2 nodes: TP 2 x CP 2 x PP 2 x DP 2, SP, ZeRO-1, 1F1B.
   TrainingConfig c;
-  c.model = small_llama(4);
+  c.model = test::small_llama(4);
   c.parallel.tp = 2;
   c.parallel.cp = 2;
   c.parallel.pp = 2;
@@ -117,7 +99,7 @@ namespace {
 // that the embedding and head add little to the first and last stages.
 TrainingConfig bubble_config(Schedule s, int pp, int v, int m) {
   TrainingConfig c;
-  c.model = small_llama(4 * pp * v);
+  c.model = test::small_llama(4 * pp * v);
   c.model.hidden = 4096;
   c.model.heads = 32;
   c.model.kv_heads = 8;
@@ -222,7 +204,7 @@ TEST_CASE("training: uneven expert load keeps every EP rank and still equals the
   // A 4-layer MoE (8 experts, top 2) on 16 GPUs: TP 2, PP 2, DP 4 with EP 2
   // (expert data parallel 2), routing skewed Zipf 1.5.
   TrainingConfig c;
-  c.model = small_llama(4);
+  c.model = test::small_llama(4);
   c.model.moe = {8, 2, 2816, 1, 1, 0, 1.5};
   c.parallel.tp = 2;
   c.parallel.pp = 2;
@@ -255,7 +237,7 @@ TEST_CASE("training: layers per stage with the fewer_at_ends remainder policy",
   // Llama 3 405B: 126 layers on 16 stages, one fewer on the first and last
   // (Llama 3 Herd of Models, 3.3.2).
   TrainingConfig c;
-  c.model = small_llama(126);
+  c.model = test::small_llama(126);
   c.parallel.pp = 16;
   c.parallel.layer_split = LayerSplit::fewer_at_ends;
   const auto split = split_layers(c.model.layers, c.parallel.pp);
@@ -276,7 +258,7 @@ TEST_CASE("training: interleaved schedule with an uneven layer split", "[trainin
   // Rank r holds chunks r and r + 4: rank 0 and rank 3 hold 7 layers,
   // ranks 1 and 2 hold 8.
   TrainingConfig c;
-  c.model = small_llama(30);
+  c.model = test::small_llama(30);
   c.parallel.pp = 4;
   c.parallel.schedule = Schedule::interleaved;
   c.parallel.virtual_stages = 2;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "catch.h"
+#include "training_replay.h"
 #include "workloads/training/training_generator.h"
 #include "workloads/training/training_scale.h"
 
@@ -13,24 +14,6 @@ using namespace gcsim;
 using namespace gcsim::workloads::training;
 
 namespace {
-
-workloads::models::ModelSpec llama_like(int layers) {
-  workloads::models::ModelSpec m;
-  m.name = "test";
-  m.layers = layers;
-  m.hidden = 2048;
-  m.heads = 16;
-  m.kv_heads = 4;
-  m.head_dim = 128;
-  m.ffn_hidden = 5632;
-  m.vocab = 32000;
-  m.seq_len = 2048;
-  m.attention = workloads::models::AttentionKind::gqa;
-  m.mlp = workloads::models::MlpKind::swiglu;
-  m.norm = workloads::models::NormKind::rms_norm;
-  m.position = workloads::models::PositionKind::rotary;
-  return m;
-}
 
 struct Counted {
   double stored = 0, executed = 0;
@@ -63,7 +46,7 @@ void expect_close(const TrainingConfig& c, bool mirror) {
 
 TEST_CASE("training scale: op counts before generation match the generated step", "[training]") {
   TrainingConfig c;
-  c.model = llama_like(8);
+  c.model = test::small_llama(8);
   c.batch = {16, 1};
   SECTION("one GPU, 16 micro-batches") { expect_close(c, true); }
   SECTION("TP 2 x PP 2 x DP 2, SP, 1F1B, mirrored and not") {

@@ -14,6 +14,26 @@
 
 namespace gcsim::test {
 
+// A Llama-like model (hidden 2048, 16 heads, 4 KV heads, SwiGLU 5632, 2048
+// tokens, vocab 32000) with `layers` layers: the training tests' small model.
+inline workloads::models::ModelSpec small_llama(int layers) {
+  workloads::models::ModelSpec m;
+  m.name = "test";
+  m.layers = layers;
+  m.hidden = 2048;
+  m.heads = 16;
+  m.kv_heads = 4;
+  m.head_dim = 128;
+  m.ffn_hidden = 5632;
+  m.vocab = 32000;
+  m.seq_len = 2048;
+  m.attention = workloads::models::AttentionKind::gqa;
+  m.mlp = workloads::models::MlpKind::swiglu;
+  m.norm = workloads::models::NormKind::rms_norm;
+  m.position = workloads::models::PositionKind::rotary;
+  return m;
+}
+
 struct TrainingStep {
   workloads::training::TrainingWorkload w;
   std::vector<sim::OpRecord> records;
