@@ -16,12 +16,20 @@ using sim::config::Json;
 
 void configure_collectives(const Scenario& s, models::cluster::ClusterModel& cluster) {
   if (!s.collective) {
-    // Hand-written graphs, training steps and Chakra replays on a fabric
-    // model run their collectives as NCCL does on it (algorithm, protocol,
-    // channels, links); under `analytical` they keep the closed α-β forms
-    // that model stands for (DESIGN.md: "analytical: α-β, no contention").
-    // (Inference sets up its own cluster model: inference_run.cpp.)
-    if (s.network.model != "analytical") {
+    // Training steps run their collectives as NCCL does
+    // (algorithm, protocol, channels, links) on every network model, so a
+    // strategy's TP and DP time comes from one model whichever network
+    // model is chosen; under `analytical` the engine's transfers meet no
+    // contention (each takes latency + bytes / its path's bottleneck, the
+    // α-β step of NCCL's own cost model). Hand-written graphs (and Chakra
+    // traces, which replay a graph's export to the picosecond) on
+    // `analytical` keep the closed α-β ring forms over the tier bandwidth,
+    // the whiteboard figures (DESIGN.md: "analytical: α-β, no contention");
+    // on a fabric model they run on the engine too. (Inference sets up its
+    // own cluster model, with the engine on every network model:
+    // inference_run.cpp.)
+    const bool nccl_everywhere = s.training != nullptr;
+    if (nccl_everywhere || s.network.model != "analytical") {
       models::cluster::CollectiveChoice choice;
       choice.on_network = true;
       cluster.set_collective_choice(choice);
