@@ -203,8 +203,8 @@ void ClusterModel::run_communication(const Op& op, const std::vector<int>& ranks
   if (on_engine) {
     move = [this, req = collective_request(op, ranks), name = op.name](Finished finished) {
       const sim::Time began = sim_.now();
-      engine_->run(req, [this, began, name, ranks = req.ranks,
-                         finished = std::move(finished)](const collectives::Plan& plan) {
+      run_on_engine(req, [this, began, name, ranks = req.ranks,
+                          finished = std::move(finished)](const collectives::Plan& plan) {
         if (record_collectives_) {
           collective_records_.push_back({name, ranks, plan, began, sim_.now()});
         }
@@ -253,6 +253,42 @@ void ClusterModel::run_communication(const Op& op, const std::vector<int>& ranks
         }
       },
       kHoldRequestPriority);
+}
+
+ClusterModel::MemoKey ClusterModel::memo_key(const collectives::CollectiveRequest& req) {
+  return {static_cast<int>(req.op),
+          req.bytes.count(),
+          req.ranks,
+          req.root,
+          req.one_way,
+          req.algorithm ? static_cast<int>(*req.algorithm) : -1,
+          req.protocol ? static_cast<int>(*req.protocol) : -1,
+          req.splits ? req.splits->fingerprint() : 0};
+}
+
+void ClusterModel::run_on_engine(const collectives::CollectiveRequest& req,
+                                 std::function<void(const collectives::Plan&)> finished) {
+  if (!memo_on_) {
+    engine_->run(req, std::move(finished));
+    return;
+  }
+  MemoKey key = memo_key(req);
+  if (auto it = memo_.find(key); it != memo_.end()) {
+    ++memo_hits_;
+    const MemoEntry& m = it->second;
+    // The links carry what the engine's transfers carried, counted at the
+    // start as the network model counts a transfer's bytes.
+    network_->count_closed_form(m.footprint, 1.0);
+    sim_.call_in(m.duration, [plan = m.plan, finished = std::move(finished)] { finished(plan); });
+    return;
+  }
+  ++memo_misses_;
+  engine_->run(req, [this, req, key = std::move(key), began = sim_.now(),
+                     finished = std::move(finished)](const collectives::Plan& plan) {
+    memo_.emplace(key, MemoEntry{sim_.now() - began, plan,
+                                 network_->closed_form_footprint(engine_->wire_traffic(req, plan))});
+    finished(plan);
+  });
 }
 
 sim::OpExecutor::MemoryResult ClusterModel::apply_memory(int rank, sim::Bytes delta) {

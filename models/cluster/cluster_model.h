@@ -80,6 +80,17 @@ class ClusterModel : public sim::OpExecutor {
   // the run. `fabric` is the graph the model runs on (hosts, NICs, switches).
   void attach_network(network::NetworkModel& n, const network::Fabric& fabric);
   void set_collective_choice(const CollectiveChoice& choice);
+  // Times each distinct collective once and reuses that time for its
+  // repeats (the same TP all-reduce every layer, the same EP all-to-all
+  // every micro-batch), counting its bytes on the links as the run did.
+  // Exact only where a collective's time cannot depend on other traffic
+  // or on when it starts: the analytical network model (no contention)
+  // with no link changing state during the run (no network.faults). The
+  // caller decides; off by default.
+  void set_collective_memo(bool on) { memo_on_ = on; }
+  // Collectives answered from the memo and run for it, so far.
+  int64_t memo_hits() const { return memo_hits_; }
+  int64_t memo_misses() const { return memo_misses_; }
   // Keeps a CollectiveRecord per collective run (off by default: a training
   // run issues millions).
   void record_collectives(bool on) { record_collectives_ = on; }
@@ -122,6 +133,23 @@ class ClusterModel : public sim::OpExecutor {
   bool record_collectives_ = false;
   std::vector<CollectiveRecord> collective_records_;
   void build_engine();
+  // The collective memo (set_collective_memo): a request's time alone on
+  // the fabric, its plan, and the wire bytes it put on each link.
+  struct MemoEntry {
+    sim::Duration duration;
+    collectives::Plan plan;
+    network::LinkFootprint footprint;
+  };
+  using MemoKey = std::tuple<int, int64_t, std::vector<int>, int, bool, int, int, uint64_t>;
+  static MemoKey memo_key(const collectives::CollectiveRequest& req);
+  // Runs `req` on the engine, or answers it from the memo; `finished` gets
+  // the plan that ran.
+  void run_on_engine(const collectives::CollectiveRequest& req,
+                     std::function<void(const collectives::Plan&)> finished);
+  bool memo_on_ = false;
+  std::map<MemoKey, MemoEntry> memo_;
+  int64_t memo_hits_ = 0;
+  int64_t memo_misses_ = 0;
   // Counts a closed-form collective's wire traffic on the attached network
   // and notes that it runs until `end`.
   void count_closed_form(const workloads::Op& op, const std::vector<int>& ranks, sim::Time end);

@@ -491,4 +491,19 @@ void CollectiveEngine::run_stepwise_ring(std::shared_ptr<RunState> st) {
   }
 }
 
+std::vector<network::RankTraffic> CollectiveEngine::wire_traffic(const CollectiveRequest& req,
+                                                               const Plan& plan) {
+  std::vector<network::RankTraffic> out;
+  if (layout_for(req.ranks).size() <= 1) return out;
+  const std::shared_ptr<const Schedule> schedule = schedule_for(req, plan.algorithm, plan.channels);
+  for (const Phase& phase : schedule->phases) {
+    for (const Flow& f : phase.flows) {
+      // As run_phase starts them; a rank's transfer to itself moves nothing.
+      if (f.src == f.dst) continue;
+      out.push_back({f.src, f.dst, wire_bytes(f, plan.protocol).as_double(), f.qp});
+    }
+  }
+  return out;
+}
+
 }  // namespace gcsim::models::collectives

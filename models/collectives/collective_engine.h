@@ -71,6 +71,12 @@ class CollectiveEngine {
 
   const CollectiveParams& params() const { return params_; }
   const network::Fabric& fabric() const { return fabric_; }
+  // The transfers run() makes for `req` under `plan`, every phase's, as
+  // wire bytes per (source, destination, channel): what a run puts on the
+  // links, for counting a run whose time is already known. Not for
+  // stepwise rings.
+  std::vector<network::RankTraffic> wire_traffic(const CollectiveRequest& req, const Plan& plan);
+
   // Transfers started so far (what the network model had to carry).
   int64_t transfers_started() const { return transfers_started_; }
 

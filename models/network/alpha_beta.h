@@ -59,6 +59,7 @@ struct RankTraffic {
   int src = 0;
   int dst = 0;
   double bytes = 0.0;
+  uint32_t qp = 0;  // ECMP key (a collective's channel), as a Transfer's
 };
 std::vector<RankTraffic> collective_traffic(CollectiveAlgo algo, const std::vector<int>& ranks,
                                             sim::Bytes bytes, int root = 0);

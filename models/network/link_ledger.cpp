@@ -10,7 +10,7 @@ LinkFootprint footprint_of(const Routing& routing, const std::vector<RankTraffic
   std::map<LinkId, double> per_link;  // ordered: the footprint is deterministic
   LinkFootprint f;
   for (const RankTraffic& t : traffic) {
-    const std::vector<LinkId> path = routing.ecmp_path({t.src, t.dst, 0});
+    const std::vector<LinkId> path = routing.ecmp_path({t.src, t.dst, t.qp});
     if (path.empty()) continue;
     for (LinkId l : path) per_link[l] += t.bytes;
     f.delivered += t.bytes;

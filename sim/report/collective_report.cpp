@@ -1,6 +1,7 @@
 #include "sim/report/collective_report.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -13,6 +14,17 @@
 namespace gcsim::cli {
 
 using sim::config::Json;
+
+namespace {
+
+// GCSIM_COLLECTIVE_MEMO=0 runs every collective on the engine: the
+// reference the memo is checked against.
+bool memo_disabled_by_env() {
+  const char* v = std::getenv("GCSIM_COLLECTIVE_MEMO");
+  return v != nullptr && std::string(v) == "0";
+}
+
+}  // namespace
 
 void configure_collectives(const Scenario& s, models::cluster::ClusterModel& cluster) {
   if (!s.collective) {
@@ -34,6 +46,11 @@ void configure_collectives(const Scenario& s, models::cluster::ClusterModel& clu
       choice.on_network = true;
       cluster.set_collective_choice(choice);
     }
+    // Without contention or faults a collective's time is a function of the
+    // request alone: each distinct one runs once on the engine (exact;
+    // tests/scenario/test_network_runs.cpp compares with every one run).
+    cluster.set_collective_memo(nccl_everywhere && s.network.model == "analytical" &&
+                                s.faults.empty() && !memo_disabled_by_env());
     return;
   }
   models::cluster::CollectiveChoice choice;

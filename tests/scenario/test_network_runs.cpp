@@ -238,3 +238,42 @@ workload:
     CHECK(s["step_time_s"].get<double>() == Approx(analytical["step_time_s"].get<double>()).epsilon(1e-9));
   }
 }
+
+TEST_CASE("training on analytical: the collective memo gives the run every collective makes",
+          "[scenario]") {
+  // Without contention or faults a collective's time is a function of its
+  // request, so each distinct one runs once on the engine and its repeats
+  // reuse that time and count the same wire bytes on the same links
+  // (ClusterModel::set_collective_memo). Checked against the run with the
+  // memo off (GCSIM_COLLECTIVE_MEMO=0): the summary must be the same but
+  // for the wall time and the event count (the memo's point is fewer). TP 2 x PP 2 x DP 2 with EP 2 on a 2-node MoE model
+  // puts TP all-reduces, DP reduce-scatters, pipeline sends and EP
+  // all-to-alls in one step.
+  const std::string yaml = R"(
+cluster:
+  gpu: h100-sxm
+  nodes: 2
+  gpus_per_node: 4
+  scale_out: {topology: fat-tree, nic_bandwidth: 400Gbps}
+network: {model: analytical}
+workload:
+  kind: training
+  model: {preset: mixtral-8x7b, layers: 4, seq_len: 1024}
+  batch: {global: 8, micro: 1}
+  parallelism: {tp: 2, pp: 2, dp: 2, ep: 2}
+  optimizer: {zero_stage: 1}
+)";
+  Json memo = run_summary(yaml);
+  ::setenv("GCSIM_COLLECTIVE_MEMO", "0", 1);
+  Json every = run_summary(yaml);
+  ::unsetenv("GCSIM_COLLECTIVE_MEMO");
+  REQUIRE(memo.contains("step_time_s"));
+  CHECK(memo["breakdown"]["exposed_comm_s"]["tp"].get<double>() > 0);
+  CHECK(memo["breakdown"]["exposed_comm_s"]["ep"].get<double>() > 0);
+  CHECK(memo["events"].get<int64_t>() < every["events"].get<int64_t>());
+  for (const char* k : {"wall_time_s", "events"}) {
+    memo.erase(k);
+    every.erase(k);
+  }
+  CHECK(memo.dump() == every.dump());
+}
