@@ -9,6 +9,10 @@
 //       1 spray, 2 adaptive
 //   BM_PacketIncast/SENDERS           GPUs 8 .. 8 + SENDERS - 1 (other hosts)
 //       each send 1 MiB to GPU 0 (PFC pauses, ECN marks, DCQCN cuts)
+//   BM_PacketRing/GPUS/TRAINS         a ring step: every GPU sends 1 MiB on
+//       each of 8 channels to the next GPU (NVSwitch inside a host, the NICs
+//       between hosts); TRAINS 1 turns network.trains on (16 packets a
+//       train; packet-hops count every packet of a train)
 //
 // Counters: packet_hops_per_s (the figure), events_per_hop (engine events
 // per packet-hop), simulated_us (simulated time of one run).
@@ -43,14 +47,14 @@ struct Totals {
 
 template <typename Start>
 void run_workload(benchmark::State& state, const test::SmallFabricSpec& spec,
-                  RoutingPolicy policy, Start start) {
+                  RoutingPolicy policy, Start start, const PacketConfig& cfg = {}) {
   Totals t;
   for (auto _ : state) {
     state.PauseTiming();
     Fabric f = test::small_fabric(spec);
     Routing routing(f, 1);
     sim::Simulator sim(1);
-    PacketModel model(sim, f, routing, {}, policy);
+    PacketModel model(sim, f, routing, cfg, policy);
     state.ResumeTiming();
     start(model, f.num_gpus());
     sim.run();
@@ -79,6 +83,21 @@ BENCHMARK(BM_PacketPermutation)
     ->Args({128, 2})
     ->Args({1024, 0})
     ->Unit(benchmark::kMillisecond);
+
+void BM_PacketRing(benchmark::State& state) {
+  const int gpus = static_cast<int>(state.range(0));
+  PacketConfig cfg;
+  cfg.trains.enabled = state.range(1) != 0;
+  run_workload(
+      state, clos(gpus), RoutingPolicy::ecmp,
+      [](PacketModel& m, int n) {
+        for (uint32_t c = 0; c < 8; ++c) {
+          for (int r = 0; r < n; ++r) m.start({r, (r + 1) % n, sim::MiB(1), c}, [] {});
+        }
+      },
+      cfg);
+}
+BENCHMARK(BM_PacketRing)->Args({128, 0})->Args({128, 1})->Unit(benchmark::kMillisecond);
 
 void BM_PacketIncast(benchmark::State& state) {
   const int senders = static_cast<int>(state.range(0));

@@ -79,6 +79,15 @@ void read_dcqcn(ConfigReader& r, PacketConfig& c) {
   if (d.byte_counter.count() <= 0) r.fail("byte_counter", "must be positive");
 }
 
+void read_trains(ConfigReader& r, PacketConfig& c) {
+  auto& t = c.trains;
+  t.enabled = r.get_bool("enabled", t.enabled,
+                         "send full packets as trains where no queue has built (an approximation: "
+                         "README gives its error); false: every packet is an event");
+  t.packets = static_cast<int>(
+      r.get_int_in("packets", t.packets, "full packets per train", 2, 1024));
+}
+
 }  // namespace
 
 PacketConfig read_packet_config(ConfigReader& network) {
@@ -110,6 +119,9 @@ PacketConfig read_packet_config(ConfigReader& network) {
   ConfigReader dcqcn = network.child("dcqcn", "DCQCN rate control (Zhu et al. 2015)");
   read_dcqcn(dcqcn, c);
   dcqcn.finish();
+  ConfigReader trains = network.child("trains", "packet trains: fluid transmission where no queue");
+  read_trains(trains, c);
+  trains.finish();
   return c;
 }
 

@@ -15,6 +15,7 @@
 //     dcqcn: {enabled: true, g: 0.00390625, alpha_period: 55us, rate_increase_period: 55us,
 //             byte_counter: 10MB, fast_recovery_steps: 5, ai_rate: 4Gbps, hai_rate: 40Gbps,
 //             min_rate: 1Mbps, cnp_interval: 50us}
+//     trains: {enabled: false, packets: 16}   # fluid trains where no queue (approximation)
 #pragma once
 
 #include "models/network/packet/packet_config.h"

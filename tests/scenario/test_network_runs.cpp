@@ -276,4 +276,22 @@ workload:
     every.erase(k);
   }
   CHECK(memo.dump() == every.dump());
+TEST_CASE("network.trains: same 1 GiB time as per packet; a bad length exits 2 naming the key",
+          "[scenario][network][trains]") {
+  // An uncontended transfer: trains keep the per-packet store-and-forward
+  // times exactly (tests/unit/test_packet_trains.cpp), so the op's time
+  // and the bytes match to the last digit.
+  const Json exact = run_summary(p2p_config("packet", 0, 8, "64MiB"));
+  const Json trains = run_summary(p2p_config("packet", 0, 8, "64MiB", ", trains: {enabled: true}"));
+  CHECK(op_seconds(trains, "xfer") == op_seconds(exact, "xfer"));
+  CHECK(trains["network"]["bytes_delivered"] == exact["network"]["bytes_delivered"]);
+  CHECK(trains["events"].get<int64_t>() * 4 < exact["events"].get<int64_t>());
+
+  gcsim::test::TempDir dir;
+  gcsim::test::write_text(dir / "c.yaml", p2p_config("packet", 0, 8, "8MiB"));
+  const auto r = gcsim::test::run_gcsim({"run", (dir / "c.yaml").string(), "-s",
+                                         "network.trains.packets=1", "-o",
+                                         (dir / "out").string(), "-q"});
+  CHECK(r.exit_status == 2);
+  CHECK(r.err.find("network.trains.packets") != std::string::npos);
 }

@@ -53,6 +53,11 @@ TEST_CASE("packet config: defaults and overrides", "[packet][config]") {
   CHECK_FALSE(d.pfc.headroom.has_value());  // auto
   CHECK(d.ecn.kmin == sim::KiB(150));
   CHECK(d.dcqcn.enabled);
+  CHECK_FALSE(d.trains.enabled);  // exact per-packet run unless asked
+  CHECK(d.trains.packets == 16);
+  const PacketConfig t = load("network: {trains: {enabled: true, packets: 64}}\n");
+  CHECK(t.trains.enabled);
+  CHECK(t.trains.packets == 64);
 
   const PacketConfig c = load(R"(
 network:
@@ -118,6 +123,12 @@ TEST_CASE("packet config: bad values name their key", "[packet][config]") {
   CHECK(starts_with(error_of("network: {dcqcn: {fast_recovery_steps: -1}}\n"),
                     "network.dcqcn.fast_recovery_steps: must lie in"));
   CHECK(starts_with(error_of("network: {dcqcn: {ai_rate: 0Gbps}}\n"), "network.dcqcn.ai_rate: "));
+  // Trains: a length outside 2..1024, a flag that is not a boolean.
+  CHECK(starts_with(error_of("network:\n  trains:\n    packets: 1\n", &line),
+                    "network.trains.packets: must lie in"));
+  CHECK(line == 3);
+  CHECK(starts_with(error_of("network: {trains: {packets: 1025}}\n"), "network.trains.packets: must lie in"));
+  CHECK(starts_with(error_of("network: {trains: {enabled: maybe}}\n"), "network.trains.enabled: "));
   // Unknown keys in the nested maps, with a suggestion.
   const std::string unknown = error_of("network: {pfc: {xof: 1MiB}}\n");
   CHECK(unknown.find("xof") != std::string::npos);

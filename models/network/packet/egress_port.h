@@ -46,6 +46,8 @@ class EgressPort {
     bytes_[p] -= pool[packet].bytes;
     return packet;
   }
+  // Priorities holding packets, paused or not (a bit each).
+  uint8_t queued_mask() const { return nonempty_; }
   // Priorities with packets that could be sent now (a bit each).
   uint8_t waiting() const { return nonempty_ & static_cast<uint8_t>(~paused_); }
   // Removes every queued packet of every priority (a link went down) and

@@ -14,19 +14,26 @@ constexpr uint32_t kNilPacket = UINT32_MAX;
 
 struct Packet {
   enum Flags : uint8_t {
-    kEcnMarked = 1,  // congestion experienced (CE) set by a switch
+    kEcnMarked = 1,   // congestion experienced (CE) set by a switch
+    kUnbuffered = 2,  // a train passing a free port: it took no buffer at the node holding it
   };
   int64_t sent_ps = 0;          // when its source put it on the wire (retransmission timer)
   uint32_t flow = 0;            // the flow (transfer) it belongs to
   uint32_t next = kNilPacket;   // next packet in its queue, or in the free list
   uint32_t seq = 0;             // index within the flow
-  uint32_t bytes = 0;           // payload
+  uint32_t bytes = 0;           // payload (of all its packets, for a train)
   LinkId link = kNoLink;        // the link it crosses or is queued for
   LinkId in_link = kNoLink;     // the link it arrived on at the node holding it
   uint16_t link_gen = 0;        // the link's generation when sent: a link that went down loses it
   uint16_t hop = 0;             // ECMP: index of its next link in the flow's path
   uint8_t priority = 0;         // traffic class 0..7
   uint8_t flags = 0;
+  // A packet train (network.trains): `count` full-MTU packets, seq ..
+  // seq + count - 1, sent back to back. Its arrival event is its first
+  // packet's; the others follow `spacing_ps` apart (the slowest
+  // serialization so far). 1 and 0 for a plain packet.
+  uint16_t count = 1;
+  int64_t spacing_ps = 0;
 };
 
 class PacketPool {

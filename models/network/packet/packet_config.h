@@ -86,6 +86,22 @@ struct DcqcnConfig {
   sim::Duration cnp_interval = sim::us(int64_t{50});
 };
 
+// Packet trains: the switch-over to fluid transmission where no queue has
+// built (an approximation, off by default). A source whose flow's whole
+// path holds no queued packet sends `packets` full packets back to back as
+// one train, one event per hop instead of one per packet; its first and
+// last packets keep the exact store-and-forward times of a packet stream.
+// A train that reaches a port which is busy or holds a queue is cut back
+// into packets there, each arriving at its exact time, so queues, PFC and
+// ECN see single packets. What it gives up: a packet reaching a port while
+// a train crosses it waits for the train's end (up to packets - 1 packets
+// longer), and flows sharing a GPU port take turns per train. README gives
+// the measured error.
+struct TrainConfig {
+  bool enabled = false;
+  int packets = 16;  // full packets per train, 2..1024
+};
+
 struct PacketConfig {
   // Payload bytes per packet (RoCE / InfiniBand path MTU 4096, what NCCL
   // uses over jumbo-frame fabrics). Headers are not modelled.
@@ -101,6 +117,7 @@ struct PacketConfig {
   PfcConfig pfc;
   EcnConfig ecn;
   DcqcnConfig dcqcn;
+  TrainConfig trains;
   // Without PFC a dropped packet is resent this long after it was first sent
   // (selective repeat, as IRN: Mittal et al., SIGCOMM 2018, RTO_high 320 us).
   sim::Duration rto = sim::us(int64_t{320});

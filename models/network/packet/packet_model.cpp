@@ -266,30 +266,115 @@ void PacketModel::transmit(LinkId l, uint32_t pk) {
   const LinkInfo& info = links_[static_cast<size_t>(l)];
   Packet& p = pool_[pk];
   // It leaves its node's buffer as it starts serializing (the ingress it
-  // came through may now resume its upstream).
-  if (!info.from_gpu) release_from_node(info.from, p);
+  // came through may now resume its upstream); a train passing a free
+  // port never entered it.
+  if (!info.from_gpu) {
+    if (p.flags & Packet::kUnbuffered) {
+      p.flags &= static_cast<uint8_t>(~Packet::kUnbuffered);
+    } else {
+      release_from_node(info.from, p);
+    }
+  }
   p.link = l;
   p.in_link = l;  // its ingress at the next node
   p.link_gen = info.gen;
   const int64_t now = sim_.now().ps();
-  const int64_t ser = p.bytes == static_cast<uint32_t>(mtu_)
-                          ? info.mtu_ser_ps
-                          : sim::transfer_time(sim::Bytes(p.bytes), info.bandwidth).ps();
-  port.start(now + ser, p.bytes);
+  int64_t free_at;  // when the serializer is done with it
+  int64_t arrive;   // when its arrival event fires at the next node
+  if (p.count > 1) {
+    // A train of full packets: the first leaves one serialization from
+    // now; each later one leaves one spacing after the one before, the
+    // spacing being the slower of this link's serialization and the gap
+    // they arrived with. The destination takes it when its last packet is
+    // in; a switch takes it as its first packet arrives.
+    const int64_t ser = info.mtu_ser_ps;
+    const int64_t spacing = std::max(ser, p.spacing_ps);
+    const int64_t rest = static_cast<int64_t>(p.count - 1) * spacing;
+    p.spacing_ps = spacing;
+    free_at = now + ser + rest;
+    arrive = now + ser + info.latency_ps + (info.to == routes_[p.flow].dst_node ? rest : 0);
+    port.start(free_at, static_cast<uint32_t>(mtu_));  // one packet serializes at a time
+  } else {
+    const int64_t ser = p.bytes == static_cast<uint32_t>(mtu_)
+                            ? info.mtu_ser_ps
+                            : sim::transfer_time(sim::Bytes(p.bytes), info.bandwidth).ps();
+    free_at = now + ser;
+    // Store and forward: the next node has all of it one serialization and
+    // one link latency from now.
+    arrive = free_at + info.latency_ps;
+    port.start(free_at, p.bytes);
+  }
   ledger_.add(l, static_cast<double>(p.bytes));
-  ++packet_hops_;
+  packet_hops_ += p.count;
   if (counters_) {
     touch(l);
     interval_bytes_[static_cast<size_t>(l)] += p.bytes;
   }
-  // Store and forward: the next node has all of it one serialization and
-  // one link latency from now.
-  sim_.schedule_at(sim::Time::from_ps(now + ser + info.latency_ps), *this, tag_of(kArrive, pk));
+  sim_.schedule_at(sim::Time::from_ps(arrive), *this, tag_of(kArrive, pk));
   if (info.from_gpu) after_source_send(p.flow, p.bytes);
   if (!port.wake_pending() && has_waiting(l)) {
     port.set_wake_pending(true);
-    sim_.schedule_at(sim::Time::from_ps(now + ser), *this, tag_of(kPortFree, static_cast<uint64_t>(l)));
+    sim_.schedule_at(sim::Time::from_ps(free_at), *this, tag_of(kPortFree, static_cast<uint64_t>(l)));
   }
+}
+
+uint32_t PacketModel::train_length(const Flow& f, uint32_t id, LinkId l, int priority) const {
+  // Lossless fabrics and ECMP only: without PFC a train's passage changes
+  // which packets a full buffer drops, and each drop costs a timeout; sprayed
+  // and adaptive routing choose per packet.
+  if (!cfg_.trains.enabled || !cfg_.pfc.enabled || policy_ != RoutingPolicy::ecmp) return 1;
+  // Full packets only (the last, short one goes alone), at least two.
+  const int64_t full = f.total_bytes / mtu_;
+  const int64_t left = full - static_cast<int64_t>(f.next_seq);
+  if (left < 2) return 1;
+  // DCQCN has cut it: the fabric is congested, and pacing spaces packets.
+  if (f.rate_controlled && f.cc.rate() < f.cc.line_rate()) return 1;
+  const FlowRoute& fr = routes_[id];
+  if (fr.hops == 0 || fr.path[0] != l) return 1;
+  // Flows sharing the port take turns per train instead of per packet: only
+  // among flows on the same path (a ring's channels), whose turns load the
+  // same links; flows to other places would see bursts where they meet.
+  const SourceQueue& q = sources_[static_cast<size_t>(source_index_[static_cast<size_t>(l)])];
+  if ((q.nonempty & ~(1u << priority)) != 0) return 1;
+  for (uint32_t o = q.head[static_cast<size_t>(priority)]; o != UINT32_MAX; o = flows_[o].ready_next) {
+    const FlowRoute& other = routes_[o];
+    if (other.hops != fr.hops || !std::equal(fr.path.begin(), fr.path.begin() + fr.hops, other.path.begin())) {
+      return 1;
+    }
+  }
+  for (uint8_t h = 0; h < fr.hops; ++h) {
+    const LinkId hop = fr.path[h];
+    const EgressPort& port = ports_[static_cast<size_t>(hop)];
+    if (port.queued_mask() != 0 || port.paused(priority)) return 1;
+    if (h > 0 && buffers_[static_cast<size_t>(links_[static_cast<size_t>(hop)].from)].used() != 0) {
+      return 1;
+    }
+  }
+  return static_cast<uint32_t>(std::min<int64_t>(left, cfg_.trains.packets));
+}
+
+bool PacketModel::train_passes(LinkId l, int priority) const {
+  const EgressPort& port = ports_[static_cast<size_t>(l)];
+  const LinkInfo& info = links_[static_cast<size_t>(l)];
+  return info.usable && sim_.now().ps() >= port.busy_until_ps() && port.queued_mask() == 0 &&
+         !port.paused(priority) && buffers_[static_cast<size_t>(info.from)].used() == 0;
+}
+
+uint32_t PacketModel::cut_first_packet(uint32_t train, uint16_t hop_before) {
+  const uint32_t first = pool_.allocate();  // may move the pool: no references before it
+  Packet& t = pool_[train];
+  Packet& p = pool_[first];
+  p = t;  // routed already: its hop is the next node's
+  p.next = kNilPacket;
+  p.count = 1;
+  p.bytes = static_cast<uint32_t>(mtu_);
+  p.spacing_ps = 0;
+  t.hop = hop_before;  // the rest still arrives here
+  ++t.seq;
+  --t.count;
+  t.bytes -= static_cast<uint32_t>(mtu_);
+  sim_.schedule_at(sim_.now() + sim::Duration::from_ps(t.spacing_ps), *this, tag_of(kArrive, train));
+  return first;
 }
 
 void PacketModel::on_port_free(LinkId l) {
@@ -321,12 +406,16 @@ uint32_t PacketModel::next_source_packet(LinkId l) {
     pk = pool_.allocate();
     Packet& p = pool_[pk];
     p.flow = id;
-    p.seq = f.next_seq++;
-    p.bytes = packet_bytes(f, p.seq);
+    p.seq = f.next_seq;
+    const uint32_t n = train_length(f, id, l, prio);
+    p.count = static_cast<uint16_t>(n);
+    p.bytes = n > 1 ? n * static_cast<uint32_t>(mtu_) : packet_bytes(f, p.seq);
+    f.next_seq += n;
     p.priority = static_cast<uint8_t>(prio);
   }
   Packet& p = pool_[pk];
   p.sent_ps = sim_.now().ps();
+  p.spacing_ps = 0;
   p.in_link = kNoLink;
   // ECMP packets follow the flow's path; index 1 is the next link.
   p.hop = (!f.path.empty() && f.path.front() == l) ? 1 : 0;
@@ -386,11 +475,28 @@ void PacketModel::on_arrive(uint32_t pk) {
   if (is_gpu_[static_cast<size_t>(at)]) {
     throw std::logic_error("packet model: a packet reached a GPU that is not its destination");
   }
+  const uint16_t hop_before = p.hop;
   const LinkId out = route(p, at);
   if (out == kNoLink) {
     lose(pk);
     return;
   }
+  if (p.count > 1) {
+    if (train_passes(out, p.priority)) {
+      p.flags |= Packet::kUnbuffered;
+      transmit(out, pk);
+      return;
+    }
+    // Queued or busy: from here on its packets go one by one.
+    pk = cut_first_packet(pk, hop_before);
+  }
+  arrive_at_port(pk, in, out);
+}
+
+void PacketModel::arrive_at_port(uint32_t pk, LinkId in, LinkId out) {
+  Packet& p = pool_[pk];
+  const NodeId at = links_[static_cast<size_t>(out)].from;
+  const FlowRoute& fr = routes_[p.flow];
   SwitchBuffer& buf = buffers_[static_cast<size_t>(at)];
   EgressPort& port = ports_[static_cast<size_t>(out)];
   if (cfg_.pfc.enabled) {
@@ -445,7 +551,7 @@ void PacketModel::deliver(uint32_t pk) {
   const uint32_t id = p.flow;
   Flow& f = flows_[id];
   f.delivered += p.bytes;
-  ++f.arrived;
+  f.arrived += p.count;
   bytes_delivered_ += sim::Bytes(p.bytes);
   if ((p.flags & Packet::kEcnMarked) && f.rate_controlled &&
       (!f.cnp_sent || sim_.now() - f.last_cnp >= cfg_.dcqcn.cnp_interval)) {
@@ -469,8 +575,8 @@ void PacketModel::deliver(uint32_t pk) {
 }
 
 void PacketModel::lose(uint32_t pk) {
-  ++drops_;
   const Packet& p = pool_[pk];
+  drops_ += p.count;
   const sim::Time resend =
       std::max(sim_.now(), sim::Time::from_ps(p.sent_ps) + cfg_.rto);
   sim_.schedule_at(resend, *this, tag_of(kRetransmit, pk));

@@ -172,6 +172,9 @@ class PacketModel : public NetworkModel, private sim::EventHandler {
   void handle_event(uint64_t tag) override;
   void on_port_free(LinkId l);
   void on_arrive(uint32_t packet);
+  // A packet that arrived through `in` at a switch joins the queue of `out`
+  // (PFC admission or drop, ECN marking) and the port starts if free.
+  void arrive_at_port(uint32_t packet, LinkId in, LinkId out);
   void on_pause(LinkId l, int priority, bool on);
   void on_flow_wake(uint32_t flow, uint32_t generation);
   void on_cnp(uint32_t flow, uint32_t generation);
@@ -182,6 +185,15 @@ class PacketModel : public NetworkModel, private sim::EventHandler {
   void refresh_link(LinkId l);
   void try_start(LinkId l);
   void transmit(LinkId l, uint32_t packet);
+  // Trains (network.trains): how many full packets flow `id` sends as one
+  // train on its source link `l` now (1: a plain packet); whether a train
+  // may cross port `l` whole now (free, nothing queued, not paused, its
+  // node's shared buffer empty); and
+  // cutting a train's first packet off where it may not (the rest arrives
+  // one spacing later). `hop_before` is the train's hop index on arrival.
+  uint32_t train_length(const Flow& f, uint32_t id, LinkId l, int priority) const;
+  bool train_passes(LinkId l, int priority) const;
+  uint32_t cut_first_packet(uint32_t train, uint16_t hop_before);
   bool has_waiting(LinkId l) const;
   uint32_t next_source_packet(LinkId l);
   void after_source_send(uint32_t flow, uint32_t bytes);
