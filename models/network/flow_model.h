@@ -22,6 +22,7 @@
 #include "models/network/link_ledger.h"
 #include "models/network/max_min_solver.h"
 #include "models/network/network_model.h"
+#include "models/network/route_cache.h"
 #include "models/network/unroutable_log.h"
 
 namespace gcsim::models::network {
@@ -75,6 +76,11 @@ class FlowModel : public NetworkModel {
   };
 
   void handle(uint64_t tag);
+  // The route of `key` now: from the cache for ECMP and spray (a pure
+  // function of the key and the links' states, so the cache starts over
+  // whenever the Fabric's version moves), computed afresh for adaptive (it
+  // reads the loads).
+  RouteCache::Route route_of(const FlowKey& key);
   std::vector<WeightedLink> route_for(const FlowKey& key) const;
   sim::Duration latency_of(const std::vector<WeightedLink>& route) const;
   double capacity_of(LinkId l) const;
@@ -102,6 +108,9 @@ class FlowModel : public NetworkModel {
   LinkLedger ledger_;
   NetworkStats totals_;
   UnroutableLog unroutable_;
+  RouteCache routes_;
+  uint64_t routes_version_ = 0;  // the Fabric's version the cached routes were found in
+  std::vector<WeightedLink> adaptive_route_;  // scratch for the adaptive policy (never cached)
   std::vector<ActiveFlow> flows_;  // by slot, which is also the solver's flow id
   std::vector<int32_t> free_;
   bool recompute_pending_ = false;
