@@ -94,8 +94,16 @@ void MaxMinSolver::remove_flow(FlowId f) {
       ls.load -= h.weight * fs.rate;
       if (++ls.updates >= kRefreshEvery) refresh_load(ls);
     }
-    // The flows this link held back may now go faster.
-    for (FlowId g : ls.bottlenecked) seed(g);
+    // The flows this link held back may now go faster. Seeding them once
+    // per solve is enough: until the next solve this list only loses flows
+    // (bottlenecks are set in commit()), so a second seeding adds nothing,
+    // and the first fixes the order in which they enter S. (Seeding on every
+    // removal made an all-to-all's drain quadratic: 112 flows x 112 removals
+    // per NIC link.)
+    if (ls.seeded_epoch != seed_epoch_) {
+      ls.seeded_epoch = seed_epoch_;
+      for (FlowId g : ls.bottlenecked) seed(g);
+    }
     if (fs.rate != 0.0) unloaded_.push_back(h.link);
   }
   fs.hops.clear();
@@ -117,6 +125,10 @@ std::vector<WeightedLink> MaxMinSolver::links_of(FlowId f) const {
 }
 
 void MaxMinSolver::begin_solve() {
+  if (++seed_epoch_ == 0) {  // wrapped: forget every stamp
+    for (LinkState& ls : links_) ls.seeded_epoch = 0;
+    seed_epoch_ = 1;
+  }
   changes_.clear();
   changed_links_.clear();
   if (++change_epoch_ == 0) {  // wrapped: forget every stamp

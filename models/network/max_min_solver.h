@@ -124,6 +124,7 @@ class MaxMinSolver {
     std::vector<FlowId> bottlenecked;  // flows whose recorded bottleneck this is
     uint32_t updates = 0;        // incremental load updates since the last exact sum
     uint32_t changed_epoch = 0;  // == change_epoch_ once listed in changed_links_
+    uint32_t seeded_epoch = 0;   // == seed_epoch_ once its bottlenecked flows were seeded
   };
   // A flow of S in the current round, and its links as local indices
   // (s_hops_[hop_begin, hop_end)): the filling touches only these dense
@@ -199,6 +200,7 @@ class MaxMinSolver {
   std::vector<LinkId> changed_links_;
   std::vector<LinkId> unloaded_;  // links that lost a flow since the last solve
   uint32_t change_epoch_ = 0;
+  uint32_t seed_epoch_ = 1;  // counts solves: remove_flow seeds a link once per solve
   int widened_in_a_row_ = 0;  // solves that ended with every flow in S
   Counters counters_;
 };
