@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace gcsim::models::network {
 
@@ -90,6 +91,7 @@ RouteCache::Route FlowModel::route_of(const FlowKey& key) {
   }
   if (routes_version_ != fabric_.version() || routes_.size() >= kMaxCachedRoutes) {
     routes_.clear();
+    ++open_epoch_;  // route ids start over
     routes_version_ = fabric_.version();
   }
   RouteCache::Route r;
@@ -122,6 +124,7 @@ int32_t FlowModel::allocate() {
 void FlowModel::release(int32_t slot) {
   ActiveFlow& f = flows_[static_cast<size_t>(slot)];
   f.done = nullptr;
+  f.joined.clear();
   f.route.clear();
   f.in_use = false;
   f.sending = false;
@@ -139,6 +142,7 @@ void FlowModel::start(const Transfer& t, TransferDone done) {
     unroutable_.record(fabric_, t.src_rank, t.dst_rank, t.bytes, sim_.now());
     return;
   }
+  if (t.bytes.count() > 0 && join_identical(key, route, t, done)) return;
   const int32_t slot = allocate();
   ActiveFlow& f = flows_[static_cast<size_t>(slot)];
   f.done = std::move(done);
@@ -157,7 +161,37 @@ void FlowModel::start(const Transfer& t, TransferDone done) {
   }
   f.sending = true;
   solver_.add_flow(slot, f.route);
+  if (aggregate_ && route.id >= 0) {
+    if (static_cast<size_t>(route.id) >= open_.size()) open_.resize(routes_.num_routes());
+    OpenFlow& o = open_[static_cast<size_t>(route.id)];
+    if (o.epoch != open_epoch_) o = {open_epoch_, slot};
+  }
   request_recompute();
+}
+
+bool FlowModel::join_identical(const FlowKey& key, const RouteCache::Route& route,
+                               const Transfer& t, TransferDone& done) {
+  // Adaptive routes read the links' flow counts: a joined transfer would
+  // not count, so the next one could pick differently. Not aggregated.
+  if (!aggregate_ || route.id < 0 || static_cast<size_t>(route.id) >= open_.size()) return false;
+  const OpenFlow& o = open_[static_cast<size_t>(route.id)];
+  if (o.epoch != open_epoch_) return false;
+  const int32_t slot = o.slot;
+  ActiveFlow& f = flows_[static_cast<size_t>(slot)];
+  // Same route id: same links, weights and latency. Also the same size,
+  // and still waiting for its first rate.
+  const bool same = f.in_use && f.sending && f.bytes == t.bytes && f.latency == route.latency &&
+                    f.route.size() == route.links.size() &&
+                    std::equal(f.route.begin(), f.route.end(), route.links.begin(),
+                               [](const WeightedLink& a, const WeightedLink& b) {
+                                 return a.link == b.link && a.weight == b.weight;
+                               }) &&
+                    solver_.rate(slot) == 0.0 && solver_.bottleneck(slot) == kNoLink;
+  if (!same) return false;
+  f.joined.push_back({key, std::move(done)});
+  solver_.set_multiplicity(slot, f.members());
+  ++aggregated_;
+  return true;
 }
 
 void FlowModel::handle(uint64_t t) {
@@ -186,6 +220,7 @@ void FlowModel::advance(ActiveFlow& f, double rate) {
 
 void FlowModel::recompute() {
   recompute_pending_ = false;
+  ++open_epoch_;  // solved flows have a rate: nothing joins them any more
   for (const MaxMinSolver::RateChange& c : solver_.solve()) {
     advance(flows_[static_cast<size_t>(c.flow)], c.old_rate);
     schedule_drain(c.flow);
@@ -242,7 +277,8 @@ void FlowModel::wake(uint64_t generation) {
 void FlowModel::book_route_bytes(ActiveFlow& f) {
   const double moved = f.route_start - f.remaining;
   if (moved <= 0.0) return;
-  for (const WeightedLink& wl : f.route) ledger_.add(wl.link, wl.weight * moved);
+  const double k = f.members();
+  for (const WeightedLink& wl : f.route) ledger_.add(wl.link, wl.weight * moved * k);
   f.route_start = f.remaining;
 }
 
@@ -258,11 +294,21 @@ void FlowModel::drained(int32_t slot) {
 
 void FlowModel::deliver(int32_t slot) {
   ActiveFlow& f = flows_[static_cast<size_t>(slot)];
-  totals_.bytes_delivered += f.bytes;
-  ++totals_.transfers;
+  const auto members = static_cast<int64_t>(1 + f.joined.size());
+  totals_.bytes_delivered += sim::Bytes(f.bytes.count() * members);
+  totals_.transfers += members;
   TransferDone done = std::move(f.done);
-  release(slot);  // before `done`, which may start transfers that reuse it
+  if (members == 1) {
+    release(slot);  // before `done`, which may start transfers that reuse it
+    if (done) done();
+    return;
+  }
+  std::vector<ActiveFlow::Member> joined = std::move(f.joined);
+  release(slot);
   if (done) done();
+  for (ActiveFlow::Member& m : joined) {
+    if (m.done) m.done();
+  }
 }
 
 void FlowModel::on_link_state_changed(LinkId link) {
@@ -278,10 +324,36 @@ void FlowModel::on_link_state_changed(LinkId link) {
   if (changed) request_recompute();
 }
 
+void FlowModel::split(int32_t slot) {
+  std::vector<ActiveFlow::Member> joined = std::move(flows_[static_cast<size_t>(slot)].joined);
+  flows_[static_cast<size_t>(slot)].joined.clear();
+  for (ActiveFlow::Member& m : joined) {
+    const int32_t s = allocate();  // may move flows_: index afresh
+    ActiveFlow& from = flows_[static_cast<size_t>(slot)];
+    ActiveFlow& to = flows_[static_cast<size_t>(s)];
+    to.done = std::move(m.done);
+    to.key = m.key;
+    to.bytes = from.bytes;
+    to.route = from.route;
+    to.latency = from.latency;
+    to.remaining = from.remaining;
+    to.last = from.last;
+    to.route_start = from.route_start;
+    to.in_use = true;
+    to.sending = true;
+    // Same links and rate as the aggregate's per-member share; reroute()
+    // then moves it to its own key's path.
+    solver_.add_flow(s, to.route);
+    reroute(s);
+  }
+}
+
 void FlowModel::reroute(int32_t slot) {
+  advance(flows_[static_cast<size_t>(slot)], solver_.rate(slot));
+  book_route_bytes(flows_[static_cast<size_t>(slot)]);
+  // Members have their own keys, which may hash to different paths now.
+  if (!flows_[static_cast<size_t>(slot)].joined.empty()) split(slot);
   ActiveFlow& f = flows_[static_cast<size_t>(slot)];
-  advance(f, solver_.rate(slot));
-  book_route_bytes(f);
   solver_.remove_flow(slot);
   drains_.erase(slot);
   const RouteCache::Route route = route_of(f.key);
@@ -315,7 +387,7 @@ NetworkStats FlowModel::stats(sim::Duration elapsed) const {
     if (!f.in_use || !f.sending) continue;
     const double rate = solver_.rate(static_cast<int32_t>(slot));
     const double remaining = std::max(0.0, f.remaining - rate * (now - f.last).seconds());
-    const double moved = f.route_start - remaining;
+    const double moved = (f.route_start - remaining) * f.members();
     for (const WeightedLink& wl : f.route) ledger.add(wl.link, wl.weight * moved);
   }
   ledger.fill(s, elapsed);

@@ -58,8 +58,9 @@ void MaxMinSolver::add_flow(FlowId f, std::span<const WeightedLink> links) {
                              [&](const Hop& h) { return h.link == wl.link; });
     if (same != fs.hops.end()) {
       same->weight += wl.weight;
+      same->base = same->weight;
     } else {
-      fs.hops.push_back({wl.link, -1, wl.weight});
+      fs.hops.push_back({wl.link, -1, wl.weight, wl.weight});
     }
   }
   for (size_t h = 0; h < fs.hops.size(); ++h) {
@@ -110,6 +111,18 @@ void MaxMinSolver::remove_flow(FlowId f) {
   fs.rate = 0.0;
   fs.active = false;
   --active_flows_;
+}
+
+void MaxMinSolver::set_multiplicity(FlowId f, double k) {
+  if (!contains(f)) throw std::logic_error("max-min solver: scaling an unknown flow");
+  if (!(k >= 1.0)) throw std::logic_error("max-min solver: multiplicity must be >= 1");
+  FlowState& fs = flows_[idx(f)];
+  // Rate 0 and no bottleneck: the flow has put nothing on any link yet, so
+  // no load or bottleneck list needs to change.
+  if (fs.rate != 0.0 || fs.bottleneck != kNoLink) {
+    throw std::logic_error("max-min solver: multiplicity changes only before the first solve");
+  }
+  for (Hop& h : fs.hops) h.weight = h.base * k;
 }
 
 std::vector<MaxMinSolver::FlowId> MaxMinSolver::flows_on(LinkId l) const {

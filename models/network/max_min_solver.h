@@ -72,6 +72,11 @@ class MaxMinSolver {
   // next solve.
   void add_flow(FlowId f, std::span<const WeightedLink> links);
   void remove_flow(FlowId f);
+  // Makes flow `f` stand for `k` >= 1 identical flows (same links, same
+  // start, same size): its weights become k x those it was added with, so
+  // its rate is each member's (max-min gives identical flows one rate).
+  // Only before the flow's first solve, while its rate is 0.
+  void set_multiplicity(FlowId f, double k);
   bool contains(FlowId f) const {
     return f >= 0 && static_cast<size_t>(f) < flows_.size() && flows_[idx(f)].active;
   }
@@ -102,6 +107,7 @@ class MaxMinSolver {
     LinkId link = kNoLink;
     int32_t use = -1;  // index of this flow in the link's `uses`
     double weight = 1.0;
+    double base = 1.0;  // the weight it was added with (weight = base x multiplicity)
   };
   struct FlowState {
     std::vector<Hop> hops;

@@ -1,5 +1,8 @@
 #include "models/network/route_cache.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace gcsim::models::network {
 
 uint64_t RouteCache::hash(const FlowKey& key) {
@@ -26,7 +29,37 @@ size_t RouteCache::probe(const FlowKey& key) const {
 }
 
 RouteCache::Route RouteCache::view(const Entry& e) const {
-  return {std::span<const WeightedLink>(pool_.data() + e.offset, e.count), e.latency};
+  return {std::span<const WeightedLink>(pool_.data() + e.offset, e.count), e.latency, e.id};
+}
+
+uint64_t RouteCache::content_hash(const std::vector<WeightedLink>& links,
+                                  sim::Duration latency) {
+  uint64_t h = 0xcbf29ce484222325ULL ^ static_cast<uint64_t>(latency.ps());
+  for (const WeightedLink& wl : links) {
+    uint64_t w = 0;
+    std::memcpy(&w, &wl.weight, sizeof(w));
+    for (uint64_t v : {static_cast<uint64_t>(static_cast<uint32_t>(wl.link)), w}) {
+      h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    }
+  }
+  return h;
+}
+
+int32_t RouteCache::id_for(const std::vector<WeightedLink>& links, sim::Duration latency) {
+  const uint64_t h = content_hash(links, latency);
+  auto [first, last] = by_content_.equal_range(h);
+  for (auto it = first; it != last; ++it) {
+    const Entry& e = entries_[static_cast<size_t>(it->second)];
+    if (e.latency != latency || e.count != links.size()) continue;
+    if (std::equal(links.begin(), links.end(), pool_.begin() + e.offset,
+                   [](const WeightedLink& a, const WeightedLink& b) {
+                     return a.link == b.link && a.weight == b.weight;
+                   })) {
+      return e.id;
+    }
+  }
+  by_content_.emplace(h, static_cast<int32_t>(entries_.size()));  // the entry about to be added
+  return next_id_++;
 }
 
 bool RouteCache::find(const FlowKey& key, Route& out) const {
@@ -44,6 +77,7 @@ RouteCache::Route RouteCache::insert(const FlowKey& key, const std::vector<Weigh
   e.offset = static_cast<uint32_t>(pool_.size());
   e.count = static_cast<uint32_t>(links.size());
   e.latency = latency;
+  e.id = id_for(links, latency);
   pool_.insert(pool_.end(), links.begin(), links.end());
   Slot& s = slots_[probe(key)];
   s = Slot{key.src_rank, key.dst_rank, key.qp, static_cast<int32_t>(entries_.size())};
@@ -63,6 +97,8 @@ void RouteCache::clear() {
   slots_.clear();
   entries_.clear();
   pool_.clear();
+  by_content_.clear();
+  next_id_ = 0;
 }
 
 }  // namespace gcsim::models::network

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "models/network/routing.h"
@@ -19,6 +20,9 @@ class RouteCache {
   struct Route {
     std::span<const WeightedLink> links;  // valid until the next insert or clear
     sim::Duration latency;
+    // Routes with the same links, weights and latency share an id (dense,
+    // from 0, until clear()): keys that hash onto one path are one route.
+    int32_t id = -1;
   };
 
   // The route stored for `key`, or false when none is.
@@ -28,6 +32,8 @@ class RouteCache {
                sim::Duration latency);
   void clear();
   size_t size() const { return entries_.size(); }
+  // Distinct routes stored (ids are below this).
+  size_t num_routes() const { return next_id_; }
 
  private:
   struct Slot {
@@ -40,9 +46,13 @@ class RouteCache {
     uint32_t offset = 0;  // into pool_
     uint32_t count = 0;
     sim::Duration latency;
+    int32_t id = -1;
   };
 
   static uint64_t hash(const FlowKey& key);
+  static uint64_t content_hash(const std::vector<WeightedLink>& links, sim::Duration latency);
+  // The id of a stored route equal to `links` and `latency`, or a new one.
+  int32_t id_for(const std::vector<WeightedLink>& links, sim::Duration latency);
   size_t probe(const FlowKey& key) const;  // the key's slot, or the free slot it would take
   void grow();
   Route view(const Entry& e) const;
@@ -50,6 +60,9 @@ class RouteCache {
   std::vector<Slot> slots_;  // power-of-two size, at most half full
   std::vector<Entry> entries_;
   std::vector<WeightedLink> pool_;
+  // Content hash -> entries with that hash (the first of each distinct route).
+  std::unordered_multimap<uint64_t, int32_t> by_content_;
+  int32_t next_id_ = 0;
 };
 
 }  // namespace gcsim::models::network
