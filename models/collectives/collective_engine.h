@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "models/collectives/collective.h"
@@ -116,6 +117,9 @@ class CollectiveEngine {
   void add_p2p_cost(const Phase& phase, Protocol p, PhaseCost& c) const;
   sim::Bytes wire_bytes(const Flow& f, Protocol p) const;
   void run_phase(std::shared_ptr<RunState> st);
+  // One transfer of the run's current phase arrived; the last one ends it.
+  void transfer_done(RunState* raw);
+  void finish_phase(std::shared_ptr<RunState> st);
   void run_stepwise_ring(std::shared_ptr<RunState> st);
 
   sim::Simulator& sim_;
@@ -140,6 +144,10 @@ class CollectiveEngine {
   // Per-GPU scratch for phase costs, indexed by global rank.
   std::vector<double> sent_up_, sent_out_, recv_up_, recv_out_;
   std::vector<int> channels_up_, channels_out_;
+  std::vector<int> touched_;  // phase_cost's GPUs, reused
+  // Runs whose phase has transfers in flight, by address (what their
+  // transfers' callbacks carry).
+  std::unordered_map<const RunState*, std::shared_ptr<RunState>> running_;
 };
 
 }  // namespace gcsim::models::collectives

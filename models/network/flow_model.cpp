@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace gcsim::models::network {
 
@@ -14,6 +15,10 @@ constexpr int32_t kRecomputePriority = 500'000;
 // A flow with less than this many bytes left (rounding residue of
 // remaining -= rate × dt) has drained.
 constexpr double kDrainedBytes = 1e-6;
+// Routes kept at most; past it the cache starts over (a run's distinct
+// (src, dst, qp) keys are usually far fewer: 122K for DeepSeek-V3's EP 64
+// all-to-alls over 16 stages, ~10 MB).
+constexpr size_t kMaxCachedRoutes = 1u << 20;
 
 uint64_t tag(uint64_t kind, uint64_t payload) { return payload << 2 | kind; }
 }  // namespace
@@ -79,6 +84,22 @@ std::vector<WeightedLink> FlowModel::route_for(const FlowKey& key) const {
   return route;
 }
 
+RouteCache::Route FlowModel::route_of(const FlowKey& key) {
+  if (policy_ == RoutingPolicy::adaptive) {
+    adaptive_route_ = route_for(key);
+    return {adaptive_route_, latency_of(adaptive_route_)};
+  }
+  if (routes_version_ != fabric_.version() || routes_.size() >= kMaxCachedRoutes) {
+    routes_.clear();
+    ++open_epoch_;  // route ids start over
+    routes_version_ = fabric_.version();
+  }
+  RouteCache::Route r;
+  if (routes_.find(key, r)) return r;
+  const std::vector<WeightedLink> links = route_for(key);
+  return routes_.insert(key, links, latency_of(links));
+}
+
 sim::Duration FlowModel::latency_of(const std::vector<WeightedLink>& route) const {
   // A sprayed byte crosses each link with probability equal to its weight,
   // so the weighted sum is the mean path latency; for one path it is the
@@ -103,6 +124,7 @@ int32_t FlowModel::allocate() {
 void FlowModel::release(int32_t slot) {
   ActiveFlow& f = flows_[static_cast<size_t>(slot)];
   f.done = nullptr;
+  f.joined.clear();
   f.route.clear();
   f.in_use = false;
   f.sending = false;
@@ -115,18 +137,19 @@ void FlowModel::start(const Transfer& t, TransferDone done) {
     return;
   }
   const FlowKey key{t.src_rank, t.dst_rank, t.qp};
-  std::vector<WeightedLink> route = route_for(key);
-  if (route.empty()) {
+  const RouteCache::Route route = route_of(key);
+  if (route.links.empty()) {
     unroutable_.record(fabric_, t.src_rank, t.dst_rank, t.bytes, sim_.now());
     return;
   }
+  if (t.bytes.count() > 0 && join_identical(key, route, t, done)) return;
   const int32_t slot = allocate();
   ActiveFlow& f = flows_[static_cast<size_t>(slot)];
   f.done = std::move(done);
   f.key = key;
   f.bytes = t.bytes;
-  f.route = std::move(route);
-  f.latency = latency_of(f.route);
+  f.route.assign(route.links.begin(), route.links.end());  // keeps the slot's buffer
+  f.latency = route.latency;
   f.remaining = t.bytes.as_double();
   f.route_start = f.remaining;
   f.last = sim_.now();
@@ -138,7 +161,37 @@ void FlowModel::start(const Transfer& t, TransferDone done) {
   }
   f.sending = true;
   solver_.add_flow(slot, f.route);
+  if (aggregate_ && route.id >= 0) {
+    if (static_cast<size_t>(route.id) >= open_.size()) open_.resize(routes_.num_routes());
+    OpenFlow& o = open_[static_cast<size_t>(route.id)];
+    if (o.epoch != open_epoch_) o = {open_epoch_, slot};
+  }
   request_recompute();
+}
+
+bool FlowModel::join_identical(const FlowKey& key, const RouteCache::Route& route,
+                               const Transfer& t, TransferDone& done) {
+  // Adaptive routes read the links' flow counts: a joined transfer would
+  // not count, so the next one could pick differently. Not aggregated.
+  if (!aggregate_ || route.id < 0 || static_cast<size_t>(route.id) >= open_.size()) return false;
+  const OpenFlow& o = open_[static_cast<size_t>(route.id)];
+  if (o.epoch != open_epoch_) return false;
+  const int32_t slot = o.slot;
+  ActiveFlow& f = flows_[static_cast<size_t>(slot)];
+  // Same route id: same links, weights and latency. Also the same size,
+  // and still waiting for its first rate.
+  const bool same = f.in_use && f.sending && f.bytes == t.bytes && f.latency == route.latency &&
+                    f.route.size() == route.links.size() &&
+                    std::equal(f.route.begin(), f.route.end(), route.links.begin(),
+                               [](const WeightedLink& a, const WeightedLink& b) {
+                                 return a.link == b.link && a.weight == b.weight;
+                               }) &&
+                    solver_.rate(slot) == 0.0 && solver_.bottleneck(slot) == kNoLink;
+  if (!same) return false;
+  f.joined.push_back({key, std::move(done)});
+  solver_.set_multiplicity(slot, f.members());
+  ++aggregated_;
+  return true;
 }
 
 void FlowModel::handle(uint64_t t) {
@@ -167,6 +220,7 @@ void FlowModel::advance(ActiveFlow& f, double rate) {
 
 void FlowModel::recompute() {
   recompute_pending_ = false;
+  ++open_epoch_;  // solved flows have a rate: nothing joins them any more
   for (const MaxMinSolver::RateChange& c : solver_.solve()) {
     advance(flows_[static_cast<size_t>(c.flow)], c.old_rate);
     schedule_drain(c.flow);
@@ -223,7 +277,8 @@ void FlowModel::wake(uint64_t generation) {
 void FlowModel::book_route_bytes(ActiveFlow& f) {
   const double moved = f.route_start - f.remaining;
   if (moved <= 0.0) return;
-  for (const WeightedLink& wl : f.route) ledger_.add(wl.link, wl.weight * moved);
+  const double k = f.members();
+  for (const WeightedLink& wl : f.route) ledger_.add(wl.link, wl.weight * moved * k);
   f.route_start = f.remaining;
 }
 
@@ -239,11 +294,21 @@ void FlowModel::drained(int32_t slot) {
 
 void FlowModel::deliver(int32_t slot) {
   ActiveFlow& f = flows_[static_cast<size_t>(slot)];
-  totals_.bytes_delivered += f.bytes;
-  ++totals_.transfers;
+  const auto members = static_cast<int64_t>(1 + f.joined.size());
+  totals_.bytes_delivered += sim::Bytes(f.bytes.count() * members);
+  totals_.transfers += members;
   TransferDone done = std::move(f.done);
-  release(slot);  // before `done`, which may start transfers that reuse it
+  if (members == 1) {
+    release(slot);  // before `done`, which may start transfers that reuse it
+    if (done) done();
+    return;
+  }
+  std::vector<ActiveFlow::Member> joined = std::move(f.joined);
+  release(slot);
   if (done) done();
+  for (ActiveFlow::Member& m : joined) {
+    if (m.done) m.done();
+  }
 }
 
 void FlowModel::on_link_state_changed(LinkId link) {
@@ -259,22 +324,48 @@ void FlowModel::on_link_state_changed(LinkId link) {
   if (changed) request_recompute();
 }
 
+void FlowModel::split(int32_t slot) {
+  std::vector<ActiveFlow::Member> joined = std::move(flows_[static_cast<size_t>(slot)].joined);
+  flows_[static_cast<size_t>(slot)].joined.clear();
+  for (ActiveFlow::Member& m : joined) {
+    const int32_t s = allocate();  // may move flows_: index afresh
+    ActiveFlow& from = flows_[static_cast<size_t>(slot)];
+    ActiveFlow& to = flows_[static_cast<size_t>(s)];
+    to.done = std::move(m.done);
+    to.key = m.key;
+    to.bytes = from.bytes;
+    to.route = from.route;
+    to.latency = from.latency;
+    to.remaining = from.remaining;
+    to.last = from.last;
+    to.route_start = from.route_start;
+    to.in_use = true;
+    to.sending = true;
+    // Same links and rate as the aggregate's per-member share; reroute()
+    // then moves it to its own key's path.
+    solver_.add_flow(s, to.route);
+    reroute(s);
+  }
+}
+
 void FlowModel::reroute(int32_t slot) {
+  advance(flows_[static_cast<size_t>(slot)], solver_.rate(slot));
+  book_route_bytes(flows_[static_cast<size_t>(slot)]);
+  // Members have their own keys, which may hash to different paths now.
+  if (!flows_[static_cast<size_t>(slot)].joined.empty()) split(slot);
   ActiveFlow& f = flows_[static_cast<size_t>(slot)];
-  advance(f, solver_.rate(slot));
-  book_route_bytes(f);
   solver_.remove_flow(slot);
   drains_.erase(slot);
-  std::vector<WeightedLink> route = route_for(f.key);
-  if (route.empty()) {
+  const RouteCache::Route route = route_of(f.key);
+  if (route.links.empty()) {
     // Partitioned: the transfer never completes.
     unroutable_.record(fabric_, f.key.src_rank, f.key.dst_rank, f.bytes, sim_.now());
     release(slot);
     return;
   }
   ++totals_.reroutes;
-  f.route = std::move(route);
-  f.latency = latency_of(f.route);
+  f.route.assign(route.links.begin(), route.links.end());
+  f.latency = route.latency;
   f.route_start = f.remaining;
   solver_.add_flow(slot, f.route);
 }
@@ -296,7 +387,7 @@ NetworkStats FlowModel::stats(sim::Duration elapsed) const {
     if (!f.in_use || !f.sending) continue;
     const double rate = solver_.rate(static_cast<int32_t>(slot));
     const double remaining = std::max(0.0, f.remaining - rate * (now - f.last).seconds());
-    const double moved = f.route_start - remaining;
+    const double moved = (f.route_start - remaining) * f.members();
     for (const WeightedLink& wl : f.route) ledger.add(wl.link, wl.weight * moved);
   }
   ledger.fill(s, elapsed);

@@ -22,6 +22,7 @@
 #include "models/network/link_ledger.h"
 #include "models/network/max_min_solver.h"
 #include "models/network/network_model.h"
+#include "models/network/route_cache.h"
 #include "models/network/unroutable_log.h"
 
 namespace gcsim::models::network {
@@ -45,7 +46,19 @@ class FlowModel : public NetworkModel {
   }
   void count_closed_form(const LinkFootprint& footprint, double scale) override;
 
-  // Transfers still sending (not yet drained).
+  // Identical transfers (same route, same size, started at the same
+  // instant: the two queue pairs of a pair under one leaf, a rail's
+  // all-to-all) ride one weighted flow of the solver whose drain delivers
+  // them all (on by default). Max-min gives identical flows the same rate,
+  // so the times are the same in exact arithmetic; in doubles k x rate and
+  // a sum of k rates round differently, which may move a completion by a
+  // picosecond, and members complete in one event in start order.
+  // tests/unit/test_flow_aggregation.cpp measures it against `false`.
+  void set_aggregation(bool on) { aggregate_ = on; }
+  // Transfers that joined another's flow so far.
+  int64_t aggregated() const { return aggregated_; }
+
+  // Flows still sending (not yet drained); an aggregate counts once.
   size_t sending() const { return solver_.num_flows(); }
   // Rates, loads and work counters (for tests and benchmarks).
   const MaxMinSolver& solver() const { return solver_; }
@@ -72,9 +85,22 @@ class FlowModel : public NetworkModel {
     double route_start = 0.0;  // `remaining` when the route was set (ledger)
     bool in_use = false;
     bool sending = false;  // in the solver; false once drained
+    // Transfers riding this flow besides the first (aggregation), in
+    // start order; each keeps its key for a reroute.
+    struct Member {
+      FlowKey key;
+      TransferDone done;
+    };
+    std::vector<Member> joined;
+    double members() const { return 1.0 + static_cast<double>(joined.size()); }
   };
 
   void handle(uint64_t tag);
+  // The route of `key` now: from the cache for ECMP and spray (a pure
+  // function of the key and the links' states, so the cache starts over
+  // whenever the Fabric's version moves), computed afresh for adaptive (it
+  // reads the loads).
+  RouteCache::Route route_of(const FlowKey& key);
   std::vector<WeightedLink> route_for(const FlowKey& key) const;
   sim::Duration latency_of(const std::vector<WeightedLink>& route) const;
   double capacity_of(LinkId l) const;
@@ -91,6 +117,11 @@ class FlowModel : public NetworkModel {
   void drained(int32_t slot);
   void deliver(int32_t slot);
   void reroute(int32_t slot);
+  // Joins `t` to an identical flow started at this instant; false if none.
+  bool join_identical(const FlowKey& key, const RouteCache::Route& route, const Transfer& t,
+                      TransferDone& done);
+  // Gives each joined member of `slot` its own flow (before a reroute).
+  void split(int32_t slot);
 
   sim::Simulator& sim_;
   Fabric& fabric_;
@@ -102,8 +133,23 @@ class FlowModel : public NetworkModel {
   LinkLedger ledger_;
   NetworkStats totals_;
   UnroutableLog unroutable_;
+  RouteCache routes_;
+  uint64_t routes_version_ = 0;  // the Fabric's version the cached routes were found in
+  std::vector<WeightedLink> adaptive_route_;  // scratch for the adaptive policy (never cached)
   std::vector<ActiveFlow> flows_;  // by slot, which is also the solver's flow id
   std::vector<int32_t> free_;
+  bool aggregate_ = true;
+  int64_t aggregated_ = 0;
+  // Per route id: the flow started on it at this instant and not yet
+  // solved (valid while its epoch is open_epoch_), the one a new identical
+  // transfer may join. Each recompute (and each new route cache) opens a
+  // new epoch.
+  struct OpenFlow {
+    uint64_t epoch = 0;
+    int32_t slot = -1;
+  };
+  std::vector<OpenFlow> open_;
+  uint64_t open_epoch_ = 1;
   bool recompute_pending_ = false;
   sim::Time wake_at_ = sim::Time::max();
   uint64_t wake_generation_ = 0;

@@ -58,8 +58,9 @@ void MaxMinSolver::add_flow(FlowId f, std::span<const WeightedLink> links) {
                              [&](const Hop& h) { return h.link == wl.link; });
     if (same != fs.hops.end()) {
       same->weight += wl.weight;
+      same->base = same->weight;
     } else {
-      fs.hops.push_back({wl.link, -1, wl.weight});
+      fs.hops.push_back({wl.link, -1, wl.weight, wl.weight});
     }
   }
   for (size_t h = 0; h < fs.hops.size(); ++h) {
@@ -94,14 +95,34 @@ void MaxMinSolver::remove_flow(FlowId f) {
       ls.load -= h.weight * fs.rate;
       if (++ls.updates >= kRefreshEvery) refresh_load(ls);
     }
-    // The flows this link held back may now go faster.
-    for (FlowId g : ls.bottlenecked) seed(g);
+    // The flows this link held back may now go faster. Seeding them once
+    // per solve is enough: until the next solve this list only loses flows
+    // (bottlenecks are set in commit()), so a second seeding adds nothing,
+    // and the first fixes the order in which they enter S. (Seeding on every
+    // removal made an all-to-all's drain quadratic: 112 flows x 112 removals
+    // per NIC link.)
+    if (ls.seeded_epoch != seed_epoch_) {
+      ls.seeded_epoch = seed_epoch_;
+      for (FlowId g : ls.bottlenecked) seed(g);
+    }
     if (fs.rate != 0.0) unloaded_.push_back(h.link);
   }
   fs.hops.clear();
   fs.rate = 0.0;
   fs.active = false;
   --active_flows_;
+}
+
+void MaxMinSolver::set_multiplicity(FlowId f, double k) {
+  if (!contains(f)) throw std::logic_error("max-min solver: scaling an unknown flow");
+  if (!(k >= 1.0)) throw std::logic_error("max-min solver: multiplicity must be >= 1");
+  FlowState& fs = flows_[idx(f)];
+  // Rate 0 and no bottleneck: the flow has put nothing on any link yet, so
+  // no load or bottleneck list needs to change.
+  if (fs.rate != 0.0 || fs.bottleneck != kNoLink) {
+    throw std::logic_error("max-min solver: multiplicity changes only before the first solve");
+  }
+  for (Hop& h : fs.hops) h.weight = h.base * k;
 }
 
 std::vector<MaxMinSolver::FlowId> MaxMinSolver::flows_on(LinkId l) const {
@@ -117,6 +138,10 @@ std::vector<WeightedLink> MaxMinSolver::links_of(FlowId f) const {
 }
 
 void MaxMinSolver::begin_solve() {
+  if (++seed_epoch_ == 0) {  // wrapped: forget every stamp
+    for (LinkState& ls : links_) ls.seeded_epoch = 0;
+    seed_epoch_ = 1;
+  }
   changes_.clear();
   changed_links_.clear();
   if (++change_epoch_ == 0) {  // wrapped: forget every stamp

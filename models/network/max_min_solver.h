@@ -72,6 +72,11 @@ class MaxMinSolver {
   // next solve.
   void add_flow(FlowId f, std::span<const WeightedLink> links);
   void remove_flow(FlowId f);
+  // Makes flow `f` stand for `k` >= 1 identical flows (same links, same
+  // start, same size): its weights become k x those it was added with, so
+  // its rate is each member's (max-min gives identical flows one rate).
+  // Only before the flow's first solve, while its rate is 0.
+  void set_multiplicity(FlowId f, double k);
   bool contains(FlowId f) const {
     return f >= 0 && static_cast<size_t>(f) < flows_.size() && flows_[idx(f)].active;
   }
@@ -102,6 +107,7 @@ class MaxMinSolver {
     LinkId link = kNoLink;
     int32_t use = -1;  // index of this flow in the link's `uses`
     double weight = 1.0;
+    double base = 1.0;  // the weight it was added with (weight = base x multiplicity)
   };
   struct FlowState {
     std::vector<Hop> hops;
@@ -124,6 +130,7 @@ class MaxMinSolver {
     std::vector<FlowId> bottlenecked;  // flows whose recorded bottleneck this is
     uint32_t updates = 0;        // incremental load updates since the last exact sum
     uint32_t changed_epoch = 0;  // == change_epoch_ once listed in changed_links_
+    uint32_t seeded_epoch = 0;   // == seed_epoch_ once its bottlenecked flows were seeded
   };
   // A flow of S in the current round, and its links as local indices
   // (s_hops_[hop_begin, hop_end)): the filling touches only these dense
@@ -199,6 +206,7 @@ class MaxMinSolver {
   std::vector<LinkId> changed_links_;
   std::vector<LinkId> unloaded_;  // links that lost a flow since the last solve
   uint32_t change_epoch_ = 0;
+  uint32_t seed_epoch_ = 1;  // counts solves: remove_flow seeds a link once per solve
   int widened_in_a_row_ = 0;  // solves that ended with every flow in S
   Counters counters_;
 };

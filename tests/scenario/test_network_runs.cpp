@@ -276,6 +276,8 @@ workload:
     every.erase(k);
   }
   CHECK(memo.dump() == every.dump());
+}
+
 TEST_CASE("network.trains: same 1 GiB time as per packet; a bad length exits 2 naming the key",
           "[scenario][network][trains]") {
   // An uncontended transfer: trains keep the per-packet store-and-forward
