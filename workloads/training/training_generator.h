@@ -20,6 +20,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -48,6 +49,7 @@ struct TrainingWorkload {
   std::string mirrored_axes;      // e.g. "tp, cp, dp"
   // Per Axis: whether its coordinate is mirrored (simulated ranks have 0).
   std::array<bool, kAxes> mirrored_axis{};
+  std::optional<RankGrid> grid;   // where each rank sits (set by generate_training)
   std::string mirror_note;        // why the shortcut is off, or ""
   // slot_key(rank, comm slot) -> every rank a reduced collective stands for.
   std::unordered_map<uint64_t, std::vector<int>> widened_groups;
