@@ -11,7 +11,9 @@
 // balanced, so only the ranks with coordinate 0 on those axes run (one per
 // pipeline rank). Their collectives are timed over the whole group they
 // stand for (SymmetricExecutor widens them), and a mirrored CP ring sends
-// to itself, timed as the hop from its real neighbour. Uneven expert load
+// to itself, timed as the hop from its real neighbour. On an oversubscribed
+// fabric the instances a simulated rank stands for also run as traffic
+// (mirror_siblings.h, TrainingWorkload::grid). Uneven expert load
 // keeps every EP rank; groups that straddle nodes unevenly turn the
 // shortcut off. tests/unit/test_training_generator.cpp shows the mirrored
 // run equal to the full one.
