@@ -29,6 +29,19 @@ network::CollectiveAlgo algo_for(CollectiveKind k) {
   return network::CollectiveAlgo::all_reduce;
 }
 
+// A callback that runs `then` on its `count`-th call.
+std::function<void()> after_all(size_t count, std::function<void()> then) {
+  auto left = std::make_shared<size_t>(count);
+  auto fn = std::make_shared<std::function<void()>>(std::move(then));
+  return [left, fn] {
+    if (--*left == 0) (*fn)();
+  };
+}
+
+size_t waited(const std::shared_ptr<const sim::SiblingGroups>& s) {
+  return s == nullptr ? 0 : s->waited;
+}
+
 struct KernelBuilder {
   const gpu::GpuSpec& spec;
   gpu::KernelDesc operator()(const gpu::GemmShape& s) const { return gpu::gemm_kernel(spec, s); }
@@ -120,7 +133,36 @@ void ClusterModel::count_closed_form(const Op& op, const std::vector<int>& ranks
 void ClusterModel::attach_network(network::NetworkModel& n, const network::Fabric& fabric) {
   network_ = &n;
   fabric_ = &fabric;
+  contention_ = std::make_unique<SiblingContention>(fabric);
+  counted_siblings_.clear();
   build_engine();
+}
+
+bool ClusterModel::loads_siblings() const {
+  // choice_.on_network: the flow and packet models, whose links are shared;
+  // the analytical model keeps its closed forms and has no contention.
+  return engine_ != nullptr && choice_.on_network && contention_->any();
+}
+
+void ClusterModel::run_communication_beside(const Op& op, const std::vector<int>& ranks,
+                                            const sim::SiblingGroups& siblings,
+                                            sim::OpDone done) {
+  if (!loads_siblings()) {
+    communicate(op, ranks, nullptr, std::move(done));
+    return;
+  }
+  CountedSiblings& counted = counted_siblings_[&siblings];
+  if (counted.groups == nullptr || counted.version != fabric_->version()) {
+    auto kept = std::make_shared<sim::SiblingGroups>();
+    for (size_t k : contention_->sharing(ranks, siblings.groups)) {
+      kept->groups.push_back(siblings.groups[k]);
+      if (k < siblings.waited) ++kept->waited;  // indices ascend: the waited stay first
+    }
+    counted.groups = std::move(kept);
+    counted.version = fabric_->version();
+  }
+  communicate(op, ranks, counted.groups->groups.empty() ? nullptr : counted.groups,
+              std::move(done));
 }
 
 void ClusterModel::set_collective_choice(const CollectiveChoice& choice) {
@@ -160,6 +202,12 @@ collectives::CollectiveRequest ClusterModel::collective_request(
 
 void ClusterModel::run_communication(const Op& op, const std::vector<int>& ranks,
                                      sim::OpDone done) {
+  communicate(op, ranks, nullptr, std::move(done));
+}
+
+void ClusterModel::communicate(const Op& op, const std::vector<int>& ranks,
+                               std::shared_ptr<const sim::SiblingGroups> siblings,
+                               sim::OpDone done) {
   const sim::Time start = sim_.now();
   // NCCL kernels occupy SMs (channels) on every GPU of the group while data
   // moves; p2p here is modelled as a copy-engine transfer that holds none.
@@ -181,16 +229,40 @@ void ClusterModel::run_communication(const Op& op, const std::vector<int>& ranks
       req.bytes = p.bytes;
       req.one_way = true;
       req.protocol = choice_.protocol;
+      auto finished = after_all(1 + waited(siblings), [this, start, done = std::move(done)] {
+        done(start, sim_.now());
+      });
       engine_->run(req, [this, start, name = op.name, ranks = req.ranks,
-                         done = std::move(done)](const collectives::Plan& plan) {
+                         finished](const collectives::Plan& plan) {
         if (record_collectives_) {
           collective_records_.push_back({name, ranks, plan, start, sim_.now()});
         }
-        done(start, sim_.now());
+        finished();
       });
+      for (size_t k = 0; siblings != nullptr && k < siblings->groups.size(); ++k) {
+        const auto& s = siblings->groups[k];
+        req.ranks = {lower_sends ? s.front() : s.back(), lower_sends ? s.back() : s.front()};
+        engine_->run(req, [finished, wait = k < waited(siblings)](const collectives::Plan&) {
+          if (wait) finished();
+        });
+      }
       return;
     }
-    network_->start(t, [this, start, done = std::move(done)] { done(start, sim_.now()); });
+    auto finished = after_all(1 + waited(siblings), [this, start, done = std::move(done)] {
+      done(start, sim_.now());
+    });
+    network_->start(t, finished);
+    // Each sibling pair in the same roles (the same end sends).
+    for (size_t k = 0; siblings != nullptr && k < siblings->groups.size(); ++k) {
+      const auto& s = siblings->groups[k];
+      network::Transfer st = t;
+      st.src_rank = lower_sends ? s.front() : s.back();
+      st.dst_rank = lower_sends ? s.back() : s.front();
+      st.qp = next_qp_++;
+      network_->start(st, [finished, wait = k < waited(siblings)] {
+        if (wait) finished();
+      });
+    }
     return;
   }
   // How the data moves once the SMs are held: NCCL's algorithms on the
@@ -201,15 +273,26 @@ void ClusterModel::run_communication(const Op& op, const std::vector<int>& ranks
                          op.kind == workloads::OpKind::collective &&
                          std::get<workloads::CollectiveOp>(op.payload).bytes.count() > 0;
   if (on_engine) {
-    move = [this, req = collective_request(op, ranks), name = op.name](Finished finished) {
+    move = [this, req = collective_request(op, ranks), name = op.name, &op,
+            siblings = std::move(siblings)](Finished finished) {
       const sim::Time began = sim_.now();
+      // The groups this one stands for start with it, as their ranks'
+      // identical timelines would (siblings: flow and packet models only;
+      // the memo: analytical only).
+      auto all_done = after_all(1 + waited(siblings), std::move(finished));
       run_on_engine(req, [this, began, name, ranks = req.ranks,
-                          finished = std::move(finished)](const collectives::Plan& plan) {
+                          all_done](const collectives::Plan& plan) {
         if (record_collectives_) {
           collective_records_.push_back({name, ranks, plan, began, sim_.now()});
         }
-        finished();
+        all_done();
       });
+      for (size_t k = 0; siblings != nullptr && k < siblings->groups.size(); ++k) {
+        engine_->run(collective_request(op, siblings->groups[k]),
+                     [all_done, wait = k < waited(siblings)](const collectives::Plan&) {
+                       if (wait) all_done();
+                     });
+      }
     };
   } else {
     move = [this, d = communication_time(op, ranks), &op, ranks](Finished finished) {

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "models/cluster/sibling_contention.h"
 #include "models/collectives/collective_engine.h"
 #include "models/gpu/gpu.h"
 #include "models/gpu/gpu_spec.h"
@@ -72,6 +73,14 @@ class ClusterModel : public sim::OpExecutor {
   void run_communication(const workloads::Op& op, const std::vector<int>& ranks,
                          sim::OpDone done) override;
   MemoryResult apply_memory(int rank, sim::Bytes delta) override;
+  // Siblings load the fabric only where collectives run on a network model
+  // with contention (flow, packet) and the fabric has an oversubscribed
+  // up-link; of those passed, only the ones SiblingContention counts run,
+  // starting when the simulated group's data moves (no SM holds: their
+  // GPUs are not simulated). The op ends when it and the waited ones have.
+  bool loads_siblings() const override;
+  void run_communication_beside(const workloads::Op& op, const std::vector<int>& ranks,
+                                const sim::SiblingGroups& siblings, sim::OpDone done) override;
 
   void set_memory_listener(MemoryListener l) { memory_listener_ = std::move(l); }
   // Point-to-point ops then move over this fabric model (analytical, flow
@@ -150,6 +159,18 @@ class ClusterModel : public sim::OpExecutor {
   std::map<MemoKey, MemoEntry> memo_;
   int64_t memo_hits_ = 0;
   int64_t memo_misses_ = 0;
+  // run_communication, with `siblings` (null: none) started beside the
+  // transfer when its data moves; `done` waits for the waited ones.
+  void communicate(const workloads::Op& op, const std::vector<int>& ranks,
+                   std::shared_ptr<const sim::SiblingGroups> siblings, sim::OpDone done);
+  std::unique_ptr<SiblingContention> contention_;
+  // The siblings that count, per sibling list passed (by its address, which
+  // the caller keeps for the run), for the fabric version they were found on.
+  struct CountedSiblings {
+    uint64_t version = 0;
+    std::shared_ptr<const sim::SiblingGroups> groups;
+  };
+  std::unordered_map<const sim::SiblingGroups*, CountedSiblings> counted_siblings_;
   // Counts a closed-form collective's wire traffic on the attached network
   // and notes that it runs until `end`.
   void count_closed_form(const workloads::Op& op, const std::vector<int>& ranks, sim::Time end);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/engine/rendezvous.h"
@@ -15,6 +16,18 @@
 #include "sim/engine/ir.h"
 
 namespace gcsim::sim {
+
+// The instances of a communication op that a mirrored rank's instance
+// stands for besides its own, each listed in the order of the op's ranks
+// (workloads/training/mirror_siblings.h). The first `waited` meet the
+// simulated ranks again at their next collective (the same data-parallel
+// replica: their TP, CP or EP peers), so the op ends when the last of them
+// has; the others (other replicas, which meet only at the gradient
+// collectives) load the links and nothing waits for them.
+struct SiblingGroups {
+  std::vector<std::vector<int>> groups;
+  size_t waited = 0;
+};
 
 // Reports when an op ran: start is when the op began occupying its stream on
 // this rank (a communication op: when this rank arrived), end when it finished.
@@ -32,6 +45,20 @@ class OpExecutor {
   // Allocates (delta > 0) or frees HBM on `rank`.
   enum class MemoryResult { ok, out_of_memory, freed_more_than_allocated };
   virtual MemoryResult apply_memory(int rank, Bytes delta) = 0;
+
+  // Mirrored runs, where a simulated rank stands for ranks that are not
+  // simulated: whether run_communication_beside() puts the siblings'
+  // traffic on shared links (false: it would ignore them, e.g. a network
+  // model without contention). Checked before siblings are worked out.
+  virtual bool loads_siblings() const { return false; }
+  // As run_communication, while the same op among each group of
+  // `siblings` loads the links it shares with `ranks`' traffic from when
+  // the data moves. The caller keeps `siblings` for the whole run (a model
+  // may key what it derives from it by its address).
+  virtual void run_communication_beside(const workloads::Op& op, const std::vector<int>& ranks,
+                                        const SiblingGroups& siblings, OpDone done) {
+    run_communication(op, ranks, std::move(done));
+  }
 };
 
 // Receives every finished op, in completion order.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "workloads/training/mirror_siblings.h"
+
 namespace gcsim::workloads::training {
 
 SymmetricExecutor::SymmetricExecutor(sim::OpExecutor& inner, const TrainingWorkload& workload,
@@ -30,24 +32,49 @@ void SymmetricExecutor::run_compute(int rank, const Op& op, sim::OpDone done) {
 
 void SymmetricExecutor::run_communication(const Op& op, const std::vector<int>& ranks,
                                           sim::OpDone done) {
+  // The ranks the op really runs among, and the key of its siblings.
+  const std::vector<int>* real = &ranks;
+  std::vector<int> hop;
+  uint64_t key = 0;
+  bool keyed = false;
   if (const auto* c = std::get_if<CollectiveOp>(&op.payload)) {
-    if (const std::vector<int>* group = w_.widened_group(ranks.front(), c->comm)) {
-      inner_.run_communication(op, *group, std::move(done));
-      return;
-    }
-  } else if (const auto* p = std::get_if<P2pOp>(&op.payload);
-             p != nullptr && ranks.size() == 2 && ranks.front() == ranks.back()) {
-    if (const int* peer = w_.widened_peer(ranks.front(), p->peer)) {
+    if (const std::vector<int>* group = w_.widened_group(ranks.front(), c->comm)) real = group;
+    key = TrainingWorkload::slot_key(ranks.front(), c->comm);
+    keyed = true;
+  } else if (const auto* p = std::get_if<P2pOp>(&op.payload)) {
+    if (const int* peer = w_.widened_peer(ranks.front(), p->peer);
+        peer != nullptr && ranks.size() == 2 && ranks.front() == ranks.back()) {
       // Every rank of the ring passes a block to its next at once; this
       // rank waits for the one from its previous rank, so that hop stands
       // for all (ranks sorted, as the cluster model takes a pair).
-      std::vector<int> hop{ranks.front(), *peer};
+      hop = {ranks.front(), *peer};
       std::sort(hop.begin(), hop.end());
-      inner_.run_communication(op, hop, std::move(done));
-      return;
+      real = &hop;
+    }
+    // The op is the lower rank's half: its peer slot names the pair.
+    key = TrainingWorkload::slot_key(ranks.front(), p->peer) | kP2pKey;
+    keyed = true;
+  }
+  if (w_.mirrored && w_.grid && keyed && inner_.loads_siblings()) {
+    inner_.run_communication_beside(op, *real, siblings_of(key, *real, op), std::move(done));
+    return;
+  }
+  inner_.run_communication(op, *real, std::move(done));
+}
+
+const sim::SiblingGroups& SymmetricExecutor::siblings_of(uint64_t key,
+                                                        const std::vector<int>& ranks,
+                                                        const Op& op) {
+  auto [it, fresh] = siblings_.try_emplace(key);
+  if (fresh) {
+    const bool collective = op.kind == workloads::OpKind::collective;
+    it->second = mirror_siblings(*w_.grid, w_.mirrored_axis, ranks, !collective);
+    if (collective) {
+      // As the replayer hands a group over: in rank order.
+      for (auto& s : it->second.groups) std::sort(s.begin(), s.end());
     }
   }
-  inner_.run_communication(op, ranks, std::move(done));
+  return it->second;
 }
 
 sim::OpExecutor::MemoryResult SymmetricExecutor::apply_memory(int rank, sim::Bytes delta) {

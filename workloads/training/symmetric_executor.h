@@ -4,7 +4,11 @@
 // the simulated members only, and this executor hands the inner one (the
 // cluster model) every rank of the real group, so that their time, SM
 // holds and links are those of the full group. A self-addressed p2p (a
-// mirrored CP ring) is timed as the hop from the real previous rank.
+// mirrored CP ring) is timed as the hop from the real previous rank. Where
+// the inner executor loads siblings (flow and packet models on a fabric
+// with oversubscribed links), every communication also names the
+// instances it stands for (mirror_siblings.h), so that their traffic loads
+// the links it shares with them.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +37,12 @@ class SymmetricExecutor : public sim::OpExecutor {
   const TrainingWorkload& w_;
   const WorkloadGraph* graph_;
   sim::Simulator* sim_;
+  // Sibling instances by slot_key (| kP2pKey for a p2p's peer slot), found
+  // on first use: only when the inner executor loads them.
+  static constexpr uint64_t kP2pKey = uint64_t{1} << 62;
+  std::unordered_map<uint64_t, sim::SiblingGroups> siblings_;
+  const sim::SiblingGroups& siblings_of(uint64_t key, const std::vector<int>& ranks,
+                                                   const Op& op);
 };
 
 }  // namespace gcsim::workloads::training

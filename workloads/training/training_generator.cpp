@@ -650,6 +650,7 @@ TrainingWorkload generate_training(const TrainingConfig& c, const GeneratorOptio
     w.mirror_note = "mirroring off (workload.simulate: all)";
   }
   w.mirrored_axis = mirrored;
+  w.grid = grid;
   static const char* kAxisNames[] = {"tp", "cp", "ep", "dp", "pp"};
   for (size_t a = 0; a < kAxes; ++a) {
     if (mirrored[a] && grid.extent(static_cast<Axis>(a)) > 1) {

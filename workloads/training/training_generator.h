@@ -11,7 +11,9 @@
 // balanced, so only the ranks with coordinate 0 on those axes run (one per
 // pipeline rank). Their collectives are timed over the whole group they
 // stand for (SymmetricExecutor widens them), and a mirrored CP ring sends
-// to itself, timed as the hop from its real neighbour. Uneven expert load
+// to itself, timed as the hop from its real neighbour. On an oversubscribed
+// fabric the instances a simulated rank stands for also run as traffic
+// (mirror_siblings.h, TrainingWorkload::grid). Uneven expert load
 // keeps every EP rank; groups that straddle nodes unevenly turn the
 // shortcut off. tests/unit/test_training_generator.cpp shows the mirrored
 // run equal to the full one.
@@ -20,6 +22,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -48,6 +51,7 @@ struct TrainingWorkload {
   std::string mirrored_axes;      // e.g. "tp, cp, dp"
   // Per Axis: whether its coordinate is mirrored (simulated ranks have 0).
   std::array<bool, kAxes> mirrored_axis{};
+  std::optional<RankGrid> grid;   // where each rank sits (set by generate_training)
   std::string mirror_note;        // why the shortcut is off, or ""
   // slot_key(rank, comm slot) -> every rank a reduced collective stands for.
   std::unordered_map<uint64_t, std::vector<int>> widened_groups;
