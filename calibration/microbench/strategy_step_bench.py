@@ -28,9 +28,10 @@ gcsim's default order tp-cp-ep-dp-pp):
             batched NCCL isend/irecv of the fp32 activations and their gradients (each TP rank
             sends the whole activation), micro-batches of 1 sequence (PP2xDP2: 4 per DP rank;
             PP4 and TP2xPP2: 8), gradients accumulated in .grad (fp32), the loss divided by the
-            micro-batches; with DP, each gradient's all-reduce (ReduceOp.AVG over the DP group)
-            starts from a post-accumulate-grad hook during the last micro-batch's backward
-            (Megatron's overlap_grad_reduce, per parameter) and is waited for before the clip;
+            micro-batches; with DP, the stage is wrapped in DDP as torch.distributed.pipelining
+            does it: forwards and all but the last micro-batch's backward under no_sync(), the
+            reducer armed (prepare_for_backward) for the last backward, whose bucket all-reduces
+            overlap it;
   the clip's squared norm is all-reduced over the model-parallel (TP x PP) group.
 Builds: eager; compile = each decoder layer torch.compile'd (TP 1: the whole layer, torchtitan's
 per-block compile; TP > 1: the four pieces between the TP collectives, which stay eager), the
@@ -50,6 +51,7 @@ rewrites the JSON after every point; rank 0 decides from `--budget-s` whether a 
 and tells the others. NCCL's timeout is 240 s so a rank left waiting ends the run, not the budget.
 """
 import argparse
+import contextlib
 import datetime
 import gc
 import hashlib
@@ -403,18 +405,10 @@ class Runner:
             compile_stage(self.stage)
         self.params = list(self.stage.parameters())
         self.model = self.stage
-        if lay.pp == 1 and lay.dp > 1:
+        self.ddp = lay.dp > 1
+        if self.ddp:
             self.model = DDP(self.stage, device_ids=[torch.cuda.current_device()], process_group=lay.dp_group,
                              broadcast_buffers=False)
-        self.works = []
-        self.sync = [False]
-        if lay.pp > 1 and lay.dp > 1:
-            def hook(p):
-                if self.sync[0]:
-                    self.works.append(dist.all_reduce(p.grad, op=dist.ReduceOp.AVG, group=lay.dp_group,
-                                                      async_op=True))
-            for p in self.params:
-                p.register_post_accumulate_grad_hook(hook)
         self.opt = torch.optim.AdamW(self.params, lr=1e-4, weight_decay=0.1)
         g = torch.Generator(device="cuda")
         g.manual_seed(7 + lay.d)  # same data within a DP replica (all its TP and PP ranks)
@@ -424,15 +418,26 @@ class Runner:
         self.act_shape = (self.micro, m["seq"], m["hidden"])
 
     def forward(self, x, i):
-        with torch.autocast("cuda", dtype=torch.bfloat16):
+        # Under PP, DDP's forward never arms the reducer (torch.distributed.pipelining's recipe):
+        # backward() arms it for the last micro-batch only.
+        quiet = self.model.no_sync() if self.ddp and self.lay.pp > 1 else contextlib.nullcontext()
+        with quiet, torch.autocast("cuda", dtype=torch.bfloat16):
             out = self.model(self.idx[i] if self.stage.first else x, self.tgt[i])
         return out / self.n_micro if self.stage.last and self.n_micro > 1 else out
 
-    def backward(self, x, y, g):
-        if self.stage.last:
-            y.backward()
-        else:
-            torch.autograd.backward(y, grad_tensors=g)
+    def backward(self, x, y, g, last=True):
+        quiet = contextlib.nullcontext()
+        if self.ddp and self.lay.pp > 1:
+            if last:
+                from torch.nn.parallel.distributed import _find_tensors
+                self.model.reducer.prepare_for_backward(list(_find_tensors(y)))
+            else:
+                quiet = self.model.no_sync()
+        with quiet:
+            if self.stage.last:
+                y.backward()
+            else:
+                torch.autograd.backward(y, grad_tensors=g)
         return None if x is None else x.grad
 
     def recv(self, peer):
@@ -453,9 +458,6 @@ class Runner:
             x = self.recv(lay.prev)
             return x.requires_grad_()
 
-        def mark_last(i):
-            self.sync[0] = i == m - 1
-
         for i in range(warm):
             x = recv_forward()
             y = self.forward(x, i)
@@ -473,8 +475,7 @@ class Runner:
                 p2p([(dist.isend, y.detach(), lay.next), (dist.irecv, g, lay.next)])
             ins.append(x)
             outs.append(y)
-            mark_last(done)
-            dx = self.backward(ins.pop(0), outs.pop(0), g)
+            dx = self.backward(ins.pop(0), outs.pop(0), g, last=done == m - 1)
             done += 1
             if i == rest - 1:
                 x = None
@@ -486,21 +487,16 @@ class Runner:
                 x.requires_grad_()
         for i in range(warm):
             g = self.recv(lay.next)
-            mark_last(done)
-            dx = self.backward(ins.pop(0), outs.pop(0), g)
+            dx = self.backward(ins.pop(0), outs.pop(0), g, last=done == m - 1)
             done += 1
             if lay.prev is not None:
                 p2p([(dist.isend, dx, lay.prev)])
-        self.sync[0] = False
 
     def step(self):
         if self.lay.pp == 1:
             self.backward(None, self.forward(None, 0), None)
         else:
             self.pipeline()
-            for w in self.works:
-                w.wait()
-            self.works.clear()
         clip_grads(self.params, self.lay.mp_group)
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
