@@ -11,6 +11,7 @@
 #include "workloads/training/framework_profile.h"
 #include "workloads/training/host_issue.h"
 #include "workloads/training/kernel_classes.h"
+#include "workloads/training/layer_kernels.h"
 #include "workloads/training/optimizer_step.h"
 #include "workloads/training/training_generator.h"
 
@@ -201,4 +202,18 @@ TEST_CASE("framework profile: kernels of the generated Llama step per class",
   };
   CHECK(issue(Framework::megatron).empty());
   CHECK_FALSE(issue(Framework::pytorch_eager).empty());
+}
+
+TEST_CASE("framework profile: what a pipeline stage sends", "[training][framework]") {
+  // 2 x 2048 tokens of hidden 2048 at TP 2. Megatron sends bf16 and each
+  // TP rank 1/2 of it (the next stage all-gathers): 2 x 2048 x 2048 x 2 B / 2
+  // = 8 MiB. Plain PyTorch sends the fp32 residual stream whole from every
+  // TP rank: 2 x 2048 x 2048 x 4 B = 32 MiB.
+  TrainingConfig megatron = fit_shape(Framework::megatron);
+  TrainingConfig eager = fit_shape(Framework::pytorch_eager);
+  TrainingConfig compiled = fit_shape(Framework::torch_compile);
+  for (TrainingConfig* c : {&megatron, &eager, &compiled}) c->parallel.tp = 2;
+  CHECK(LayerKernels(megatron, 1.0, 1.0, false).pipeline_message_bytes() == 8 * 1048576);
+  CHECK(LayerKernels(eager, 1.0, 1.0, false).pipeline_message_bytes() == 32 * 1048576);
+  CHECK(LayerKernels(compiled, 1.0, 1.0, false).pipeline_message_bytes() == 32 * 1048576);
 }

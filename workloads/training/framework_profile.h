@@ -75,6 +75,15 @@ class FrameworkProfile {
   const FrameworkTraits& traits() const { return traits_; }
   // Host time to issue one kernel (zero: the host never holds the GPU back).
   sim::Duration host_per_kernel() const;
+  // Bytes per element of the residual stream between layers, which a
+  // pipeline stage sends on: autocast over fp32 parameters keeps it fp32
+  // (the embedding's output and every residual add); 0: the activations'
+  // own type (Megatron's bf16).
+  double residual_bytes() const { return fused() ? 0.0 : 4.0; }
+  // Whether each TP rank sends 1/t of a pipeline message and the next stage
+  // all-gathers it (Megatron-LM's scatter-gather of the p2p tensors); plain
+  // PyTorch sends the whole activation from every TP rank.
+  bool pipeline_scatter_gather() const { return fused(); }
 
   // `rows` x `cols` activations through RMSNorm / LayerNorm, including the
   // cast of its output to the GEMM's bf16 (forward) and of that input's

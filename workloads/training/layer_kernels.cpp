@@ -122,11 +122,14 @@ MemoryOpShape LayerKernels::rope() const {
 }
 
 int64_t LayerKernels::pipeline_message_bytes() const {
-  return tokens_ * h_ * static_cast<int64_t>(gcsim::models::gpu::dtype_bytes(act_)) / t_;
+  const double element = fw_.residual_bytes() > 0 ? fw_.residual_bytes()
+                                                  : gcsim::models::gpu::dtype_bytes(act_);
+  const int64_t split = sp_ || fw_.pipeline_scatter_gather() ? t_ : 1;  // SP: split already
+  return tokens_ * h_ * static_cast<int64_t>(element) / split;
 }
 
 uint32_t LayerKernels::pipeline_gather(OpEmitter& e, const std::string& p, uint32_t recv) const {
-  if (sp_ || t_ == 1) return kNoOp;
+  if (sp_ || t_ == 1 || !fw_.pipeline_scatter_gather()) return kNoOp;
   const int64_t bytes = tokens_ * h_ * static_cast<int64_t>(gcsim::models::gpu::dtype_bytes(act_));
   return e.collective(p + " gather", CollectiveKind::all_gather, bytes, kSlotTp + e.lane(),
                       e.streams().tp[e.lane()], OpCategory::pp, {recv});
