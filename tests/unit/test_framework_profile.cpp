@@ -217,3 +217,26 @@ TEST_CASE("framework profile: what a pipeline stage sends", "[training][framewor
   CHECK(LayerKernels(eager, 1.0, 1.0, false).pipeline_message_bytes() == 32 * 1048576);
   CHECK(LayerKernels(compiled, 1.0, 1.0, false).pipeline_message_bytes() == 32 * 1048576);
 }
+
+TEST_CASE("framework profile: DDP, accumulation and compiled TP pieces, hand-counted",
+          "[training][framework]") {
+  const FrameworkProfile megatron(Framework::megatron);
+  const FrameworkProfile eager(Framework::pytorch_eager);
+  const FrameworkProfile compiled(Framework::torch_compile);
+  // DDP: 1e6 fp32 gradients scaled into the bucket (4 B read + 4 written)
+  // and copied back (the same): 8 MB each; Megatron's buckets are its
+  // gradient buffer.
+  CHECK(bytes(eager.ddp_bucket_copy(1000000, 4.0)) == 8e6);
+  CHECK(bytes(compiled.ddp_copy_back(1000000, 4.0)) == 8e6);
+  CHECK(megatron.ddp_bucket_copy(1000000, 4.0).empty());
+  // A later micro-batch: the cast (2 + 4 B) and AccumulateGrad's add
+  // (4 + 4 read, 4 written): 18 B per parameter against 6.
+  CHECK(bytes(eager.weight_grad_cast(1000, true)) == 18000);
+  CHECK(bytes(eager.weight_grad_cast(1000, false)) == 6000);
+  // torch.compile under TP: per norm a cast (4 + 2 B) forward and an fp32
+  // add (12 B) backward; nothing at TP 1 or for the other profiles.
+  CHECK(bytes(compiled.tp_piece_forward(1000, 2)) == 6000);
+  CHECK(bytes(compiled.tp_piece_backward(1000, 2)) == 12000);
+  CHECK(compiled.tp_piece_forward(1000, 1).empty());
+  CHECK(eager.tp_piece_backward(1000, 4).empty());
+}
