@@ -11,6 +11,7 @@
 #include "workloads/training/framework_profile.h"
 #include "workloads/training/host_issue.h"
 #include "workloads/training/kernel_classes.h"
+#include "workloads/training/layer_kernels.h"
 #include "workloads/training/optimizer_step.h"
 #include "workloads/training/training_generator.h"
 
@@ -201,4 +202,41 @@ TEST_CASE("framework profile: kernels of the generated Llama step per class",
   };
   CHECK(issue(Framework::megatron).empty());
   CHECK_FALSE(issue(Framework::pytorch_eager).empty());
+}
+
+TEST_CASE("framework profile: what a pipeline stage sends", "[training][framework]") {
+  // 2 x 2048 tokens of hidden 2048 at TP 2. Megatron sends bf16 and each
+  // TP rank 1/2 of it (the next stage all-gathers): 2 x 2048 x 2048 x 2 B / 2
+  // = 8 MiB. Plain PyTorch sends the fp32 residual stream whole from every
+  // TP rank: 2 x 2048 x 2048 x 4 B = 32 MiB.
+  TrainingConfig megatron = fit_shape(Framework::megatron);
+  TrainingConfig eager = fit_shape(Framework::pytorch_eager);
+  TrainingConfig compiled = fit_shape(Framework::torch_compile);
+  for (TrainingConfig* c : {&megatron, &eager, &compiled}) c->parallel.tp = 2;
+  CHECK(LayerKernels(megatron, 1.0, 1.0, false).pipeline_message_bytes() == 8 * 1048576);
+  CHECK(LayerKernels(eager, 1.0, 1.0, false).pipeline_message_bytes() == 32 * 1048576);
+  CHECK(LayerKernels(compiled, 1.0, 1.0, false).pipeline_message_bytes() == 32 * 1048576);
+}
+
+TEST_CASE("framework profile: DDP, accumulation and compiled TP pieces, hand-counted",
+          "[training][framework]") {
+  const FrameworkProfile megatron(Framework::megatron);
+  const FrameworkProfile eager(Framework::pytorch_eager);
+  const FrameworkProfile compiled(Framework::torch_compile);
+  // DDP: 1e6 fp32 gradients scaled into the bucket (4 B read + 4 written)
+  // and copied back (the same): 8 MB each; Megatron's buckets are its
+  // gradient buffer.
+  CHECK(bytes(eager.ddp_bucket_copy(1000000, 4.0)) == 8e6);
+  CHECK(bytes(compiled.ddp_copy_back(1000000, 4.0)) == 8e6);
+  CHECK(megatron.ddp_bucket_copy(1000000, 4.0).empty());
+  // A later micro-batch: the cast (2 + 4 B) and AccumulateGrad's add
+  // (4 + 4 read, 4 written): 18 B per parameter against 6.
+  CHECK(bytes(eager.weight_grad_cast(1000, true)) == 18000);
+  CHECK(bytes(eager.weight_grad_cast(1000, false)) == 6000);
+  // torch.compile under TP: per norm a cast (4 + 2 B) forward and an fp32
+  // add (12 B) backward; nothing at TP 1 or for the other profiles.
+  CHECK(bytes(compiled.tp_piece_forward(1000, 2)) == 6000);
+  CHECK(bytes(compiled.tp_piece_backward(1000, 2)) == 12000);
+  CHECK(compiled.tp_piece_forward(1000, 1).empty());
+  CHECK(eager.tp_piece_backward(1000, 4).empty());
 }

@@ -217,8 +217,9 @@ Passes FrameworkProfile::weight_cast(int64_t params) const {
   return {{" weight cast", params, kF32 + kB16}};
 }
 
-Passes FrameworkProfile::weight_grad_cast(int64_t params) const {
+Passes FrameworkProfile::weight_grad_cast(int64_t params, bool accumulate) const {
   if (fused()) return {};
+  if (accumulate) return {{" grad cast", params, kB16 + kF32}, {" grad accumulate", params, 3 * kF32}};
   return {{" grad cast", params, kB16 + kF32}};
 }
 
@@ -250,6 +251,26 @@ Passes FrameworkProfile::cross_entropy_backward(int64_t tokens, int64_t vocab) c
     case Framework::torch_compile: return {{" bwd", n, 2 * kB16}};
   }
   return {};
+}
+
+Passes FrameworkProfile::ddp_bucket_copy(int64_t params, double grad_bytes) const {
+  if (fused()) return {};
+  return {{" ddp bucket copy", params, 2 * grad_bytes}};
+}
+
+Passes FrameworkProfile::ddp_copy_back(int64_t params, double grad_bytes) const {
+  if (fused()) return {};
+  return {{" ddp copy back", params, 2 * grad_bytes}};
+}
+
+Passes FrameworkProfile::tp_piece_forward(int64_t n, int tp) const {
+  if (f_ != Framework::torch_compile || tp <= 1) return {};
+  return {{" tp piece cast", n, kF32 + kB16}};
+}
+
+Passes FrameworkProfile::tp_piece_backward(int64_t n, int tp) const {
+  if (f_ != Framework::torch_compile || tp <= 1) return {};
+  return {{" tp piece grad add", n, 3 * kF32}};
 }
 
 Passes FrameworkProfile::embedding_forward(int64_t tokens, int64_t hidden) const {

@@ -75,6 +75,15 @@ class FrameworkProfile {
   const FrameworkTraits& traits() const { return traits_; }
   // Host time to issue one kernel (zero: the host never holds the GPU back).
   sim::Duration host_per_kernel() const;
+  // Bytes per element of the residual stream between layers, which a
+  // pipeline stage sends on: autocast over fp32 parameters keeps it fp32
+  // (the embedding's output and every residual add); 0: the activations'
+  // own type (Megatron's bf16).
+  double residual_bytes() const { return fused() ? 0.0 : 4.0; }
+  // Whether each TP rank sends 1/t of a pipeline message and the next stage
+  // all-gathers it (Megatron-LM's scatter-gather of the p2p tensors); plain
+  // PyTorch sends the whole activation from every TP rank.
+  bool pipeline_scatter_gather() const { return fused(); }
 
   // `rows` x `cols` activations through RMSNorm / LayerNorm, including the
   // cast of its output to the GEMM's bf16 (forward) and of that input's
@@ -98,7 +107,9 @@ class FrameworkProfile {
   // autocast's cast of an fp32 weight to bf16 each forward, and of its bf16
   // gradient back to the fp32 .grad.
   std::vector<FrameworkPass> weight_cast(int64_t params) const;
-  std::vector<FrameworkPass> weight_grad_cast(int64_t params) const;
+  // `accumulate`: a later micro-batch of the step, whose fp32 gradient
+  // autograd adds into the existing .grad (AccumulateGrad) as well.
+  std::vector<FrameworkPass> weight_grad_cast(int64_t params, bool accumulate = false) const;
   // logits.float() and cross_entropy over tokens x vocab, and backward.
   std::vector<FrameworkPass> cross_entropy_forward(int64_t tokens, int64_t vocab) const;
   std::vector<FrameworkPass> cross_entropy_backward(int64_t tokens, int64_t vocab) const;
@@ -107,6 +118,20 @@ class FrameworkProfile {
   std::vector<FrameworkPass> embedding_forward(int64_t tokens, int64_t hidden) const;
   std::vector<FrameworkPass> embedding_backward(int64_t tokens, int64_t hidden,
                                                 int64_t vocab) const;
+
+  // DistributedDataParallel without gradient_as_bucket_view (its default):
+  // each gradient multiplied by 1/dp into its bucket (read and write
+  // `grad_bytes` each), and after the bucket's all-reduce copied back.
+  std::vector<FrameworkPass> ddp_bucket_copy(int64_t params, double grad_bytes) const;
+  std::vector<FrameworkPass> ddp_copy_back(int64_t params, double grad_bytes) const;
+
+  // torch.compile under TP: each compiled piece ends at a TP collective
+  // (collectives stay eager), so at each norm the cast of its fp32 output
+  // to the GEMM's bf16 is a kernel of the next piece, and backward the
+  // residual gradients from two pieces meet in autograd's fp32 add.
+  // Empty for the other profiles and without TP.
+  std::vector<FrameworkPass> tp_piece_forward(int64_t elements, int tp) const;
+  std::vector<FrameworkPass> tp_piece_backward(int64_t elements, int tp) const;
 
   // A pass as the kernel cost model's shape (fp32 elementwise, the
   // framework's bandwidth fraction).

@@ -122,11 +122,26 @@ MemoryOpShape LayerKernels::rope() const {
 }
 
 int64_t LayerKernels::pipeline_message_bytes() const {
-  return tokens_ * h_ * static_cast<int64_t>(gcsim::models::gpu::dtype_bytes(act_)) / t_;
+  const double element = fw_.residual_bytes() > 0 ? fw_.residual_bytes()
+                                                  : gcsim::models::gpu::dtype_bytes(act_);
+  const int64_t split = sp_ || fw_.pipeline_scatter_gather() ? t_ : 1;  // SP: split already
+  return tokens_ * h_ * static_cast<int64_t>(element) / split;
+}
+
+uint32_t LayerKernels::ddp_bucket_copy(OpEmitter& e, const std::string& site, double params,
+                                       uint32_t after) const {
+  return framework_passes(e, site, fw_.ddp_bucket_copy(std::llround(params), c_.optimizer.grad_bytes),
+                          {after});
+}
+
+uint32_t LayerKernels::ddp_copy_back(OpEmitter& e, const std::string& site, double params,
+                                     uint32_t after) const {
+  return framework_passes(e, site, fw_.ddp_copy_back(std::llround(params), c_.optimizer.grad_bytes),
+                          {after});
 }
 
 uint32_t LayerKernels::pipeline_gather(OpEmitter& e, const std::string& p, uint32_t recv) const {
-  if (sp_ || t_ == 1) return kNoOp;
+  if (sp_ || t_ == 1 || !fw_.pipeline_scatter_gather()) return kNoOp;
   const int64_t bytes = tokens_ * h_ * static_cast<int64_t>(gcsim::models::gpu::dtype_bytes(act_));
   return e.collective(p + " gather", CollectiveKind::all_gather, bytes, kSlotTp + e.lane(),
                       e.streams().tp[e.lane()], OpCategory::pp, {recv});
@@ -149,16 +164,22 @@ void LayerKernels::tp_forward_gather(OpEmitter& e, const std::string& p) const {
   tp_collective(e, p, CollectiveKind::all_gather, tokens_ * h_ * 2);
 }
 
-void LayerKernels::tp_forward_reduce(OpEmitter& e, const std::string& p) const {
+void LayerKernels::tp_forward_reduce(OpEmitter& e, const std::string& p, bool fp32_embedding) const {
   if (t_ == 1) return;
+  // Plain PyTorch's nn.Embedding over fp32 weights gives fp32 partial sums.
+  const int64_t element = fp32_embedding && !fw_.fused() ? 4 : 2;
   tp_collective(e, p, sp_ ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce,
-                tokens_ * h_ * 2);
+                tokens_ * h_ * element);
 }
 
 uint32_t LayerKernels::input_grad_collective(OpEmitter& e, const std::string& p) const {
   if (t_ == 1) return kNoOp;
-  return tp_collective(e, p, sp_ ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce,
-                       tokens_ * h_ * 2, false);
+  const CollectiveKind kind = sp_ ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
+  if (fw_.fused()) return tp_collective(e, p, kind, tokens_ * h_ * 2, false);
+  // Plain PyTorch: the gradient of the fp32 norm output (the region's copy
+  // sits before autocast's cast), reduced in the autograd node after the
+  // GEMMs, which the compute stream waits for.
+  return tp_collective(e, p, kind, tokens_ * h_ * static_cast<int64_t>(fw_.residual_bytes()), true);
 }
 
 uint32_t LayerKernels::sp_regather(OpEmitter& e, const std::string& p) const {
@@ -181,12 +202,14 @@ void LayerKernels::norm_forward_site(OpEmitter& e, const std::string& site) cons
   if (framework_passes(e, site, fw_.norm_forward(norm_rows_, h_)) == kNoOp) {
     e.kernel(site, norm(norm_rows_), OpCategory::compute);
   }
+  framework_passes(e, site, fw_.tp_piece_forward(norm_rows_ * h_, t_));
 }
 
 void LayerKernels::norm_backward_site(OpEmitter& e, const std::string& site, uint32_t after) const {
   if (framework_passes(e, site, fw_.norm_backward(norm_rows_, h_), {after}) == kNoOp) {
     e.kernel(site + " bwd", norm_backward(norm_rows_ * h_), OpCategory::compute, {after});
   }
+  framework_passes(e, site, fw_.tp_piece_backward(norm_rows_ * h_, t_));
 }
 
 void LayerKernels::residual_forward_site(OpEmitter& e, const std::string& p, int which) const {
@@ -292,13 +315,18 @@ uint32_t LayerKernels::linear_backward(OpEmitter& e, const std::string& p, const
                                        const char* grad_reduce) const {
   e.kernel(p + " " + l.name + " dgrad", gemm(l.rows, l.in, l.out, l.low_precision, l.batch),
            OpCategory::compute);
-  const uint32_t coll = grad_reduce ? input_grad_collective(e, p + grad_reduce) : kNoOp;
+  // Megatron overlaps the input gradient's TP reduce with the weight
+  // gradient GEMM; PyTorch's autograd reduces after both GEMMs.
+  const bool overlap = fw_.fused();
+  uint32_t coll = grad_reduce && overlap ? input_grad_collective(e, p + grad_reduce) : kNoOp;
   add_weight(e, g, p + " " + l.name + " wgrad",
              gemm(l.in, l.out, l.rows, l.low_precision, l.batch), std::move(wgrad_deps));
   if (!g.defer) {  // the bf16 weight gradient into the fp32 .grad (not Megatron)
-    const uint32_t cast = framework_passes(e, p + " " + l.name, fw_.weight_grad_cast(l.in * l.out * l.batch));
+    const uint32_t cast = framework_passes(
+        e, p + " " + l.name, fw_.weight_grad_cast(l.in * l.out * l.batch, accumulating_));
     if (cast != kNoOp) g.last = cast;
   }
+  if (grad_reduce && !overlap) coll = input_grad_collective(e, p + grad_reduce);
   return coll;
 }
 
@@ -333,7 +361,7 @@ void LayerKernels::embedding_forward(OpEmitter& e, const std::string& p) const {
   if (c_.model.position == models::PositionKind::learned) {
     e.kernel(p + " position add", elementwise(tokens_ * h_, 2, 1), OpCategory::compute);
   }
-  tp_forward_reduce(e, p + " embedding reduce");
+  tp_forward_reduce(e, p + " embedding reduce", true);
   if (dropout_) e.kernel(p + " embedding dropout", elementwise(norm_rows_ * h_, 1, 2), OpCategory::compute);
 }
 

@@ -65,6 +65,17 @@ class LayerKernels {
   // After receiving a pipeline message without SP, TP ranks all-gather the
   // slices (Megatron's scatter-gather optimisation); returns kNoOp if none.
   uint32_t pipeline_gather(OpEmitter& e, const std::string& prefix, uint32_t recv) const;
+  // Whether the backwards emitted next belong to a later micro-batch of the
+  // step, whose weight gradients plain PyTorch adds into the .grad of the
+  // earlier ones (Megatron accumulates inside its wgrad GEMM).
+  void set_accumulating(bool accumulating) { accumulating_ = accumulating; }
+  // DDP's passes over `params` gradients of the synced backward (plain
+  // PyTorch profiles; none for Megatron, whose buckets are its gradient
+  // buffer): each gradient scaled into its bucket once ready, after `after`;
+  // every bucket copied back to the .grad tensors once reduced. Return the
+  // last pass, or kNoOp.
+  uint32_t ddp_bucket_copy(OpEmitter& e, const std::string& site, double params, uint32_t after) const;
+  uint32_t ddp_copy_back(OpEmitter& e, const std::string& site, double params, uint32_t after) const;
 
   // Tokens of one micro-batch on this GPU (b x s / cp).
   int64_t tokens() const { return tokens_; }
@@ -163,7 +174,8 @@ class LayerKernels {
   // combine (results back) on the lane's EP stream.
   uint32_t ep_all_to_all(OpEmitter& e, const std::string& name, bool dispatch, bool chain) const;
   void tp_forward_gather(OpEmitter& e, const std::string& p) const;  // SP all-gather
-  void tp_forward_reduce(OpEmitter& e, const std::string& p) const;  // AR or RS
+  // AR or RS; `fp32_embedding`: the embedding's partial sums.
+  void tp_forward_reduce(OpEmitter& e, const std::string& p, bool fp32_embedding = false) const;
   void mlp_forward(OpEmitter& e, int layer, const std::string& p) const;
   // Per-rank all-to-all buffer of a dispatch (or combine) in bytes.
   int64_t dispatch_bytes(bool dispatch) const;
@@ -188,6 +200,7 @@ class LayerKernels {
   bool sp_, dropout_, rotary_, flash_, mla_;
   double expert_load_, max_expert_load_;
   bool ep_spans_nodes_;
+  bool accumulating_ = false;  // set_accumulating()
 };
 
 }  // namespace gcsim::workloads::training

@@ -57,9 +57,43 @@ Shard shard_of(const TrainingConfig& c) {
 
 }  // namespace
 
+namespace {
+
+// What plain PyTorch's autograd keeps per token of a dense layer under
+// autocast over fp32 parameters (Hugging Face Llama's code, no SP, fused
+// attention), counted from the saved tensors: per norm the fp32 input, the
+// fp32 normalized value and the bf16 cast the GEMM saves (eager) or the fp32
+// input and the bf16 output (torch.compile recomputes the rest); the QKV
+// output (V is a view of it), the rotated Q and K, the attention output and
+// (eager) its contiguous copy, the log-sum-exp; the gate+up output, SiLU's
+// output (eager) and the product. Checked against torch.cuda.
+// max_memory_allocated on 4 H100s (calibration/measurements/h100-x4/
+// strategy_step_2026-11-26).
+double framework_layer_bytes(const TrainingConfig& c, const Shard& x) {
+  const models::ModelSpec& m = c.model;
+  const bool eager = c.framework == Framework::pytorch_eager;
+  const double h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
+  const double q = static_cast<double>(m.q_width()), kv = static_cast<double>(m.kv_width());
+  const double fc1 = m.mlp == MlpKind::swiglu ? 2.0 : 1.0;
+  const double norm = eager ? 4.0 + 4.0 + kAct : 4.0 + kAct;
+  double per_token = x.rep(2.0 * norm * h);
+  per_token += x.shard(kAct * (q + 2.0 * kv) + kAct * (q + kv) + kAct * q * (eager ? 2.0 : 1.0) +
+                       4.0 * static_cast<double>(m.heads));
+  per_token += x.shard(kAct * f * (fc1 + (eager ? 2.0 : 1.0)));
+  return per_token * x.tokens;
+}
+
+bool plain_pytorch(const TrainingConfig& c) { return c.framework != Framework::megatron; }
+
+}  // namespace
+
 double layer_activation_bytes(const TrainingConfig& c, int layer, double expert_load) {
   const models::ModelSpec& m = c.model;
   const Shard x = shard_of(c);
+  if (plain_pytorch(c) && c.recompute == Recompute::none && !m.is_moe_layer(layer) &&
+      m.attention != AttentionKind::mla && c.attention_impl != AttentionImpl::unfused) {
+    return framework_layer_bytes(c, x);
+  }
   const double T = x.tokens, h = static_cast<double>(m.hidden);
   const bool drop = m.dropout > 0.0;
   if (c.recompute == Recompute::full) return x.rep(kAct * T * h);
@@ -173,7 +207,9 @@ std::vector<double> stage_activation_bytes(const TrainingConfig& c, const Pipeli
     if (k + 1 == stages.size()) {
       // Final norm input, head input, and the fp32 logits kept for the
       // cross-entropy backward (vocabulary split over TP).
-      b += x.rep(kAct * T * h) + kAct * T * h +
+      // Plain PyTorch keeps the fp32 input and normalized value as well.
+      const double norm = plain_pytorch(c) ? (c.framework == Framework::pytorch_eager ? 8.0 : 4.0) : 0.0;
+      b += x.rep((kAct + norm) * T * h) + kAct * T * h +
            4.0 * T * static_cast<double>(c.model.vocab) / x.t;
     }
     bytes.push_back(b);
@@ -217,6 +253,24 @@ MemoryBreakdown rank_memory(const TrainingConfig& c, const PipelinePlan& plan, i
   if (p.pp > 1) {
     // Activation and gradient receive buffers, double-buffered.
     mem.communication_buffers += 4.0 * kAct * x.tokens * static_cast<double>(c.model.hidden) / x.t;
+  }
+  if (plain_pytorch(c) && stage == 0) {
+    // torch.amp over fp32 parameters: the fp32 weights are the optimizer's
+    // master copy; autocast casts each matrix to bf16 once per forward and
+    // the backward keeps that copy, one per micro-batch in flight. With
+    // zero_grad(set_to_none) and no pipeline the .grad tensors do not exist
+    // at the peak (the backward's start); a pipeline's first backward
+    // creates them while later micro-batches are in flight. DDP's buckets
+    // hold a second copy of the gradients.
+    const auto counts = models::count_params(c.model);
+    const bool first = plan.stages_of(r).front() == 0;
+    const double matrices =
+        mem.params.dense + mem.params.expert - (first ? counts.embedding / p.tp : 0.0);
+    mem.weights = c.optimizer.weight_bytes * std::max(0.0, matrices) * std::max(1.0, mem.in_flight);
+    if (p.pp == 1) mem.gradients = 0;
+    if (p.dp > 1) {
+      mem.communication_buffers += c.optimizer.grad_bytes * (mem.params.dense + mem.params.expert);
+    }
   }
   mem.reserved = static_cast<double>(c.memory_reserved);
   return mem;

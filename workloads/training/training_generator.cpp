@@ -314,6 +314,7 @@ class ProgramBuilder {
     const std::string p = prefix('B', w);
     const uint32_t start = em_->size();
     std::vector<DeferredWeights> deferred;
+    kernels_.set_accumulating(w.micro > 0);
     const bool reduce = reduces_after(w);
     auto done_unit = [&](int layer, uint32_t wgrad) {
       if (!defer && reduce) reduce_unit(layer, wgrad, p);
@@ -426,6 +427,12 @@ class ProgramBuilder {
     }
   }
 
+  static std::string unit_name(int layer) {
+    return layer == kHeadLayer        ? std::string("head")
+           : layer == kEmbeddingLayer ? std::string("embedding")
+                                      : "L" + std::to_string(layer);
+  }
+
   bool reduces_after(const Work& w) const {
     if (dp_full_ <= 1 && edp_full_ <= 1) return false;
     if (c_.optimizer.zero_stage >= 2) return true;
@@ -444,14 +451,19 @@ class ProgramBuilder {
         break;
       }
     }
+    if (c_.optimizer.zero_stage == 0 && dp_full_ > 1) {
+      // DDP (plain PyTorch): the unit's gradients into their bucket, on the
+      // compute stream as the backward produces them.
+      const GradUnit u = unit(layer);
+      const uint32_t copy = kernels_.ddp_bucket_copy(*em_, p + " " + unit_name(layer), u.dense, after);
+      if (copy != kNoOp) after = copy;
+    }
     auto it = buckets_.find({stage, layer});
     if (it == buckets_.end()) return;
     const double g = c_.optimizer.grad_bytes;
     const CollectiveKind kind =
         c_.optimizer.zero_stage == 0 ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
-    const std::string name = p + " grad " + (layer == kHeadLayer ? std::string("head")
-                                             : layer == kEmbeddingLayer ? std::string("embedding")
-                                                                        : "L" + std::to_string(layer));
+    const std::string name = p + " grad " + unit_name(layer);
     const uint32_t saved = em_->cursor();
     if (it->second.dense > 0 && dp_full_ > 1) {
       last_dp_ = em_->collective(name, kind, static_cast<int64_t>(std::ceil(it->second.dense * g)),
@@ -491,6 +503,11 @@ class ProgramBuilder {
                       static_cast<int64_t>(std::ceil(counts.embedding / c_.parallel.tp * g)),
                       kSlotEmbedding, em_->streams().dp, OpCategory::pp, {last_dp_});
       }
+    }
+    if (c_.optimizer.zero_stage == 0 && dp_full_ > 1) {
+      // DDP (plain PyTorch): the reduced buckets back into the .grad tensors.
+      const uint32_t back = kernels_.ddp_copy_back(*em_, "grads", params.dense, last_dp_);
+      if (back != kNoOp) last_dp_ = back;
     }
     // The mixed-precision step's HBM passes (optimizer_step.h): over this
     // rank's optimizer shard, or over every gradient it holds.
