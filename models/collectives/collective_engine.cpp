@@ -263,8 +263,9 @@ CollectiveEngine::PhaseCost CollectiveEngine::phase_cost(const Phase& phase,
   // payload per channel), each at one channel's rate on its own tier: a
   // tree's chain inside a host crosses NVLink, only its host-to-host edges
   // the NICs (the slower tier takes the hops when only one is known).
-  const double slice =
-      std::min(pp.slice.as_double(), std::max(0.0, phase.step_payload_per_channel));
+  const double protocol_slice =
+      pp.slice.as_double() * (p == Protocol::simple ? phase.simple_slice_scale : 1.0);
+  const double slice = std::min(protocol_slice, std::max(0.0, phase.step_payload_per_channel));
   const double slowest = std::min(rate_up, rate_out);
   if (phase.fill_hops > 0 && slice > 0 && slowest < kNone) {
     const int hops_out =

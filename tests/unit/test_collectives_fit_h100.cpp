@@ -1,0 +1,240 @@
+// The Hopper collective fit (2x H200) against the first H100 NCCL data:
+// 2x H100 (calibration/measurements/h100-x2/nccl_2gpu_2026-11-26/) and 4x
+// H100 on two machines (calibration/measurements/h100-x4/nccl_2026-11-26/,
+// repeat/ = machine B). Report: calibration/fit/collective_fit_h100_2026-11-26.md.
+// An H100-only fit on the 2-GPU runs, for comparison (a minute):
+//   GCSIM_FIT_REPORT=out.md build/tests/gcsim_tests "[.fith100]"
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "calibration/fit/collective_fit.h"
+#include "catch.h"
+#include "scenario/run_gcsim.h"
+
+using namespace gcsim;
+using calibration::NcclMeasurement;
+using models::collectives::CollectiveParams;
+
+namespace {
+
+models::gpu::GpuSpec h100() {
+  models::gpu::GpuSpec g;
+  g.name = "h100-sxm";
+  g.nvlink_bandwidth = sim::Bandwidth::gb_per_s(450);  // configs/hardware/h100-sxm.yaml
+  g.nvlink_latency = sim::ns(int64_t{600});
+  g.has_nvls = true;
+  g.hbm_bandwidth = sim::Bandwidth::gb_per_s(3350);  // the local copy's rate comes from it
+  return g;
+}
+
+// The rows of `file` whose run name starts with `run_prefix` ("" = all).
+std::vector<NcclMeasurement> runs_of(const std::string& file, const std::string& run_prefix) {
+  std::vector<NcclMeasurement> v;
+  for (const auto& m : calibration::load_nccl_sweep(test::source_path(file))) {
+    if (m.run.rfind(run_prefix, 0) == 0) v.push_back(m);
+  }
+  return v;
+}
+
+const std::string kTwo = "calibration/measurements/h100-x2/nccl_2gpu_2026-11-26/nccl_2gpu.json";
+const std::string kFourA = "calibration/measurements/h100-x4/nccl_2026-11-26/nccl_4gpu.json";
+const std::string kFourB = "calibration/measurements/h100-x4/nccl_2026-11-26/repeat/nccl_4gpu.json";
+// The 4x H200 runs the Hopper fit is checked on (8 B - 4 GiB).
+const std::string kFourH200 = "calibration/measurements/h200-x4/nccl_2026-11-26/nccl_default.json";
+
+// The 2-GPU points an H100 fit uses: the default run (every op, NCCL's
+// choices) and all-reduce forced Ring with each protocol; the same-machine
+// repeat is left for the spread.
+std::vector<NcclMeasurement> two_gpu_fit_points() {
+  std::vector<NcclMeasurement> v;
+  for (const auto& m : runs_of(kTwo, "")) {
+    if (m.run != "repeat_n2.json") v.push_back(m);
+  }
+  return v;
+}
+
+// The committed h100-sxm parameters (the shared Hopper fit), NVLS off as measured.
+CollectiveParams committed() {
+  CollectiveParams p = models::collectives::params_for(h100());
+  p.nvls = false;
+  return p;
+}
+
+void print_errors(const CollectiveParams& p, const std::vector<NcclMeasurement>& runs, int n,
+                  const char* label) {
+  std::printf("%s: pooled busbw median %.1f%%\n", label,
+              100 * calibration::pooled_bw_median(p, h100(), runs, n));
+  for (const auto& e : calibration::series_errors(p, h100(), runs, n)) {
+    std::printf("| %s | %d | %.1f%% | %.1f%% | %.1f%% | %.1f%% |\n", e.series.c_str(), n,
+                100 * e.bw_median, 100 * e.bw_max, 100 * e.lat_median, 100 * e.lat_max);
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// The H100-only fit ("[.fith100]": the whole two-stage fit from NCCL's
+// defaults on the 2x H100 runs, rms log error 0.0875 over 270 points against
+// the shared fit's 0.0913), kept to test the choice of one Hopper fit.
+CollectiveParams h100_only_fit() {
+  using models::collectives::Algorithm;
+  using models::collectives::Protocol;
+  using sim::us;
+  CollectiveParams p = committed();
+  auto set = [&](Protocol pr, sim::Duration base, sim::Duration step, int64_t slice,
+                 double ceiling_gbps) {
+    for (Algorithm a : {Algorithm::ring, Algorithm::pairwise, Algorithm::hierarchical}) {
+      p.latency_of(a, pr).base = base;
+      p.latency_of(a, pr).step_scale_up = step;
+    }
+    p.protocol_of(pr).slice = sim::Bytes(slice);
+    (pr == Protocol::ll ? p.protocol_of(pr).max_per_gpu : p.protocol_of(pr).max_per_channel) =
+        sim::Bandwidth::gb_per_s(ceiling_gbps);
+  };
+  set(Protocol::ll, us(5.16487), us(0.050268), 4096, 270.87);
+  set(Protocol::ll128, us(11.1975), us(1.14722), 2769164, 57.7276);
+  set(Protocol::simple, us(7.71794), us(2.799), 436425, 15.6341);
+  p.protocol_of(Protocol::simple).chunk = sim::Bytes(177536);
+  p.protocol_of(Protocol::simple).ring_loop_overhead = us(3.31188);
+  for (Protocol pr : models::collectives::kAllProtocols) {
+    p.latency_of(Algorithm::direct, pr).base = p.latency_of(Algorithm::ring, Protocol::ll).base;
+  }
+  p.p2p_max_per_channel = sim::Bandwidth::gb_per_s(41.5877);
+  p.p2p_round_overhead = us(0.1768);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("collective model: the shared Hopper fit holds on 2x and 4x H100 (two machines)",
+          "[collectives][calibration]") {
+  // h100-sxm carries the fit made on 2 H200s (same SM, NVLink 4, NVSwitch
+  // and NCCL); none of these H100 points were fitted.
+  const CollectiveParams p = committed();
+  CHECK(p.source.find("fit to NCCL 2.28.9 on 2x H200") != std::string::npos);
+  const auto bad = calibration::out_of_range(p);
+  for (const auto& b : bad) INFO(b);
+  CHECK(bad.empty());
+
+  // 4 GPUs, machine A and machine B (collective_fit_h100_2026-11-26.md).
+  // Pooled busbw median 4.8 % and 5.7 % (the same fit on 4 H200s over the
+  // same 8 B - 1 GiB: 5.6 %; machine to machine 1.1 %): held below 7 %.
+  // Per op below issue 17's 15 % except all-to-all (18.6 %, 15.1 %: its
+  // 2-64 MiB sizes, as on H200) and broadcast's latency (30.6 %, 28.6 %:
+  // back-to-back broadcasts overlap down the chain, which a single call
+  // does not; the report says why). Broadcast's busbw (4.7 %, 4.2 %) is
+  // held inside 15 % like every other op.
+  for (const std::string& file : {kFourA, kFourB}) {
+    const auto runs = runs_of(file, "default_n4");
+    INFO(file);
+    CHECK(calibration::pooled_bw_median(p, h100(), runs, 4) < 0.07);
+    for (const auto& e : calibration::series_errors(p, h100(), runs, 4)) {
+      INFO(e.series << ": busbw median " << e.bw_median << ", latency median " << e.lat_median);
+      CHECK(e.bw_median < (e.series == "all_to_all" ? 0.20 : 0.15));
+      if (e.lat_points > 0) {
+        CHECK(e.lat_median < (e.series == "broadcast in-place" ? 0.35 : 0.20));
+      }
+    }
+  }
+  // 2 GPUs (the group size the fit was made on, other GPU kind): pooled
+  // 7.5 %; all-to-all 19.7 %, as on the H200s (15-19 %).
+  const auto two = runs_of(kTwo, "default_n2");
+  CHECK(calibration::pooled_bw_median(p, h100(), two, 2) < 0.09);
+  for (const auto& e : calibration::series_errors(p, h100(), two, 2)) {
+    INFO(e.series << ": busbw median " << e.bw_median << ", latency median " << e.lat_median);
+    CHECK(e.bw_median < (e.series == "all_to_all" ? 0.22 : 0.15));
+    if (e.lat_points > 0) CHECK(e.lat_median < 0.20);
+  }
+
+  // The local copy on HBM3: 3350 x 0.9 / 2 = 1507.5 GB/s; device_copy
+  // measured 1505-1506 GB/s at 1 GiB on both machines.
+  const auto doc = nlohmann::json::parse(test::read_text(test::source_path(kFourB)));
+  double measured = 0.0;
+  for (const auto& r : doc["device_copy"]) {
+    if (r["bytes"] == int64_t{1} << 30 && r["run"] == "default_n4.json") measured = r["algbw_GBps"];
+  }
+  CHECK(measured == Approx(1505).epsilon(0.01));
+  CHECK(p.local_copy.gb_per_s() == Approx(measured).epsilon(0.01));
+}
+
+TEST_CASE("collective model: an H100-only fit is physical and no better on 4 H100s held out",
+          "[collectives][calibration]") {
+  // Why h100-sxm keeps the shared Hopper fit: refitted on the 2x H100 runs
+  // alone, every value stays in its physical range, but the held-out 4-GPU
+  // error does not improve beyond the machine-to-machine spread (1.1 %):
+  // pooled no lower than the shared fit's (4.8 % and 5.7 %) less that spread.
+  const CollectiveParams own = h100_only_fit();
+  const auto bad = calibration::out_of_range(own);
+  for (const auto& b : bad) INFO(b);
+  CHECK(bad.empty());
+  const auto two = two_gpu_fit_points();
+  CHECK(calibration::rms_log_error(own, h100(), two) == Approx(0.0875).margin(0.002));
+  for (const std::string& file : {kFourA, kFourB}) {
+    const auto runs = runs_of(file, "default_n4");
+    INFO(file);
+    const double shared = calibration::pooled_bw_median(committed(), h100(), runs, 4);
+    const double refit = calibration::pooled_bw_median(own, h100(), runs, 4);
+    CHECK(refit > shared - 0.011);
+  }
+}
+
+TEST_CASE("collective fit: errors of the Hopper fit on the H100 runs (hidden; prints)",
+          "[.fitreport]") {
+  const CollectiveParams p = committed();
+  std::cout << "| op | GPUs | busbw median | busbw worst | latency median | latency worst |\n"
+               "|---|---:|---:|---:|---:|---:|\n";
+  print_errors(p, runs_of(kTwo, "default_n2"), 2, "H100 2 GPUs, A");
+  print_errors(p, runs_of(kTwo, "repeat_n2"), 2, "H100 2 GPUs, A repeat");
+  print_errors(p, runs_of(kFourA, "default_n4"), 4, "H100 4 GPUs, A");
+  print_errors(p, runs_of(kFourA, "repeat_n4"), 4, "H100 4 GPUs, A repeat");
+  print_errors(p, runs_of(kFourB, "default_n4"), 4, "H100 4 GPUs, B");
+  print_errors(p, runs_of(kFourB, "repeat_n4"), 4, "H100 4 GPUs, B repeat");
+  // The 4x H200 points up to 1 GiB, for a like-for-like baseline: the H100
+  // sweep stops at 1 GiB, the fit report's 4-GPU figures run to 4 GiB.
+  std::vector<NcclMeasurement> h200_to_1gib;
+  for (const auto& m : runs_of(kFourH200, "")) {
+    if (m.bytes <= (int64_t{1} << 30)) h200_to_1gib.push_back(m);
+  }
+  print_errors(p, h200_to_1gib, 4, "H200 4 GPUs, 8 B - 1 GiB");
+  if (const char* path = std::getenv("GCSIM_FIT_REPORT")) {
+    // Point by point: the 2-GPU runs and machine A's 4-GPU runs.
+    auto rows = two_gpu_fit_points();
+    for (const auto& m : runs_of(kFourA, "")) {
+      if (m.run != "repeat_n4.json") rows.push_back(m);
+    }
+    std::ofstream(path) << calibration::fit_report(p, h100(), rows, {8});
+  }
+}
+
+TEST_CASE("collective fit: an H100-only fit on the 2x H100 runs (hidden; prints, writes "
+          "GCSIM_FIT_REPORT)",
+          "[.fith100]") {
+  // The whole two-stage fit from NCCL's defaults, as `gcsim calibrate
+  // --collectives` runs it, on H100 2-GPU points alone.
+  const auto two = two_gpu_fit_points();
+  const calibration::CollectiveFit fit =
+      calibration::fit_collective_params(two, h100(), calibration::fit_start(h100()));
+  std::cout << "rms log error " << fit.rms_log_error << " over " << fit.points << " points, "
+            << fit.evaluations << " evaluations\n"
+            << calibration::fitted_fields_cpp(fit.params);
+  for (const auto& b : calibration::out_of_range(fit.params)) std::cout << "OUT OF RANGE " << b << "\n";
+  CollectiveParams p = fit.params;
+  p.source = "H100-only fit";
+  std::printf("committed Hopper fit on the same points: rms log error %.4f\n",
+              calibration::rms_log_error(committed(), h100(), two));
+  print_errors(p, runs_of(kTwo, "default_n2"), 2, "H100-only fit, 2 GPUs, A (fitted)");
+  print_errors(p, runs_of(kFourA, "default_n4"), 4, "H100-only fit, 4 GPUs, A");
+  print_errors(p, runs_of(kFourB, "default_n4"), 4, "H100-only fit, 4 GPUs, B");
+  if (const char* path = std::getenv("GCSIM_FIT_REPORT")) {
+    auto rows = two;
+    for (const auto& m : runs_of(kFourA, "")) rows.push_back(m);
+    std::ofstream(path) << calibration::fit_report(p, h100(), rows, {8});
+  }
+  CHECK(fit.rms_log_error < 0.2);
+}
