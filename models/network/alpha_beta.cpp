@@ -118,9 +118,10 @@ sim::Duration all_to_all_v_time(const AlphaBetaFabric& f, const std::vector<int>
       sent[tier] += static_cast<double>(pair_bytes[i * n + j]);
       received[tier] += static_cast<double>(pair_bytes[j * n + i]);
     }
-    busiest = std::max({busiest,
-                        sim::transfer_time(std::max(sent[0], received[0]), f.scale_up_bandwidth),
-                        sim::transfer_time(std::max(sent[1], received[1]), f.scale_out_bandwidth)});
+    // A tier no byte crosses costs nothing (a one-node fabric has no NIC rate).
+    const double up = std::max(sent[0], received[0]), out = std::max(sent[1], received[1]);
+    if (up > 0) busiest = std::max(busiest, sim::transfer_time(up, f.scale_up_bandwidth));
+    if (out > 0) busiest = std::max(busiest, sim::transfer_time(out, f.scale_out_bandwidth));
   }
   return f.latency_for(ranks) * static_cast<int64_t>(n - 1) + busiest;
 }
