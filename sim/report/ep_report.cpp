@@ -64,6 +64,11 @@ int global_rank(const TrainingRun& run, int k) {
   return grid.group(workloads::training::Group::ep, 0)[static_cast<size_t>(k)];
 }
 
+// A saving that may be negative (balance can expose more EP time).
+std::string signed_time(double seconds) {
+  return seconds < 0 ? "-" + human_time(-seconds) : human_time(seconds);
+}
+
 Json times_json(const EpTimes& t) {
   return {{"step_time_s", t.step_s},
           {"all_to_all_s", t.all_to_all_s},
@@ -168,10 +173,10 @@ std::string ep_report_section(const TrainingRun& run, const EpTimes& times,
     o << "| balanced routing (rerun, balanced_routing/) | step " << human_time(balanced->step_s)
       << ", EP all-to-all " << human_time(balanced->all_to_all_s) << ", exposed "
       << human_time(balanced->exposed_s) << " |\n";
-    o << "| **balance would save** | **" << human_time(times.step_s - balanced->step_s) << "** of the step ("
+    o << "| **balance would save** | **" << signed_time(times.step_s - balanced->step_s) << "** of the step ("
       << fmt("%.1f%%", times.step_s > 0 ? 100 * (times.step_s - balanced->step_s) / times.step_s : 0.0)
-      << "), all-to-all " << human_time(times.all_to_all_s - balanced->all_to_all_s) << ", exposed EP "
-      << human_time(times.exposed_s - balanced->exposed_s) << " |\n";
+      << "), all-to-all " << signed_time(times.all_to_all_s - balanced->all_to_all_s) << ", exposed EP "
+      << signed_time(times.exposed_s - balanced->exposed_s) << " |\n";
   }
   o << "\n" << (run.workload.mirrored_axis[static_cast<size_t>(workloads::training::Axis::ep)]
                     ? "One EP rank per pipeline stage was simulated: it runs each MoE layer's hot rank's "
@@ -196,7 +201,7 @@ std::string ep_human_lines(const TrainingRun& run, const EpTimes& times,
   if (balanced) {
     o << "  EP balanced routing (balanced_routing/): step " << human_time(balanced->step_s)
       << ", all-to-all " << human_time(balanced->all_to_all_s) << "; balance would save "
-      << human_time(times.step_s - balanced->step_s) << " ("
+      << signed_time(times.step_s - balanced->step_s) << " ("
       << fmt("%.1f%%", times.step_s > 0 ? 100 * (times.step_s - balanced->step_s) / times.step_s : 0.0)
       << " of the step)\n";
   }
