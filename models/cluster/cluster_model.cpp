@@ -97,7 +97,17 @@ void ClusterModel::run_compute(int rank, const Op& op, sim::OpDone done) {
 
 sim::Duration ClusterModel::communication_time(const Op& op, const std::vector<int>& ranks) const {
   if (const auto* c = std::get_if<workloads::CollectiveOp>(&op.payload)) {
-    if (c->splits) return network::all_to_all_v_time(config_.fabric, ranks, c->splits->bytes());
+    if (c->splits) {
+      auto key = std::make_pair(c->splits->fingerprint(), ranks);
+      auto it = split_times_.find(key);
+      if (it == split_times_.end()) {
+        it = split_times_
+                 .emplace(std::move(key),
+                          network::all_to_all_v_time(config_.fabric, ranks, c->splits->bytes()))
+                 .first;
+      }
+      return it->second;
+    }
     return network::collective_time(config_.fabric, algo_for(c->kind), ranks, c->bytes);
   }
   const auto& p = std::get<workloads::P2pOp>(op.payload);
@@ -108,17 +118,23 @@ void ClusterModel::count_closed_form(const Op& op, const std::vector<int>& ranks
   const auto* c = std::get_if<workloads::CollectiveOp>(&op.payload);
   if (c == nullptr || c->bytes.count() == 0) return;
   closed_form_end_ = std::max(closed_form_end_, end);
-  if (c->splits) {  // every matrix differs: its pairs are counted as they are
-    const auto traffic = network::all_to_all_v_traffic(ranks, c->splits->bytes());
-    network_->count_closed_form(network_->closed_form_footprint(traffic), 1.0);
-    return;
-  }
   // A training step repeats each group's collectives thousands of times:
   // the footprint per byte is found once per group (and again after a
   // fault changes the paths), then scaled to each message.
   if (footprint_version_ != fabric_->version()) {
     footprints_.clear();
+    split_footprints_.clear();
     footprint_version_ = fabric_->version();
+  }
+  if (c->splits) {  // its pairs as they are, once per matrix and group
+    auto key = std::make_pair(c->splits->fingerprint(), ranks);
+    auto it = split_footprints_.find(key);
+    if (it == split_footprints_.end()) {
+      const auto traffic = network::all_to_all_v_traffic(ranks, c->splits->bytes());
+      it = split_footprints_.emplace(std::move(key), network_->closed_form_footprint(traffic)).first;
+    }
+    network_->count_closed_form(it->second, 1.0);
+    return;
   }
   const network::CollectiveAlgo algo = algo_for(c->kind);
   auto key = std::make_tuple(static_cast<int>(algo), c->root, ranks);

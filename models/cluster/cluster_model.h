@@ -178,6 +178,11 @@ class ClusterModel : public sim::OpExecutor {
   // Closed-form traffic per byte, by (algorithm, root, ranks), for the
   // fabric version it was routed on.
   std::map<std::tuple<int, int, std::vector<int>>, network::LinkFootprint> footprints_;
+  // An uneven all-to-all's footprint by (split matrix fingerprint, group):
+  // a training step repeats each MoE layer's matrices every micro-batch.
+  std::map<std::pair<uint64_t, std::vector<int>>, network::LinkFootprint> split_footprints_;
+  // Its closed-form time by the same key (each is O(n^2) to find).
+  mutable std::map<std::pair<uint64_t, std::vector<int>>, sim::Duration> split_times_;
   uint64_t footprint_version_ = 0;
   // Queue-pair numbers for p2p transfers, so that successive transfers of
   // one rank pair may hash onto different paths (as NCCL's do).

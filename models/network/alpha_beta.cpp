@@ -107,18 +107,23 @@ sim::Duration all_to_all_v_time(const AlphaBetaFabric& f, const std::vector<int>
                                 const std::vector<int64_t>& pair_bytes) {
   const size_t n = ranks.size();
   if (n <= 1) return sim::Duration::zero();
-  double busiest = 0.0;
+  // Per endpoint, the bytes to and from peers on its own node (NVLink) and
+  // on other nodes (its NIC): the two tiers move at once.
+  sim::Duration busiest = sim::Duration::zero();
   for (size_t i = 0; i < n; ++i) {
-    double sent = 0.0, received = 0.0;
+    double sent[2] = {0.0, 0.0}, received[2] = {0.0, 0.0};  // [same node, other nodes]
     for (size_t j = 0; j < n; ++j) {
       if (j == i) continue;
-      sent += static_cast<double>(pair_bytes[i * n + j]);
-      received += static_cast<double>(pair_bytes[j * n + i]);
+      const int tier = f.same_node(ranks[i], ranks[j]) ? 0 : 1;
+      sent[tier] += static_cast<double>(pair_bytes[i * n + j]);
+      received[tier] += static_cast<double>(pair_bytes[j * n + i]);
     }
-    busiest = std::max({busiest, sent, received});
+    // A tier no byte crosses costs nothing (a one-node fabric has no NIC rate).
+    const double up = std::max(sent[0], received[0]), out = std::max(sent[1], received[1]);
+    if (up > 0) busiest = std::max(busiest, sim::transfer_time(up, f.scale_up_bandwidth));
+    if (out > 0) busiest = std::max(busiest, sim::transfer_time(out, f.scale_out_bandwidth));
   }
-  return f.latency_for(ranks) * static_cast<int64_t>(n - 1) +
-         sim::transfer_time(busiest, f.bandwidth_for(ranks));
+  return f.latency_for(ranks) * static_cast<int64_t>(n - 1) + busiest;
 }
 
 std::vector<RankTraffic> all_to_all_v_traffic(const std::vector<int>& ranks,

@@ -67,9 +67,13 @@ std::vector<RankTraffic> collective_traffic(CollectiveAlgo algo, const std::vect
 // An uneven all-to-all (all_to_all_single with split sizes): `pair_bytes`
 // is n x n row-major in `ranks` order, what ranks[i] sends ranks[j] (the
 // diagonal stays local). Every pair at once, each GPU sending and receiving
-// at β in each direction, so the busiest endpoint decides:
-//   (n−1)·α + max over i of max(sent_i, received_i) / β
-// With S/n to every rank this is the even form above.
+// in each direction over NVLink to peers on its node (β_up) and over its
+// NIC to the others (β_out) at the same time, so the busiest endpoint and
+// tier decide:
+//   (n−1)·α + max over i of max(up_i / β_up, out_i / β_out),
+//   up_i = max(sent, received) within the node, out_i across nodes.
+// With S/n to every rank of one node this is the even form above; across
+// nodes the even form charges the intra-node bytes at β_out too.
 sim::Duration all_to_all_v_time(const AlphaBetaFabric& f, const std::vector<int>& ranks,
                                 const std::vector<int64_t>& pair_bytes);
 // Its wire traffic: one entry per pair with bytes (the diagonal left out).

@@ -183,7 +183,23 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
   const std::optional<std::string> faults_missed = faults_not_honoured(s, cluster.closed_form_end());
   if (faults_missed) s.notes.push_back(*faults_missed);
   if (s.training) {
-    const TrainingFigures t = training_figures(fig, *s.training);
+    TrainingFigures t = training_figures(fig, *s.training);
+    if (options.balanced_out != nullptr) {
+      *options.balanced_out = t.ep;
+    } else if (ep_routing_uneven(*s.training)) {
+      // What balance would save: the same step with every expert equally
+      // popular, simulated the same way, its outputs in balanced_routing/.
+      RunOptions balanced = options;
+      balanced.load.balanced_routing = true;
+      balanced.trace = false;
+      balanced.progress = false;
+      balanced.out_dir = (dir / "balanced_routing").string();
+      EpTimes times;
+      balanced.balanced_out = &times;
+      std::ostringstream quiet;
+      run_command(config_path, balanced, quiet);
+      t.ep_balanced = times;
+    }
     Json summary = build_training_summary(fig, t);
     std::string report = build_training_report(fig, t);
     // Failures: the long-horizon study over the DES step time just measured.

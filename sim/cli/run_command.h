@@ -10,11 +10,16 @@
 
 namespace gcsim::cli {
 
+struct EpTimes;
+
 struct RunOptions {
   LoadOptions load;
   std::string out_dir;  // "" = out/<config stem>
   bool trace = false;
   bool progress = true;  // progress lines on stderr for runs longer than a second
+  // Set on the balanced-routing rerun a training run with uneven EP routing
+  // makes of itself: where its EP times go (and it makes no rerun).
+  EpTimes* balanced_out = nullptr;
 };
 
 // Returns the process exit status. ConfigError propagates to the caller.

@@ -23,15 +23,17 @@ constexpr OpCategory kComm[] = {OpCategory::tp, OpCategory::cp, OpCategory::ep, 
                                 OpCategory::dp};
 
 // The ranks whose timelines stand for the rest: coordinate 0 on every
-// symmetric axis (every EP rank when their loads differ).
+// symmetric axis (every EP rank when EP is not mirrored and their loads
+// differ).
 std::vector<int> observed_ranks(const TrainingRun& run) {
   using workloads::training::Axis;
   const workloads::training::RankGrid grid(run.config.parallel);
-  const bool balanced = run.workload.max_expert_load == 1.0;
+  const bool one_ep = run.workload.max_expert_load == 1.0 ||
+                      run.workload.mirrored_axis[static_cast<size_t>(Axis::ep)];
   std::vector<int> out;
   for (int r = 0; r < grid.size(); ++r) {
     if (grid.at(r, Axis::tp) != 0 || grid.at(r, Axis::cp) != 0 || grid.at(r, Axis::edp) != 0) continue;
-    if (balanced && grid.at(r, Axis::ep) != 0) continue;
+    if (one_ep && grid.at(r, Axis::ep) != 0) continue;
     out.push_back(r);
   }
   return out;
@@ -75,6 +77,7 @@ TrainingFigures training_figures(const RunFigures& f, const TrainingRun& run) {
   t.bubble_fraction = t.step_s > 0 ? t.breakdown.mean.bubble_s() / t.step_s : 0.0;
   t.kernel_classes = workloads::training::kernel_class_times(
       *s.graph, run.workload, f.records, t.breakdown.ranks, s.cluster.gpu.kernel_launch_latency);
+  if (has_ep(run)) t.ep = ep_times(f, t);
   return t;
 }
 
@@ -182,6 +185,7 @@ Json build_training_summary(const RunFigures& f, const TrainingFigures& t) {
   if (!run.workload.mirror_note.empty()) sim["note"] = run.workload.mirror_note;
   if (run.workload.max_expert_load != 1.0) sim["max_expert_load"] = run.workload.max_expert_load;
   j["simulation"] = sim;
+  if (has_ep(run)) j["ep"] = ep_summary(run, t.ep, t.ep_balanced);
   add_summary_tail(j, s, f.network);
   return j;
 }
@@ -261,6 +265,8 @@ std::string build_training_report(const RunFigures& f, const TrainingFigures& t)
       << " |\n";
   }
 
+  if (has_ep(run)) o << ep_report_section(run, t.ep, t.ep_balanced);
+
   const auto& m = run.memory[static_cast<size_t>(run.worst_pipeline_rank)];
   o << "\n## Memory of the fullest GPU (pipeline rank " << run.worst_pipeline_rank << ")\n\n"
     << "| part | bytes |\n|---|---:|\n";
@@ -288,6 +294,7 @@ std::string training_human_summary(const RunFigures& f, const TrainingFigures& t
   o << "  exposed comm: TP " << human_time(b.of(OpCategory::tp)) << ", CP " << human_time(b.of(OpCategory::cp))
     << ", EP " << human_time(b.of(OpCategory::ep)) << ", PP " << human_time(b.of(OpCategory::pp))
     << ", DP " << human_time(b.of(OpCategory::dp)) << "\n";
+  o << ep_human_lines(run, t.ep, t.ep_balanced);
   o << "  memory " << gib(t.peak_bytes) << " of " << gib(run.capacity_bytes) << " per GPU"
     << (run.fits ? "" : "  ** DOES NOT FIT **") << "\n";
   o << "  simulated " << run.workload.simulated.size() << " of " << s.cluster.total_gpus() << " GPUs, "

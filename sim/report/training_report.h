@@ -5,8 +5,10 @@
 // optimizer); report.md shows the same as tables.
 #pragma once
 
+#include <optional>
 #include <string>
 
+#include "sim/report/ep_report.h"
 #include "sim/report/run_report.h"
 #include "sim/scenario/training_workload_loader.h"
 #include "workloads/training/kernel_classes.h"
@@ -23,6 +25,8 @@ struct TrainingFigures {
   double peak_bytes = 0;       // analytical, worst GPU
   workloads::training::BreakdownResult breakdown;
   workloads::training::KernelClassTimes kernel_classes;  // mean over the observed ranks
+  EpTimes ep;                          // with EP (has_ep)
+  std::optional<EpTimes> ep_balanced;  // the balanced-routing rerun, when the routing is uneven
 };
 
 TrainingFigures training_figures(const RunFigures& f, const TrainingRun& run);

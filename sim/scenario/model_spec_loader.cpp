@@ -120,6 +120,14 @@ ModelSpec read_model_fields(ConfigReader& r, const ModelSpec* base) {
                                      "node-limited routing: nodes per token (0 = no limit)", 0);
   m.moe.skew = moe.get_double("skew", m.moe.skew,
                               "routing imbalance: expert e gets tokens ~ 1/(e+1)^skew");
+  m.moe.balance = moe.get_double("balance", m.moe.balance,
+                                 "auxiliary-loss-free balancing (DeepSeek-V3): fraction of the "
+                                 "skew removed, 0..1");
+  m.moe.permuted_placement =
+      moe.get_choice("placement", {"index", "permuted"},
+                     std::string(m.moe.permuted_placement ? "permuted" : "index"),
+                     "index: popular experts on the lowest indices (EP rank 0 hot); permuted: a "
+                     "seeded permutation per layer") == "permuted";
   moe.finish();
 
   if (auto problem = workloads::models::check_model(m)) {

@@ -172,7 +172,8 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
     s.training = load_training_workload(
         workload, s.cluster.total_gpus(), s.cluster.gpus_per_node, s.cluster.gpu, s.notes,
         options.limits, any_slow(s.cluster.stragglers) ? describe_stragglers(s.cluster.stragglers) : "",
-        slow_ranks(s.cluster.stragglers), options.strategy_searched);
+        slow_ranks(s.cluster.stragglers), options.strategy_searched, s.seed,
+        options.balanced_routing);
     s.graph = std::move(s.training->workload.graph);
 #ifndef GCSIM_NO_CHAKRA
   } else if (s.workload_kind == "chakra") {

@@ -104,6 +104,10 @@ struct LoadOptions {
   // read (it is one layout the plan compares with) but neither checked nor
   // generated; everything else is validated as for a run.
   bool strategy_searched = false;
+  // A training step's counterfactual with every expert equally popular
+  // (moe skew and balance 0, the rest as written): what perfectly balanced
+  // routing would take (gcsim run's `ep.balanced`).
+  bool balanced_routing = false;
 };
 
 Scenario load_scenario(const std::string& path, const LoadOptions& options);

@@ -177,10 +177,16 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
                                                     const ResourceLimits& limits,
                                                     const std::string& stragglers,
                                                     const std::vector<int>& slow_ranks,
-                                                    bool strategy_searched) {
+                                                    bool strategy_searched, uint64_t seed,
+                                                    bool balanced_routing) {
   auto run = std::make_shared<TrainingRun>();
   TrainingConfig& c = run->config;
   c.model = read_model(w);
+  c.routing_seed = seed;
+  if (balanced_routing) {
+    c.model.moe.skew = 0.0;
+    c.model.moe.balance = 0.0;
+  }
   ConfigReader batch = w.child("batch", "sequences per step", true);
   c.batch.global = batch.get_int_in("global", std::nullopt, "sequences per step (global batch)", 1);
   c.batch.micro = batch.get_int_in("micro", 1, "sequences per micro-batch", 1);

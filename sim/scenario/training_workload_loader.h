@@ -43,6 +43,9 @@ struct TrainingRun {
 // is off otherwise. With `strategy_searched` (gcsim plan) only `config` is
 // filled: the parallelism as written, unchecked, and nothing generated.
 // A step whose IR would exceed `limits` is refused before it is generated.
+// `seed` places the popular experts (moe placement: permuted);
+// `balanced_routing` makes every expert equally popular (the counterfactual
+// a skewed run is compared with).
 std::shared_ptr<TrainingRun> load_training_workload(sim::config::ConfigReader& workload, int gpus,
                                                     int gpus_per_node,
                                                     const models::gpu::GpuSpec& gpu,
@@ -50,7 +53,9 @@ std::shared_ptr<TrainingRun> load_training_workload(sim::config::ConfigReader& w
                                                     const ResourceLimits& limits,
                                                     const std::string& stragglers = "",
                                                     const std::vector<int>& slow_ranks = {},
-                                                    bool strategy_searched = false);
+                                                    bool strategy_searched = false,
+                                                    uint64_t seed = 1,
+                                                    bool balanced_routing = false);
 
 // Wraps the cluster model so that mirrored ranks' collectives are timed
 // over their whole groups and kernels wait for the framework's host to

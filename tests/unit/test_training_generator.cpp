@@ -199,7 +199,7 @@ TEST_CASE("training: simulated bubbles with free communication match the closed 
   }
 }
 
-TEST_CASE("training: uneven expert load keeps every EP rank and still equals the full run",
+TEST_CASE("training: uneven expert load mirrors EP on the hot rank and still equals the full run",
           "[training][generator]") {
   // A 4-layer MoE (8 experts, top 2) on 16 GPUs: TP 2, PP 2, DP 4 with EP 2
   // (expert data parallel 2), routing skewed Zipf 1.5.
@@ -217,13 +217,17 @@ TEST_CASE("training: uneven expert load keeps every EP rank and still equals the
   // cannot pick it twice): capped at 0.5, the other half spread as the
   // weights of experts 1-7 (sum 0.92668), of which 1-3 hold 0.67100:
   // rank 0's share 0.5 + 0.5 x 0.67100 / 0.92668 = 0.86205, load x2.
+  // Counted in whole rows of a 2048-token micro-batch (4096 copies per
+  // source): within 1/4096 of the shares.
   const auto loads = expert_loads(c);
-  CHECK(loads[0] == Approx(2 * (0.5 + 0.5 * 0.67100 / 0.92668)).epsilon(1e-4));
+  CHECK(loads[0] == Approx(2 * (0.5 + 0.5 * 0.67100 / 0.92668)).epsilon(5e-4));
   CHECK(loads[0] + loads[1] == Approx(2.0));
   const Run mirrored = run(c, true);
   const Run full = run(c, false);
-  CHECK(mirrored.w.mirrored_axes.find("ep") == std::string::npos);
-  CHECK(mirrored.w.simulated.size() == 4);  // 2 pipeline ranks x 2 EP ranks
+  // The mirrored EP rank runs the hot rank's experts (index placement: EP
+  // rank 0 in every layer), so the step is the full run's to the picosecond.
+  CHECK(mirrored.w.mirrored_axes.find("ep") != std::string::npos);
+  CHECK(mirrored.w.simulated.size() == 2);  // one per pipeline rank
   CHECK(mirrored.end == full.end);
   // Balanced routing is faster: the hot rank's experts set the pace.
   c.model.moe.skew = 0;

@@ -80,6 +80,14 @@ TEST_CASE("uneven all-to-all, alpha-beta: the busiest endpoint over beta", "[net
         models::network::collective_time(f, models::network::CollectiveAlgo::all_to_all,
                                          iota_ranks(4), sim::Bytes(4 * kMiB)));
   CHECK(models::network::all_to_all_v_traffic(iota_ranks(4), m.bytes()).size() == 6);
+  // Across two nodes of 2 (ranks 0,1 | 2,3), 1 MiB per pair: each GPU moves
+  // 1 MiB over NVLink and 2 MiB over its NIC at once, so the NIC decides:
+  // 3 x 2 us + 2 MiB / 50 GB/s.
+  f.gpus_per_node = 2;
+  f.scale_out_bandwidth = sim::Bandwidth::gb_per_s(50);
+  f.scale_out_latency = sim::us(int64_t{2});
+  CHECK(models::network::all_to_all_v_time(f, iota_ranks(4), even).seconds() ==
+        Approx(6e-6 + 2.0 * kMiB / 50e9).epsilon(1e-9));
 }
 
 TEST_CASE("uneven all-to-all on the engine: the hot receiver's link is shared max-min",

@@ -57,6 +57,9 @@ ModelProblem check_model(const ModelSpec& m) {
     }
     if (e.max_route_nodes < 0) return {"moe.max_route_nodes", "must not be negative"};
     if (!(e.skew >= 0.0) || !std::isfinite(e.skew)) return {"moe.skew", "must be >= 0"};
+    if (!(e.balance >= 0.0 && e.balance <= 1.0)) {
+      return {"moe.balance", "must lie in [0, 1] (the fraction of the skew balancing removes)"};
+    }
   }
   if (m.dense_mlp_layers() > 0 && m.ffn_hidden < 1) {
     return {"ffn_hidden", "must be at least 1 (the model has dense MLP layers)"};

@@ -56,6 +56,12 @@ struct MoeSpec {
   // Routing imbalance: expert e receives tokens in proportion to
   // 1 / (e + 1)^skew (Zipf). 0 = perfectly balanced.
   double skew = 0.0;
+  // DeepSeek-V3's auxiliary-loss-free balancing: the fraction of the skew
+  // its bias terms remove, 0..1 (shares (1 - balance) x Zipf + balance / E).
+  double balance = 0.0;
+  // The popular experts on a seeded permutation per layer instead of the
+  // lowest indices (EP rank 0 hot in every layer).
+  bool permuted_placement = false;
 };
 
 struct ModelSpec {

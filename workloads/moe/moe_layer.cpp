@@ -66,6 +66,18 @@ std::vector<std::vector<int64_t>> dispatch_legs(const Routing& r, const MoeLayer
   return {ib, nvlink};
 }
 
+SplitMatrixPtr leg_bytes(const std::vector<int64_t>& rows, int n, int64_t bytes_per_row,
+                         bool transpose) {
+  std::vector<int64_t> b(rows.size());
+  for (int s = 0; s < n; ++s) {
+    for (int d = 0; d < n; ++d) {
+      const int64_t v = rows[static_cast<size_t>(transpose ? d * n + s : s * n + d)];
+      b[static_cast<size_t>(s * n + d)] = v * bytes_per_row;
+    }
+  }
+  return std::make_shared<const SplitMatrix>(n, std::move(b));
+}
+
 namespace {
 
 // Appends one rank's ops, each after the previous.
@@ -132,19 +144,6 @@ class RankEmitter {
   std::vector<Op> ops_;
 };
 
-// One uneven all-to-all of token rows, `bytes_per_row` each.
-SplitMatrixPtr to_bytes(const std::vector<int64_t>& rows, int n, int64_t bytes_per_row,
-                        bool transpose) {
-  std::vector<int64_t> b(rows.size());
-  for (int s = 0; s < n; ++s) {
-    for (int d = 0; d < n; ++d) {
-      const int64_t v = rows[static_cast<size_t>(transpose ? d * n + s : s * n + d)];
-      b[static_cast<size_t>(s * n + d)] = v * bytes_per_row;
-    }
-  }
-  return std::make_shared<const SplitMatrix>(n, std::move(b));
-}
-
 }  // namespace
 
 std::vector<std::vector<Op>> build_moe_layer(WorkloadGraph& g, const MoeLayerSpec& spec,
@@ -171,9 +170,9 @@ std::vector<std::vector<Op>> build_moe_layer(WorkloadGraph& g, const MoeLayerSpe
   // Dispatch legs (token rows) as byte matrices; combine runs them back.
   const std::vector<std::vector<int64_t>> legs = dispatch_legs(routing, spec);
   std::vector<SplitMatrixPtr> out_legs, back_legs;
-  for (const auto& leg : legs) out_legs.push_back(to_bytes(leg, n, row_bytes, false));
+  for (const auto& leg : legs) out_legs.push_back(leg_bytes(leg, n, row_bytes, false));
   for (auto it = legs.rbegin(); it != legs.rend(); ++it) {
-    back_legs.push_back(to_bytes(*it, n, row_bytes, true));
+    back_legs.push_back(leg_bytes(*it, n, row_bytes, true));
   }
   // Legs in dispatch order: one, or the IB leg then the NVLink leg.
   const auto leg_suffix = [&legs](size_t dispatch_index) {

@@ -85,6 +85,10 @@ struct MoeLayerInfo {
 // leg (all_to_all_single), or the IB leg then the NVLink leg under
 // node-limited routing across nodes.
 std::vector<std::vector<int64_t>> dispatch_legs(const Routing& r, const MoeLayerSpec& spec);
+// One leg as the bytes of an uneven all-to-all: `rows` (n x n, by source)
+// x `bytes_per_row`, or its transpose (the combine runs the leg back).
+models::collectives::SplitMatrixPtr leg_bytes(const std::vector<int64_t>& rows, int n,
+                                              int64_t bytes_per_row, bool transpose);
 
 // The ops each EP rank runs (outer index: EP rank), in order; every op
 // depends on the one before it (deps are indices within the rank's list).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace gcsim::workloads::training {
 
@@ -19,13 +20,8 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 constexpr double kGeluFlops = 8, kSwigluFlops = 5, kNormFlops = 8;
 }  // namespace
 
-LayerKernels::LayerKernels(const TrainingConfig& c, double expert_load, double max_expert_load,
-                           bool ep_spans_nodes)
-    : c_(c),
-      fw_(c.framework, c.framework_traits),
-      expert_load_(expert_load),
-      max_expert_load_(max_expert_load),
-      ep_spans_nodes_(ep_spans_nodes) {
+LayerKernels::LayerKernels(const TrainingConfig& c, const EpRouting* ep, int ep_index)
+    : c_(c), fw_(c.framework, c.framework_traits), ep_(ep), ep_index_(ep_index) {
   const auto& m = c.model;
   const auto& p = c.parallel;
   act_ = c.precision == Precision::fp16 ? Dtype::fp16 : Dtype::bf16;
@@ -153,10 +149,20 @@ uint32_t LayerKernels::tp_collective(OpEmitter& e, const std::string& name, Coll
                       OpCategory::tp, {}, chain);
 }
 
-uint32_t LayerKernels::ep_all_to_all(OpEmitter& e, const std::string& name, bool dispatch,
-                                     bool chain) const {
-  return e.collective(name, CollectiveKind::all_to_all, dispatch_bytes(dispatch), kSlotEp + e.lane(),
-                      e.streams().ep[e.lane()], OpCategory::ep, {}, chain);
+uint32_t LayerKernels::ep_all_to_all(OpEmitter& e, const std::string& name, int layer,
+                                     EpExchange x, bool chain, std::vector<uint32_t> extra) const {
+  if (ep_ == nullptr) throw std::logic_error("MoE layer without EP routing");
+  // Lane 1's communicator lists the EP group backwards (training_generator.cpp).
+  const auto& legs = ep_->legs(layer, x, e.lane() == 1);
+  const auto names = ep_->leg_names(x);
+  uint32_t last = kNoOp;
+  for (size_t i = 0; i < legs.size(); ++i) {
+    // Legs after the first follow it on the same stream.
+    last = e.all_to_all_v(name + names[i], legs[i].bytes, legs[i].largest, kSlotEp + e.lane(),
+                          e.streams().ep[e.lane()], OpCategory::ep,
+                          i == 0 ? extra : std::vector<uint32_t>{}, chain);
+  }
+  return last;
 }
 
 void LayerKernels::tp_forward_gather(OpEmitter& e, const std::string& p) const {
@@ -280,26 +286,47 @@ LayerKernels::Mlp LayerKernels::dense_mlp() const {
           "act bwd"};
 }
 
-LayerKernels::Moe LayerKernels::moe_linears() const {
+LayerKernels::Moe LayerKernels::moe_linears(int layer) const {
+  if (ep_ == nullptr) throw std::logic_error("MoE layer without EP routing");
   const auto& moe = c_.model.moe;
   const int fc1_outputs = c_.model.mlp == MlpKind::swiglu ? 2 : 1;
-  const int64_t local_experts = moe.experts / c_.parallel.ep;
   const int64_t f = moe.expert_ffn_hidden / t_;
-  const double routed = static_cast<double>(tokens_) * moe.top_k * expert_load_;
-  const int64_t per_expert = std::max<int64_t>(
-      1, static_cast<int64_t>(std::ceil(routed / static_cast<double>(local_experts))));
   const int64_t fs = f * moe.shared_experts;
-  return {{"router", tokens_, h_, moe.experts, false},
-          {{"expert fc1", per_expert, h_, fc1_outputs * f, true, local_experts},
-           {"expert fc2", per_expert, f, h_, true, local_experts},
-           per_expert * local_experts * f,
-           "expert act",
-           "expert act bwd"},
-          {{"shared fc1", tokens_, h_, fc1_outputs * fs},
-           {"shared fc2", tokens_, fs, h_},
-           tokens_ * fs,
-           "shared act",
-           "shared act bwd"}};
+  // Each local expert's real rows (the routing's, as the graph `moe` op
+  // runs them); experts with equal rows share one batched GEMM.
+  const std::vector<int64_t>& rows = ep_->local_rows(layer, ep_index_);
+  const int rank = ep_index_ < 0 ? ep_->hot_rank(layer) : ep_index_;
+  const int first_expert = rank * static_cast<int>(rows.size());
+  std::vector<std::pair<int64_t, int64_t>> groups;  // (rows, experts), in expert order
+  std::vector<int> first_of_group;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& g) { return g.first == rows[i]; });
+    if (it != groups.end()) {
+      ++it->second;
+    } else {
+      groups.emplace_back(rows[i], 1);
+      first_of_group.push_back(first_expert + static_cast<int>(i));
+    }
+  }
+  Moe x{{"router", tokens_, h_, moe.experts, false}, {}, {}};
+  for (size_t k = 0; k < groups.size(); ++k) {
+    const auto [m, n] = groups[k];
+    if (m == 0) continue;  // an expert with no rows launches nothing
+    const std::string prefix = groups.size() == 1 ? "" : " e" + std::to_string(first_of_group[k]);
+    x.experts.push_back({prefix,
+                         {{"expert fc1", m, h_, fc1_outputs * f, true, n},
+                          {"expert fc2", m, f, h_, true, n},
+                          m * n * f,
+                          "expert act",
+                          "expert act bwd"}});
+  }
+  x.shared = {{"shared fc1", tokens_, h_, fc1_outputs * fs},
+              {"shared fc2", tokens_, fs, h_},
+              tokens_ * fs,
+              "shared act",
+              "shared act bwd"};
+  return x;
 }
 
 uint32_t LayerKernels::linear_forward(OpEmitter& e, const std::string& p, const Linear& l,
@@ -526,30 +553,21 @@ void LayerKernels::mlp_forward(OpEmitter& e, int layer, const std::string& p) co
     return;
   }
   const auto& moe = c_.model.moe;
-  const Moe x = moe_linears();
+  const Moe x = moe_linears(layer);
   linear_forward(e, p, x.router);
   e.kernel(p + " router softmax", softmax(tokens_, moe.experts), OpCategory::compute);
   e.kernel(p + " permute", elementwise(tokens_ * moe.top_k * h_, 1, 0), OpCategory::compute);
-  const uint32_t dispatch = ep_all_to_all(e, p + " dispatch", true, false);
+  const uint32_t dispatch = ep_all_to_all(e, p + " dispatch", layer, EpExchange::dispatch, false);
   // Shared experts need no routing: they run while the dispatch is in flight.
   if (moe.shared_experts > 0) mlp_block_forward(e, p, x.shared, {});
-  mlp_block_forward(e, p, x.experts, {dispatch});
-  ep_all_to_all(e, p + " combine", false, true);
+  for (size_t i = 0; i < x.experts.size(); ++i) {
+    mlp_block_forward(e, p + x.experts[i].prefix, x.experts[i].mlp,
+                      i == 0 ? std::vector<uint32_t>{dispatch} : std::vector<uint32_t>{});
+  }
+  // With no expert rows here, the combine still waits for the dispatch.
+  ep_all_to_all(e, p + " combine", layer, EpExchange::combine, true,
+                x.experts.empty() ? std::vector<uint32_t>{dispatch} : std::vector<uint32_t>{});
   e.kernel(p + " unpermute", elementwise(tokens_ * moe.top_k * h_, 2, 2), OpCategory::compute);
-}
-
-int64_t LayerKernels::dispatch_bytes(bool dispatch) const {
-  const auto& moe = c_.model.moe;
-  // Node-limited routing sends a token across the scale-out network once
-  // per destination node (at most max_route_nodes), NVLink fanning it out
-  // inside the node (DeepSeek-V3, 3.2.2); otherwise once per expert.
-  int copies = moe.top_k;
-  if (ep_spans_nodes_ && moe.max_route_nodes > 0) copies = std::min(copies, moe.max_route_nodes);
-  // DeepSeek-V3 dispatches in FP8 and combines in BF16.
-  const double bytes =
-      dispatch && c_.precision == Precision::fp8 ? 1.0 : gcsim::models::gpu::dtype_bytes(act_);
-  return static_cast<int64_t>(std::ceil(static_cast<double>(tokens_) * copies *
-                                        static_cast<double>(h_) * bytes * max_expert_load_));
 }
 
 void LayerKernels::mlp_backward(OpEmitter& e, int layer, const std::string& p,
@@ -560,11 +578,15 @@ void LayerKernels::mlp_backward(OpEmitter& e, int layer, const std::string& p,
     return;
   }
   const auto& moe = c_.model.moe;
-  const Moe x = moe_linears();
+  const Moe x = moe_linears(layer);
   e.kernel(p + " unpermute bwd", elementwise(tokens_ * moe.top_k * h_, 2, 2), OpCategory::compute);
-  ep_all_to_all(e, p + " combine bwd", false, true);
-  mlp_block_backward(e, p, x.experts, g, false);
-  const uint32_t dispatch = ep_all_to_all(e, p + " dispatch bwd", true, false);
+  const uint32_t combined = ep_all_to_all(e, p + " combine bwd", layer, EpExchange::combine_bwd, true);
+  for (const ExpertGroup& group : x.experts) {
+    mlp_block_backward(e, p + group.prefix, group.mlp, g, false);
+  }
+  const uint32_t dispatch =
+      ep_all_to_all(e, p + " dispatch bwd", layer, EpExchange::dispatch_bwd, false,
+                    x.experts.empty() ? std::vector<uint32_t>{combined} : std::vector<uint32_t>{});
   if (moe.shared_experts > 0) mlp_block_backward(e, p, x.shared, g, false);
   e.kernel(p + " permute bwd", elementwise(tokens_ * moe.top_k * h_, 1, 0), OpCategory::compute,
            {dispatch});

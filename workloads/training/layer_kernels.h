@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "models/gpu/kernel.h"
+#include "workloads/training/ep_routing.h"
 #include "workloads/training/framework_profile.h"
 #include "workloads/training/op_emitter.h"
 #include "workloads/training/training_config.h"
@@ -33,13 +34,11 @@ inline constexpr int kEmbeddingLayer = -1;
 
 class LayerKernels {
  public:
-  // `expert_load`: routed token copies this GPU's experts receive relative
-  // to a balanced router; `max_expert_load`: the most any EP rank receives
-  // (the all-to-all is as slow as its busiest receiver).
-  // `ep_spans_nodes`: the EP group crosses the scale-out network, where
-  // node-limited routing caps the copies of a token.
-  LayerKernels(const TrainingConfig& c, double expert_load, double max_expert_load,
-               bool ep_spans_nodes);
+  // `ep`: the MoE layers' routing (null for a dense model; must outlive
+  // this), whose dispatch and combine run as its uneven all-to-alls;
+  // `ep_index`: the EP rank whose experts this GPU runs, or -1 for a
+  // mirrored EP rank (each layer's hot rank, ep_routing.h).
+  explicit LayerKernels(const TrainingConfig& c, const EpRouting* ep = nullptr, int ep_index = -1);
 
   void embedding_forward(OpEmitter& e, const std::string& prefix) const;
   void head_forward(OpEmitter& e, const std::string& prefix) const;
@@ -99,9 +98,17 @@ class LayerKernels {
     const char* act;      // forward activation kernel name
     const char* act_bwd;  // its backward
   };
+  // Local experts with the same row count, one batched GEMM per linear
+  // (`prefix` after the layer's: "" when every local expert has the same
+  // rows, else " e<first expert>").
+  struct ExpertGroup {
+    std::string prefix;
+    Mlp mlp;
+  };
   struct Moe {
     Linear router;
-    Mlp experts, shared;
+    std::vector<ExpertGroup> experts;  // empty when no expert got a row
+    Mlp shared;
   };
   // Query, key/value and output projections (MLA's low-rank ones or QKV).
   struct AttentionLinears {
@@ -128,7 +135,7 @@ class LayerKernels {
   Linear logits() const;
   AttentionLinears attention_linears() const;
   Mlp dense_mlp() const;
-  Moe moe_linears() const;  // only for a MoE layer
+  Moe moe_linears(int layer) const;  // only for a MoE layer
 
   // Emits a framework's passes for one site (`site` + each pass's name),
   // the first after `deps`; returns the last, or kNoOp when the list is
@@ -170,15 +177,15 @@ class LayerKernels {
   void attention_backward(OpEmitter& e, const std::string& p) const;
   uint32_t tp_collective(OpEmitter& e, const std::string& name, CollectiveKind kind,
                          int64_t bytes, bool chain = true) const;
-  // An EP all-to-all of the dispatch (tokens to their experts) or the
-  // combine (results back) on the lane's EP stream.
-  uint32_t ep_all_to_all(OpEmitter& e, const std::string& name, bool dispatch, bool chain) const;
+  // One exchange of a MoE layer on the lane's EP stream: its legs as
+  // uneven all-to-alls (ep_routing.h), the first after `extra` (and the
+  // chain cursor); returns the last leg.
+  uint32_t ep_all_to_all(OpEmitter& e, const std::string& name, int layer, EpExchange x,
+                         bool chain, std::vector<uint32_t> extra = {}) const;
   void tp_forward_gather(OpEmitter& e, const std::string& p) const;  // SP all-gather
   // AR or RS; `fp32_embedding`: the embedding's partial sums.
   void tp_forward_reduce(OpEmitter& e, const std::string& p, bool fp32_embedding = false) const;
   void mlp_forward(OpEmitter& e, int layer, const std::string& p) const;
-  // Per-rank all-to-all buffer of a dispatch (or combine) in bytes.
-  int64_t dispatch_bytes(bool dispatch) const;
   void mlp_backward(OpEmitter& e, int layer, const std::string& p, WeightGrads& g) const;
   // The backward of a column-parallel linear block's input side: returns
   // the async input-gradient collective (kNoOp without TP); the caller's
@@ -198,8 +205,8 @@ class LayerKernels {
   int64_t q_width_, k_width_, v_width_, out_width_;  // per GPU
   int64_t head_dim_;          // for attention kernels
   bool sp_, dropout_, rotary_, flash_, mla_;
-  double expert_load_, max_expert_load_;
-  bool ep_spans_nodes_;
+  const EpRouting* ep_;
+  int ep_index_;
   bool accumulating_ = false;  // set_accumulating()
 };
 

@@ -85,6 +85,16 @@ uint32_t OpEmitter::collective(const std::string& name, CollectiveKind kind, int
   return append(std::move(op), category, std::move(extra), chain);
 }
 
+uint32_t OpEmitter::all_to_all_v(const std::string& name,
+                                 models::collectives::SplitMatrixPtr splits, int64_t largest,
+                                 uint16_t slot, uint16_t stream, OpCategory category,
+                                 std::vector<uint32_t> extra, bool chain) {
+  const uint32_t id = collective(name, CollectiveKind::all_to_all, std::max<int64_t>(1, largest),
+                                 slot, stream, category, std::move(extra), chain);
+  std::get<CollectiveOp>(program_.ops[id].payload).splits = std::move(splits);
+  return id;
+}
+
 uint32_t OpEmitter::send(const std::string& name, uint16_t peer_slot, uint16_t stream,
                          int64_t bytes, OpCategory category, std::vector<uint32_t> deps) {
   Op op;

@@ -71,6 +71,12 @@ class OpEmitter {
   uint32_t collective(const std::string& name, CollectiveKind kind, int64_t bytes, uint16_t slot,
                       uint16_t stream, OpCategory category, std::vector<uint32_t> extra = {},
                       bool chain = true);
+  // An uneven all-to-all (all_to_all_single with split sizes): `splits` in
+  // the communicator's order, `largest` its largest send buffer (the
+  // collective's size); otherwise as collective().
+  uint32_t all_to_all_v(const std::string& name, models::collectives::SplitMatrixPtr splits,
+                        int64_t largest, uint16_t slot, uint16_t stream, OpCategory category,
+                        std::vector<uint32_t> extra = {}, bool chain = true);
   // A p2p op off the chain (the cursor does not move).
   uint32_t send(const std::string& name, uint16_t peer_slot, uint16_t stream, int64_t bytes,
                 OpCategory category, std::vector<uint32_t> deps);

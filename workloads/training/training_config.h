@@ -78,6 +78,7 @@ struct TrainingConfig {
   models::gpu::AttentionFamily attention_family = models::gpu::AttentionFamily::flash2;
   OptimizerConfig optimizer;
   int64_t memory_reserved = 0;  // bytes per GPU outside the model: CUDA context, NCCL, workspaces
+  uint64_t routing_seed = 1;    // the run's seed: permuted expert placement per MoE layer
 
   int gpus() const { return parallel.tp * parallel.cp * parallel.pp * parallel.dp; }
   // Micro-batches each pipeline runs per step (gradient accumulation).

@@ -1,4 +1,3 @@
-#include "workloads/moe/moe_routing.h"
 #include "workloads/training/training_generator.h"
 
 #include <algorithm>
@@ -67,14 +66,14 @@ struct Bucket {
 class ProgramBuilder {
  public:
   ProgramBuilder(const TrainingConfig& c, const PipelinePlan& plan, const GeneratorOptions& o,
-                 WorkloadGraph& g, const TrainingStreams& streams, int pr, double expert_load,
-                 double max_expert_load, bool ep_spans_nodes, int dp_full, int edp_full)
+                 WorkloadGraph& g, const TrainingStreams& streams, int pr, const EpRouting* ep,
+                 int ep_index, double expert_load, int dp_full, int edp_full)
       : c_(c),
         plan_(plan),
         o_(o),
         g_(g),
         pr_(pr),
-        kernels_(c, expert_load, max_expert_load, ep_spans_nodes),
+        kernels_(c, ep, ep_index),
         main_(g, program_, categories_, streams),
         dp_full_(dp_full),
         edp_full_(edp_full) {
@@ -583,25 +582,8 @@ std::vector<int> shape_of(const std::vector<int>& members, int gpus_per_node) {
 }  // namespace
 
 std::vector<double> expert_loads(const TrainingConfig& c) {
-  const int ep = c.parallel.ep;
-  std::vector<double> load(static_cast<size_t>(ep), 1.0);
-  const auto& moe = c.model.moe;
-  if (!c.model.is_moe() || moe.skew == 0.0) return load;
-  // The graph `moe` op's routing (workloads/moe/moe_routing.h): Zipf shares
-  // by expert index, none above 1/top_k (a token picks distinct experts),
-  // over enough tokens that rounding does not show.
-  workloads::moe::RoutingConfig rc;
-  rc.experts = moe.experts;
-  rc.top_k = moe.top_k;
-  rc.ranks = ep;
-  rc.tokens = 1 << 20;
-  rc.skew = moe.skew;
-  const workloads::moe::Routing r = workloads::moe::route(rc, 0, 0);
-  const double mean = static_cast<double>(rc.tokens) * rc.top_k;  // rows per rank if balanced
-  for (int k = 0; k < ep; ++k) {
-    load[static_cast<size_t>(k)] = static_cast<double>(r.received(k)) / mean;
-  }
-  return load;
+  if (!c.model.is_moe()) return std::vector<double>(static_cast<size_t>(c.parallel.ep), 1.0);
+  return EpRouting(c, 0).loads();
 }
 
 std::string asymmetry(const TrainingConfig& c, const RankGrid& grid, int gpus_per_node) {
@@ -646,10 +628,17 @@ TrainingWorkload generate_training(const TrainingConfig& c, const GeneratorOptio
   const auto& p = c.parallel;
   const RankGrid grid(p);
   w.plan = build_pipeline(p.schedule, p.pp, p.virtual_stages, static_cast<int>(c.micro_batches()));
-  w.expert_load = expert_loads(c);
+  const auto ep_shape = shape_of(grid.group(Group::ep, 0), o.gpus_per_node);
+  w.ep_spans_nodes = ep_shape.size() > 1;
+  if (c.model.is_moe()) {
+    // Node-limited routing's two legs need the same EP ranks on every node.
+    const bool even = ep_shape.front() == ep_shape.back();
+    w.ep_routing = std::make_shared<const EpRouting>(c, w.ep_spans_nodes && even ? ep_shape.front() : 0);
+    w.expert_load = w.ep_routing->loads();
+  } else {
+    w.expert_load.assign(static_cast<size_t>(p.ep), 1.0);
+  }
   w.max_expert_load = *std::max_element(w.expert_load.begin(), w.expert_load.end());
-  const auto ep_group = grid.group(Group::ep, 0);
-  w.ep_spans_nodes = shape_of(ep_group, o.gpus_per_node).size() > 1;
 
   // Which axes are mirrored.
   std::array<bool, kAxes> mirrored{};
@@ -659,9 +648,13 @@ TrainingWorkload generate_training(const TrainingConfig& c, const GeneratorOptio
       mirrored[static_cast<size_t>(Axis::tp)] = true;
       mirrored[static_cast<size_t>(Axis::cp)] = true;
       mirrored[static_cast<size_t>(Axis::edp)] = true;
-      const bool balanced = w.max_expert_load == 1.0;
-      mirrored[static_cast<size_t>(Axis::ep)] = balanced;
-      if (!balanced) w.mirror_note = "uneven expert load: every EP rank is simulated";
+      mirrored[static_cast<size_t>(Axis::ep)] = true;
+      if (w.max_expert_load != 1.0 && p.ep > 1) {
+        w.mirror_note = "uneven expert load: the simulated EP rank runs each MoE layer's hot rank "
+                        "(most rows) and its all-to-alls carry the whole group's splits, so each "
+                        "layer takes its slowest rank's time (exact when one rank is hot in every "
+                        "layer; an upper bound when the hot rank moves and DualPipe overlaps layers)";
+      }
     }
   } else {
     w.mirror_note = "mirroring off (workload.simulate: all)";
@@ -686,19 +679,21 @@ TrainingWorkload generate_training(const TrainingConfig& c, const GeneratorOptio
   const int dp_full = static_cast<int>(grid.group(Group::dp, 0).size());
   const int edp_full = static_cast<int>(grid.group(Group::expert_dp, 0).size());
 
-  // One program per pipeline rank (and EP rank when loads differ), shared
-  // by the simulated ranks that run it through their bindings.
+  // One program per pipeline rank (and EP rank when EP is not mirrored),
+  // shared by the simulated ranks that run it through their bindings.
   RankProgram empty;
   const uint32_t idle = g.add_program(empty);
   std::map<std::pair<int, int>, uint32_t> programs;  // (pipeline rank, ep index) -> id
   std::map<uint32_t, std::vector<OpCategory>> categories;
   for (int r : w.simulated) {
     const int pr = grid.at(r, Axis::pp);
-    const int ei = mirrored[static_cast<size_t>(Axis::ep)] ? 0 : grid.at(r, Axis::ep);
+    // A mirrored EP rank stands for each layer's hot rank (ep_routing.h).
+    const int ei = mirrored[static_cast<size_t>(Axis::ep)] ? -1 : grid.at(r, Axis::ep);
     auto it = programs.find({pr, ei});
     if (it == programs.end()) {
-      ProgramBuilder b(c, w.plan, o, g, streams, pr, w.expert_load[static_cast<size_t>(ei)],
-                       w.max_expert_load, w.ep_spans_nodes, dp_full, edp_full);
+      const double load = ei < 0 ? w.max_expert_load : w.expert_load[static_cast<size_t>(ei)];
+      ProgramBuilder b(c, w.plan, o, g, streams, pr, w.ep_routing.get(), ei, load, dp_full,
+                       edp_full);
       b.build();
       const uint32_t id = g.add_program(std::move(b.program()));
       categories[id] = std::move(b.categories());
@@ -713,10 +708,15 @@ TrainingWorkload generate_training(const TrainingConfig& c, const GeneratorOptio
         if (simulated(m)) members.push_back(m);
       }
       // A second lane needs its own communicator: the same ranks listed
-      // the other way round make a distinct one.
+      // the other way round make a distinct one (and its split matrices
+      // are listed that way too, ep_routing.h).
       if (reversed) std::reverse(members.begin(), members.end());
       binding.comms[slot] = g.add_communicator(members);
-      if (members.size() != full.size()) w.widened_groups[TrainingWorkload::slot_key(r, slot)] = full;
+      if (members.size() != full.size()) {
+        std::vector<int> widened = full;
+        if (reversed) std::reverse(widened.begin(), widened.end());
+        w.widened_groups[TrainingWorkload::slot_key(r, slot)] = std::move(widened);
+      }
     };
     bind(kSlotTp, Group::tp, false);
     bind(kSlotTp + 1, Group::tp, true);

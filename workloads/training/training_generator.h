@@ -13,10 +13,11 @@
 // stand for (SymmetricExecutor widens them), and a mirrored CP ring sends
 // to itself, timed as the hop from its real neighbour. On an oversubscribed
 // fabric the instances a simulated rank stands for also run as traffic
-// (mirror_siblings.h, TrainingWorkload::grid). Uneven expert load
-// keeps every EP rank; groups that straddle nodes unevenly turn the
-// shortcut off. tests/unit/test_training_generator.cpp shows the mirrored
-// run equal to the full one.
+// (mirror_siblings.h, TrainingWorkload::grid). Under uneven expert load the
+// mirrored EP rank stands for each MoE layer's slowest rank (ep_routing.h);
+// groups that straddle nodes unevenly turn the shortcut off.
+// tests/unit/test_training_generator.cpp shows the mirrored run equal to
+// the full one.
 #pragma once
 
 #include <array>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "sim/engine/ir.h"
+#include "workloads/training/ep_routing.h"
 #include "workloads/training/memory_model.h"
 #include "workloads/training/op_emitter.h"
 #include "workloads/training/pipeline_schedule.h"
@@ -73,16 +75,17 @@ struct TrainingWorkload {
   // starts (host_issue.h); empty when the framework's host never waits.
   std::vector<std::vector<int64_t>> host_issue_ps;
   sim::Duration host_per_kernel = sim::Duration::zero();
-  std::vector<double> expert_load;  // per EP index (mean 1)
+  std::vector<double> expert_load;  // per EP index (mean 1), the most over MoE layers
   double max_expert_load = 1.0;
   bool ep_spans_nodes = false;
+  std::shared_ptr<const EpRouting> ep_routing;  // null for a dense model
 };
 
 // The caller has checked the strategy (check_strategy).
 TrainingWorkload generate_training(const TrainingConfig& c, const GeneratorOptions& options);
 
-// Token share of each EP rank's experts under the config's Zipf skew,
-// normalised to mean 1.
+// Rows each EP rank's experts get under the config's routing (skew,
+// balance, placement), over the mean: the most over the MoE layers.
 std::vector<double> expert_loads(const TrainingConfig& c);
 
 // Why mirroring would be wrong for this placement ("" when it is exact):

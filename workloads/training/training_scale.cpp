@@ -1,6 +1,7 @@
 #include "workloads/training/training_scale.h"
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "workloads/training/layer_kernels.h"
@@ -46,7 +47,9 @@ TrainingScale estimate_training_scale(const TrainingConfig& c, bool mirrored, in
 
   WorkloadGraph scratch(1);
   const TrainingStreams streams = TrainingStreams::intern(scratch);
-  const LayerKernels kernels(c, 1.0, 1.0, false);
+  std::unique_ptr<EpRouting> ep;
+  if (m.is_moe()) ep = std::make_unique<EpRouting>(c, 0);
+  const LayerKernels kernels(c, ep.get(), -1);
   const double dense = layer_ops(kernels, streams, scratch, 0);
   int first_moe = -1;
   for (int l = 0; l < m.layers && first_moe < 0; ++l) {
@@ -85,10 +88,12 @@ TrainingScale estimate_training_scale(const TrainingConfig& c, bool mirrored, in
     s.max_layers_per_rank = std::max(s.max_layers_per_rank, layers);
     s.program_ops += mb * per_micro + tail + 16;  // + optimizer passes and syncs
   }
-  // Uneven expert load keeps one program per EP rank (training_generator.h).
+  // Mirrored, one program per pipeline rank (the mirrored EP rank stands
+  // for every EP rank, training_generator.h); otherwise one per EP rank
+  // when their loads differ.
   const std::vector<double> loads = expert_loads(c);
   const bool balanced = *std::max_element(loads.begin(), loads.end()) == 1.0;
-  const int ep_programs = balanced ? 1 : p.ep;
+  const int ep_programs = balanced || mirrored ? 1 : p.ep;
   s.programs = p.pp * ep_programs;
   s.program_ops *= ep_programs;
   if (mirrored) {

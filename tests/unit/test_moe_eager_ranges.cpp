@@ -1,0 +1,38 @@
+// The fitted eager-kernel bandwidth fractions of the MoE layer
+// (workloads/moe/moe_layer.h, EagerKernelEfficiency, fitted on the 2-H200
+// measurements) must stay inside the ranges the hardware allows; a refit
+// that leaves them has absorbed something else and must be looked at.
+#include "catch.h"
+#include "workloads/moe/moe_layer.h"
+
+using gcsim::workloads::moe::EagerKernelEfficiency;
+
+// Little's law on an H200: bandwidth = bytes in flight / DRAM latency.
+// 132 SMs x 64 resident warps, ~700 ns to DRAM, 4.8 TB/s peak. A kernel off
+// the vectorized path loads one bf16 per thread: 64 B per warp and load.
+// One load in flight per warp gives 132 x 64 x 64 B / 700 ns = 0.77 TB/s,
+// 0.16 of peak; PyTorch's elementwise loop keeps 4 loads in flight per
+// thread (thread_work_size 4), at most 0.64. So a non-vectorized,
+// non-atomic kernel sits in [0.15, 0.65] of streaming bandwidth.
+constexpr double kUnvectorizedLow = 0.15, kUnvectorizedHigh = 0.65;
+// index_add_ adds each bf16 row element with an atomicAdd, a read-modify-
+// write in L2 on top of its load, so half of each bound: the atomic is a
+// fire-and-forget reduction (no return value), so the loads still keep at
+// least one in flight per warp (0.16 / 2), at most the unrolled 0.64 / 2.
+constexpr double kAtomicLow = 0.08, kAtomicHigh = kUnvectorizedHigh / 2;
+
+TEST_CASE("moe: fitted eager kernel efficiencies lie in their physical ranges", "[moe][fit]") {
+  const EagerKernelEfficiency e;
+  // Broadcast multiply x * w[:, None]: stride-0 operand, unvectorized.
+  CHECK(e.broadcast >= kUnvectorizedLow);
+  CHECK(e.broadcast <= kUnvectorizedHigh);
+  // SwiGLU on the two strided halves of fc1's output: unvectorized loads.
+  CHECK(e.strided >= kUnvectorizedLow);
+  CHECK(e.strided <= kUnvectorizedHigh);
+  // Atomic bf16 index_add_.
+  CHECK(e.atomic >= kAtomicLow);
+  CHECK(e.atomic <= kAtomicHigh);
+  // The atomic kernel does the broadcast kernel's loads plus an L2
+  // read-modify-write per element: it cannot be the faster one.
+  CHECK(e.atomic < e.broadcast);
+}
