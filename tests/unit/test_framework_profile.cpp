@@ -213,9 +213,9 @@ TEST_CASE("framework profile: what a pipeline stage sends", "[training][framewor
   TrainingConfig eager = fit_shape(Framework::pytorch_eager);
   TrainingConfig compiled = fit_shape(Framework::torch_compile);
   for (TrainingConfig* c : {&megatron, &eager, &compiled}) c->parallel.tp = 2;
-  CHECK(LayerKernels(megatron, 1.0, 1.0, false).pipeline_message_bytes() == 8 * 1048576);
-  CHECK(LayerKernels(eager, 1.0, 1.0, false).pipeline_message_bytes() == 32 * 1048576);
-  CHECK(LayerKernels(compiled, 1.0, 1.0, false).pipeline_message_bytes() == 32 * 1048576);
+  CHECK(LayerKernels(megatron).pipeline_message_bytes() == 8 * 1048576);
+  CHECK(LayerKernels(eager).pipeline_message_bytes() == 32 * 1048576);
+  CHECK(LayerKernels(compiled).pipeline_message_bytes() == 32 * 1048576);
 }
 
 TEST_CASE("framework profile: DDP, accumulation and compiled TP pieces, hand-counted",
