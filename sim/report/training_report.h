@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "sim/report/energy_report.h"
 #include "sim/report/run_report.h"
 #include "sim/scenario/training_workload_loader.h"
 #include "workloads/training/kernel_classes.h"
@@ -23,6 +24,7 @@ struct TrainingFigures {
   double peak_bytes = 0;       // analytical, worst GPU
   workloads::training::BreakdownResult breakdown;
   workloads::training::KernelClassTimes kernel_classes;  // mean over the observed ranks
+  std::optional<EnergyFigures> energy;  // under cluster.clocks: model
 };
 
 TrainingFigures training_figures(const RunFigures& f, const TrainingRun& run);
