@@ -82,7 +82,7 @@ ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes,
   }
 
   cluster.clocks = c.get_choice(
-      "clocks", {"model", "sustained", "rested", "auto"}, std::string("model"),
+      "clocks", {"model", "sustained", "rested", "auto"}, std::string("auto"),
       "SM clocks: model (the power cap's governor sets each kernel's clock from the GPU's "
       "averaged activity), sustained (tensor efficiencies x the GPU's "
       "sustained_tensor_fraction), rested (isolated kernels), auto (sustained for training, "

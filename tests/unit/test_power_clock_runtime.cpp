@@ -56,12 +56,14 @@ TEST_CASE("clock model: back-to-back tensor work settles at the steady state", "
   const gpu::KernelDesc k = hundred_us_wave();
   std::vector<double> durations;
   std::vector<sim::Time> ends;
+  std::vector<double> energy;  // board energy (J) at each kernel's end
   // 600 kernels of ~0.1-0.2 ms: about 10 time constants.
   std::function<void()> next = [&] {
     if (durations.size() == 600) return;
     g.launch(k, [&](sim::Time start, sim::Time end) {
       durations.push_back((end - start).seconds());
       ends.push_back(end);
+      energy.push_back(g.governor()->energy_j(end));
       next();
     });
   };
@@ -75,13 +77,15 @@ TEST_CASE("clock model: back-to-back tensor work settles at the steady state", "
   const gpu::SteadyState ss = gpu::steady_state(spec, k);
   CHECK(ss.clock < 0.9);
   const double tile = 100e-6, overhead = spec.efficiency.tile_overhead.seconds();
-  CHECK(durations.back() == Approx(tile / ss.speed + overhead).epsilon(0.005));
+  // Within 1%: the 2 us launch gaps between ~125 us kernels lower the
+  // averaged activity by ~1.6%, which the closed form does not have.
+  CHECK(durations.back() == Approx(tile / ss.speed + overhead).epsilon(0.01));
   // Averaged over the last time constant the board draws its cap (the
   // launch gaps between kernels are 2 us of ~200 us: within 1%).
   const auto* gov = g.governor();
   REQUIRE(gov != nullptr);
-  const sim::Time t2 = ends.back(), t1 = ends[ends.size() - 60];
-  const double mean_w = (gov->energy_j(t2) - gov->energy_j(t1)) / (t2 - t1).seconds();
+  const size_t n = ends.size();
+  const double mean_w = (energy[n - 1] - energy[n - 61]) / (ends[n - 1] - ends[n - 61]).seconds();
   CHECK(mean_w == Approx(700.0).epsilon(0.01));
 }
 
