@@ -73,8 +73,19 @@ ClusterModel::ClusterModel(sim::Simulator& sim, ClusterModelConfig config)
   kernels_.resize(specs_.size());
   gpus_.reserve(static_cast<size_t>(config_.num_ranks));
   for (int r = 0; r < config_.num_ranks; ++r) {
+    gpu::GpuOptions options;
+    options.clock_model = config_.clock_model;
+    options.initial_activity = config_.clock_model_start;
     gpus_.push_back(std::make_unique<gpu::Gpu>(
-        sim_, specs_[static_cast<size_t>(spec_of_rank_[static_cast<size_t>(r)])], r));
+        sim_, specs_[static_cast<size_t>(spec_of_rank_[static_cast<size_t>(r)])], r, options));
+  }
+}
+
+void ClusterModel::set_power_listener(
+    std::function<void(int rank, sim::Time when, double mhz, double watts)> l) {
+  if (!config_.clock_model) return;
+  for (auto& g : gpus_) {
+    g->set_power_listener([l, rank = g->rank()](sim::Time t, double mhz, double w) { l(rank, t, mhz, w); });
   }
 }
 

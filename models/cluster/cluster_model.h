@@ -34,6 +34,10 @@ struct ClusterModelConfig {
   // NCCL parameters of collectives on an attached network; nullopt:
   // collectives::params_for(gpu) with collective_sms channels.
   std::optional<collectives::CollectiveParams> collective_params;
+  // The power cap's clock governor on every GPU (gpu::GpuOptions), its
+  // averaged activity at time zero.
+  bool clock_model = false;
+  gpu::Activity clock_model_start;
 };
 
 // What the `collective` workload pins down for every collective: an
@@ -83,6 +87,9 @@ class ClusterModel : public sim::OpExecutor {
                                 const sim::SiblingGroups& siblings, sim::OpDone done) override;
 
   void set_memory_listener(MemoryListener l) { memory_listener_ = std::move(l); }
+  // Each GPU's SM clock (MHz) and board power (W) as they change, under
+  // the clock model (config.clock_model); nothing otherwise.
+  void set_power_listener(std::function<void(int rank, sim::Time when, double mhz, double watts)> l);
   // Point-to-point ops then move over this fabric model (analytical, flow
   // or packet) instead of the closed α-β form, and collectives run as
   // NCCL's algorithms on it (collectives::CollectiveEngine). Must outlive

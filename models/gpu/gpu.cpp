@@ -1,6 +1,8 @@
 #include "models/gpu/gpu.h"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <deque>
 #include <stdexcept>
 #include <string>
@@ -54,7 +56,17 @@ class SlotPool {
 class Gpu::Impl : public sim::EventHandler {
  public:
   Impl(sim::Simulator& sim, const GpuSpec& spec, GpuOptions options)
-      : sim_(sim), spec_(spec), coalesce_(options.coalesce_waves), sms_(spec.sm_count), hbm_(spec) {}
+      : sim_(sim), spec_(spec), coalesce_(options.coalesce_waves), sms_(spec.sm_count), hbm_(spec) {
+    if (options.clock_model) {
+      if (!spec.power.enabled()) {
+        throw std::invalid_argument("the clock model needs the power parameters of " + spec.name);
+      }
+      gov_.emplace(spec.power, sim.now(), options.initial_activity);
+    }
+  }
+
+  const ClockGovernor* governor() const { return gov_ ? &*gov_ : nullptr; }
+  void set_power_listener(PowerListener l) { power_listener_ = std::move(l); }
 
   void launch(const KernelDesc& kernel, KernelDone done) {
     if (kernel.tiles < 0) {
@@ -176,6 +188,10 @@ class Gpu::Impl : public sim::EventHandler {
     int kept = 0;
     sim::Time first_start;
     std::vector<uint32_t> waves;  // its waves (and batches) in flight
+    // Clock model: the clock fraction it got at its first wave, and what
+    // that does to its arithmetic time (1: the spec's clock).
+    double clock = 1.0;
+    double stretch = 1.0;
   };
   // A hold not yet wholly granted: `owed` SMs still to come. Served (in
   // owed_: its owed SMs are part of the SM array's debt), or deferred behind
@@ -202,6 +218,9 @@ class Gpu::Impl : public sim::EventHandler {
     sim::Duration length;  // one wave
     int64_t count = 1;
     uint32_t ticket = 0;  // its pending end event
+    // Clock model: what it adds to the GPU's activity and board power.
+    Activity activity;
+    double dynamic_w = 0.0;
   };
   // A pending wave-end event. The engine cannot cancel events, so a batch
   // cut short voids its ticket and the event fires as a no-op; a ticket is
@@ -378,12 +397,13 @@ class Gpu::Impl : public sim::EventHandler {
       if (!r.started) {
         r.started = true;
         r.first_start = now;
+        if (gov_) set_clock(r, now);
       }
       r.tiles_left -= grant[i];
       r.sms_in_use += grant[i];
       ++r.waves_in_flight;
-      const sim::Duration length = wave_time(spec_, r.kernel, active);
-      schedule_end(add_wave(Wave{run, grant[i], active, now, length, 1, 0}), now + length);
+      const sim::Duration length = wave_time(spec_, r.kernel, active, r.stretch);
+      schedule_end(add_wave(Wave{run, grant[i], active, now, length, 1, 0, Activity{}, 0.0}), now + length);
     }
     std::erase_if(waiting_, [this](uint32_t run) { return runs_[run].tiles_left == 0; });
     // Holds that waited for the kernels landing now: after them, in order.
@@ -427,14 +447,64 @@ class Gpu::Impl : public sim::EventHandler {
     if (granted) sim_.call_at(sim_.now(), std::move(granted));
   }
 
-  uint32_t add_wave(const Wave& w) {
+  uint32_t add_wave(Wave w) {
+    if (gov_) {
+      charge(w);
+      gov_->add(sim_.now(), w.activity, w.dynamic_w);
+      report_power();
+    }
     const uint32_t wave = waves_.add(w);
     runs_[w.run].waves.push_back(wave);
     return wave;
   }
   void remove_wave(uint32_t wave) {
+    if (gov_) {
+      gov_->remove(sim_.now(), waves_[wave].activity, waves_[wave].dynamic_w);
+      report_power();
+    }
     std::erase(runs_[waves_[wave].run].waves, wave);
     waves_.remove(wave);
+  }
+
+  // ---- clock model ---------------------------------------------------------
+
+  // The clock a kernel starting now gets, and its arithmetic's stretch
+  // against the clock the spec's efficiencies stand for.
+  void set_clock(Run& r, sim::Time now) {
+    r.clock = gov_->clock(now);
+    const bool derated = r.kernel.unit == ExecUnit::tensor && spec_.at_sustained_clocks;
+    const double baseline = derated ? spec_.sustained_tensor_fraction : 1.0;
+    r.stretch = baseline / compute_speed(spec_.power, r.clock);
+  }
+
+  // A wave's activity (time fractions of the whole GPU) and dynamic power.
+  void charge(Wave& w) const {
+    const Run& r = runs_[w.run];
+    const double length = w.length.seconds();
+    if (!(length > 0.0)) return;
+    const double share = static_cast<double>(w.sms) / spec_.sm_count;
+    const TileCost c = tile_cost(spec_, r.kernel, w.active);
+    const double busy = std::min(1.0, c.compute.seconds() * r.stretch / length) * share;
+    Activity a;
+    if (r.kernel.unit == ExecUnit::tensor) a.tensor = busy;
+    if (r.kernel.unit == ExecUnit::vector) a.vector = busy;
+    a.hbm = std::min(1.0, w.sms * r.kernel.bytes_per_tile / length / spec_.hbm_bandwidth.bytes_per_s());
+    const PowerParams& p = spec_.power;
+    w.activity = a;
+    w.dynamic_w = (p.tensor_w * a.tensor + p.vector_w * a.vector) * dynamic_scale(p, r.clock) +
+                  p.hbm_w * a.hbm;
+  }
+
+  // Tells the listener the clock and board power now, when either moved by
+  // at least 1 MHz or 1 W (a counter per wave would bloat the trace).
+  void report_power() {
+    if (!power_listener_) return;
+    const double mhz = gov_->clock(sim_.now()) * spec_.sm_clock_ghz * 1e3;
+    const double w = gov_->power_w();
+    if (std::abs(mhz - reported_mhz_) < 1.0 && std::abs(w - reported_w_) < 1.0) return;
+    reported_mhz_ = mhz;
+    reported_w_ = w;
+    power_listener_(sim_.now(), mhz, w);
   }
   void schedule_end(uint32_t wave, sim::Time when) {
     const uint32_t ticket = tickets_.add(Ticket{wave, true});
@@ -527,7 +597,7 @@ class Gpu::Impl : public sim::EventHandler {
     r.tiles_left -= width;  // the first wave; the rest when the batch ends or splits
     r.sms_in_use += width;
     ++r.waves_in_flight;
-    const uint32_t wave = add_wave(Wave{ended.run, width, ended.active, now, ended.length, count, 0});
+    const uint32_t wave = add_wave(Wave{ended.run, width, ended.active, now, ended.length, count, 0, Activity{}, 0.0});
     batches_.push_back(wave);
     schedule_end(wave, now + ended.length * count);
     return true;
@@ -628,6 +698,9 @@ class Gpu::Impl : public sim::EventHandler {
 
   sim::Simulator& sim_;
   const GpuSpec& spec_;
+  std::optional<ClockGovernor> gov_;
+  PowerListener power_listener_;
+  double reported_mhz_ = -1.0, reported_w_ = -1.0;
   const bool coalesce_;
   SmArray sms_;
   Hbm hbm_;
@@ -671,5 +744,7 @@ bool Gpu::allocate(sim::Bytes bytes) { return impl_->hbm().allocate(bytes); }
 void Gpu::free(sim::Bytes bytes) { impl_->hbm().free(bytes); }
 sim::Bytes Gpu::memory_used() const { return impl_->hbm().used(); }
 sim::Bytes Gpu::memory_peak() const { return impl_->hbm().peak(); }
+const ClockGovernor* Gpu::governor() const { return impl_->governor(); }
+void Gpu::set_power_listener(PowerListener listener) { impl_->set_power_listener(std::move(listener)); }
 
 }  // namespace gcsim::models::gpu

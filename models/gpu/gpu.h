@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "models/gpu/clock_governor.h"
 #include "models/gpu/gpu_spec.h"
 #include "models/gpu/kernel.h"
 #include "sim/engine/simulator.h"
@@ -45,7 +46,18 @@ struct GpuOptions {
   //    1'000'000; the default 0 is, as in the cluster model), or from a
   //    `granted` callback of a hold served in a pass.
   bool coalesce_waves = true;
+  // Runs the power cap's clock governor (clock_governor.h; needs
+  // spec.power): each kernel's arithmetic at the clock it starts with,
+  // relative to the clock the spec's efficiencies stand for (the sustained
+  // clock when spec.at_sustained_clocks, else f_max).
+  bool clock_model = false;
+  // The governor's averaged activity at time zero (zero: a rested GPU).
+  Activity initial_activity;
 };
+
+// Called when the board power or the SM clock the governor would give
+// changes: simulated time, SM clock (MHz), board power (W).
+using PowerListener = std::function<void(sim::Time when, double sm_clock_mhz, double power_w)>;
 
 // The simulator's pending events point into a Gpu: it must outlive the run
 // of the simulator it was built with.
@@ -99,6 +111,11 @@ class Gpu {
   void free(sim::Bytes bytes);
   sim::Bytes memory_used() const;
   sim::Bytes memory_peak() const;
+
+  // The clock governor (null without GpuOptions::clock_model): energy,
+  // power and averaged activity.
+  const ClockGovernor* governor() const;
+  void set_power_listener(PowerListener listener);
 
  private:
   class Impl;

@@ -8,6 +8,7 @@
 
 #include "models/gpu/attention_family.h"
 #include "models/gpu/dtype.h"
+#include "models/gpu/power_model.h"
 #include "sim/engine/time.h"
 #include "sim/config/units.h"
 
@@ -99,6 +100,10 @@ struct GpuSpec {
   double sustained_tensor_fraction = 1.0;
   // Whether the tensor efficiencies above already include it.
   bool at_sustained_clocks = false;
+  // Board power and the power cap's clock control (power_model.h); cap 0:
+  // no power model for this GPU (cluster.clocks: model then falls back to
+  // sustained_tensor_fraction).
+  PowerParams power;
   // The calibration profile the preset names as its default ("" = none), and
   // the one applied to this spec ("" = the preset's own efficiencies).
   std::string calibration;

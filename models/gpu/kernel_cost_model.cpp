@@ -241,6 +241,14 @@ sim::Duration wave_time(const GpuSpec& spec, const KernelDesc& k, int active_sms
          k.extra_wave_overhead;
 }
 
+sim::Duration wave_time(const GpuSpec& spec, const KernelDesc& k, int active_sms,
+                        double compute_stretch) {
+  if (compute_stretch == 1.0) return wave_time(spec, k, active_sms);
+  const TileCost c = tile_cost(spec, k, active_sms);
+  return sim::max(c.compute.scaled(compute_stretch), c.memory) + spec.efficiency.tile_overhead +
+         k.extra_wave_overhead;
+}
+
 int wave_width(const GpuSpec& spec, const KernelDesc& k, int sms_available) {
   if (sms_available < 1) throw std::invalid_argument("a kernel needs at least one SM");
   int width = std::min(sms_available, spec.sm_count);

@@ -64,6 +64,10 @@ TileCost tile_cost(const GpuSpec& spec, const KernelDesc& kernel, int active_sms
 // extra_wave_overhead: how long one wave of this
 // kernel occupies its SMs. The Gpu runtime uses exactly this.
 sim::Duration wave_time(const GpuSpec& spec, const KernelDesc& kernel, int active_sms);
+// The same with the tile's arithmetic time multiplied by `compute_stretch`
+// (a clock other than the spec's: clock_governor.h); 1 gives wave_time.
+sim::Duration wave_time(const GpuSpec& spec, const KernelDesc& kernel, int active_sms,
+                        double compute_stretch);
 
 // SMs a wave of this kernel may use when `sms_available` are free:
 // min(sms_available, max_sms or all), at least 1 is required.

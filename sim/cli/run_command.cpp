@@ -104,6 +104,11 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
       [&cluster](int rank, const workloads::Op& op) { return cluster.describe(op, rank); });
   cluster.set_memory_listener(
       [&recorder](int rank, sim::Time t, sim::Bytes used) { recorder.on_memory(rank, t, used); });
+  if (options.trace) {
+    cluster.set_power_listener([&recorder](int rank, sim::Time t, double mhz, double w) {
+      recorder.on_power(rank, t, mhz, w);
+    });
+  }
   // Mirrored training ranks time their collectives over whole groups.
   std::unique_ptr<sim::OpExecutor> training_executor;
   if (s.training) training_executor = make_training_executor(*s.training, cluster, *s.graph, simulator);
@@ -179,6 +184,9 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
   fig.network = network->model->stats(outcome.makespan - sim::Time::zero());
   for (int r = 0; r < cluster.num_ranks(); ++r) {
     fig.memory_peak.push_back(cluster.gpu(r).memory_peak());
+    if (const auto* gov = cluster.gpu(r).governor()) {
+      fig.energy_j.push_back(gov->energy_j(outcome.makespan));
+    }
   }
   const std::optional<std::string> faults_missed = faults_not_honoured(s, cluster.closed_form_end());
   if (faults_missed) s.notes.push_back(*faults_missed);

@@ -53,6 +53,12 @@ void Recorder::on_memory(int rank, Time when, Bytes used) {
   if (trace_) trace_->counter(rank, "HBM used (GiB)", when, used.as_double() / (1 << 30));
 }
 
+void Recorder::on_power(int rank, Time when, double sm_clock_mhz, double power_w) {
+  if (!trace_) return;
+  trace_->counter(rank, "SM clock (MHz)", when, sm_clock_mhz);
+  trace_->counter(rank, "board power (W)", when, power_w);
+}
+
 void Recorder::on_link_counter(const std::string& link, Time when, double utilization,
                                int64_t queue_bytes) {
   if (!trace_) return;

@@ -42,6 +42,9 @@ class Recorder : public OpObserver {
   void on_op_done(int rank, uint32_t op_index, Time start, Time end) override;
   void on_op_met(int rank, uint32_t op_index, Time met) override;
   void on_memory(int rank, Time when, Bytes used);
+  // A GPU's SM clock (MHz) and board power (W) under the power cap's clock
+  // model: two counters on the GPU's track.
+  void on_power(int rank, Time when, double sm_clock_mhz, double power_w);
   // A network link's utilization (0..1) and queue depth at `when`, drawn as
   // two counters of one "network" track after the GPUs.
   void on_link_counter(const std::string& link, Time when, double utilization,

@@ -22,6 +22,9 @@ struct RunFigures {
   std::vector<sim::Bytes> memory_peak;  // per rank
   std::string oom;                      // "" when everything fit
   std::optional<models::network::NetworkStats> network;  // when a fabric was simulated
+  // Board energy (J) per rank from time zero to the end of the run, under
+  // the clock model (cluster.clocks: model); empty otherwise.
+  std::vector<double> energy_j;
 };
 
 sim::config::Json build_summary(const RunFigures& f);

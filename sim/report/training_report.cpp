@@ -78,6 +78,8 @@ TrainingFigures training_figures(const RunFigures& f, const TrainingRun& run) {
   t.kernel_classes = workloads::training::kernel_class_times(
       *s.graph, run.workload, f.records, t.breakdown.ranks, s.cluster.gpu.kernel_launch_latency);
   if (has_ep(run)) t.ep = ep_times(f, t);
+  t.energy = energy_figures(f.energy_j, t.breakdown.ranks, static_cast<int>(gpus), t.step_s,
+                            static_cast<double>(run.config.tokens_per_step()));
   return t;
 }
 
@@ -92,6 +94,7 @@ Json build_training_summary(const RunFigures& f, const TrainingFigures& t) {
   j["mfu"] = t.mfu;
   j["hfu"] = t.hfu;
   j["bubble_fraction"] = t.bubble_fraction;
+  if (t.energy) j["energy"] = energy_json(*t.energy, "step");
 
   const auto& worst = run.memory[static_cast<size_t>(run.worst_pipeline_rank)];
   Json mem = Json::object();
@@ -216,6 +219,7 @@ std::string build_training_report(const RunFigures& f, const TrainingFigures& t)
   o << "| TFLOP/s per GPU (model) | " << fmt("%.1f", t.tflops_per_gpu) << " |\n";
   o << "| MFU / HFU | " << fmt("%.1f%%", 100 * t.mfu) << " / " << fmt("%.1f%%", 100 * t.hfu) << " |\n";
   o << "| bubble | " << fmt("%.1f%% of the step", 100 * t.bubble_fraction) << " |\n";
+  if (t.energy) o << energy_rows(*t.energy, "step");
   o << "| memory per GPU | " << gib(t.peak_bytes) << " of " << gib(run.capacity_bytes)
     << (run.fits ? " (fits)" : " (**does not fit**)") << " |\n";
   o << "| simulated | " << run.workload.simulated.size() << " of " << s.cluster.total_gpus() << " GPUs"

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "sim/report/ep_report.h"
+#include "sim/report/energy_report.h"
 #include "sim/report/run_report.h"
 #include "sim/scenario/training_workload_loader.h"
 #include "workloads/training/kernel_classes.h"
@@ -27,6 +28,7 @@ struct TrainingFigures {
   workloads::training::KernelClassTimes kernel_classes;  // mean over the observed ranks
   EpTimes ep;                          // with EP (has_ep)
   std::optional<EpTimes> ep_balanced;  // the balanced-routing rerun, when the routing is uneven
+  std::optional<EnergyFigures> energy;  // under cluster.clocks: model
 };
 
 TrainingFigures training_figures(const RunFigures& f, const TrainingRun& run);

@@ -10,6 +10,7 @@
 #include "sim/scenario/presets.h"
 #include "sim/config/input_file.h"
 #include "sim/scenario/attention_params_loader.h"
+#include "sim/scenario/power_params_loader.h"
 #include "sim/config/did_you_mean.h"
 #include "sim/config/unit_parse.h"
 
@@ -159,6 +160,7 @@ GpuSpec read_gpu_fields(ConfigReader& r, const GpuSpec* base) {
   read_efficiency(eff, s.efficiency);
   eff.finish();
   s.sustained_tensor_fraction = read_sustained_fraction(r, s.sustained_tensor_fraction);
+  s.power = read_power_params(r, s.power);
   s.calibration = r.get_string("calibration", base ? base->calibration : std::string(),
                                "default calibration profile (a name in calibration/profiles/ or a "
                                "path), applied unless cluster.calibration names another or none");
@@ -246,6 +248,19 @@ Json gpu_spec_json(const GpuSpec& s) {
   j["sm_bandwidth_headroom"] = s.sm_bandwidth_headroom;
   j["persistent_gemm"] = s.persistent_gemm;
   j["sustained_tensor_fraction"] = s.sustained_tensor_fraction;
+  if (s.power.enabled()) {
+    const auto& p = s.power;
+    j["power"] = {{"cap_w", p.cap_w},
+                  {"idle_w", p.idle_w},
+                  {"tensor_w", p.tensor_w},
+                  {"vector_w", p.vector_w},
+                  {"hbm_w", p.hbm_w},
+                  {"min_voltage_ratio", p.min_voltage_ratio},
+                  {"knee_fraction", p.knee_fraction},
+                  {"min_clock_fraction", p.min_clock_fraction},
+                  {"time_constant", sim::format_duration(p.time_constant)},
+                  {"clock_bound_share", p.clock_bound_share}};
+  }
   const auto& e = s.efficiency;
   Json eff_tensor = Json::object();
   for (Dtype d : models::gpu::kAllDtypes) {

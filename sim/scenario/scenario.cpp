@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "models/gpu/power_steady_state.h"
 #include "models/gpu/sustained_clocks.h"
 #include "sim/scenario/collective_workload_loader.h"
 #ifndef GCSIM_NO_CHAKRA
@@ -81,10 +82,11 @@ ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes,
   }
 
   cluster.clocks = c.get_choice(
-      "clocks", {"auto", "sustained", "rested"}, std::string("auto"),
-      "tensor-core clocks: sustained (the power-capped steady state: tensor efficiencies x the "
-      "GPU's sustained_tensor_fraction), rested (isolated kernels), auto (sustained for "
-      "training, rested otherwise)");
+      "clocks", {"model", "sustained", "rested", "auto"}, std::string("auto"),
+      "SM clocks: model (the power cap's governor sets each kernel's clock from the GPU's "
+      "averaged activity), sustained (tensor efficiencies x the GPU's "
+      "sustained_tensor_fraction), rested (isolated kernels), auto (sustained for training, "
+      "rested otherwise)");
   topology = read_topology(c, cluster);
   cluster.stragglers = read_stragglers(c, cluster.nodes, cluster.gpus_per_node);
   if (any_slow(cluster.stragglers)) {
@@ -101,11 +103,35 @@ namespace {
 
 // A training step is minutes of back-to-back GEMMs, so its GPUs run at the
 // clock their power limit allows; a hand-written graph or a serving
-// iteration is timed as measured on a rested GPU.
+// iteration starts on a rested GPU. Under `model` the governor moves the
+// clock kernel by kernel; a training step starts from the steady state of
+// back-to-back GEMMs (the steps before it), serving and graphs from rest.
 void apply_clocks(Scenario& s) {
   ClusterConfig& c = s.cluster;
-  const bool sustained =
-      c.clocks == "sustained" || (c.clocks == "auto" && s.workload_kind == "training");
+  const bool training = s.workload_kind == "training";
+  if (c.clocks == "model" && !c.gpu.power.enabled()) {
+    s.notes.push_back("cluster.clocks: model needs the GPU's power parameters (`power:` in the "
+                      "preset); " + c.gpu.name + " has none, so clocks follow cluster.clocks: auto");
+  }
+  if (c.clocks == "model" && c.gpu.power.enabled()) {
+    namespace g = models::gpu;
+    c.clock_model = true;
+    const g::SteadyState gemm = g::steady_state(c.gpu, g::reference_gemm(c.gpu));
+    c.gpu.sustained_tensor_fraction = gemm.speed;
+    const std::string mhz = fmt("%.0f MHz", gemm.clock * c.gpu.sm_clock_ghz * 1e3);
+    if (training) {
+      c.clock_model_start = gemm.activity;
+      c.gpu = g::at_sustained_clocks(c.gpu);
+    }
+    s.notes.push_back("SM clocks from the power model (cap " + fmt("%.0f W", c.gpu.power.cap_w) +
+                      ", averaged over " + fmt("%.0f ms", c.gpu.power.time_constant.seconds() * 1e3) +
+                      "): back-to-back bf16 GEMMs settle at " + mhz + ", x" + fmt("%.3f", gemm.speed) +
+                      " of the rested rate; each kernel runs at the clock its GPU's averaged "
+                      "activity allows" + (training ? ", from that state at the step's start" : ", from rest") +
+                      " (cluster.clocks: sustained | rested overrides)");
+    return;
+  }
+  const bool sustained = c.clocks == "sustained" || (c.clocks != "rested" && training);
   if (!sustained || c.gpu.sustained_tensor_fraction == 1.0) return;
   c.gpu = models::gpu::at_sustained_clocks(c.gpu);
   s.notes.push_back("tensor-core work at sustained clocks: x" + fmt("%.3f", c.gpu.sustained_tensor_fraction) +

@@ -50,11 +50,17 @@ struct ClusterConfig {
   ScaleUpConfig scale_up;
   ScaleOutConfig scale_out;
   std::string calibration;  // profile path, "" when none
-  // Tensor-core clocks: "sustained" (power-capped steady state), "rested",
-  // or "auto" (sustained for training, rested otherwise); see
-  // models/gpu/sustained_clocks.h. `gpu` is already derated when sustained
-  // (gpu.at_sustained_clocks).
-  std::string clocks = "auto";
+  // SM clocks: "model" (the power cap's governor sets each kernel's clock
+  // from the GPU's averaged activity: models/gpu/clock_governor.h),
+  // "sustained" (the power-capped steady state as one fraction), "rested",
+  // or "auto" (the pre-model switch: sustained for training, rested
+  // otherwise). `gpu` is already derated when sustained
+  // (gpu.at_sustained_clocks); under "model" a training step's GPUs start
+  // from the sustained state (clock_model_start) and the governor moves
+  // each kernel's clock from there.
+  std::string clocks = "model";
+  bool clock_model = false;  // the governor runs (model, and the GPU has power parameters)
+  models::gpu::Activity clock_model_start;  // the governor's averaged activity at time zero
   std::vector<StragglerConfig> stragglers;  // ascending rank, as written (speed 1 included)
   int total_gpus() const { return nodes * gpus_per_node; }
 };

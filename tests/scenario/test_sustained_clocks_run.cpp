@@ -31,7 +31,14 @@ std::string run_bad(const std::string& config, std::vector<std::string> extra) {
 
 TEST_CASE("a GEMM at sustained clocks takes 1/0.854 of its rested tile time", "[scenario][clocks]") {
   const auto rested = run_summary(kGemm);
+  const auto forced_rested = run_summary(kGemm, {"-s", "cluster.clocks=rested"});
+  CHECK(rested["ops"][0]["end_s"] == forced_rested["ops"][0]["end_s"]);
+  // The default is still `auto` (README: the model is not the default yet);
+  // under `model` a graph starts on a rested GPU, so one GEMM runs at full
+  // clock, as `rested` does.
   CHECK(rested["config"]["cluster"]["clocks"] == "auto");
+  const auto model = run_summary(kGemm, {"-s", "cluster.clocks=model"});
+  CHECK(model["ops"][0]["end_s"] == rested["ops"][0]["end_s"]);
   const auto sustained = run_summary(kGemm, {"-s", "cluster.clocks=sustained"});
   // 2048 tiles of 128x256 in 16 waves (132 SMs). Tile = 2*128*256*8192 flop
   // at 989.4e12 x 0.81 / 132 flop/s per SM, derated by the H100's measured
@@ -76,4 +83,64 @@ workload:
   const std::string err = run_bad(inline_gpu, {});
   CHECK(err.find("sustained_tensor_fraction") != std::string::npos);
   CHECK(err.find("c.yaml:2") != std::string::npos);
+}
+
+TEST_CASE("power parameters outside their physical ranges are exit-2 errors naming the key",
+          "[scenario][clocks][power][cli]") {
+  auto with_power = [](const std::string& power) {
+    return "cluster:\n  gpu: {preset: h100-sxm, power: " + power + "}\n  nodes: 1\n  gpus_per_node: 1\n" +
+           "workload:\n  kind: graph\n  ops:\n    - {name: g, rank: 0, op: gemm, m: 64, n: 64, k: 64}\n";
+  };
+  std::string err = run_bad(with_power("{tensor_w: 5000}"), {});
+  CHECK(err.find("tensor_w") != std::string::npos);
+  CHECK(err.find("c.yaml:2") != std::string::npos);
+  CHECK(err.find("physical range") != std::string::npos);
+  err = run_bad(with_power("{time_constant: 10s}"), {});
+  CHECK(err.find("time_constant") != std::string::npos);
+  err = run_bad(with_power("{idle_w: 200, cap_w: 150}"), {});
+  CHECK(err.find("idle_w") != std::string::npos);
+  err = run_bad(with_power("{tensr_w: 900}"), {});
+  CHECK(err.find("tensr_w") != std::string::npos);
+  err = run_bad(with_power("{cap_w: -1}"), {});
+  CHECK(err.find("cap_w") != std::string::npos);
+  // A -s override names itself.
+  err = run_bad(with_power("{idle_w: 120}"), {"-s", "cluster.gpu.power.clock_bound_share=3"});
+  CHECK(err.find("clock_bound_share") != std::string::npos);
+}
+
+TEST_CASE("a training step under the power model reports its energy and clock counters",
+          "[scenario][clocks][power][training]") {
+  const std::string config = R"(cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 8}
+workload:
+  kind: training
+  model: {layers: 4, hidden: 4096, heads: 32, vocab: 32000, seq_len: 2048}
+  batch: {global: 8, micro: 1}
+  parallelism: {tp: 8, pp: 1, dp: 1}
+)";
+  TempDir tmp;
+  write_text(tmp / "c.yaml", config);
+  const auto r = run_gcsim({"run", (tmp / "c.yaml").string(), "-q", "--trace", "-s", "cluster.clocks=model",
+                            "-o", (tmp / "out").string()});
+  REQUIRE(r.exit_status == 0);
+  const auto j = gcsim::test::read_json(tmp / "out" / "summary.json");
+  REQUIRE(j.contains("energy"));
+  const auto& e = j["energy"];
+  const double step = j["step_time_s"].get<double>();
+  const double tokens = j["model"]["tokens_per_step"].get<double>();
+  // Per step = 8 GPUs x the observed GPU's energy; per token = per step / 16384 tokens.
+  CHECK(e["per_step_j"].get<double>() == Approx(8 * e["per_gpu_j"].get<double>()));
+  CHECK(e["per_token_j"].get<double>() == Approx(e["per_step_j"].get<double>() / tokens));
+  CHECK(e["mean_power_w_per_gpu"].get<double>() == Approx(e["per_gpu_j"].get<double>() / step));
+  // A step of GEMMs, norms and TP all-reduces: above idle, at most the cap
+  // (the governor holds the averaged power there; the step starts hot).
+  const double w = e["mean_power_w_per_gpu"].get<double>();
+  const double idle = j["hardware"]["power"]["idle_w"].get<double>();
+  CHECK(w > idle + 100.0);
+  CHECK(w <= 700.0 * 1.01);
+  const std::string trace = gcsim::test::read_text(tmp / "out" / "trace.json");
+  CHECK(gcsim::test::contains(trace, "SM clock (MHz)"));
+  CHECK(gcsim::test::contains(trace, "board power (W)"));
+  // The same config and seed give the same summary (energy included).
+  const auto again = run_summary(config, {"-s", "cluster.clocks=model"});
+  CHECK(again["energy"] == j["energy"]);
 }

@@ -1,0 +1,429 @@
+#!/usr/bin/env python3
+"""Board power and SM clock under GEMM, memory-bound, mixed and bursty loads (issue 16, power model).
+
+gcsim's clock model (models/gpu/power_model.h) predicts each kernel's board power from its
+tensor-core and HBM activity and lowers the SM clock until the power, averaged over a time
+constant, stays under the board cap. This script measures what it is fitted to, on GPU 0:
+
+  idle      3 s with nothing running (idle power at full clock)
+  gemm      back-to-back bf16 8192^3 GEMMs (tensor-bound)
+  memory    back-to-back 1 GiB copies (HBM-bound)
+  mixed     one 8192^3 GEMM then three elementwise ops over 512 MiB tensors, repeated
+  burst_*   GEMM bursts with host-timed idle gaps: period 1000 ms at 50% (the time constant:
+            the clock falls inside each burst), 100 ms at 50% and 75%, 20 ms at 50% (duty-cycle
+            dependence: gaps let the averaged power, and so the clock, recover)
+
+Samples: `nvidia-smi --query-gpu=timestamp,power.draw,[power.draw.instant,]power.limit,clocks.sm,
+clocks.mem,temperature.gpu,clocks_throttle_reasons.active --format=csv,noheader,nounits -lms 50`
+in a background process, and, when pynvml imports, NVML in a thread every 10 ms (SM clock, power
+usage, instant power field, total energy counter, clock-event reasons). Every kernel is bracketed
+by CUDA events whose times are mapped onto the host clock (a reference event recorded on an idle
+stream), so each kernel's achieved TFLOP/s or GB/s lines up with the samples. Inputs are
+torch.randn; operands (>= 128 MiB each) never fit the 50 MB L2. GPU settings are never changed.
+
+    python3 power_clock_bench.py -o OUT.json [--scale 1.0]
+
+--scale multiplies every phase's length (0.5 for a quick check). The JSON is rewritten after
+every phase, so a failure keeps what was measured before it.
+"""
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+import torch
+
+T0 = time.time()  # every time in the output is seconds since this instant (host clock)
+SMI_FIELDS = ["timestamp", "power.draw", "power.draw.instant", "power.limit", "clocks.sm",
+              "clocks.mem", "temperature.gpu", "clocks_throttle_reasons.active"]
+N = 8192
+MIB = 1 << 20
+
+
+def log(*a):
+    print("[%6.1fs]" % (time.time() - T0), *a, flush=True)
+
+
+def smi_snapshot():
+    q = "name,driver_version,power.limit,clocks.sm,clocks.mem,power.draw,temperature.gpu," \
+        "clocks_throttle_reasons.active"
+    try:
+        r = subprocess.run(["nvidia-smi", "-i", "0", "--query-gpu=" + q, "--format=csv"],
+                           capture_output=True, text=True, timeout=20)
+        return (r.stdout + r.stderr).strip()
+    except Exception as e:  # noqa: BLE001
+        return "nvidia-smi failed: %r" % (e,)
+
+
+def smi_fields():
+    """The SMI_FIELDS this nvidia-smi accepts (power.draw.instant is newer than some drivers)."""
+    full = list(SMI_FIELDS)
+    for fields in (full, [f for f in full if f != "power.draw.instant"]):
+        try:
+            r = subprocess.run(["nvidia-smi", "-i", "0", "--query-gpu=" + ",".join(fields),
+                                "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=20)
+            if r.returncode == 0 and "Field" not in r.stdout:
+                return fields
+        except Exception:  # noqa: BLE001
+            return []
+    return []
+
+
+class SmiSampler:
+    """nvidia-smi -lms 50 in a background process; each line tagged with the host time it was
+    read and the phase running then (nvidia-smi flushes each line; its own timestamp is kept too)."""
+
+    def __init__(self, section):
+        self.fields = smi_fields()
+        self.rows = []
+        self.section = section
+        self.err = None
+        self.proc = None
+        if not self.fields:
+            self.err = "nvidia-smi query failed"
+            return
+        try:
+            self.proc = subprocess.Popen(
+                ["nvidia-smi", "-i", "0", "--query-gpu=" + ",".join(self.fields),
+                 "--format=csv,noheader,nounits", "-lms", "50"],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+            self.th = threading.Thread(target=self._read, daemon=True)
+            self.th.start()
+        except Exception as e:  # noqa: BLE001
+            self.err = repr(e)
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.rows.append([round(time.time() - T0, 4), self.section()] +
+                             [v.strip() for v in line.strip().split(",")])
+
+    def stop(self):
+        if self.proc:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except Exception:  # noqa: BLE001
+                self.proc.kill()
+
+
+class NvmlSampler:
+    """NVML every `period` s in a thread: SM and memory clock (MHz), power usage (W, the driver's
+    averaged reading), instant power (W, field 186, when the driver has it), total energy (J
+    since driver load) and clock-event reasons."""
+
+    def __init__(self, section, period=0.01):
+        self.rows = []
+        self.section = section
+        self.period = period
+        self.ok = False
+        self.err = None
+        self.instant_field = None
+        self._stop = False
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            self.nv = pynvml
+            self.h = pynvml.nvmlDeviceGetHandleByIndex(0)
+            self.ok = True
+        except Exception as e:  # noqa: BLE001
+            self.err = repr(e)
+            return
+        fid = getattr(self.nv, "NVML_FI_DEV_POWER_INSTANT", 186)
+        try:
+            v = self.nv.nvmlDeviceGetFieldValues(self.h, [fid])[0]
+            if v.nvmlReturn == 0:
+                self.instant_field = fid
+        except Exception:  # noqa: BLE001
+            pass
+        self.reasons_fn = None
+        for fname in ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"):
+            if hasattr(self.nv, fname):
+                self.reasons_fn = getattr(self.nv, fname)
+                break
+        self.th = threading.Thread(target=self._loop, daemon=True)
+        self.th.start()
+
+    def _one(self):
+        nv, h = self.nv, self.h
+        t = round(time.time() - T0, 4)
+        sm = nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)
+        mem = nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM)
+        pw = nv.nvmlDeviceGetPowerUsage(h) / 1000.0
+        inst = None
+        if self.instant_field is not None:
+            try:
+                v = nv.nvmlDeviceGetFieldValues(h, [self.instant_field])[0]
+                inst = v.value.uiVal / 1000.0 if v.nvmlReturn == 0 else None
+            except Exception:  # noqa: BLE001
+                inst = None
+        try:
+            energy = nv.nvmlDeviceGetTotalEnergyConsumption(h) / 1000.0
+        except Exception:  # noqa: BLE001
+            energy = None
+        reasons = None
+        if self.reasons_fn:
+            try:
+                reasons = hex(self.reasons_fn(h))
+            except Exception:  # noqa: BLE001
+                reasons = None
+        return [t, self.section(), sm, mem, round(pw, 2), inst if inst is None else round(inst, 2),
+                energy if energy is None else round(energy, 3), reasons]
+
+    def _loop(self):
+        while not self._stop:
+            try:
+                self.rows.append(self._one())
+            except Exception:  # noqa: BLE001
+                pass
+            time.sleep(self.period)
+
+    def stop(self):
+        self._stop = True
+
+
+class KernelLog:
+    """CUDA events around every kernel of a phase, mapped to host seconds since T0."""
+
+    def __init__(self):
+        torch.cuda.synchronize()
+        self.ref = torch.cuda.Event(enable_timing=True)
+        self.ref.record()
+        torch.cuda.synchronize()
+        self.t_ref = time.time() - T0
+        self.items = []  # (kind, start event, end event)
+
+    def run(self, kind, fn):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        self.items.append((kind, s, e))
+        return e
+
+    def throttle_host(self, behind=64):
+        """Keeps the host at most `behind` kernels ahead of the GPU (never lets the GPU idle)."""
+        if len(self.items) > behind:
+            self.items[-behind][2].synchronize()
+
+    def table(self):
+        torch.cuda.synchronize()
+        kinds = sorted({k for k, _, _ in self.items})
+        out = {"kinds": kinds, "kind": [], "t_s": [], "dur_us": []}
+        for k, s, e in self.items:
+            out["kind"].append(kinds.index(k))
+            out["t_s"].append(round(self.t_ref + self.ref.elapsed_time(s) / 1000.0, 5))
+            out["dur_us"].append(round(s.elapsed_time(e) * 1000.0, 1))
+        return out
+
+
+def rates(table, work):
+    """Per kind: rested (median of the first 20 kernels) and steady (median of the last half)
+    rates in work units per second (FLOP/s or B/s), and 100 ms windows of the rate."""
+    res = {}
+    for ki, kind in enumerate(table["kinds"]):
+        idx = [i for i, k in enumerate(table["kind"]) if k == ki]
+        d = [table["dur_us"][i] for i in idx]
+        if not d:
+            continue
+        w = work[kind]
+        first = statistics.median(d[:20])
+        steady = statistics.median(d[len(d) // 2:])
+        windows = []
+        i = 0
+        while i < len(idx):
+            t0 = table["t_s"][idx[i]]
+            j = i
+            while j < len(idx) and table["t_s"][idx[j]] < t0 + 0.1:
+                j += 1
+            windows.append([round(t0, 4), j - i, round(w / (statistics.median(d[i:j]) * 1e-6), 1)])
+            i = j
+        res[kind] = {"work_per_kernel": w, "count": len(d), "rested_us": first, "steady_us": steady,
+                     "rested_rate": w / (first * 1e-6), "steady_rate": w / (steady * 1e-6),
+                     "steady_over_rested": first / steady, "windows_100ms": windows}
+    return res
+
+
+def nccl_version():
+    try:
+        v = torch.cuda.nccl.version()
+        return ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def gemm_sets(dtype=torch.bfloat16):
+    return [(torch.randn(N, N, device="cuda", dtype=dtype), torch.randn(N, N, device="cuda", dtype=dtype),
+             torch.empty(N, N, device="cuda", dtype=dtype)) for _ in range(2)]
+
+
+def phase_gemm(kl, seconds, ops, state):
+    t_end = time.perf_counter() + seconds
+    i = 0
+    while time.perf_counter() < t_end:
+        for _ in range(16):
+            a, b, c = ops[i % 2]
+            kl.run("gemm", lambda: torch.matmul(a, b, out=c))
+            i += 1
+        kl.throttle_host()
+
+
+def phase_memory(kl, seconds, bufs, state):
+    src, dst = bufs
+    t_end = time.perf_counter() + seconds
+    while time.perf_counter() < t_end:
+        for _ in range(16):
+            kl.run("copy", lambda: dst.copy_(src))
+        kl.throttle_host()
+
+
+def phase_mixed(kl, seconds, ops, ew, state):
+    x, y, z = ew
+    t_end = time.perf_counter() + seconds
+    i = 0
+    while time.perf_counter() < t_end:
+        for _ in range(8):
+            a, b, c = ops[i % 2]
+            kl.run("gemm", lambda: torch.matmul(a, b, out=c))
+            kl.run("sigmoid", lambda: torch.sigmoid(x, out=z))
+            kl.run("add", lambda: torch.add(x, y, out=z))
+            kl.run("mul", lambda: torch.mul(z, 1.0009765625, out=y))
+            i += 1
+        kl.throttle_host(behind=128)
+
+
+def phase_burst(kl, seconds, ops, period_s, duty, state):
+    """Bursts of k GEMMs every period_s (host-timed); k from the sustained GEMM time so a burst
+    lasts about duty x period_s at the throttled clock. The GPU idles between bursts."""
+    k = max(1, int(round(duty * period_s / state["gemm_steady_s"])))
+    state.setdefault("burst_k", {})["%g/%g" % (period_s, duty)] = k
+    t_end = time.perf_counter() + seconds
+    i = 0
+    while time.perf_counter() < t_end:
+        t_burst = time.perf_counter()
+        for _ in range(k):
+            a, b, c = ops[i % 2]
+            kl.run("gemm", lambda: torch.matmul(a, b, out=c))
+            i += 1
+        torch.cuda.synchronize()
+        rest = t_burst + period_s - time.perf_counter()
+        if rest > 0:
+            time.sleep(rest)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("-o", required=True)
+    ap.add_argument("--scale", type=float, default=1.0, help="multiplies every phase's length")
+    args = ap.parse_args()
+    sc = args.scale
+
+    section = {"name": "init"}
+    current = lambda: section["name"]  # noqa: E731
+    smi = SmiSampler(current)
+    nvml = NvmlSampler(current)
+    with open(__file__, "rb") as f:
+        sha = hashlib.sha256(f.read()).hexdigest()
+    p = torch.cuda.get_device_properties(0)
+    meta = {"schema": "gcsim.power_clock.v1", "device": torch.cuda.get_device_name(0),
+            "sms": p.multi_processor_count, "torch": torch.__version__, "cuda": torch.version.cuda,
+            "cudnn": torch.backends.cudnn.version(),
+            "nccl": nccl_version(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "script_sha256": sha, "smi_before": smi_snapshot(), "smi_fields": smi.fields,
+            "smi_error": smi.err, "nvml": nvml.ok, "nvml_error": nvml.err,
+            "nvml_instant_power_field": nvml.instant_field,
+            "nvml_columns": ["t_s", "phase", "sm_mhz", "mem_mhz", "power_w", "power_instant_w",
+                             "energy_j", "reasons"],
+            "smi_columns": ["t_s", "phase"] + smi.fields, "method": __doc__, "scale": sc}
+    out = {"meta": meta, "phases": [], "errors": []}
+    state = {"gemm_steady_s": 1.9e-3}  # replaced by the gemm phase's measurement
+
+    def save():
+        out["nvml_samples"] = list(nvml.rows) if nvml.ok else []
+        out["smi_samples"] = list(smi.rows)
+        out["meta"]["state"] = state
+        tmp = args.o + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(out, f, separators=(",", ":"))
+        os.replace(tmp, args.o)
+
+    gemm_work = 2.0 * N ** 3
+    work = {"gemm": gemm_work}
+
+    def phase(name, seconds, body, rest_s=2.0):
+        section["name"] = name + " rest"
+        torch.cuda.synchronize()
+        time.sleep(rest_s)
+        section["name"] = name
+        kl = KernelLog()
+        t_start = time.time() - T0
+        try:
+            body(kl, seconds * sc)
+            tab = kl.table()
+            rec = {"phase": name, "t_start_s": round(t_start, 4), "t_end_s": round(time.time() - T0, 4),
+                   "kernels": tab, "rates": rates(tab, work)}
+            out["phases"].append(rec)
+            summary = ", ".join("%s %.4g->%.4g /s (%d)" % (k, v["rested_rate"], v["steady_rate"], v["count"])
+                                for k, v in rec["rates"].items())
+            log("%-16s %s" % (name, summary))
+            return rec
+        except Exception:  # noqa: BLE001
+            out["errors"].append({"phase": name, "error": traceback.format_exc()})
+            log("%s failed:\n%s" % (name, traceback.format_exc()))
+            return None
+        finally:
+            section["name"] = "between"
+            save()
+
+    log(meta["device"], "smi fields", smi.fields, "nvml", nvml.ok, "instant field", nvml.instant_field)
+    try:
+        ops = gemm_sets()
+        for a, b, c in ops:  # warm-up: cuBLAS heuristics and workspace
+            torch.matmul(a, b, out=c)
+        src = torch.randn(512 * MIB // 2, device="cuda", dtype=torch.bfloat16).repeat(2)  # 1 GiB
+        dst = torch.empty_like(src)
+        dst.copy_(src)
+        x = torch.randn(256 * MIB, device="cuda", dtype=torch.bfloat16)  # 256 Mi elements, 512 MiB
+        y = torch.randn_like(x)
+        z = torch.empty_like(x)
+        torch.cuda.synchronize()
+    except Exception:  # noqa: BLE001
+        out["errors"].append({"phase": "setup", "error": traceback.format_exc()})
+        save()
+        raise
+    work["copy"] = 2.0 * src.numel() * 2           # bytes read + written
+    work["sigmoid"] = 2.0 * x.numel() * 2
+    work["add"] = 3.0 * x.numel() * 2
+    work["mul"] = 2.0 * x.numel() * 2
+
+    section["name"] = "idle"
+    time.sleep(3.0 * sc)
+    rec = phase("gemm", 15.0, lambda kl, s: phase_gemm(kl, s, ops, state))
+    if rec and "gemm" in rec["rates"]:
+        state["gemm_steady_s"] = rec["rates"]["gemm"]["steady_us"] * 1e-6
+    phase("memory", 10.0, lambda kl, s: phase_memory(kl, s, (src, dst), state))
+    phase("mixed", 10.0, lambda kl, s: phase_mixed(kl, s, ops, (x, y, z), state))
+    for period, duty, secs in ((1.0, 0.5, 10.0), (0.1, 0.5, 10.0), (0.1, 0.75, 10.0), (0.02, 0.5, 8.0)):
+        phase("burst_%dms_%d%%" % (round(period * 1000), round(duty * 100)), secs,
+              lambda kl, s, p=period, d=duty: phase_burst(kl, s, ops, p, d, state))
+    section["name"] = "end"
+    time.sleep(0.5)
+    smi.stop()
+    nvml.stop()
+    meta["smi_after"] = smi_snapshot()
+    meta["wall_s"] = round(time.time() - T0, 1)
+    save()
+    log("done: %d phases, %d errors, %d NVML and %d nvidia-smi samples" % (
+        len(out["phases"]), len(out["errors"]), len(out["nvml_samples"]), len(out["smi_samples"])))
+    return 0 if not out["errors"] else 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

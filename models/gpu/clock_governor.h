@@ -1,0 +1,51 @@
+// The power cap's control of one GPU's SM clock over time (power_model.h).
+//
+// The driver holds the board's power, averaged over a time constant tau,
+// under its cap. The governor keeps that average as a first-order filter of
+// the GPU's activity (A' = (a - A) / tau, exact for activity that is
+// constant between updates) and gives each kernel, when it starts, the
+// clock at which the averaged activity draws exactly the cap (or f_max when
+// it draws less). Back-to-back GEMMs so settle at the sustained clock within
+// a few tau; idle gaps and memory-bound kernels lower the average and let
+// the clock recover, by as much as their share of the last few tau.
+// Energy is the integral of the board power, each running piece of work at
+// the clock it started with.
+#pragma once
+
+#include "models/gpu/power_model.h"
+#include "sim/engine/time.h"
+
+namespace gcsim::models::gpu {
+
+class ClockGovernor {
+ public:
+  // `averaged` is the filter's state at `start`: zero for a rested GPU, the
+  // activity of the work before it for one already running.
+  ClockGovernor(const PowerParams& params, sim::Time start, const Activity& averaged);
+
+  // Work starts or ends now: activity `a` and dynamic power `dynamic_w`
+  // (board power above idle) are added to or removed from what runs.
+  void add(sim::Time now, const Activity& a, double dynamic_w);
+  void remove(sim::Time now, const Activity& a, double dynamic_w);
+  // The clock fraction (of f_max) for work starting now.
+  double clock(sim::Time now);
+
+  // Board power now (W) and energy (J) from the start to `until` (>= the
+  // last update).
+  double power_w() const { return params_.idle_w + dynamic_w_; }
+  double energy_j(sim::Time until) const;
+  const Activity& averaged() const { return averaged_; }
+  const PowerParams& params() const { return params_; }
+
+ private:
+  void advance(sim::Time now);
+  PowerParams params_;
+  sim::Time last_;
+  Activity averaged_;
+  Activity running_;     // summed over what runs now
+  double dynamic_w_ = 0.0;
+  int pieces_ = 0;       // work items running: at 0 the sums reset to exact zeros
+  double energy_j_ = 0.0;
+};
+
+}  // namespace gcsim::models::gpu

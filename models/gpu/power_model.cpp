@@ -1,0 +1,88 @@
+#include "models/gpu/power_model.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace gcsim::models::gpu {
+
+namespace {
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+}  // namespace
+
+// Why the ranges (power_model.h):
+//  - idle: an idle HGX H100/H200 board reads 60-150 W in nvidia-smi at full
+//    clock (measured 80-150 W, calibration/measurements/h100-sxm);
+//  - tensor, vector: a 700 W board spends at most ~2x its cap in dynamic
+//    power at f_max when nothing limits it (it needs the cap to throttle);
+//  - hbm: HBM3/HBM3e stacks draw some 10-60 W each, five or six per board,
+//    and moving those bytes through the PHYs, L2 and on-chip network costs
+//    as much again (a 1 GiB copy loop on an H100 draws ~380 W above idle);
+//  - voltage: CMOS DVFS spans about 0.65-1.1 V, a ratio of 0.5-1;
+//  - knee, min clock: Hopper's SM clock table runs from ~0.2 to 1 of f_max;
+//  - time constant: the driver's power averaging, between its sampling
+//    period (~ms) and the 1 s window nvidia-smi's power.draw averages over;
+//  - clock share: all of a tile's time scales with the SM clock (1), or a
+//    part waits on the L2/HBM domain that keeps its clock (below 1).
+std::string PowerParams::check() const {
+  auto bad = [](const char* key, double v, Range r) {
+    return std::string(key) + " = " + num(v) + " lies outside its physical range [" + num(r.lo) +
+           ", " + num(r.hi) + "]";
+  };
+  if (!(cap_w > 0.0)) return "cap must be positive";
+  if (!kIdleRange.holds(idle_w)) return bad("idle", idle_w, kIdleRange);
+  if (!(idle_w < cap_w)) return "idle must lie below the cap";
+  if (!kTensorRange.holds(tensor_w)) return bad("tensor", tensor_w, kTensorRange);
+  if (!kVectorRange.holds(vector_w)) return bad("vector", vector_w, kVectorRange);
+  if (!kHbmRange.holds(hbm_w)) return bad("hbm", hbm_w, kHbmRange);
+  if (!kVoltageRatioRange.holds(min_voltage_ratio)) {
+    return bad("min_voltage_ratio", min_voltage_ratio, kVoltageRatioRange);
+  }
+  if (!kKneeRange.holds(knee_fraction)) return bad("knee_fraction", knee_fraction, kKneeRange);
+  if (!kMinClockRange.holds(min_clock_fraction)) {
+    return bad("min_clock_fraction", min_clock_fraction, kMinClockRange);
+  }
+  const double tau_ms = time_constant.seconds() * 1e3;
+  if (!kTimeConstantMsRange.holds(tau_ms)) return bad("time_constant (ms)", tau_ms, kTimeConstantMsRange);
+  if (!kClockShareRange.holds(clock_bound_share)) {
+    return bad("clock_bound_share", clock_bound_share, kClockShareRange);
+  }
+  return "";
+}
+
+double voltage_ratio(const PowerParams& p, double r) {
+  if (r <= p.knee_fraction) return p.min_voltage_ratio;
+  const double rise = (r - p.knee_fraction) / (1.0 - p.knee_fraction);
+  return p.min_voltage_ratio + (1.0 - p.min_voltage_ratio) * std::min(rise, 1.0);
+}
+
+double dynamic_scale(const PowerParams& p, double r) {
+  const double v = voltage_ratio(p, r);
+  return compute_speed(p, r) * v * v;
+}
+
+double board_power_w(const PowerParams& p, const Activity& a, double r) {
+  return p.idle_w + (p.tensor_w * a.tensor + p.vector_w * a.vector) * dynamic_scale(p, r) +
+         p.hbm_w * a.hbm;
+}
+
+double cap_clock(const PowerParams& p, const Activity& a) {
+  if (board_power_w(p, a, 1.0) <= p.cap_w) return 1.0;
+  double lo = p.min_clock_fraction, hi = 1.0;
+  if (board_power_w(p, a, lo) >= p.cap_w) return lo;
+  // Power rises monotonically with the clock: bisect to well under 1 MHz.
+  for (int i = 0; i < 40; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (board_power_w(p, a, mid) > p.cap_w ? hi : lo) = mid;
+  }
+  return lo;
+}
+
+double compute_speed(const PowerParams& p, double r) {
+  return 1.0 / (p.clock_bound_share / r + 1.0 - p.clock_bound_share);
+}
+
+}  // namespace gcsim::models::gpu

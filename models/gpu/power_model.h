@@ -1,0 +1,89 @@
+// Board power of a GPU from what its SMs and HBM are doing, and the SM clock
+// a power-capped GPU settles at (issue 16, "clocks from a power model").
+//
+//   P(a, f) = P_idle + (W_tensor a_tensor + W_vector a_vector) phi(f) + W_mem a_hbm
+//   phi(f)  = speed(f) (V(f) / V(f_max))^2                (dynamic CMOS power)
+//   V(f)    = V_min for f <= f_knee, rising linearly to V(f_max) above it
+//
+// phi is the arithmetic's work rate (speed, below) times the energy of one
+// operation (proportional to V^2): a tile that waits less per cycle at a
+// lower clock does more switching per cycle.
+//
+// a_* are time fractions of the whole GPU (0..1): the share of SM-time spent
+// in tensor-core or CUDA-core arithmetic, and HBM traffic over peak
+// bandwidth. W_mem is the whole path of that traffic (HBM stacks, PHYs, L2
+// and the on-chip network) at full bandwidth; memory-bound loops keep the
+// full SM clock (measured), so its share that follows the clock cannot be
+// told apart and is taken as fixed. The driver lowers the SM clock
+// until the power averaged over a time constant stays under the board cap;
+// cap_clock() is the clock at which a given (averaged) activity draws
+// exactly the cap. A kernel's arithmetic slows with the clock only in part
+// (clock_bound_share): on an H100 the reported SM clock falls ~31% under
+// back-to-back GEMMs while their throughput falls ~16%
+// (calibration/measurements/h100-sxm/sustained_gemm_2026-11-22.json).
+//
+// Every parameter has a physical range (PowerParams::check); the fitted
+// values per GPU live in the presets (configs/hardware/*.yaml, `power:`).
+#pragma once
+
+#include <string>
+
+#include "sim/engine/time.h"
+
+namespace gcsim::models::gpu {
+
+// Time fractions of the whole GPU, each in [0, 1].
+struct Activity {
+  double tensor = 0.0;  // SM-time in tensor-core arithmetic
+  double vector = 0.0;  // SM-time in CUDA-core arithmetic
+  double hbm = 0.0;     // HBM bytes per second over the peak bandwidth
+};
+
+struct PowerParams {
+  double cap_w = 0.0;              // board power limit (W); 0: no power model
+  double idle_w = 0.0;             // board power with nothing running, at max clock (W)
+  double tensor_w = 0.0;           // tensor pipes busy on the whole GPU, at max clock (W)
+  double vector_w = 0.0;           // CUDA cores busy on the whole GPU, at max clock (W)
+  double hbm_w = 0.0;              // memory traffic at full HBM bandwidth (W)
+  double min_voltage_ratio = 0.7;  // V_min / V(f_max)
+  double knee_fraction = 0.6;      // f_knee / f_max
+  double min_clock_fraction = 0.5; // lowest clock the cap drives the SMs to, over f_max
+  sim::Duration time_constant = sim::ms(int64_t{100});  // power averaging window
+  double clock_bound_share = 1.0;  // share of an arithmetic tile's time at f_max that scales 1/f
+
+  bool enabled() const { return cap_w > 0.0; }
+  // "" when every parameter lies in its physical range, else what is wrong
+  // (names the field as the preset spells it).
+  std::string check() const;
+};
+
+// Physical ranges (why: see power_model.cpp), also asserted by the tests.
+struct Range {
+  double lo, hi;
+  bool holds(double v) const { return v >= lo && v <= hi; }
+};
+inline constexpr Range kIdleRange{30.0, 250.0};          // W: HGX H100/H200 idle 60-150 W
+inline constexpr Range kTensorRange{200.0, 2000.0};      // W
+inline constexpr Range kVectorRange{20.0, 800.0};        // W
+inline constexpr Range kHbmRange{20.0, 600.0};           // W: stacks, PHYs, L2 and NoC
+inline constexpr Range kVoltageRatioRange{0.5, 1.0};
+inline constexpr Range kKneeRange{0.2, 0.9};
+inline constexpr Range kMinClockRange{0.2, 0.9};
+inline constexpr Range kTimeConstantMsRange{5.0, 2000.0};  // ms
+inline constexpr Range kClockShareRange{0.2, 1.0};
+
+// V(f) / V(f_max) at clock fraction r = f / f_max.
+double voltage_ratio(const PowerParams& p, double r);
+// phi(r) = compute_speed(r) V(r)^2: arithmetic's dynamic power at clock
+// fraction r over that at f_max.
+double dynamic_scale(const PowerParams& p, double r);
+// Board power (W) of activity `a` at clock fraction r.
+double board_power_w(const PowerParams& p, const Activity& a, double r);
+// The highest clock fraction in [min_clock_fraction, 1] whose power for `a`
+// stays at or under the cap (min_clock_fraction when none does).
+double cap_clock(const PowerParams& p, const Activity& a);
+// Arithmetic throughput at clock fraction r over that at f_max:
+// 1 / (share / r + 1 - share).
+double compute_speed(const PowerParams& p, double r);
+
+}  // namespace gcsim::models::gpu

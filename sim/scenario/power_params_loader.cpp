@@ -1,0 +1,58 @@
+#include "sim/scenario/power_params_loader.h"
+
+#include <cstdio>
+#include <string>
+
+namespace gcsim::cli {
+
+using models::gpu::PowerParams;
+using models::gpu::Range;
+using sim::config::ConfigReader;
+
+namespace {
+std::string range_text(Range r) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "[%g, %g]", r.lo, r.hi);
+  return buf;
+}
+
+double in_range(ConfigReader& r, const char* key, double fallback, Range range, const char* doc) {
+  const double v = r.get_double(key, fallback, doc);
+  if (!range.holds(v)) r.fail(key, std::string("must lie in its physical range ") + range_text(range));
+  return v;
+}
+}  // namespace
+
+PowerParams read_power_params(ConfigReader& gpu, const PowerParams& base) {
+  if (!gpu.has("power")) return base;
+  namespace g = models::gpu;
+  ConfigReader r = gpu.child("power", "board power and the power cap's clock control");
+  PowerParams p = base;
+  p.cap_w = r.get_double("cap_w", base.cap_w, "board power limit in W (nvidia-smi power.limit)");
+  if (!(p.cap_w > 0.0)) r.fail("cap_w", "must be positive");
+  p.idle_w = in_range(r, "idle_w", base.idle_w, g::kIdleRange, "board power idle at max clock, W");
+  if (!(p.idle_w < p.cap_w)) r.fail("idle_w", "must lie below cap_w");
+  p.tensor_w = in_range(r, "tensor_w", base.tensor_w, g::kTensorRange,
+                        "tensor pipes busy on every SM at max clock, W");
+  p.vector_w = in_range(r, "vector_w", base.vector_w, g::kVectorRange,
+                        "CUDA cores busy on every SM at max clock, W");
+  p.hbm_w = in_range(r, "hbm_w", base.hbm_w, g::kHbmRange, "HBM at full bandwidth, W");
+  p.min_voltage_ratio = in_range(r, "min_voltage_ratio", base.min_voltage_ratio,
+                                 g::kVoltageRatioRange, "core voltage at the knee over that at max clock");
+  p.knee_fraction = in_range(r, "knee_fraction", base.knee_fraction, g::kKneeRange,
+                             "clock (over max) below which the voltage stays at its minimum");
+  p.min_clock_fraction = in_range(r, "min_clock_fraction", base.min_clock_fraction,
+                                  g::kMinClockRange, "lowest clock (over max) the cap drives the SMs to");
+  p.time_constant = r.get_duration("time_constant", base.time_constant,
+                                   "window over which the driver averages power against the cap");
+  const double tau_ms = p.time_constant.seconds() * 1e3;
+  if (!g::kTimeConstantMsRange.holds(tau_ms)) {
+    r.fail("time_constant", "must lie in its physical range " + range_text(g::kTimeConstantMsRange) + " ms");
+  }
+  p.clock_bound_share = in_range(r, "clock_bound_share", base.clock_bound_share, g::kClockShareRange,
+                                 "share of an arithmetic tile's time that scales with the SM clock");
+  r.finish();
+  return p;
+}
+
+}  // namespace gcsim::cli

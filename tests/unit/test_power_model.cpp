@@ -1,0 +1,137 @@
+// The power model and the power cap's clock governor
+// (models/gpu/power_model.h, clock_governor.h), against hand-computed
+// figures: P = idle + W a phi(f) + W_hbm a_hbm, the cap's clock, the
+// first-order averaging and the energy integral.
+#include <cmath>
+
+#include "catch.h"
+#include "models/gpu/clock_governor.h"
+#include "models/gpu/power_model.h"
+
+namespace gpu = gcsim::models::gpu;
+namespace sim = gcsim::sim;
+
+namespace {
+
+// Round numbers for hand checks: no voltage scaling (V flat: phi(r) = r).
+gpu::PowerParams flat_voltage() {
+  gpu::PowerParams p;
+  p.cap_w = 700;
+  p.idle_w = 100;
+  p.tensor_w = 1000;
+  p.vector_w = 400;
+  p.hbm_w = 200;
+  p.min_voltage_ratio = 1.0;
+  p.knee_fraction = 0.5;
+  p.min_clock_fraction = 0.3;
+  p.time_constant = sim::ms(int64_t{100});
+  p.clock_bound_share = 1.0;  // all arithmetic time follows the clock: speed = r
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("power model: voltage curve and dynamic power scale", "[gpu][power]") {
+  gpu::PowerParams p = flat_voltage();
+  p.min_voltage_ratio = 0.7;
+  p.knee_fraction = 0.5;
+  // At and below the knee V = 0.7 V_max; halfway from knee to max 0.85.
+  CHECK(gpu::voltage_ratio(p, 0.4) == Approx(0.7));
+  CHECK(gpu::voltage_ratio(p, 0.75) == Approx(0.85));
+  CHECK(gpu::voltage_ratio(p, 1.0) == Approx(1.0));
+  // phi = speed V^2: 0.75 * 0.85^2 with speed = r (share 1).
+  CHECK(gpu::dynamic_scale(p, 0.75) == Approx(0.75 * 0.7225));
+  CHECK(gpu::dynamic_scale(p, 1.0) == Approx(1.0));
+  // Half the tile time clock-bound: speed(0.75) = 1 / (0.5 / 0.75 + 0.5) = 6/7.
+  p.clock_bound_share = 0.5;
+  CHECK(gpu::dynamic_scale(p, 0.75) == Approx(6.0 / 7.0 * 0.7225));
+}
+
+TEST_CASE("power model: board power and the clock that meets the cap", "[gpu][power]") {
+  const gpu::PowerParams p = flat_voltage();
+  // Tensor pipes busy everywhere, HBM at a quarter: 100 + 1000 r + 50.
+  const gpu::Activity gemm{1.0, 0.0, 0.25};
+  CHECK(gpu::board_power_w(p, gemm, 1.0) == Approx(1150.0));
+  // 100 + 1000 r + 50 = 700  ->  r = 0.55.
+  CHECK(gpu::cap_clock(p, gemm) == Approx(0.55).epsilon(1e-9));
+  // A memory-bound loop stays under the cap at full clock: 100 + 0.1*400 + 200.
+  const gpu::Activity copy{0.0, 0.1, 1.0};
+  CHECK(gpu::board_power_w(p, copy, 1.0) == Approx(340.0));
+  CHECK(gpu::cap_clock(p, copy) == 1.0);
+  // Nothing fits: the clock floor.
+  gpu::PowerParams low = p;
+  low.cap_w = 200;
+  CHECK(gpu::cap_clock(low, gemm) == Approx(0.3));
+  // Throughput at half the clock with half the tile time clock-bound:
+  // 1 / (0.5 / 0.5 + 0.5).
+  gpu::PowerParams half = p;
+  half.clock_bound_share = 0.5;
+  CHECK(gpu::compute_speed(half, 0.5) == Approx(1.0 / 1.5));
+  CHECK(gpu::compute_speed(half, 1.0) == Approx(1.0));
+  CHECK(gpu::compute_speed(p, 0.5) == Approx(0.5));
+}
+
+TEST_CASE("power model: parameters outside their physical ranges are named", "[gpu][power]") {
+  gpu::PowerParams p = flat_voltage();
+  CHECK(p.check().empty());
+  p.tensor_w = 5000;
+  CHECK(p.check().find("tensor") != std::string::npos);
+  p = flat_voltage();
+  p.time_constant = sim::ms(int64_t{5000});
+  CHECK(p.check().find("time_constant") != std::string::npos);
+  p = flat_voltage();
+  p.clock_bound_share = 0.05;  // below 0.2
+  CHECK(p.check().find("clock_bound_share") != std::string::npos);
+}
+
+TEST_CASE("clock governor: averaged activity, clock and energy from rest", "[gpu][power]") {
+  const gpu::PowerParams p = flat_voltage();
+  const sim::Time t0 = sim::Time::zero();
+  gpu::ClockGovernor g(p, t0, gpu::Activity{});
+  // Rested: full clock.
+  CHECK(g.clock(t0) == 1.0);
+  // Back-to-back tensor work (activity 1, HBM 0.25) drawing 800 W dynamic.
+  const gpu::Activity gemm{1.0, 0.0, 0.25};
+  g.add(t0, gemm, 800.0);
+  // After one time constant the average holds 1 - 1/e of it.
+  const sim::Time tau = t0 + sim::ms(int64_t{100});
+  const double clock_at_tau = g.clock(tau);
+  CHECK(g.averaged().tensor == Approx(1.0 - std::exp(-1.0)));
+  CHECK(g.averaged().hbm == Approx(0.25 * (1.0 - std::exp(-1.0))));
+  // 100 + 1000 r 0.632 + 200 * 0.158 = 700 -> r = 568.4 / 632.1.
+  const double a = 1.0 - std::exp(-1.0);
+  CHECK(clock_at_tau == Approx((700.0 - 100.0 - 200.0 * 0.25 * a) / (1000.0 * a)).epsilon(1e-9));
+  // Energy: (100 + 800) W for 0.1 s.
+  CHECK(g.energy_j(tau) == Approx(90.0));
+  // Settled (10 tau): the clock that holds the work itself at the cap.
+  CHECK(g.clock(t0 + sim::ms(int64_t{1000})) == Approx(0.55).epsilon(1e-4));
+  // Idle recovers the clock: after 10 tau without work, full clock again.
+  g.remove(t0 + sim::ms(int64_t{1000}), gemm, 800.0);
+  CHECK(g.power_w() == Approx(100.0));
+  CHECK(g.clock(t0 + sim::ms(int64_t{2000})) == 1.0);
+  CHECK(g.energy_j(t0 + sim::ms(int64_t{2000})) == Approx(900.0 + 100.0));
+}
+
+TEST_CASE("clock governor: idle gaps shorter than tau raise the clock by the duty cycle",
+          "[gpu][power]") {
+  const gpu::PowerParams p = flat_voltage();
+  const gpu::Activity gemm{1.0, 0.0, 0.0};
+  // 50% duty at a 2 ms period (50x shorter than tau), for 2 s (20 tau).
+  gpu::ClockGovernor g(p, sim::Time::zero(), gpu::Activity{});
+  sim::Time t = sim::Time::zero();
+  for (int i = 0; i < 1000; ++i) {
+    g.add(t, gemm, 500.0);
+    t += sim::ms(int64_t{1});
+    g.remove(t, gemm, 500.0);
+    t += sim::ms(int64_t{1});
+  }
+  // The average settles at half the activity (ripple 1 ms / 100 ms), so the
+  // clock is the one that holds a = 0.5 at the cap: 100 + 500 r = 700 ->
+  // r = 1.2, i.e. full clock; back to back it would be 0.6.
+  CHECK(g.averaged().tensor == Approx(0.5).margin(0.01));
+  CHECK(g.clock(t) == 1.0);
+  gpu::PowerParams hot = p;
+  hot.tensor_w = 1600;  // 100 + 800 r = 700 -> r = 0.75 at 50%; 0.375 back to back
+  gpu::ClockGovernor h(hot, sim::Time::zero(), gpu::Activity{0.5, 0.0, 0.0});
+  CHECK(h.clock(sim::Time::zero()) == Approx(0.75).epsilon(1e-9));
+}
