@@ -39,9 +39,8 @@ const char* const kClasses[] = {"gemm", "attention", "elementwise+norm", "optimi
 // Tolerances: what is left today (README, "Framework profiles", has the
 // table), not issue 16's bar (steps mean 5%, max 10%; classes 10%), which
 // the eager build misses on this H100. Since training's collectives run on
-// the NCCL engine on every network model (TP's measured communication
-// class is now -6% on TP4 eager, was -40% under the α-β form), the steps
-// are: eager +5.4 .. +13.1% (mean 9.1%): the eager elementwise bandwidth
+// the NCCL engine on every network model (TP4 eager's communication
+// class is -6% against the profiler's NCCL time), the steps are: eager +5.4 .. +13.1% (mean 9.1%): the eager elementwise bandwidth
 // fraction, fitted on one H200, makes H100's elementwise + norm class
 // +18 .. +32% (the 1-GPU H100 check found +16 .. +26%), worst on TP4,
 // which has the most elementwise passes per GEMM; compiled -7.8 .. -0.2%
