@@ -4,12 +4,14 @@ build, the step time, the kernel classes (mean over the ranks, as gcsim's breakd
 and the peak memory (the fullest rank), as a Markdown table with the errors and the strategy order.
 
     python3 calibration/fit/strategy_compare.py MEASUREMENT.json [--gcsim build/gcsim]
-            [--gpu h100-sxm] [-s key=value ...]
+            [--gpu h100-sxm] [--split] [-s key=value ...]
 
 The configs are calibration/validation/strategy_step/<strategy>.yaml (eager as measured;
 workload.framework=torch-compile for the compiled build); --gpu picks the preset of the measured
-GPU (default: from the JSON's device name). tests/scenario/test_strategy_measured.cpp checks
-the same numbers.
+GPU (default: from the JSON's device name). --split adds, for rank 0, the elementwise kernels
+split by access pattern (generic: PyTorch's non-vectorised kernels and inductor's cats, against
+gcsim's generic passes; vectorized: the rest; framework_fit.py's PassSplit and generic_kernel).
+tests/scenario/test_strategy_measured.cpp checks the same numbers.
 """
 import argparse
 import json
@@ -20,6 +22,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from framework_fit import PassSplit, generic_kernel  # noqa: E402
 CONFIG = {"DP4": "dp4", "TP4": "tp4", "TP2xDP2": "tp2_dp2", "PP2xDP2": "pp2_dp2", "PP4": "pp4",
           "TP2xPP2": "tp2_pp2"}
 FRAMEWORK = {"eager": "pytorch-eager", "compile": "torch-compile"}
@@ -57,7 +61,7 @@ def leftovers(results):
 
 def simulate(gcsim, rec, gpu, overrides):
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = os.path.join(ROOT, "calibration/validation/strategy_step", CONFIG[rec["strategy"]] + ".yaml")
+        cfg = config_path(rec["strategy"])
         cmd = [gcsim, "run", cfg, "-s", "workload.framework=" + FRAMEWORK[rec["build"]], "-s",
                "cluster.gpu=" + gpu, "-o", os.path.join(tmp, "out"), "-q"]
         for o in overrides:
@@ -69,6 +73,23 @@ def simulate(gcsim, rec, gpu, overrides):
     classes = {"gemm": k["gemm"], "attention": k["attention"], "elementwise+norm": k["elementwise"] + k["norm"],
                "optimizer": k["optimizer"], "communication": k["communication"]}
     return s["step_time_s"], classes, s["memory"]["peak_bytes_per_gpu"]
+
+
+def config_path(strategy):
+    return os.path.join(ROOT, "calibration/validation/strategy_step", CONFIG[strategy] + ".yaml")
+
+
+def split_row(gcsim, rec, gpu, overrides):
+    """Rank 0's elementwise kernels by access pattern: measured and gcsim, ms per step."""
+    meas = {"generic": 0.0, "vectorized": 0.0}
+    for k in rec["rank0_kernels"]:
+        if k["class"] in ("gemm", "attention", "optimizer", "communication"):
+            continue
+        meas["generic" if generic_kernel(k["name"]) else "vectorized"] += k["per_step_us"] * 1e-3
+    extra = ["cluster.gpu=" + gpu] + list(overrides)
+    sim = PassSplit(gcsim, config_path(rec["strategy"]), FRAMEWORK[rec["build"]], extra).times(extra)
+    return " | ".join("%.1f | %.1f | %+.0f%%" % (meas[c], sim[c] * 1e-3, err(sim[c] * 1e-3, meas[c]))
+                      for c in ("generic", "vectorized"))
 
 
 def err(sim, meas):
@@ -84,6 +105,7 @@ def main():
     ap.add_argument("measurement")
     ap.add_argument("--gcsim", default=os.path.join(ROOT, "build", "gcsim"))
     ap.add_argument("--gpu", default=None)
+    ap.add_argument("--split", action="store_true", help="rank 0's elementwise kernels by access pattern")
     ap.add_argument("-s", action="append", default=[], help="an override passed to every gcsim run")
     a = ap.parse_args()
     with open(a.measurement) as f:
@@ -107,6 +129,11 @@ def main():
             rec["strategy"], rec["build"], rec["step_us"] / 1e3, t * 1e3, e,
             " | ".join("%+.0f%% (%.1f)" % (err(cls[c], mcls[c]), mcls[c] * 1e3) for c in CLASSES),
             pm / 2**30, peak / 2**30, err(peak, pm)))
+    if a.split:
+        print("\n| strategy | build | generic meas. ms | gcsim ms | err | vectorized meas. ms | gcsim ms | err |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|")
+        for rec in doc["results"]:
+            print("| %s | %s | %s |" % (rec["strategy"], rec["build"], split_row(a.gcsim, rec, gpu, a.s)))
     print()
     for build, rows in by_build.items():
         errs = [abs(r[3]) for r in rows]

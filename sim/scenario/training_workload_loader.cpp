@@ -239,9 +239,16 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
   if (!(optimizer_bandwidth > 0.0 && optimizer_bandwidth <= 1.0)) {
     w.fail("optimizer_bandwidth", "must be in (0, 1]");
   }
+  const double generic_ops = w.get_double(
+      "generic_ops_per_element", traits.generic_ops_per_element,
+      "SM operations per element of the framework's non-vectorised elementwise kernels "
+      "(broadcasts, strided views, casts to fp32, cat), at the GPU's vector rate "
+      "(pytorch-eager, torch-compile; default: fitted)");
+  if (!(generic_ops > 0.0 && generic_ops <= 1e4)) w.fail("generic_ops_per_element", "must be in (0, 10000]");
   if (host_us != traits.host_us_per_kernel || bandwidth != traits.elementwise_bandwidth ||
-      optimizer_bandwidth != traits.optimizer_bandwidth) {
-    c.framework_traits = FrameworkTraits{host_us, bandwidth, optimizer_bandwidth};
+      optimizer_bandwidth != traits.optimizer_bandwidth ||
+      generic_ops != traits.generic_ops_per_element) {
+    c.framework_traits = FrameworkTraits{host_us, bandwidth, optimizer_bandwidth, generic_ops};
   }
   c.memory_reserved = w.get_bytes("memory_reserved", sim::Bytes(0),
                                   "HBM per GPU outside the model (CUDA context, NCCL, workspaces)")

@@ -10,18 +10,26 @@ constexpr double kF32 = 4, kB16 = 2;
 // A per-row value (mean, rsqrt, log-sum-exp): one fp32 per row read and
 // written, a launch of its own in eager PyTorch.
 constexpr double kRowScalar = 2 * kF32;
+// PyTorch's non-vectorised elementwise path (framework_profile.h).
+constexpr PassAccess kGeneric = PassAccess::generic;
 
 // Fitted by calibration/fit/framework_fit.py on calibration/measurements/
-// h200-x1/framework_step_2026-11-26 (calibration/fit/framework_profiles_2026-11-26.md):
-// the elementwise kernels' and the foreach optimizer's fraction of the
-// achieved HBM bandwidth on the fit shape (h2048, 4 layers, 2 x 2048
-// tokens: measured kernel time against the bytes of the lists below), and
-// the host µs per launched kernel on the launch-bound small model (h512),
-// the only shape whose step the host bounds.
+// h200-x1/framework_step_2026-11-26 (calibration/fit/framework_profiles_2026-11-26.md),
+// shape h2048, 4 layers, 2 x 2048 tokens: the vectorized passes' fraction of
+// the achieved HBM bandwidth (against the measured vectorized kernels), the
+// generic passes' SM operations per element (against the measured
+// non-vectorised ones), the foreach optimizer's bandwidth fraction; and the
+// host µs per launched kernel on the launch-bound small model (h512), the
+// only shape whose step the host bounds. Held out on the same script's H100
+// run and on 4 H100s under six strategies: the split carries across GPUs
+// where one bandwidth fraction for all passes did not (0.548 eager made
+// H100's elementwise class +20 .. +26%).
 constexpr double kEagerHostUsPerKernel = 48.6;
-constexpr double kEagerElementwiseBandwidth = 0.548;
+constexpr double kEagerElementwiseBandwidth = 0.739;
+constexpr double kEagerGenericOpsPerElement = 161.2;
 constexpr double kCompileHostUsPerKernel = 45.8;
-constexpr double kCompileElementwiseBandwidth = 0.742;
+constexpr double kCompileElementwiseBandwidth = 0.807;
+constexpr double kCompileGenericOpsPerElement = 130.6;
 // Both builds run the same eager foreach AdamW: one fraction for its passes
 // (0.899 fitted with the eager build, 0.895 with the compiled one).
 constexpr double kForeachOptimizerBandwidth = 0.90;
@@ -34,37 +42,39 @@ Passes eager_norm_forward(int64_t rows, int64_t cols) {
           {" mean", n, kF32},                  // .mean(-1): reads, writes one per row
           {" add eps", rows, kRowScalar},      // var + eps
           {" rsqrt", rows, kRowScalar},        //
-          {" mul rsqrt", n, kF32 + kF32},      // x * rsqrt(var)
-          {" mul weight", n, kF32 + kF32},     // weight * x (fp32 weight)
+          {" mul rsqrt", n, kF32 + kF32, kGeneric},   // x * rsqrt(var), broadcast per row
+          {" mul weight", n, kF32 + kF32, kGeneric},  // weight * x, broadcast per column
           {" cast bf16", n, kF32 + kB16}};     // autocast: the GEMM's input
 }
 
 // Autograd of the forward above: the input cast's gradient to fp32, the
 // weight's gradient (g * x̂ summed over tokens), g * weight, the rsqrt path
 // (g * x summed per row, then scaled back through mean and pow), the direct
-// path (g * rsqrt) and their sum.
+// path (g * rsqrt) and their sum. The bf16->fp32 cast and the products with
+// a per-row or per-column factor take the generic path.
 Passes eager_norm_backward(int64_t rows, int64_t cols) {
   const int64_t n = rows * cols;
-  return {{" bwd cast fp32", n, kB16 + kF32},
+  return {{" bwd cast fp32", n, kB16 + kF32, kGeneric},
           {" bwd weight mul", n, 3 * kF32},
           {" bwd weight sum", n, kF32},
-          {" bwd mul weight", n, 2 * kF32},
+          {" bwd mul weight", n, 2 * kF32, kGeneric},
           {" bwd rsqrt mul", n, 3 * kF32},
           {" bwd rsqrt sum", n, kF32},
           {" bwd rsqrt", rows, kRowScalar},
-          {" bwd pow", n, 2 * kF32},
-          {" bwd mul rsqrt", n, 2 * kF32},
+          {" bwd pow", n, 2 * kF32, kGeneric},
+          {" bwd mul rsqrt", n, 2 * kF32, kGeneric},
           {" bwd add", n, 3 * kF32}};
 }
 
 // rotate-half on one tensor: -x2 (half the elements), cat, x * cos,
-// rotate_half(x) * sin, their sum; bf16 throughout.
+// rotate_half(x) * sin, their sum; bf16 throughout. The half views, the cat
+// and cos/sin broadcast over batch and heads take the generic path.
 void eager_rope(Passes& out, const char* which, int64_t n) {
   const std::string w = which;
-  out.push_back({w + " neg", n / 2, 2 * kB16});
-  out.push_back({w + " cat", n, 2 * kB16});
-  out.push_back({w + " mul cos", n, 2 * kB16});
-  out.push_back({w + " mul sin", n, 2 * kB16});
+  out.push_back({w + " neg", n / 2, 2 * kB16, kGeneric});
+  out.push_back({w + " cat", n, 2 * kB16, kGeneric});
+  out.push_back({w + " mul cos", n, 2 * kB16, kGeneric});
+  out.push_back({w + " mul sin", n, 2 * kB16, kGeneric});
   out.push_back({w + " add", n, 3 * kB16});
 }
 
@@ -86,9 +96,11 @@ FrameworkTraits framework_traits(Framework f) {
       // to hold the GPU back, the model's behaviour before profiles existed.
       return {0.0, 1.0};
     case Framework::pytorch_eager:
-      return {kEagerHostUsPerKernel, kEagerElementwiseBandwidth, kForeachOptimizerBandwidth};
+      return {kEagerHostUsPerKernel, kEagerElementwiseBandwidth, kForeachOptimizerBandwidth,
+              kEagerGenericOpsPerElement};
     case Framework::torch_compile:
-      return {kCompileHostUsPerKernel, kCompileElementwiseBandwidth, kForeachOptimizerBandwidth};
+      return {kCompileHostUsPerKernel, kCompileElementwiseBandwidth, kForeachOptimizerBandwidth,
+              kCompileGenericOpsPerElement};
   }
   return {};
 }
@@ -105,7 +117,7 @@ models::gpu::MemoryOpShape FrameworkProfile::shape(const FrameworkPass& p) const
   s.kind = models::gpu::MemoryOpKind::elementwise;
   s.elements = p.elements > 0 ? p.elements : 1;
   s.bytes_per_element = p.bytes_per_element;
-  s.flops_per_element = p.flops_per_element;
+  s.flops_per_element = p.access == PassAccess::generic ? traits_.generic_ops_per_element : 1.0;
   s.dtype = models::gpu::Dtype::fp32;
   s.bandwidth_efficiency = traits_.elementwise_bandwidth;
   return s;
@@ -141,7 +153,7 @@ Passes FrameworkProfile::norm_backward(int64_t rows, int64_t cols) const {
 Passes FrameworkProfile::residual_forward(int64_t elements, bool into_norm) const {
   switch (f_) {
     case Framework::megatron: return {};
-    case Framework::pytorch_eager: return {{"", elements, kF32 + kB16 + kF32}};
+    case Framework::pytorch_eager: return {{"", elements, kF32 + kB16 + kF32, kGeneric}};  // mixed types
     case Framework::torch_compile:
       // Fused into the next norm: that kernel also writes the fp32 sum.
       if (into_norm) return {{" (in norm)", elements, kB16 + kF32}};
@@ -168,7 +180,7 @@ Passes FrameworkProfile::rope_forward(int64_t q, int64_t k) const {
       eager_rope(out, " q", q);
       eager_rope(out, " k", k);
       break;
-    case Framework::torch_compile: out.push_back({"", q + k, 2 * kB16}); break;
+    case Framework::torch_compile: out.push_back({"", q + k, 2 * kB16, kGeneric}); break;  // cats halves
   }
   return out;
 }
@@ -180,10 +192,10 @@ Passes FrameworkProfile::rope_backward(int64_t q, int64_t k, int64_t v) const {
     case Framework::pytorch_eager:
       eager_rope(out, " q bwd", q);
       eager_rope(out, " k bwd", k);
-      out.push_back({" qkv grad copy", q + k + v, 2 * kB16});
+      out.push_back({" qkv grad copy", q + k + v, 2 * kB16, kGeneric});  // into strided views
       break;
     case Framework::torch_compile:
-      out.push_back({" bwd + qkv grad copy", q + k + v, 2 * kB16});
+      out.push_back({" bwd + qkv grad copy", q + k + v, 2 * kB16, kGeneric});
       break;
   }
   return out;
@@ -192,7 +204,9 @@ Passes FrameworkProfile::rope_backward(int64_t q, int64_t k, int64_t v) const {
 Passes FrameworkProfile::swiglu_forward(int64_t n) const {
   switch (f_) {
     case Framework::megatron: return {};
-    case Framework::pytorch_eager: return {{" silu", n, 2 * kB16}, {" mul", n, 3 * kB16}};
+    // The gate and up halves are views of one GEMM's output (chunk).
+    case Framework::pytorch_eager:
+      return {{" silu", n, 2 * kB16, kGeneric}, {" mul", n, 3 * kB16, kGeneric}};
     case Framework::torch_compile: return {{"", n, 3 * kB16}};
   }
   return {};
@@ -203,11 +217,11 @@ Passes FrameworkProfile::swiglu_backward(int64_t n) const {
     case Framework::megatron: return {};
     case Framework::pytorch_eager:
       // g * up, g * silu(gate), SiLU's backward, the chunk's gradient cat.
-      return {{" mul up", n, 3 * kB16},
+      return {{" mul up", n, 3 * kB16, kGeneric},
               {" mul silu", n, 3 * kB16},
-              {" silu bwd", n, 3 * kB16},
-              {" cat", 2 * n, 2 * kB16}};
-    case Framework::torch_compile: return {{"", n, 5 * kB16}};
+              {" silu bwd", n, 3 * kB16, kGeneric},
+              {" cat", 2 * n, 2 * kB16, kGeneric}};
+    case Framework::torch_compile: return {{"", n, 5 * kB16, kGeneric}};  // cats the two halves
   }
   return {};
 }
@@ -219,8 +233,11 @@ Passes FrameworkProfile::weight_cast(int64_t params) const {
 
 Passes FrameworkProfile::weight_grad_cast(int64_t params, bool accumulate) const {
   if (fused()) return {};
-  if (accumulate) return {{" grad cast", params, kB16 + kF32}, {" grad accumulate", params, 3 * kF32}};
-  return {{" grad cast", params, kB16 + kF32}};
+  // Eager: bf16 -> fp32 copies take the generic (unrolled, casting) path;
+  // inductor emits the cast inside the compiled backward, a plain pointwise kernel.
+  const PassAccess cast = f_ == Framework::pytorch_eager ? kGeneric : PassAccess::vectorized;
+  if (accumulate) return {{" grad cast", params, kB16 + kF32, cast}, {" grad accumulate", params, 3 * kF32}};
+  return {{" grad cast", params, kB16 + kF32, cast}};
 }
 
 Passes FrameworkProfile::cross_entropy_forward(int64_t tokens, int64_t vocab) const {
@@ -228,7 +245,7 @@ Passes FrameworkProfile::cross_entropy_forward(int64_t tokens, int64_t vocab) co
   switch (f_) {
     case Framework::megatron: return {};
     case Framework::pytorch_eager:
-      return {{" logits fp32", n, kB16 + kF32},
+      return {{" logits fp32", n, kB16 + kF32, kGeneric},
               {" log_softmax", n, 2 * kF32},
               {" nll", tokens, kRowScalar}};
     case Framework::torch_compile:
@@ -282,7 +299,7 @@ Passes FrameworkProfile::embedding_backward(int64_t tokens, int64_t hidden, int6
   if (fused()) return {};
   return {{" zero", vocab * hidden, kF32},
           {" sort ids", tokens, 4 * 8.0},  // radix sort of int64 ids: a few passes
-          {" index add", tokens * hidden, 3 * kF32}};
+          {" index add", tokens * hidden, 3 * kF32, kGeneric}};
 }
 
 }  // namespace gcsim::workloads::training

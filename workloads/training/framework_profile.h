@@ -41,25 +41,45 @@ namespace gcsim::workloads::training {
 enum class Framework { megatron, pytorch_eager, torch_compile };
 const char* framework_name(Framework f);
 
+// How a pass walks its tensors. `vectorized`: contiguous operands of one
+// type (PyTorch's vectorized_elementwise_kernel, the fp32->bf16 copy, the
+// reductions, inductor's plain pointwise kernels): bound by HBM. `generic`:
+// PyTorch's non-vectorised TensorIterator path (broadcasts such as
+// x * rsqrt(var) and cos/sin over heads, views of a chunk or a half of a
+// tensor, mixed-dtype adds and the bf16->fp32 casts, cat) and inductor's
+// kernels that cat halves: one element per thread with its offsets computed
+// per operand, bound by the SMs' instruction issue rather than HBM. Measured
+// (calibration/fit/framework_profiles_2026-11-26.md): these kernels take the
+// same time on an H100 and an H200 (132 SMs at the same clock, 3.35 against
+// 4.8 TB/s), the vectorized ones 1.35-1.41x longer on the H100.
+enum class PassAccess { vectorized, generic };
+
 // One memory-bound kernel of a framework's list: `name` follows the site's
 // name ("L3 norm1" + " pow"); bytes read + written per element.
 struct FrameworkPass {
   std::string name;
   int64_t elements = 0;
   double bytes_per_element = 0;
-  double flops_per_element = 1;
+  PassAccess access = PassAccess::vectorized;
 };
 
-// Fitted per framework: what the host spends issuing one kernel and the
+// Fitted per framework: what the host spends issuing one kernel, the
 // fraction of the achieved streaming HBM bandwidth its elementwise kernels
-// reach (both measured on calibration/measurements/h100-sxm/
-// framework_step_2026-11-26; see the fit note for the range each may take).
+// reach, and the SM work per element of its generic (non-vectorised) passes
+// (fitted on calibration/measurements/h200-x1/framework_step_2026-11-26,
+// held out on the H100 runs; see the fit note for the range each may take).
 struct FrameworkTraits {
   double host_us_per_kernel = 0;        // µs of host time per launched kernel
   double elementwise_bandwidth = 1.0;   // in (0, 1]
   // The optimizer's multi-tensor (foreach) passes: large contiguous fp32
   // tensors, nearer a streaming copy than the layers' small kernels; in (0, 1].
   double optimizer_bandwidth = 1.0;
+  // SM work per element of a generic pass, in fp32 lane operations (an FMA
+  // counts 2, as the vector peak does) run at the GPU's vector rate x
+  // efficiency.vector: offset arithmetic per operand and dimension, scalar
+  // loads and stores, the dtype conversion. A pass takes the longer of this
+  // and its bytes over the bandwidth above. 1: as a vectorized pass.
+  double generic_ops_per_element = 1.0;
 };
 FrameworkTraits framework_traits(Framework f);
 
@@ -134,7 +154,8 @@ class FrameworkProfile {
   std::vector<FrameworkPass> tp_piece_backward(int64_t elements, int tp) const;
 
   // A pass as the kernel cost model's shape (fp32 elementwise, the
-  // framework's bandwidth fraction).
+  // framework's bandwidth fraction; a generic pass carries the framework's
+  // SM operations per element).
   models::gpu::MemoryOpShape shape(const FrameworkPass& p) const;
 
  private:
