@@ -36,23 +36,26 @@ constexpr const char* kGpu = "h100-sxm";
 
 const char* const kClasses[] = {"gemm", "attention", "elementwise+norm", "optimizer"};
 
-// Tolerances: what is left today (README, "Framework profiles", has the
-// table), not issue 16's bar (steps mean 5%, max 10%; classes 10%), which
-// the eager build misses on this H100. Since training's collectives run on
-// the NCCL engine on every network model (TP4 eager's communication
-// class is -6% against the profiler's NCCL time), the steps are: eager +5.4 .. +13.1% (mean 9.1%): the eager elementwise bandwidth
-// fraction, fitted on one H200, makes H100's elementwise + norm class
-// +18 .. +32% (the 1-GPU H100 check found +16 .. +26%), worst on TP4,
-// which has the most elementwise passes per GEMM; compiled -7.8 .. -0.2%
-// (mean 3.4%, within issue 16's bar): inductor's GEMMs run 4-12% slower
-// than eager's and gcsim keeps one GEMM model. So steps within 14% eager
-// (mean 10%) and 10% compiled (mean 5%); classes: GEMM 13%, attention 20%
-// (cuDNN's kernels, modelled apart: 0 .. -18%), elementwise + norm 34%,
+// Tolerances. Steps: issue 16's bar (mean 5%, max 10% per build), met:
+// eager -2.9 .. +1.3% (mean 1.1%), compiled -8.8 .. -1.9% (mean 4.7%), with
+// the framework passes split by access pattern (framework_profile.h,
+// PassAccess; fitted on one H200, nothing refitted here). Before that
+// split, one bandwidth fraction per framework made H100's eager
+// elementwise + norm class +18 .. +32% and the eager steps +5.4 .. +13.1%.
+// Classes: elementwise + norm within 10% eager (+3 .. +8%) and 17% compiled
+// (-0 .. +16%: inductor's plain pointwise kernels are partly bound by
+// their SMs, 1.27-1.33x longer on an H100 than an H200 where HBM would make
+// it 1.40x; the 1-GPU H100 check finds the same +11%); GEMM 13% (eager
+// -3 .. -7%, compiled -4 .. -12%: the compiled DP strategies' GEMMs run 4-9%
+// slower than the same GEMMs eager, where the DP all-reduce overlaps the
+// shorter compiled backward (NCCL beside a GEMM, not modelled) and the
+// power cap holds more of a denser step (cluster.clocks: model gives -3 ..
+// 0%); attention 20% (cuDNN's kernels, modelled apart: 0 .. -18%);
 // optimizer 6% (+4% everywhere). Peak memory within 5% (-3.2 .. +1.1%,
 // PP4 corrected as below).
-constexpr double kStepEager = 0.14, kStepEagerMean = 0.10;
-constexpr double kStepCompile = 0.10, kStepCompileMean = 0.05;
-constexpr double kGemm = 0.13, kAttention = 0.20, kElementwise = 0.34, kOptimizer = 0.06;
+constexpr double kStep = 0.10, kStepMean = 0.05;
+constexpr double kGemm = 0.13, kAttention = 0.20, kOptimizer = 0.06;
+constexpr double kElementwiseEager = 0.10, kElementwiseCompile = 0.17;
 constexpr double kPeak = 0.05;
 // Strategy order: pairs whose measured steps are closer than 3% are not
 // held to an order (the compiled TP2xPP2 and PP2xDP2, 2.5% apart, come
@@ -145,14 +148,14 @@ TEST_CASE("strategies on 4 GPUs: step time per strategy against the measurement"
   for (const Point& m : measured()) {
     INFO(m.strategy << " " << m.build);
     const double e = rel(simulated(m).step_s, m.step_s);
-    CHECK(std::abs(e) <= (m.build == "eager" ? kStepEager : kStepCompile));
+    CHECK(std::abs(e) <= kStep);
     errors[m.build].push_back(std::abs(e));
   }
   for (const auto& [build, e] : errors) {
     INFO(build);
     double mean = 0;
     for (double x : e) mean += x / static_cast<double>(e.size());
-    CHECK(mean <= (build == "eager" ? kStepEagerMean : kStepCompileMean));
+    CHECK(mean <= kStepMean);
   }
 }
 
@@ -161,11 +164,13 @@ TEST_CASE("strategies on 4 GPUs: kernel classes and peak memory against the meas
   // Communication is not compared: the profiler's NCCL kernels include the
   // time they wait for their peer (pipeline bubbles, DP all-reduces posted
   // beside the backward); gcsim counts transfers.
-  const std::map<std::string, double> tolerance = {
-      {"gemm", kGemm}, {"attention", kAttention}, {"elementwise+norm", kElementwise},
-      {"optimizer", kOptimizer}};
   for (const Point& m : measured()) {
     const Point& s = simulated(m);
+    const std::map<std::string, double> tolerance = {
+        {"gemm", kGemm},
+        {"attention", kAttention},
+        {"elementwise+norm", m.build == "eager" ? kElementwiseEager : kElementwiseCompile},
+        {"optimizer", kOptimizer}};
     for (const char* c : kClasses) {
       INFO(m.strategy << " " << m.build << " " << c);
       CHECK(std::abs(rel(s.classes.at(c), m.classes.at(c))) <= tolerance.at(c));

@@ -91,6 +91,8 @@ TEST_CASE("training bad input: framework profile", "[cli][training][framework]")
   expect_bad({"train_elementwise_bandwidth.yaml", 12, "workload.elementwise_bandwidth",
               {"(0, 1]"}});
   expect_bad({"train_host_overhead.yaml", 12, "workload.host_overhead", {"fast"}});
+  expect_bad({"train_generic_ops.yaml", 12, "workload.generic_ops_per_element",
+              {"(0, 10000]"}});
 }
 
 TEST_CASE("training bad input: attention_kernel not a family, or not on this GPU",
