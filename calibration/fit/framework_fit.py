@@ -9,9 +9,9 @@ For each build (eager -> pytorch-eager, compile -> torch-compile), on the fit sh
   * the measured elementwise kernels split by access pattern (generic_kernel(): PyTorch's
     non-vectorised TensorIterator kernels, the non-vectorised cat, inductor's kernels that cat
     halves) against gcsim's passes split the same way (framework_profile.h, PassAccess): gcsim's
-    passes are told apart in its trace, the kernels whose time moves with
-    workload.elementwise_bandwidth (all framework passes) and with
-    workload.generic_ops_per_element (the generic ones);
+    passes are told apart in its trace, the kernels whose time doubles with
+    workload.generic_ops_per_element (generic) or as workload.elementwise_bandwidth halves
+    (vectorized);
   * elementwise_bandwidth (fraction of the achieved HBM bandwidth, <= 1): the vectorized passes'
     time is L + B / f (launch and wave overheads L, bytes over bandwidth B; runs at f = 1 and
     0.5), f = B / (measured vectorized - L), capped at 1;
@@ -96,18 +96,20 @@ def run_gcsim(gcsim, shape, framework, overrides=(), trace=False):
 
 class PassSplit:
     """gcsim's framework passes of one config on rank 0, told apart in the trace (one step): a
-    pass is a kernel whose time moves with elementwise_bandwidth; a generic one also moves with
-    generic_ops_per_element (at 400 operations per element every generic pass is bound by its SM
-    work). Times in µs per step."""
+    generic pass is a kernel whose time doubles from 400 to 800 generic_ops_per_element (there
+    every generic pass is bound by its SM work), a vectorized one a kernel whose time doubles
+    from elementwise_bandwidth 0.5 to 0.25. Times in µs per step."""
 
     def __init__(self, gcsim, shape, fw, extra=()):
         self.gcsim, self.shape, self.fw = gcsim, shape, fw
-        run = lambda o: run_gcsim(gcsim, shape, fw, o + list(extra), True)  # noqa: E731
-        a = run(["workload.elementwise_bandwidth=1", "workload.generic_ops_per_element=1"])
-        b = run(["workload.elementwise_bandwidth=0.5", "workload.generic_ops_per_element=1"])
-        c = run(["workload.elementwise_bandwidth=1", "workload.generic_ops_per_element=400"])
-        self.passes = {k for k, v in a["spans"].items() if b["spans"].get(k) != v}
-        self.generic = {k for k in self.passes if c["spans"].get(k) != a["spans"][k]}
+        run = lambda f, ops: run_gcsim(gcsim, shape, fw, ["workload.elementwise_bandwidth=%g" % f,  # noqa: E731
+                                                          "workload.generic_ops_per_element=%g" % ops]
+                                       + list(extra), True)["spans"]
+        # A pass's time nearly doubles when its bound halves; a kernel merely moved by what runs
+        # beside it (a GEMM beside DDP's all-reduce) does not.
+        doubled = lambda x, y: {k for k, v in x.items() if v > 0 and y.get(k, 0) > 1.5 * v}  # noqa: E731
+        self.generic = doubled(run(1, 400), run(1, 800))
+        self.passes = self.generic | doubled(run(0.5, 1), run(0.25, 1))
 
     def times(self, overrides):
         r = run_gcsim(self.gcsim, self.shape, self.fw, overrides, True)

@@ -167,11 +167,21 @@ TEST_CASE("framework profile: generic passes are bound by the SMs, vectorized on
   };
   const FrameworkProfile eager(Framework::pytorch_eager);
   const auto norm = eager.norm_forward(4096, 2048);  // the fit shape's rows, hidden 2048
+  const auto rope = eager.rope_forward(4096 * 2048, 0);
   const FrameworkPass& pow = norm[0];
   const FrameworkPass& mul_rsqrt = norm[4];
+  const FrameworkPass& mul_cos = rope[2];
   REQUIRE(pow.access == PassAccess::vectorized);
   REQUIRE(mul_rsqrt.access == PassAccess::generic);
-  CHECK(on("h100-sxm", mul_rsqrt) / on("h200-sxm", mul_rsqrt) == Approx(1.0).margin(0.03));
+  REQUIRE(mul_cos.access == PassAccess::generic);
+  // bf16 (4 B per element): bound by the SMs on both GPUs, the same time.
+  CHECK(on("h100-sxm", mul_cos) / on("h200-sxm", mul_cos) == Approx(1.0).margin(0.03));
+  // fp32 (8 B): on the H100 its bytes at the vectorized passes' fraction
+  // take a little longer than its SM work: 1.13x, inside the measured
+  // generic kernels' 1.00-1.15x (elementwise_kernel<128,2> 1.13x).
+  const double generic_fp32 = on("h100-sxm", mul_rsqrt) / on("h200-sxm", mul_rsqrt);
+  CHECK(generic_fp32 >= 1.0);
+  CHECK(generic_fp32 <= 1.15);
   // Achieved bandwidth 4.8 x 0.8542 against 3.35 x 0.8725 TB/s (the
   // calibration profiles): 1.40; the launch and wave overheads take a little off.
   const double vectorized = on("h100-sxm", pow) / on("h200-sxm", pow);
