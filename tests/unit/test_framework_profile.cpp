@@ -3,9 +3,14 @@
 // residual stream and parameters, bf16 GEMM inputs under autocast), the
 // foreach optimizer's passes, the host-issue times, and what a profile does
 // to a generated step (kernel counts per layer, Megatron unchanged).
+#include <algorithm>
+#include <fstream>
 #include <map>
 #include <string>
 #include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "catch.h"
 #include "models/gpu/kernel_cost_model.h"
@@ -291,3 +296,85 @@ TEST_CASE("framework profile: DDP, accumulation and compiled TP pieces, hand-cou
   CHECK(compiled.tp_piece_forward(1000, 1).empty());
   CHECK(eager.tp_piece_backward(1000, 4).empty());
 }
+
+TEST_CASE("framework profile: per op against eager PyTorch's kernels on an H100",
+          "[training][framework]") {
+  // calibration/measurements/h100-sxm/elementwise_access_2026-11-26: the
+  // elementwise ops of the eager step one by one (hidden 2048; 4096 and
+  // 16384 rows here, where launch gaps are a few percent), held out.
+  std::ifstream in(std::string(GCSIM_SOURCE_DIR) +
+                   "/calibration/measurements/h100-sxm/elementwise_access_2026-11-26/"
+                   "elementwise_access.json");
+  REQUIRE(in.good());
+  const nlohmann::json run = nlohmann::json::parse(in);
+  models::gpu::GpuSpec h100 = test::gpu_preset("h100-sxm");
+  auto nowhere = test::nowhere_reader();
+  cli::apply_calibration_profile("h100-sxm", h100, nowhere);
+  const FrameworkProfile eager(Framework::pytorch_eager);
+  FrameworkTraits streaming = framework_traits(Framework::pytorch_eager);
+  streaming.elementwise_bandwidth = 1.0;
+  const FrameworkProfile pure(Framework::pytorch_eager, streaming);
+
+  // The path PyTorch took (kernel name) is the one the eager profile gives
+  // the matching pass.
+  const auto n = int64_t{4096} * 2048;
+  const std::map<std::string, PassAccess> profile_access = {
+      {"pow fp32", eager.norm_forward(4096, 2048)[0].access},
+      {"mul rsqrt (row broadcast) fp32", eager.norm_forward(4096, 2048)[4].access},
+      {"mul weight (column broadcast) fp32", eager.norm_forward(4096, 2048)[5].access},
+      {"cast fp32->bf16", eager.norm_forward(4096, 2048)[6].access},
+      {"cast bf16->fp32", eager.weight_grad_cast(n)[0].access},
+      {"add fp32 + bf16", eager.residual_forward(n, false)[0].access},
+      {"add fp32", eager.residual_backward(n)[1].access},
+      {"silu(chunk view) bf16", eager.swiglu_forward(n)[0].access},
+      {"chunk view * chunk view bf16", eager.swiglu_forward(n)[1].access},
+      {"neg(half view of q) bf16", eager.rope_forward(n, 0)[0].access},
+      {"rotate-half cat bf16", eager.rope_forward(n, 0)[1].access},
+      {"q * cos (broadcast over heads) bf16", eager.rope_forward(n, 0)[2].access}};
+  int checked_paths = 0;
+  std::vector<double> generic_errors;
+  for (const auto& r : run.at("results")) {
+    const std::string op = r.at("op");
+    const bool generic = r.at("access") == "generic";
+    INFO(op << " at " << r.at("rows").get<int>() << " rows");
+    if (r.contains("kernels")) {
+      const std::string kernel = r.at("kernels").at(0);
+      CHECK((kernel.find("vectorized_elementwise_kernel") == std::string::npos) == generic);
+      auto it = profile_access.find(op);
+      if (it != profile_access.end()) {
+        CHECK((it->second == PassAccess::generic) == generic);
+        ++checked_paths;
+      }
+    }
+    if (r.at("rows").get<int>() < 4096) continue;
+    const FrameworkPass pass{op, r.at("elements").get<int64_t>(), r.at("bytes_per_element").get<double>(),
+                             generic ? PassAccess::generic : PassAccess::vectorized};
+    const FrameworkProfile& p = generic ? eager : pure;
+    const double t = models::gpu::isolated_time(h100, models::gpu::memory_kernel(h100, p.shape(pass)),
+                                                h100.sm_count).seconds();
+    const double e = t / (r.at("time_us").get<double>() * 1e-6) - 1.0;
+    if (generic) {
+      // Per op -20% (cat: more work per element than one count says) ..
+      // +26% (bf16 broadcasts: less); the count is fitted to the step's sum.
+      CHECK(std::abs(e) <= 0.30);
+      generic_errors.push_back(e);
+    } else {
+      // Plain streaming kernels reach the achieved bandwidth (the calibration
+      // profile's 0.8725 of 3.35 TB/s): +1 .. +4% at 16384 rows, up to +12% at
+      // 4096 (18 µs bf16 kernels, where gcsim's 2.4 µs launch latency, hidden
+      // between back-to-back kernels, weighs). The eager profile's fitted
+      // vectorized fraction (0.739) is the step's vectorized class as a whole
+      // (its reductions and softmax reach less), not these kernels'.
+      CHECK(std::abs(e) <= 0.13);
+    }
+  }
+  CHECK(checked_paths == static_cast<int>(profile_access.size()));
+  REQUIRE(generic_errors.size() == 18);
+  std::sort(generic_errors.begin(), generic_errors.end());
+  const double median = 0.5 * (generic_errors[8] + generic_errors[9]);
+  // Median +14%: isolated, these kernels run faster than the fitted count
+  // (which matches the step's generic kernels on the H100 within 2%).
+  CHECK(median > 0.0);
+  CHECK(median < 0.20);
+}
+
