@@ -176,7 +176,7 @@ ParsedOp parse_op(ConfigReader r, const GraphContext& ctx, WorkloadGraph& graph)
     local(OpKind::memory, workloads::MemoryOp{kind == "alloc" ? b : sim::Bytes(-b.count())});
   } else if (kind == "moe") {
     MoeOpRead m = read_moe_op(r, p.name, num_ranks, ctx.gpus_per_node, ctx.seed, graph,
-                              op.stream, graph.intern_stream("comm"));
+                              op.stream, graph.intern_stream("comm"), graph.intern_stream("host"));
     for (size_t i = 0; i < m.ranks.size(); ++i) {
       for (Op& sub : m.ops[i]) p.instances.emplace_back(m.ranks[i], std::move(sub));
     }
@@ -272,12 +272,13 @@ double graph_instances(const YAML::Node& ops, int num_ranks) {
       n += 2;
     } else if (kind.IsScalar() && kind.Scalar() == "moe") {
       // About 20 ops per rank plus 4 (forward) to 11 (backward) per local
-      // expert; counted generously so the budget check errs high.
+      // expert, twice over with the host's launch delays; counted
+      // generously so the budget check errs high.
       const double group = ranks.IsSequence() ? static_cast<double>(ranks.size()) : num_ranks;
       const YAML::Node experts = has(item, "experts") ? item["experts"] : YAML::Node();
-      double per_rank = 64;
+      double per_rank = 128;
       try {
-        if (experts.IsScalar()) per_rank = 40 + 15 * std::max(1.0, experts.as<double>() / group);
+        if (experts.IsScalar()) per_rank = 2 * (40 + 15 * std::max(1.0, experts.as<double>() / group));
       } catch (const YAML::Exception&) {
       }
       n += group * per_rank;

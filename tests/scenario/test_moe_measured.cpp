@@ -6,14 +6,18 @@
 // time (its slowest rank) is compared with the measured un-instrumented pass
 // (`plain_us_per_rank`, the slower rank).
 //
-// The eager-kernel efficiencies (workloads/moe/moe_layer.h) were fitted on
-// the hidden-2048 points with 16K and 32K tokens; the hidden-4096 points are
-// held out. Within 10% (each point and the ratio): every backward, and the
-// hidden-4096 forwards (-3.4% to -7.4%; ratios +0.8% to +2.5%); the
-// hidden-2048 forwards are short by 5-22% (see the known gap below).
-// Points with 4K tokens are not asserted: there eager PyTorch's
-// host launch overhead (~25 us per op; a skew of 1.5 changes the measured
-// forward by 2%) decides the time, and gcsim does not model the host.
+// Fitted on the 2-GPU file: the eager-kernel efficiencies (workloads/moe/
+// moe_layer.h, on the hidden-2048 points with 16K and 32K tokens) and the
+// host's costs (EagerHostCost: per kernel launch, per NCCL call, the counts'
+// .tolist(); on every point, calibration/fit/moe_host_fit.py). The 4-GPU
+// file is held out. With 16K and 32K tokens every point and ratio is held to
+// 10%. The 4K-token points, where the host decides the time, are held to
+// 15% (ratios 25%): there the measurement carries the host's run-to-run
+// spread (the 2-GPU hidden-2048 forward measured 4.6% faster at skew 0.8
+// than at skew 0, which no GPU cost explains; a ratio takes two such
+// points), and the bench's backward starts with the host ahead by the
+// forward's tail, which a `pass: bwd` op does not have (host and GPU start
+// together), so gcsim's host-bound backward is up to 14% long there.
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -88,19 +92,13 @@ void check_points(const std::vector<Point>& ps) {
       const Point& b = *balanced.at(key(p));
       const double ratio_m = p.measured_us[i] / b.measured_us[i];
       const double ratio_s = p.simulated_us[i] / b.simulated_us[i];
+      const bool host_bound = p.tokens < 16384;
       std::printf("moe %-32s %s measured %8.0f us gcsim %8.0f us (%+5.1f%%)  skewed/balanced %.3f vs %.3f (%+5.1f%%)%s\n",
                   p.name.c_str(), passes[i], p.measured_us[i], p.simulated_us[i], 100 * err, ratio_m,
-                  ratio_s, 100 * (ratio_s / ratio_m - 1), p.tokens < 16384 ? "  (host-bound, not asserted)" : "");
-      if (p.tokens < 16384) continue;
+                  ratio_s, 100 * (ratio_s / ratio_m - 1), host_bound ? "  (host-bound)" : "");
       INFO(p.name << " " << passes[i]);
-      // Known gap: the hidden-2048 forward is short by 5-22% (fitting
-      // shape, not held out): the router (180-300 us measured at 16K, 18 us
-      // modelled) and the counts exchange with its host sync (230-330 us,
-      // 6 us), host time the GPU waits for that gcsim does not model; the
-      // missing constant also lifts the skewed/balanced ratio (up to +10.6%).
-      const bool host_gap = p.hidden == 2048 && i == 0;
-      CHECK(std::abs(err) <= (host_gap ? 0.25 : 0.10));
-      CHECK(std::abs(ratio_s / ratio_m - 1.0) <= (host_gap ? 0.15 : 0.10));
+      CHECK(std::abs(err) <= (host_bound ? 0.15 : 0.10));
+      CHECK(std::abs(ratio_s / ratio_m - 1.0) <= (host_bound ? 0.25 : 0.10));
     }
   }
 }
@@ -114,9 +112,10 @@ TEST_CASE("moe layer on 2 H200s: each point and the skewed/balanced ratio within
 
 // Held out entirely (nothing was fitted on 4 GPUs): the same layers on 4
 // H200s, calibration/measurements/h200-x4/moe_ep_2026-11-26/moe_ep.json.
-// Measured on 2026-11-26 with this model: hidden 4096, >= 16K tokens, every
-// point -5.8% .. -0.6% and ratios +0.2% .. +3.2%; hidden 2048 backward within
-// 1.3%, forward -16.5% .. -2.5% (the host gap above).
+// With the host modelled (2026-11-26): >= 16K tokens, every point -3.8% ..
+// +2.1% and ratios -1.3% .. +5.2% (before: hidden-2048 forward -16.5% ..
+// -2.5%, ratios up to +11.6%); 4K tokens -9.5% .. +13.6% (before: -46% ..
+// +3%), ratios up to +19.5% (before +51%).
 TEST_CASE("moe layer on 4 H200s (held out): each point and the ratio within 10%",
           "[moe][measured]") {
   check_points(points("calibration/measurements/h200-x4/moe_ep_2026-11-26/moe_ep.json", 4));
