@@ -29,14 +29,15 @@ RANGES = ((0.0, 100.0), (0.0, 400.0), (0.0, 200.0))  # µs searched (the test's 
 
 def yaml_for(r, pas, host):
     gpus = r["ranks"]
+    preset = "h100-sxm" if "H100" in r["device"] else "h200-sxm"
     copies = ", ".join(str(gpus * c) for c in r["expert_tokens_per_source"])
     extra = "".join(", %s: %.3fus" % (k, v) for k, v in zip(KEYS, host)) if host else ", host: none"
-    return ("cluster: {gpu: h200-sxm, nodes: 1, gpus_per_node: %d}\n"
+    return ("cluster: {gpu: %s, nodes: 1, gpus_per_node: %d}\n"
             "network: {model: flow}\n"
             "workload:\n  kind: graph\n  ops:\n"
             "    - {name: moe, op: moe, tokens: %d, hidden: %d, expert_ffn: %d, experts: %d, top_k: %d, "
             "expert_tokens: [%s], pass: %s%s}\n" % (
-                gpus, r["tokens_per_rank"], r["hidden"], r["expert_ffn"], r["experts"], r["top_k"], copies,
+                preset, gpus, r["tokens_per_rank"], r["hidden"], r["expert_ffn"], r["experts"], r["top_k"], copies,
                 pas, extra))
 
 
@@ -114,6 +115,15 @@ def table(title, rows):
             r["name"], pas, m, s, 100 * (s / m - 1), rm, rs, 100 * (rs / rm - 1)))
 
 
+def load(path):
+    """The file's points (failed ones left out), each tagged with its GPU's name."""
+    doc = json.load(open(path))
+    out = [r for r in doc["results"] if "error" not in r]
+    for r in out:
+        r["device"] = doc["meta"]["device_name"]
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gcsim", default="build/gcsim")
@@ -122,14 +132,14 @@ def main():
     ap.add_argument("--start", default="20,150,20", help="starting host costs (us)")
     ap.add_argument("--no-fit", action="store_true", help="only print the tables with --start")
     a = ap.parse_args()
-    fit_results = [r for r in json.load(open(a.fit))["results"] if "error" not in r]
+    fit_results = load(a.fit)
     start = [float(v) for v in a.start.split(",")]
     host = start if a.no_fit else fit(a.gcsim, fit_results, start)
     print("\nfitted: " + ", ".join("%s %.1f us" % (k, v) for k, v in zip(KEYS, host)))
     table("fit (%s), host modelled" % a.fit, errors(a.gcsim, fit_results, host))
     table("fit (%s), host: none" % a.fit, errors(a.gcsim, fit_results, None))
     for c in a.check:
-        res = [r for r in json.load(open(c))["results"] if "error" not in r]
+        res = load(c)
         table("held out (%s), host modelled" % c, errors(a.gcsim, res, host))
         table("held out (%s), host: none" % c, errors(a.gcsim, res, None))
 

@@ -24,7 +24,8 @@ double read_fraction(ConfigReader& r, const std::string& key, double fallback, d
 
 MoeOpRead read_moe_op(ConfigReader& r, const std::string& name, int num_ranks, int gpus_per_node,
                       uint64_t seed, workloads::WorkloadGraph& g, uint16_t compute_stream,
-                      uint16_t comm_stream, uint16_t host_stream) {
+                      uint16_t comm_stream, uint16_t host_stream,
+                      const models::gpu::GpuSpec& gpu) {
   MoeOpRead out;
   std::vector<int> ranks = read_rank_group(r, num_ranks, {"", false, true});
   std::sort(ranks.begin(), ranks.end());
@@ -35,6 +36,7 @@ MoeOpRead read_moe_op(ConfigReader& r, const std::string& name, int num_ranks, i
   rc.tokens = r.get_int_in("tokens", std::nullopt, "tokens per EP rank (this micro-batch)", 1,
                            int64_t{1} << 31);
   MoeLayerSpec spec;
+  spec.eager = EagerKernelEfficiency{}.on_gpu(gpu.sm_count, gpu.hbm_bandwidth.bytes_per_s());
   spec.hidden = r.get_int_in("hidden", std::nullopt, "model width", 1, int64_t{1} << 20);
   spec.expert_ffn = r.get_int_in("expert_ffn", std::nullopt, "each expert's FFN width", 1,
                                  int64_t{1} << 20);

@@ -56,3 +56,22 @@ TEST_CASE("moe: fitted host costs lie in their physical ranges", "[moe][fit]") {
   CHECK(h.sync_us >= 5.0);
   CHECK(h.sync_us <= 200.0);
 }
+
+TEST_CASE("moe: eager kernel efficiencies follow the SMs, not HBM, on another GPU", "[moe][fit]") {
+  const EagerKernelEfficiency h200;
+  // The fit's own GPU: unchanged.
+  const auto same = h200.on_gpu(132, 4.8e12);
+  CHECK(same.atomic == h200.atomic);
+  CHECK(same.broadcast == h200.broadcast);
+  CHECK(same.strided == h200.strided);
+  // An H100 (132 SMs, 3.35 TB/s): the same bytes per second, a larger
+  // share of its HBM: 0.17 x 4.8 / 3.35 = 0.2436.
+  const auto h100 = h200.on_gpu(132, 3.35e12);
+  CHECK(h100.atomic == Approx(0.17 * 4.8 / 3.35));
+  CHECK(h100.broadcast == Approx(0.33 * 4.8 / 3.35));
+  CHECK(h100.strided == Approx(0.37 * 4.8 / 3.35));
+  // Half the SMs at the same bandwidth: half the loads in flight.
+  CHECK(h200.on_gpu(66, 4.8e12).atomic == Approx(0.085));
+  // Never above streaming.
+  CHECK(h200.on_gpu(132, 1.0e12).strided == 1.0);
+}

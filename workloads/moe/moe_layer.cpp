@@ -15,6 +15,17 @@ using models::gpu::GemmShape;
 using models::gpu::MemoryOpKind;
 using models::gpu::MemoryOpShape;
 
+EagerKernelEfficiency EagerKernelEfficiency::on_gpu(int sm_count, double hbm_bytes_per_s) const {
+  if (sm_count <= 0 || !(hbm_bytes_per_s > 0.0)) return *this;
+  const double scale = kEagerFitHbmBytesPerS / hbm_bytes_per_s *
+                       static_cast<double>(sm_count) / kEagerFitSmCount;
+  EagerKernelEfficiency e;
+  e.broadcast = std::min(1.0, broadcast * scale);
+  e.atomic = std::min(1.0, atomic * scale);
+  e.strided = std::min(1.0, strided * scale);
+  return e;
+}
+
 EagerHostCost eager_host_cost() {
   // Fitted by calibration/fit/moe_host_fit.py on the 18 2-H200 points,
   // forward and backward (the 4K-token points, where the host decides the

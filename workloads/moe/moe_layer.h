@@ -53,7 +53,19 @@ struct EagerKernelEfficiency {
   // SwiGLU kernels on the two strided halves of fc1's output (experts
   // phase minus gcsim's GEMMs: absorbs the GEMM model's error too).
   double strided = 0.37;
+
+  // The fractions above are of the H200's 4.8 TB/s with its 132 SMs. These
+  // kernels are bound by the loads each SM keeps in flight (Little's law,
+  // tests/unit/test_moe_eager_ranges.cpp), not by HBM: their bytes per
+  // second follow the SMs, and an H100 (132 SMs, 3.35 TB/s) runs them in
+  // the same time (measured: unpermute 3.09 ms on 4 H100s, 3.01 ms on 4
+  // H200s, hidden 4096, 32K tokens). So on a GPU with `sm_count` SMs and
+  // `hbm_bytes_per_s`, each fraction is rescaled to the same bytes per
+  // second per SM, at most 1 (streaming).
+  EagerKernelEfficiency on_gpu(int sm_count, double hbm_bytes_per_s) const;
 };
+inline constexpr int kEagerFitSmCount = 132;          // h200-sxm preset
+inline constexpr double kEagerFitHbmBytesPerS = 4.8e12;  // h200-sxm preset
 
 // What eager PyTorch's host spends running the layer from Python, on the
 // host timeline of workloads/training/host_issue.h (the same model as the
