@@ -123,7 +123,7 @@ TEST_CASE("moe layer on 2 H200s: each point and the skewed/balanced ratio within
 // With the host modelled (2026-11-26): >= 16K tokens, every point -3.8% ..
 // +2.1% and ratios -1.3% .. +5.2% (before: hidden-2048 forward -16.5% ..
 // -2.5%, ratios up to +11.6%); 4K tokens -9.5% .. +13.6% (before: -46% ..
-// +3%), ratios up to +19.5% (before +51%).
+// +1.9%), ratios up to +19.5% (before +51%).
 TEST_CASE("moe layer on 4 H200s (held out): each point and the ratio within 10%",
           "[moe][measured]") {
   check_points(points("calibration/measurements/h200-x4/moe_ep_2026-11-26/moe_ep.json", 4), 18);
@@ -136,7 +136,7 @@ TEST_CASE("moe layer on 4 H200s (held out): each point and the ratio within 10%"
 // (EagerKernelEfficiency::on_gpu); the host is the H200 machine's fitted
 // one, while this machine's host measured about 30 us per launch and
 // 75-240 us per NCCL call (its `host_us_rank0`). With 16K and 32K tokens
-// every point -8.7% .. +2.9%, ratios -3.9% .. +7.7% (2026-11-26; before the
+// every point -8.7% .. +2.9%, ratios +0.2% .. +7.7% (2026-11-26; before the
 // per-SM rescale +5% .. +14%); 8K -10.8% .. +6.8%, ratios -12.8% .. +10.2%,
 // held to the host-bound 15% / 25%; 4K is printed only: the other host
 // decides it and the top-4 layer's backward (72 expert launches) has the
