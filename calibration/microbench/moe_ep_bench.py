@@ -31,7 +31,13 @@ cold rank's sync_combine is the time it waits for the hot rank's experts. After 
 the counts a torch.cuda._sleep backlog (outside every phase) keeps the GPU from waiting on Python.
 Reported per phase: the median over iterations, per rank. Also `plain_us`: the whole pass without
 syncs or phase events (one event pair per iteration), the median, per rank.
-A torch.profiler per-kernel summary is taken for one point (--profile-point).
+A torch.profiler per-kernel summary is taken for the --profile points.
+Host side (--host-timing, version 1.1; `host_pass_us_per_rank`, every rank's pass, and
+`host_us_rank0`, rank 0's phases): the host's own time per phase (time.perf_counter
+around each phase's Python call, no syncs, no events), with the GPU back-logged (torch.cuda._sleep
+before the backward and after the counts' .tolist()) so that no launch waits for the GPU: what
+each phase costs the host to issue. The forward's `counts` phase also holds the .tolist() wait for
+the router, permute and counts exchange queued before it on an idle GPU.
 """
 import argparse
 import json
@@ -50,7 +56,8 @@ import torch.nn.functional as F  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_timing as tt  # noqa: E402
 
-VERSION = "moe_ep_bench 1.0"
+VERSION = "moe_ep_bench 1.1"
+HOST_BACKLOG_US = 20000.0  # covers the host issuing a whole pass (~100 launches at <= 100 us)
 BF = torch.bfloat16
 
 
@@ -302,6 +309,39 @@ def measure_point(layer, iters, warm):
     return rec
 
 
+def host_times(layer, iters, warm):
+    """Host µs per phase (median over iterations) and per pass (median of the sums), the GPU
+    back-logged so the host never waits for it except at the counts' .tolist()."""
+    samples = {"fwd": {}, "bwd": {}}
+    totals = {"fwd": [], "bwd": []}
+    for it in range(warm + iters):
+        for pas, mk in (("fwd", layer.fwd_phases), ("bwd", layer.bwd_phases)):
+            dist.barrier()
+            torch.cuda.synchronize()
+            if pas == "bwd":
+                tt.backlog(HOST_BACKLOG_US)
+            total = 0.0
+            for name, fn in mk():
+                if name.startswith("sync"):
+                    continue
+                if name == "BACKLOG":
+                    tt.backlog(HOST_BACKLOG_US)
+                    continue
+                t0 = time.perf_counter()
+                fn()
+                dt = (time.perf_counter() - t0) * 1e6
+                total += dt
+                if it >= warm:
+                    samples[pas].setdefault(name, []).append(dt)
+            if it >= warm:
+                totals[pas].append(total)
+            torch.cuda.synchronize()
+    out = {pas: {n: statistics.median(v) for n, v in samples[pas].items()} for pas in samples}
+    for pas in totals:
+        out[pas + "_total"] = statistics.median(totals[pas])
+    return out
+
+
 def kernel_summary(layer):
     from torch.profiler import ProfilerActivity, profile
     for _ in range(2):
@@ -331,19 +371,31 @@ def main():
     ap.add_argument("--budget-s", type=float, default=120.0, help="stop starting new points after this")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--quick", action="store_true", help="two small points only (a smoke test)")
+    ap.add_argument("--shapes", default="2048:1408:8:2,4096:2048:16:2",
+                    help="hidden:expert_ffn:experts:top_k, comma-separated")
+    ap.add_argument("--tokens", default="4096,16384,32768", help="tokens per rank, comma-separated")
+    ap.add_argument("--skews", default="0,0.8,1.5", help="Zipf skews, comma-separated")
+    ap.add_argument("--profile", default="4096:2048:16:2/16384/1.5",
+                    help="points (shape/tokens/skew, comma-separated) whose kernels torch.profiler lists")
+    ap.add_argument("--host-timing", action="store_true",
+                    help="also time the host's issue of each phase (host_us_per_rank)")
     a = ap.parse_args()
     t0 = time.perf_counter()
     start()
     W = dist.get_world_size()
     rank = dist.get_rank()
     # (hidden, expert ffn, experts, top_k): two layer shapes, 4 and 8 experts per rank on 2 GPUs.
-    shapes = [(2048, 1408, 8, 2), (4096, 2048, 16, 2)]
-    tokens = [4096, 16384, 32768]
-    skews = [0.0, 0.8, 1.5]
+    parse_shape = lambda txt: tuple(int(v) for v in txt.split(":"))  # noqa: E731
+    shapes = [parse_shape(x) for x in a.shapes.split(",")]
+    tokens = [int(x) for x in a.tokens.split(",")]
+    skews = [float(x) for x in a.skews.split(",")]
     points = [(s, t, z) for s in shapes for t in tokens for z in skews]
     if a.quick:
         points = [(shapes[0], 4096, 0.0), (shapes[0], 4096, 1.5)]
-    profile_point = ((4096, 2048, 16, 2), 16384, 1.5)
+    profile_points = set()
+    for x in filter(None, a.profile.split(",")):
+        sh, t, z = x.split("/")
+        profile_points.add((parse_shape(sh), int(t), float(z)))
     meta = None
     if rank == 0:
         meta = tt.provenance("calibration/microbench/moe_ep_bench.py", VERSION)
@@ -360,7 +412,7 @@ def main():
         meta["layer"] = ("Megatron alltoall dispatcher, SequentialMLP SwiGLU experts (2 cuBLAS GEMMs per "
                          "expert fwd, 4 bwd), bf16, experts [r*E/W,(r+1)*E/W) on rank r, hot experts by index")
     results = []
-    profile_rows = None
+    profile_rows = []
 
     def write():
         if rank == 0:
@@ -400,6 +452,18 @@ def main():
             rec["plain_us_per_rank"] = [{"fwd": p[0].item(), "bwd": p[1].item(), "fwd_bwd": p[2].item()} for p in allp]
             rec["received_per_local_expert"] = layer.per_expert
             rec["iters"] = a.iters
+            if a.host_timing:
+                try:
+                    ht = host_times(layer, max(5, a.iters // 2), 2)
+                    hv = torch.tensor([ht["fwd_total"], ht["bwd_total"]], device="cuda", dtype=torch.float64)
+                    hall = [torch.zeros_like(hv) for _ in range(W)]
+                    dist.all_gather(hall, hv)
+                    rec["host_pass_us_per_rank"] = [{"fwd": h[0].item(), "bwd": h[1].item()} for h in hall]
+                    if rank == 0:  # rank 0's phases (every rank issues the same ops)
+                        rec["host_us_rank0"] = {"fwd": ht["fwd"], "bwd": ht["bwd"]}
+                except Exception as ex:  # noqa: BLE001
+                    rec["host_error"] = repr(ex)
+                    print("rank %d %s host timing failed: %r" % (rank, name, ex), flush=True)
             rec["point_s"] = time.perf_counter() - t1
             if rank == 0:
                 f0, f1 = ph["fwd"][0], ph["fwd"][1]
@@ -408,14 +472,14 @@ def main():
                           name, allp[0][0].item(), allp[1][0].item(), allp[0][1].item(), allp[1][1].item(),
                           f0["dispatch"], f0["experts"], f0["combine"], f1["experts"], f1["sync_combine"],
                           rec["point_s"]), flush=True)
-            if ((H, Fh, E, k), T, skew) == profile_point:
+            if ((H, Fh, E, k), T, skew) in profile_points:
                 try:
                     rows = kernel_summary(layer)
                     if rank == 0:
-                        profile_rows = {"point": name, "per": "one fwd+bwd pass (3 profiled, divided by 3), rank 0",
-                                        "kernels": rows}
+                        profile_rows.append({"point": name, "per": "one instrumented fwd+bwd pass (3 profiled, "
+                                             "divided by 3), rank 0", "kernels": rows})
                 except Exception as ex:  # noqa: BLE001
-                    profile_rows = {"point": name, "error": repr(ex)}
+                    profile_rows.append({"point": name, "error": repr(ex)})
             del layer
             torch.cuda.empty_cache()
         except Exception as ex:  # noqa: BLE001

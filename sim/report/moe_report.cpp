@@ -15,10 +15,10 @@ using workloads::moe::MoeRole;
 
 namespace {
 
-constexpr int kRoles = 9;
+constexpr int kRoles = 10;
 constexpr std::array<MoeRole, kRoles> kAllRoles{
-    MoeRole::router, MoeRole::permute, MoeRole::counts,  MoeRole::dispatch, MoeRole::sort,
-    MoeRole::experts, MoeRole::unsort, MoeRole::combine, MoeRole::unpermute};
+    MoeRole::router,  MoeRole::permute, MoeRole::counts,  MoeRole::dispatch,  MoeRole::sort,
+    MoeRole::experts, MoeRole::unsort,  MoeRole::combine, MoeRole::unpermute, MoeRole::host};
 
 // One EP rank's share of a layer, in seconds.
 struct RankTimes {

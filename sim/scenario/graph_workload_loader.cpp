@@ -83,6 +83,7 @@ struct GraphContext {
   int num_ranks = 0;
   int gpus_per_node = 0;
   uint64_t seed = 1;
+  const models::gpu::GpuSpec* gpu = nullptr;  // the cluster's GPU (moe ops)
 };
 
 ParsedOp parse_op(ConfigReader r, const GraphContext& ctx, WorkloadGraph& graph) {
@@ -176,7 +177,8 @@ ParsedOp parse_op(ConfigReader r, const GraphContext& ctx, WorkloadGraph& graph)
     local(OpKind::memory, workloads::MemoryOp{kind == "alloc" ? b : sim::Bytes(-b.count())});
   } else if (kind == "moe") {
     MoeOpRead m = read_moe_op(r, p.name, num_ranks, ctx.gpus_per_node, ctx.seed, graph,
-                              op.stream, graph.intern_stream("comm"));
+                              op.stream, graph.intern_stream("comm"), graph.intern_stream("host"),
+                              *ctx.gpu);
     for (size_t i = 0; i < m.ranks.size(); ++i) {
       for (Op& sub : m.ops[i]) p.instances.emplace_back(m.ranks[i], std::move(sub));
     }
@@ -272,12 +274,13 @@ double graph_instances(const YAML::Node& ops, int num_ranks) {
       n += 2;
     } else if (kind.IsScalar() && kind.Scalar() == "moe") {
       // About 20 ops per rank plus 4 (forward) to 11 (backward) per local
-      // expert; counted generously so the budget check errs high.
+      // expert, twice over with the host's launch delays; counted
+      // generously so the budget check errs high.
       const double group = ranks.IsSequence() ? static_cast<double>(ranks.size()) : num_ranks;
       const YAML::Node experts = has(item, "experts") ? item["experts"] : YAML::Node();
-      double per_rank = 64;
+      double per_rank = 128;
       try {
-        if (experts.IsScalar()) per_rank = 40 + 15 * std::max(1.0, experts.as<double>() / group);
+        if (experts.IsScalar()) per_rank = 2 * (40 + 15 * std::max(1.0, experts.as<double>() / group));
       } catch (const YAML::Exception&) {
       }
       n += group * per_rank;
@@ -296,7 +299,7 @@ std::unique_ptr<WorkloadGraph> load_graph_workload(
     ConfigReader& workload, int num_ranks, const models::gpu::GpuSpec& gpu,
     const ResourceLimits& limits, int gpus_per_node, uint64_t seed,
     std::vector<workloads::moe::MoeLayerInfo>* moe_layers) {
-  const GraphContext ctx{num_ranks, gpus_per_node, seed};
+  const GraphContext ctx{num_ranks, gpus_per_node, seed, &gpu};
   const YAML::Node raw_ops = workload.raw("ops", "the ops, in issue order per stream");
   if (raw_ops.IsSequence()) {
     const double items = static_cast<double>(raw_ops.size());

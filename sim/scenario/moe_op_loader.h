@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/config/config_reader.h"
+#include "models/gpu/gpu_spec.h"
 #include "sim/engine/ir.h"
 #include "workloads/moe/moe_layer.h"
 
@@ -21,9 +22,12 @@ struct MoeOpRead {
 
 // Reads the op's keys (its `name` and `op` already read) and builds its
 // ops; fails at the key at fault. `gpus_per_node` places ranks on nodes
-// (node-limited routing), `seed` is the run's seed (placement, sampling).
+// (node-limited routing), `seed` is the run's seed (placement, sampling);
+// the host's launch delays go on `host_stream`; `gpu` sets the eager
+// kernels' efficiencies (EagerKernelEfficiency::on_gpu).
 MoeOpRead read_moe_op(sim::config::ConfigReader& r, const std::string& name, int num_ranks,
                       int gpus_per_node, uint64_t seed, workloads::WorkloadGraph& g,
-                      uint16_t compute_stream, uint16_t comm_stream);
+                      uint16_t compute_stream, uint16_t comm_stream, uint16_t host_stream,
+                      const models::gpu::GpuSpec& gpu);
 
 }  // namespace gcsim::cli

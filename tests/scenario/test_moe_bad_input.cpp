@@ -92,3 +92,12 @@ TEST_CASE("moe bad input: pass, activation, dtype, unknown key", "[cli][moe]") {
   expect_bad(op("      dtype: bf17\n"), 7, "dtype", {"bf16"});
   expect_bad(op("      skwe: 1\n"), 7, "skwe", {"skew"});
 }
+
+TEST_CASE("moe bad input: host keys", "[cli][moe]") {
+  expect_bad(op("      host: python\n"), 7, "host", {"eager", "none"});
+  expect_bad(op("      host_overhead: fast\n"), 7, "host_overhead", {});
+  expect_bad(op("      host_collective: -5us\n"), 7, "host_collective", {});
+  expect_bad(op("      host_sync: 20s\n"), 7, "host_sync", {"10 ms"});
+  expect_bad(op("      host: none\n      host_overhead: 10us\n"), 8, "host_overhead",
+             {"needs host: eager"});
+}

@@ -5,6 +5,7 @@
 #include "catch.h"
 #include "workloads/moe/moe_layer.h"
 
+using gcsim::workloads::moe::eager_host_cost;
 using gcsim::workloads::moe::EagerKernelEfficiency;
 
 // Little's law on an H200: bandwidth = bytes in flight / DRAM latency.
@@ -35,4 +36,42 @@ TEST_CASE("moe: fitted eager kernel efficiencies lie in their physical ranges", 
   // The atomic kernel does the broadcast kernel's loads plus an L2
   // read-modify-write per element: it cannot be the faster one.
   CHECK(e.atomic < e.broadcast);
+}
+
+// The host's costs (EagerHostCost, fitted on the 2-H200 machine's host).
+// A kernel launched from Python costs at least the CUDA driver's launch and
+// PyTorch's dispatch (a few µs each on any server CPU: 3 µs together) and,
+// like the framework profiles' fitted per-kernel cost, at most 100 µs. An
+// NCCL call is an aten op plus ProcessGroupNCCL's work (events, the
+// grouped send/recv plan and launch): no cheaper than a kernel, at most
+// 400 µs. Reading the counts back is a device-to-host copy and a stream
+// synchronize's wake-up (5 µs at least), at most 200 µs.
+TEST_CASE("moe: fitted host costs lie in their physical ranges", "[moe][fit]") {
+  const auto h = eager_host_cost();
+  CHECK(h.modelled);
+  CHECK(h.kernel_us >= 3.0);
+  CHECK(h.kernel_us <= 100.0);
+  CHECK(h.collective_us >= h.kernel_us);
+  CHECK(h.collective_us <= 400.0);
+  CHECK(h.sync_us >= 5.0);
+  CHECK(h.sync_us <= 200.0);
+}
+
+TEST_CASE("moe: eager kernel efficiencies follow the SMs, not HBM, on another GPU", "[moe][fit]") {
+  const EagerKernelEfficiency h200;
+  // The fit's own GPU: unchanged.
+  const auto same = h200.on_gpu(132, 4.8e12);
+  CHECK(same.atomic == h200.atomic);
+  CHECK(same.broadcast == h200.broadcast);
+  CHECK(same.strided == h200.strided);
+  // An H100 (132 SMs, 3.35 TB/s): the same bytes per second, a larger
+  // share of its HBM: 0.17 x 4.8 / 3.35 = 0.2436.
+  const auto h100 = h200.on_gpu(132, 3.35e12);
+  CHECK(h100.atomic == Approx(0.17 * 4.8 / 3.35));
+  CHECK(h100.broadcast == Approx(0.33 * 4.8 / 3.35));
+  CHECK(h100.strided == Approx(0.37 * 4.8 / 3.35));
+  // Half the SMs at the same bandwidth: half the loads in flight.
+  CHECK(h200.on_gpu(66, 4.8e12).atomic == Approx(0.085));
+  // Never above streaming.
+  CHECK(h200.on_gpu(132, 1.0e12).strided == 1.0);
 }

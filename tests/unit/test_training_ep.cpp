@@ -93,7 +93,8 @@ TEST_CASE("training EP: the dispatch is the moe op's uneven all-to-all, with its
   moe::MoeLayerInfo info;
   info.name = "moe";
   const moe::Routing routing = moe::route(op_routing(c), 1, 0);
-  const auto op_ops = moe::build_moe_layer(og, spec, routing, {0, 1, 2, 3, 4, 5, 6, 7}, 0, 1, info);
+  const auto op_ops = moe::build_moe_layer(og, spec, routing, {0, 1, 2, 3, 4, 5, 6, 7}, 0, 1, 2,
+                                           info);
   const auto op = splits_of(og, op_ops[0], "moe/dispatch");
   REQUIRE(op.size() == 1);
   CHECK(*train[0] == *op[0]);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "workloads/training/host_issue.h"
+
 namespace gcsim::workloads::moe {
 
 using models::collectives::SplitMatrix;
@@ -12,6 +14,31 @@ using models::gpu::Dtype;
 using models::gpu::GemmShape;
 using models::gpu::MemoryOpKind;
 using models::gpu::MemoryOpShape;
+
+EagerKernelEfficiency EagerKernelEfficiency::on_gpu(int sm_count, double hbm_bytes_per_s) const {
+  if (sm_count <= 0 || !(hbm_bytes_per_s > 0.0)) return *this;
+  const double scale = kEagerFitHbmBytesPerS / hbm_bytes_per_s *
+                       static_cast<double>(sm_count) / kEagerFitSmCount;
+  EagerKernelEfficiency e;
+  e.broadcast = std::min(1.0, broadcast * scale);
+  e.atomic = std::min(1.0, atomic * scale);
+  e.strided = std::min(1.0, strided * scale);
+  return e;
+}
+
+EagerHostCost eager_host_cost() {
+  // Fitted by calibration/fit/moe_host_fit.py on the 18 2-H200 points,
+  // forward and backward (the 4K-token points, where the host decides the
+  // time, make them identifiable; the 4-GPU points are held out): the sum
+  // of squared relative errors of the layer time, 0.094 over the 36 passes
+  // (0.954 without the host). See EagerHostCost and
+  // calibration/fit/moe_host_2026-11-26.md.
+  EagerHostCost c;
+  c.kernel_us = 24.1;
+  c.collective_us = 187.5;
+  c.sync_us = 23.2;
+  return c;
+}
 
 const char* role_name(MoeRole r) {
   switch (r) {
@@ -24,6 +51,7 @@ const char* role_name(MoeRole r) {
     case MoeRole::unsort: return "unsort";
     case MoeRole::combine: return "combine";
     case MoeRole::unpermute: return "unpermute";
+    case MoeRole::host: return "host";
   }
   return "?";
 }
@@ -128,7 +156,22 @@ class RankEmitter {
     op.payload = std::move(c);
     add(role, what, std::move(op));
   }
-  std::vector<Op> take() { return std::move(ops_); }
+  // The op added last (for a host sync after it).
+  size_t last() const { return ops_.size() - 1; }
+  // The ops, with the host's timeline interleaved when `host.modelled`.
+  std::vector<Op> take(const EagerHostCost& host, uint16_t host_stream,
+                       const std::vector<size_t>& syncs_after) {
+    if (!host.modelled) return std::move(ops_);
+    const auto us = [](double v) { return sim::Duration::from_seconds(v * 1e-6); };
+    std::vector<training::HostSync> syncs;
+    for (size_t i : syncs_after) syncs.push_back({i, us(host.sync_us)});
+    const uint32_t launch = g_.intern_name(prefix_ + "/host launch");
+    const uint32_t sync = g_.intern_name(prefix_ + "/host sync");
+    info_.roles[launch] = MoeRole::host;
+    info_.roles[sync] = MoeRole::host;
+    return training::with_host_timeline(ops_, host_stream, {us(host.kernel_us), us(host.collective_us)},
+                                        syncs, launch, sync);
+  }
 
  private:
   void add(MoeRole role, const std::string& what, Op op) {
@@ -149,7 +192,7 @@ class RankEmitter {
 std::vector<std::vector<Op>> build_moe_layer(WorkloadGraph& g, const MoeLayerSpec& spec,
                                              const Routing& routing, const std::vector<int>& ranks,
                                              uint16_t compute_stream, uint16_t comm_stream,
-                                             MoeLayerInfo& info) {
+                                             uint16_t host_stream, MoeLayerInfo& info) {
   const int n = routing.ranks();
   if (static_cast<int>(ranks.size()) != n) {
     throw std::invalid_argument("moe layer: routing for " + std::to_string(n) + " ranks, group of " +
@@ -200,8 +243,11 @@ std::vector<std::vector<Op>> build_moe_layer(WorkloadGraph& g, const MoeLayerSpe
     const int first_expert = r * routing.experts_per_rank();
     const auto expert = [&](size_t i) { return "expert" + std::to_string(first_expert + static_cast<int>(i)); };
 
+    std::vector<size_t> syncs;  // ops the host waits for
     if (spec.pass != MoePass::bwd) {
       e.gemm(MoeRole::router, "router", t, e_all, h, dt);
+      // logits.float() (bf16 in, fp32 out; counted as bf16: a launch-bound kernel)
+      e.elementwise(MoeRole::router, "router cast fp32", t * e_all, 1, 0, dt);
       e.softmax(MoeRole::router, "router softmax", t, e_all, Dtype::fp32);
       e.elementwise(MoeRole::router, "router topk", t * e_all, 1, 2, Dtype::fp32);
       e.elementwise(MoeRole::permute, "permute", sent_rows * h, 1, 0, dt);
@@ -210,6 +256,7 @@ std::vector<std::vector<Op>> build_moe_layer(WorkloadGraph& g, const MoeLayerSpe
       counts.comm = slot;
       counts.bytes = sim::Bytes(e_all * 8);  // one int64 count per expert
       e.collective(MoeRole::counts, "counts", counts);
+      syncs.push_back(e.last());  // .tolist(): the splits on the host
       for (size_t i = 0; i < out_legs.size(); ++i) {
         all_to_all(MoeRole::dispatch, "dispatch" + leg_suffix(i), out_legs[i]);
       }
@@ -272,7 +319,7 @@ std::vector<std::vector<Op>> build_moe_layer(WorkloadGraph& g, const MoeLayerSpe
       e.gemm(MoeRole::router, "router dgrad", t, h, e_all, dt);
       e.gemm(MoeRole::router, "router wgrad", e_all, h, t, dt);
     }
-    out.push_back(e.take());
+    out.push_back(e.take(spec.host, host_stream, syncs));
   }
   return out;
 }

@@ -53,7 +53,41 @@ struct EagerKernelEfficiency {
   // SwiGLU kernels on the two strided halves of fc1's output (experts
   // phase minus gcsim's GEMMs: absorbs the GEMM model's error too).
   double strided = 0.37;
+
+  // The fractions above are of the H200's 4.8 TB/s with its 132 SMs. These
+  // kernels are bound by the loads each SM keeps in flight (Little's law,
+  // tests/unit/test_moe_eager_ranges.cpp), not by HBM: their bytes per
+  // second follow the SMs, and an H100 (132 SMs, 3.35 TB/s) runs them in
+  // the same time (measured: unpermute 3.09 ms on 4 H100s, 3.01 ms on 4
+  // H200s, hidden 4096, 32K tokens). So on a GPU with `sm_count` SMs and
+  // `hbm_bytes_per_s`, each fraction is rescaled to the same bytes per
+  // second per SM, at most 1 (streaming).
+  EagerKernelEfficiency on_gpu(int sm_count, double hbm_bytes_per_s) const;
 };
+inline constexpr int kEagerFitSmCount = 132;          // h200-sxm preset
+inline constexpr double kEagerFitHbmBytesPerS = 4.8e12;  // h200-sxm preset
+
+// What eager PyTorch's host spends running the layer from Python, on the
+// host timeline of workloads/training/host_issue.h (the same model as the
+// training framework profiles' per-kernel issue cost, with the layer's sync
+// added): each kernel launched (the aten op's dispatch, the views and the
+// Python around it), each NCCL call (ProcessGroupNCCL's all_to_all_single:
+// the splits, its stream events, the grouped send/recv launch), and the
+// `.tolist()` of the received counts before the dispatch, which waits for
+// the counts exchange (and everything queued before it) to finish on the
+// GPU, then copies them back and returns to Python; every launch after it
+// is exposed until the host is ahead of the GPU again. Fitted on
+// calibration/measurements/h200-x2/moe_ep_2026-11-26 (the H200 machine's
+// host; calibration/fit/moe_host_fit.py), each in [0, 200] µs. The host is
+// the machine's, not the GPU's: the `host_overhead` key of the moe op sets
+// the per-kernel cost for another host.
+struct EagerHostCost {
+  bool modelled = true;       // false: the host never holds the GPU back
+  double kernel_us = 0;       // per kernel launch
+  double collective_us = 0;   // per NCCL collective call
+  double sync_us = 0;         // the counts' .tolist() after the GPU is done
+};
+EagerHostCost eager_host_cost();
 
 struct MoeLayerSpec {
   int64_t hidden = 0;      // model width H
@@ -64,11 +98,13 @@ struct MoeLayerSpec {
   int ranks_per_node = 0;   // EP ranks per node (node-limited routing); 0: one node
   int max_route_nodes = 0;  // M of node-limited routing; 0: off (plain all_to_all_single)
   EagerKernelEfficiency eager;
+  EagerHostCost host = eager_host_cost();
 };
 
 // What each sub-op of the layer is, for the report.
 enum class MoeRole : uint8_t {
-  router, permute, counts, dispatch, sort, experts, unsort, combine, unpermute
+  router, permute, counts, dispatch, sort, experts, unsort, combine, unpermute,
+  host  // the host's launches and its wait-free part of the sync (delays on the host stream)
 };
 const char* role_name(MoeRole r);
 
@@ -92,11 +128,12 @@ models::collectives::SplitMatrixPtr leg_bytes(const std::vector<int64_t>& rows, 
 
 // The ops each EP rank runs (outer index: EP rank), in order; every op
 // depends on the one before it (deps are indices within the rank's list).
-// Collectives go on `comm_stream`, kernels on `compute_stream`. `ranks` are
+// Collectives go on `comm_stream`, kernels on `compute_stream`, the host's
+// launch and sync delays (spec.host) on `host_stream`. `ranks` are
 // the global ranks, sorted; the communicator is added to `g`.
 std::vector<std::vector<Op>> build_moe_layer(WorkloadGraph& g, const MoeLayerSpec& spec,
                                              const Routing& routing, const std::vector<int>& ranks,
                                              uint16_t compute_stream, uint16_t comm_stream,
-                                             MoeLayerInfo& info);
+                                             uint16_t host_stream, MoeLayerInfo& info);
 
 }  // namespace gcsim::workloads::moe

@@ -25,3 +25,29 @@ bool host_launches(const Op& op);
 std::vector<int64_t> host_issue_times(const RankProgram& program, sim::Duration per_kernel);
 
 }  // namespace gcsim::workloads::training
+
+namespace gcsim::workloads::training {
+
+// The same host as a stream of the graph, for code whose host also waits for
+// the GPU (`.item()`, `.tolist()`, a blocking copy): before each op the host
+// launches, a delay of its launch cost on `host_stream`, which the op waits
+// for; after each op of `syncs`, a delay of the sync's cost that waits for
+// that op's end, so every launch after it waits for the GPU. Without syncs,
+// the k-th launch ends at the time host_issue_times gives (the delays run
+// back to back); with them, the launches after a sync are exposed until
+// the host is ahead again. `ops` is one rank's list (deps index it); the
+// result holds the same ops, deps re-indexed, with the host's delays
+// interleaved, each named `launch_name` or `sync_name`.
+struct HostSync {
+  size_t after = 0;  // index into `ops` of the op the host waits for
+  sim::Duration cost;  // reading its result back (copy, wake-up, Python)
+};
+struct HostLaunchCost {
+  sim::Duration kernel;      // one kernel launch from Python
+  sim::Duration collective;  // one NCCL collective or p2p call
+};
+std::vector<Op> with_host_timeline(const std::vector<Op>& ops, uint16_t host_stream,
+                                   const HostLaunchCost& cost, const std::vector<HostSync>& syncs,
+                                   uint32_t launch_name, uint32_t sync_name);
+
+}  // namespace gcsim::workloads::training
