@@ -69,7 +69,8 @@ class NcclSweepError : public std::runtime_error {
 };
 
 // Every result of one sweep file, with NCCL's choices attached and
-// outliers flagged. Throws NcclSweepError for a file that is missing, not
+// outliers flagged; fenced rows (one call plus an 8-byte all-reduce, not a
+// back-to-back loop) are left out. Throws NcclSweepError for a file that is missing, not
 // JSON, of another schema, or with a row whose op, ranks, bytes, time_us or
 // protocol is missing or wrong.
 std::vector<NcclMeasurement> load_nccl_sweep(const std::string& path);
