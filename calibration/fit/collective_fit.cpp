@@ -57,7 +57,7 @@ models::network::Fabric one_host(const models::gpu::GpuSpec& gpu, int n) {
 // share is not fitted: it is measured directly (fit_ranges() says where).
 // Last, the p2p channel ceiling and the per-round cost of a grouped
 // send/recv (all-to-all); its fixed latency is LL's base (set_p2p_latency).
-constexpr int kFields = 3 * 4 + 2 + 2;
+constexpr int kFields = 3 * 4 + 2 + 3;
 
 double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 double to_unit(double x, const FitRange& r) {
@@ -142,6 +142,9 @@ std::vector<Field> fields() {
   f.push_back({range("p2p.max_per_channel_GBps"),
                [](const CollectiveParams& p) { return p.p2p_max_per_channel.gb_per_s(); },
                [](CollectiveParams& p, double x) { p.p2p_max_per_channel = sim::Bandwidth::gb_per_s(x); }});
+  f.push_back({range("p2p.connection_rate_GBps"),
+               [](const CollectiveParams& p) { return p.p2p_connection_rate.gb_per_s(); },
+               [](CollectiveParams& p, double x) { p.p2p_connection_rate = sim::Bandwidth::gb_per_s(x); }});
   f.push_back({range("p2p.round_overhead_us"),
                [](const CollectiveParams& p) { return p.p2p_round_overhead.microseconds(); },
                [](CollectiveParams& p, double x) { p.p2p_round_overhead = sim::us(x); }});
@@ -300,6 +303,11 @@ std::vector<FitRange> fit_ranges() {
       // local copy with one set of warps: at most twice one SM's ~60 GB/s
       // NVLink load/store path, summed over its parts.
       {"p2p.max_per_channel_GBps", 5.0, 120.0},
+      // One p2p connection's window over its round trip on an idle link:
+      // no more than the SM that issues its stores can (a Hopper SM stores
+      // at most 128 B per clock, ~250 GB/s at 1.98 GHz); at least a few
+      // GB/s (one warp's stores in flight over a microsecond).
+      {"p2p.connection_rate_GBps", 5.0, 250.0},
 
       // Each round of a grouped send/recv (a peer, or the rank itself) is
       // one work item: its descriptor read and its connection's flags, from
@@ -409,6 +417,10 @@ std::vector<NcclMeasurement> load_nccl_sweep(const std::string& path) {
   for (size_t i = 0; i < results.size(); ++i) {
     const std::string where = "results[" + std::to_string(i) + "]";
     const auto& r = results[i];
+    // A fenced row (nccl_sweep.py --fence) times each call followed by an
+    // 8-byte all-reduce: one call's end-to-end time plus the fence, not a
+    // back-to-back loop; nothing here predicts it.
+    if (r.is_object() && r.contains("fence")) continue;
     NcclMeasurement m;
     const std::string op = text(r, where, "op");
     const auto parsed = models::collectives::parse_op(op);
@@ -430,6 +442,7 @@ std::vector<NcclMeasurement> load_nccl_sweep(const std::string& path) {
                            "' is not default, LL, LL128 or Simple");
     }
     m.in_place = r.value("in_place", false);
+    if (r.contains("iters")) m.iters = static_cast<int>(number(r, where, "iters", 1));
     m.algorithm = m.op == CollectiveOp::all_to_all ? Algorithm::direct : Algorithm::ring;
     if (m.op == CollectiveOp::send_recv) m.algorithm = Algorithm::direct;
     m.protocol = m.forced ? protocol_from(protocol) : nccl_protocol(op, m.ranks, m.bytes);
@@ -513,12 +526,17 @@ double predict_us(const CollectiveParams& params, const models::gpu::GpuSpec& gp
     req.protocol = m.protocol;
   }
   sim::Time end;
+  models::collectives::Plan ran;
   engine.run(req, [&](const models::collectives::Plan& pl) {
     end = sim.now();
-    if (plan != nullptr) *plan = pl;
+    ran = pl;
   });
   sim.run();
-  return end.microseconds();
+  if (plan != nullptr) *plan = ran;
+  if (m.iters <= 0) return end.microseconds();
+  // A loop of back-to-back calls: every call but the last overlaps the next.
+  const double overlap = engine.back_to_back_overlap(req, ran).microseconds();
+  return end.microseconds() - overlap * (1.0 - 1.0 / m.iters);
 }
 
 double rms_log_error(const CollectiveParams& params, const models::gpu::GpuSpec& gpu,
@@ -592,6 +610,7 @@ CollectiveParams fit_start(const models::gpu::GpuSpec& gpu) {
   start.protocol_of(Protocol::simple).max_per_channel = sim::Bandwidth::gb_per_s(25);
   start.protocol_of(Protocol::simple).ring_loop_overhead = sim::us(5.0);
   start.p2p_max_per_channel = sim::Bandwidth::gb_per_s(36);
+  start.p2p_connection_rate = sim::Bandwidth::gb_per_s(60);
   start.p2p_round_overhead = sim::us(0.3);
   return start;
 }
@@ -670,6 +689,8 @@ std::string fitted_fields_cpp(const CollectiveParams& p) {
     << fmt("%.6g", sp.ring_loop_overhead.microseconds()) << ");\n"
     << "  p.p2p_max_per_channel = sim::Bandwidth::gb_per_s("
     << fmt("%.6g", p.p2p_max_per_channel.gb_per_s()) << ");\n"
+    << "  p.p2p_connection_rate = sim::Bandwidth::gb_per_s("
+    << fmt("%.6g", p.p2p_connection_rate.gb_per_s()) << ");\n"
     << "  p.p2p_round_overhead = us(" << fmt("%.6g", p.p2p_round_overhead.microseconds())
     << ");\n";
   return o.str();
@@ -692,7 +713,9 @@ std::string fit_report(const CollectiveParams& params, const models::gpu::GpuSpe
     << " per peer, " << fmt("%.0f", params.p2p.chunk.as_double() / 1024)
     << " KiB chunks (NCCL's); a p2p channel moves at most "
     << fmt("%.1f", params.p2p_max_per_channel.gb_per_s())
-    << " GB/s over all its parts, each round of the group costs "
+    << " GB/s over all its parts, one connection (a send part) "
+    << fmt("%.1f", params.p2p_connection_rate.gb_per_s())
+    << " GB/s on an idle link, each round of the group costs "
     << fmt("%.3f", params.p2p_round_overhead.microseconds()) << " us, the local copy runs at "
     << fmt("%.0f", params.local_copy.gb_per_s()) << " GB/s.\n\n";
   o << "| protocol | base latency (us) | step overhead (us) | slice (KiB) | ceiling (GB/s) |\n"

@@ -50,6 +50,10 @@ struct NcclMeasurement {
   bool forced = false;
   bool in_place = false;
   int max_channels = 0;  // NCCL max_ctas when set, else 0 (NCCL's own: 24)
+  // Calls per timed loop (nccl_sweep.py's "iters"): time_us is a loop of
+  // that many back-to-back calls over the count, as nccl-tests times; 0 =
+  // one call timed alone.
+  int iters = 0;
   // A spike against both neighbouring sizes of its series (> 1.5x the
   // larger one): the VM's noise, not NCCL; left out of the fit and the
   // error figures, listed in the report.
@@ -65,7 +69,8 @@ class NcclSweepError : public std::runtime_error {
 };
 
 // Every result of one sweep file, with NCCL's choices attached and
-// outliers flagged. Throws NcclSweepError for a file that is missing, not
+// outliers flagged; fenced rows (one call plus an 8-byte all-reduce, not a
+// back-to-back loop) are left out. Throws NcclSweepError for a file that is missing, not
 // JSON, of another schema, or with a row whose op, ranks, bytes, time_us or
 // protocol is missing or wrong.
 std::vector<NcclMeasurement> load_nccl_sweep(const std::string& path);
@@ -74,9 +79,12 @@ std::vector<NcclMeasurement> load_nccl_sweep(const std::string& path);
 // (calibration/measurements/h200-x2/README.md): what fewer channels cost.
 std::vector<NcclMeasurement> h200_channel_points();
 
-// The engine's time for `m`, in microseconds. `use_tuner`: gcsim's tuner
-// picks algorithm and protocol; otherwise NCCL's are forced. `plan`, when
-// given, receives what ran.
+// The engine's time for `m`, in microseconds, as `m` was timed: one call,
+// or per call of a loop of m.iters back-to-back calls (one run less the
+// overlap of consecutive calls, CollectiveEngine::back_to_back_overlap, for
+// all but the loop's last call). `use_tuner`: gcsim's tuner picks algorithm
+// and protocol; otherwise NCCL's are forced. `plan`, when given, receives
+// what ran.
 double predict_us(const models::collectives::CollectiveParams& params,
                   const models::gpu::GpuSpec& gpu, const NcclMeasurement& m, bool use_tuner,
                   models::collectives::Plan* plan = nullptr);

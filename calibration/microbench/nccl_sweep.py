@@ -22,6 +22,11 @@ all_reduce and broadcast in-place only and all_to_all, send_recv out-of-place on
 PyTorch's API has only that form. nvidia-smi clocks, power and throttle reasons are read
 before and after each op's sweep. NCCL_ALGO / NCCL_PROTO, if set, are recorded as forced.
 --probe runs each op and size once (for NCCL_DEBUG_SUBSYS=TUNING logs of NCCL's choices).
+--fence follows every timed call with an 8-byte all_reduce (rows carry "fence": "all_reduce_8B"):
+a ring all-reduce ends on no rank before every rank has joined it, so back-to-back calls can no
+longer overlap one another (a broadcast chain's root starting call k+1 while call k still travels
+down the chain); time minus that of the 8-byte all_reduce alone is one call's end-to-end time.
+--steps-per-octave m: sizes 2^(1/m) apart instead of 2x (m = 1).
 device_copy (not in the default --ops) times dst.copy_(src) of S bytes on each GPU with no
 communication: the device-to-device copy rate that all_to_all's self slice runs at.
 Results are written (rank 0, atomically) after every op's sweep, so a run cut off keeps what ended;
@@ -29,6 +34,7 @@ a size whose buffers cannot be allocated on some rank is skipped by every rank a
 meta.skipped.
 """
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -41,7 +47,7 @@ import torch.distributed as dist
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_timing as tt  # noqa: E402
 
-VERSION = "nccl_sweep 1.3"
+VERSION = "nccl_sweep 1.4"
 # NVLink multicast stays off (device README: it can take the host's GPUs out of service).
 for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"), ("NVSHMEM_DISABLE_NVLS", "1")):
     os.environ[_k] = _v
@@ -107,6 +113,16 @@ def make_call(op, nbytes, n, in_place):
     return lambda: dist.broadcast(t, src=0)
 
 
+def fenced(call):
+    """`call`, then an 8-byte all_reduce that every rank must join before any can leave it."""
+    fence = torch.zeros(2, device="cuda")
+
+    def both():
+        call()
+        dist.all_reduce(fence)
+    return both
+
+
 def time_loop(call, iters):
     dist.barrier()
     torch.cuda.synchronize()
@@ -135,6 +151,8 @@ def main():
     ap.add_argument("--max-bytes", type=int, default=4 << 30)
     ap.add_argument("--probe", action="store_true")
     ap.add_argument("--label", default="")
+    ap.add_argument("--fence", action="store_true")
+    ap.add_argument("--steps-per-octave", type=int, default=1)
     a = ap.parse_args()
     local = int(os.environ.get("LOCAL_RANK", "0"))
     torch.cuda.set_device(local)
@@ -151,16 +169,22 @@ def main():
     if rank == 0:
         meta = tt.provenance("calibration/microbench/nccl_sweep.py", VERSION)
         meta.update({"nccl_version": ".".join(str(x) for x in torch.cuda.nccl.version()), "ranks": n,
-                     "label": a.label, "forced": forced, "dtype": "float32",
+                     "label": a.label, "forced": forced, "fence": a.fence,
+                     "steps_per_octave": a.steps_per_octave,
+                     "script_sha256": hashlib.sha256(open(os.path.abspath(__file__), "rb").read()).hexdigest(), "dtype": "float32",
                      "devices": [g["device"] for g in gathered],
                      "env": {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "CUDA_VISIBLE", "TORCH_SYMM", "NVSHMEM"))},
                      "correctness_all_reduce_ok": all(g["check_ok"] for g in gathered),
                      "skipped": [], "complete": False})
     sizes = []
-    b = a.min_bytes
-    while b <= a.max_bytes:
-        sizes.append(b)
-        b *= 2
+    k = 0
+    while True:
+        b = int(round(a.min_bytes * 2.0 ** (k / max(1, a.steps_per_octave))))
+        if b > a.max_bytes:
+            break
+        if not sizes or b > sizes[-1]:
+            sizes.append(b)
+        k += 1
     results = []
     smi = []
 
@@ -183,6 +207,8 @@ def main():
                 # Every rank must issue the same calls: skip a size some rank cannot allocate.
                 try:
                     call = make_call(op, nbytes, n, in_place)
+                    if a.fence:
+                        call = fenced(call)
                     made = 1.0
                 except RuntimeError as ex:  # CUDA out of memory
                     call, made = None, 0.0
@@ -220,6 +246,8 @@ def main():
                                 "per_rank_time_us": per_rank, "iters": iters, "loop_us_rank0": loops,
                                 "algorithm": forced.get("NCCL_ALGO", "default"),
                                 "protocol": forced.get("NCCL_PROTO", "default"), "in_place": in_place})
+                if a.fence:
+                    results[-1]["fence"] = "all_reduce_8B"
                 if rank == 0:
                     r = results[-1]
                     print("%-15s n=%d %11d B %10.2f us algbw %7.2f busbw %7.2f GB/s %s/%s" % (

@@ -198,6 +198,7 @@ CollectiveEngine::PhaseCost CollectiveEngine::phase_cost(const Phase& phase,
       (lat.step_scale_out + out.latency) * phase.steps_scale_out;
   c.first_latency = has_inter ? out.latency : up.latency;
   c.extra_latency = max_of(sim::Duration::zero(), steps - c.first_latency);
+  if (phase.chain) c.chain_lag = steps;  // the fill is added below
 
   // Per GPU: payload sent and received over each tier, channel edges
   // leaving it over each tier.
@@ -226,16 +227,30 @@ CollectiveEngine::PhaseCost CollectiveEngine::phase_cost(const Phase& phase,
   // max_moved: the most payload one GPU's channels handle, sent plus
   // received (the same SMs store what leaves and load what arrives).
   double max_moved = 0.0, endpoint_s = 0.0, rate_up = kNone, rate_out = kNone;
+  // A grouped send/recv's connections: each byte a GPU sends waits its
+  // connection window's round trip besides its turn on the link
+  // (CollectiveParams::p2p_connection_rate), payload per second.
+  const double window =
+      phase.p2p_rounds > 0 ? params_.p2p_connection_rate.bytes_per_s() * pp.wire_efficiency : 0.0;
+  auto windowed = [window](double sent, int connections, double link) {
+    return sent / (connections * window) + sent / link;
+  };
   for (int r : touched) {
     const auto i = static_cast<size_t>(r);
     max_moved = std::max(max_moved, sent_up_[i] + sent_out_[i] + recv_up_[i] + recv_out_[i]);
     if (bw_up > 0) {
       endpoint_s = std::max({endpoint_s, sent_up_[i] / bw_up, recv_up_[i] / bw_up});
       if (channels_up_[i] > 0) rate_up = std::min(rate_up, bw_up / channels_up_[i]);
+      if (window > 0 && channels_up_[i] > 0) {
+        endpoint_s = std::max(endpoint_s, windowed(sent_up_[i], channels_up_[i], bw_up));
+      }
     }
     if (bw_out > 0) {
       endpoint_s = std::max({endpoint_s, sent_out_[i] / bw_out, recv_out_[i] / bw_out});
       if (channels_out_[i] > 0) rate_out = std::min(rate_out, bw_out / channels_out_[i]);
+      if (window > 0 && channels_out_[i] > 0) {
+        endpoint_s = std::max(endpoint_s, windowed(sent_out_[i], channels_out_[i], bw_out));
+      }
     }
   }
   for (int r : touched) {
@@ -274,6 +289,7 @@ CollectiveEngine::PhaseCost CollectiveEngine::phase_cost(const Phase& phase,
     const double up = rate_up < kNone ? rate_up : slowest;
     c.fill = seconds(slice * (hops_up / up + hops_out / rate_out));
   }
+  if (phase.chain) c.chain_lag += c.fill;
   // The ring's turnaround, once per loop of one chunk per step and channel.
   if (phase.ring_loops && pp.chunk.count() > 0 && phase.step_payload_per_channel > 0) {
     const double loops = std::ceil(phase.step_payload_per_channel / pp.chunk.as_double());
@@ -316,6 +332,18 @@ sim::Duration CollectiveEngine::estimate(const CollectiveRequest& req, Algorithm
     t += c.first_latency + max_of(c.endpoint_time, c.sm_time) + c.tail();
   }
   return t;
+}
+
+sim::Duration CollectiveEngine::back_to_back_overlap(const CollectiveRequest& req,
+                                                     const Plan& plan) {
+  const GroupLayout& layout = layout_for(req.ranks);
+  sim::Duration lag;
+  if (layout.size() <= 1) return lag;
+  const std::shared_ptr<const Schedule> sch = schedule_for(req, plan.algorithm, plan.channels);
+  for (const Phase& ph : sch->phases) {
+    if (ph.chain) lag += phase_cost(ph, layout, plan.algorithm, plan.protocol).chain_lag;
+  }
+  return lag;
 }
 
 Plan CollectiveEngine::plan(const CollectiveRequest& req) {

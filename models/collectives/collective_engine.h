@@ -78,6 +78,15 @@ class CollectiveEngine {
   // stepwise rings.
   std::vector<network::RankTraffic> wire_traffic(const CollectiveRequest& req, const Plan& plan);
 
+  // How much of one run of `req` under `plan` a call issued right after it
+  // on every rank's stream overlaps: a chain's (broadcast, reduce) hops and
+  // pipeline fill, which its downstream ranks trail the root by while the
+  // root, waiting on no one, starts the next call (the buffer ahead of each
+  // rank absorbs the offset). Zero for rings, trees and grouped send/recv,
+  // whose ranks wait on one another in every call. What a loop of N
+  // back-to-back calls takes per call is run time - lag (1 - 1/N).
+  sim::Duration back_to_back_overlap(const CollectiveRequest& req, const Plan& plan);
+
   // Transfers started so far (what the network model had to carry).
   int64_t transfers_started() const { return transfers_started_; }
 
@@ -94,7 +103,11 @@ class CollectiveEngine {
     sim::Duration fill;           // pipeline start-up
     sim::Duration turnaround;     // a ring's unhidden per-loop turnaround, over its loops
     sim::Duration sm_time;        // the channels' copy ceiling (and a local copy's time)
-    sim::Duration endpoint_time;  // the busiest GPU link's bytes over its bandwidth (estimate)
+    // A chain's hops and fill: how far its last rank trails its root.
+    sim::Duration chain_lag;
+    // The busiest GPU link's bytes over its bandwidth (for a grouped
+    // send/recv, plus its connection windows' round trips).
+    sim::Duration endpoint_time;
     // After the transfers (or their floor): what no transfer overlaps.
     sim::Duration tail() const { return extra_latency + fill + turnaround; }
   };

@@ -92,8 +92,17 @@ struct CollectiveParams {
   // its own connection flags); and the local copy's payload rate (a device
   // memcpy of the rank's own slice: HBM bandwidth x its streaming
   // efficiency / 2, every byte read and written).
+  // p2p_connection_rate: the wire bytes one p2p connection (one send part
+  // on its channel) moves per second over an idle link: the stores its
+  // warps keep in flight over their round trip. k connections leaving a GPU
+  // through a link of payload rate R move X with 1/X = 1/(k r) + 1/R (every
+  // byte waits its window's round trip and its turn on the link: Little's
+  // law for k fixed windows sharing one link), so a grouped call with more
+  // parts (more peers, or larger sends split over more channels) gets
+  // closer to the link. 0 = none.
   P2pConfig p2p;
   sim::Bandwidth p2p_max_per_channel;
+  sim::Bandwidth p2p_connection_rate;
   sim::Duration p2p_round_overhead;
   sim::Bandwidth local_copy;
   bool pxn = true;     // a ring leaves a node through the rail NIC of its entry GPU (NCCL PXN)

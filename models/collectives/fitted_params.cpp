@@ -34,13 +34,17 @@ void hopper_nvlink4(CollectiveParams& p) {
   p.protocol_of(Protocol::simple).ring_loop_overhead = us(3.74704);
   // NCCL's grouped send/recv: LL's base latency for every protocol (a
   // kernel's launch and first handshake), no ring steps; each round of the
-  // group costs p2p_round_overhead (calibration/fit/collective_fit.cpp).
+  // group costs p2p_round_overhead; each connection's window moves
+  // p2p_connection_rate on an idle link (calibration/fit/collective_fit.cpp;
+  // refitted on the same 2-GPU all-to-all and send/recv points for the
+  // connection windows, 2026-11-26, the ring fields held).
   for (Protocol pr : kAllProtocols) {
     p.latency_of(Algorithm::direct, pr).base = p.latency_of(Algorithm::ring, Protocol::ll).base;
     p.latency_of(Algorithm::direct, pr).step_scale_up = sim::Duration::zero();
   }
-  p.p2p_max_per_channel = sim::Bandwidth::gb_per_s(54.0833);
-  p.p2p_round_overhead = us(0.322902);
+  p.p2p_max_per_channel = sim::Bandwidth::gb_per_s(80.558);
+  p.p2p_connection_rate = sim::Bandwidth::gb_per_s(64.7709);
+  p.p2p_round_overhead = us(0.421142);
   p.source = "fit to NCCL 2.28.9 on 2x H200, Hopper NVLink 4 (calibration/fit/collective_fit_hopper_2026-11-26.md)";
 }
 

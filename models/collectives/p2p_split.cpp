@@ -23,33 +23,37 @@ int reverse_bits(int x, int bits) {
 }  // namespace
 
 P2pParts p2p_parts(double bytes, int ranks, int nodes, const P2pConfig& cfg) {
-  // Channels per operation: as many as a peer may have, halved while the
-  // rounds would need more than all channels (the minimum) or more than
-  // four times them (the maximum).
-  int lo = std::max(1, cfg.channels_per_peer), hi = lo;
+  // Channels per operation (NCCL 2.28.7 scheduleP2pTasksToPlan): at most
+  // as many as a peer may have; at first that many halved while the rounds
+  // would need more than all channels (one channel per operation).
+  int lo = std::max(1, cfg.channels_per_peer);
+  const int hi = lo;
   while (lo * ranks > cfg.channels && lo > 1) lo /= 2;
-  while (hi * ranks > cfg.channels * 4 && hi > 1) hi /= 2;
-  // calcP2pChunkSize: parts of at least chunk/8, spread over lo channels,
-  // doubling the channels while a part would exceed 32 chunks on one host
-  // (one chunk across hosts).
-  const double min_size = cfg.chunk.as_double() / 8.0;
-  const double max_size = cfg.chunk.as_double() * (nodes > 1 ? 1.0 : 32.0);
-  double size = std::max(min_size, std::ceil(bytes / lo));
-  int used = lo;
+  // addP2pToPlan: parts of at least a step / 8 on one host (a step / 2
+  // across hosts) over at most lo channels, doubling the channels while a
+  // part would exceed 32 steps on one host (one step across hosts).
+  const double step = cfg.chunk.as_double();
+  const double min_size = step / (nodes > 1 ? 2.0 : 8.0);
+  const double max_size = step * (nodes > 1 ? 1.0 : 32.0);
+  int used = static_cast<int>(std::max(1.0, std::min<double>(lo, std::ceil(bytes / min_size))));
+  double size = std::max(min_size, std::ceil(bytes / used));
   while (size > max_size && used <= hi / 2) {
     used *= 2;
     size = std::ceil(bytes / used);
   }
-  size = std::ceil(size / min_size) * min_size;  // alignUp(size, minSize)
+  // ncclP2pPartBounds: every part but the last alignUp(bytes / used, 4 KiB).
+  const double part = std::ceil(std::ceil(bytes / used) / 4096.0) * 4096.0;
   P2pParts p;
-  p.parts = std::max(1, static_cast<int>(std::ceil(bytes / size)));
-  p.part_bytes = std::min(size, bytes);
+  p.part_bytes = std::min(part, bytes);
+  p.parts = std::max(1, static_cast<int>(std::ceil(bytes / p.part_bytes)));
   return p;
 }
 
 int p2p_channel(int round, int part, int channels) {
+  // NCCL 2.28.7: ncclP2pChannelBaseForRound (one host) is the round's
+  // bit-reversed index, ncclP2pChannelForPart adds the part.
   const int bits = log2_of(channels);
-  return (round + reverse_bits(part, bits)) & (channels - 1);
+  return (reverse_bits(round, bits) + part) & (channels - 1);
 }
 
 std::vector<double> all_to_all_channel_load(double piece, int ranks, int nodes,

@@ -157,6 +157,7 @@ Schedule ring(const CollectiveRequest& req, const GroupLayout& layout, int chann
     p.fill_hops = std::max(0, n - 2);
     p.simple_slice_scale = 0.5;  // one buffer step per slice, a ring's two
     p.step_payload_per_channel = per_edge;
+    p.chain = true;
     sch.phases.push_back(std::move(p));
     return sch;
   }

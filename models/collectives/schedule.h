@@ -47,6 +47,10 @@ struct Phase {
   double simple_slice_scale = 1.0;
   double step_payload_per_channel = 0.0;  // one step's payload per channel: bounds a slice
   bool ring_loops = false;  // a ring of dependent steps: pays the per-loop turnaround
+  // A pipelined chain from (or to) a root (broadcast, reduce): no rank waits
+  // for a rank downstream, so each rank trails the root by the hops and
+  // fill above it, and back-to-back calls overlap by that much.
+  bool chain = false;
   // A grouped send/recv (all-to-all direct): its rounds (every peer and the
   // rank itself), the most bytes one p2p channel handles (sends + receives
   // + local copy, p2p_split.h), each rank's local copy, and one part's

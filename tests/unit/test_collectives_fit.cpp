@@ -82,6 +82,7 @@ TEST_CASE("collective fit: run it (hidden; prints fields, writes GCSIM_FIT_REPOR
     start = fitted();
     start.p2p_max_per_channel = p2p_start.p2p_max_per_channel;
     start.p2p_round_overhead = p2p_start.p2p_round_overhead;
+    start.p2p_connection_rate = p2p_start.p2p_connection_rate;
   }
   const calibration::CollectiveFit fit = calibration::fit_collective_params(
       two, h200(), start, calibration::kFitIterations, !full);
@@ -101,7 +102,7 @@ TEST_CASE("collective fit: run it (hidden; prints fields, writes GCSIM_FIT_REPOR
 namespace {
 
 // The fit's rms log error over the 2-GPU points (its report).
-constexpr double kFitRms = 0.0903;
+constexpr double kFitRms = 0.0787;
 // Issue 17's targets on 4 held-out GPUs: busbw median error <= 5 % pooled
 // and no op above 15 % (>= 1 MiB); latency within 20 % (8 B - 64 KiB).
 constexpr double kBwPooledMax = 0.05, kBwOpMax = 0.15, kLatOpMax = 0.20;
@@ -136,19 +137,18 @@ TEST_CASE("collective model: every fitted value is physical, 2 GPUs fitted, 4 GP
                   << " sizes, latency median error " << e.lat_median << " over " << e.lat_points);
     CHECK(e.bw_median < kBwOpMax);  // every op, all-to-all included
     if (e.series == "all_to_all") {
-      // The grouped send/recv model (p2p channels, rounds, local copy):
-      // median 13.9 %, worst 22.2 % (64 MiB: parts of 2 MiB on 8 channels
-      // per peer run slower than one channel's fitted rate says).
-      CHECK(e.bw_max < 0.25);
+      // The grouped send/recv model with connection windows (p2p channels,
+      // rounds, local copy, 1/X = 1/(k r) + 1/R): median 4.6 % (13.9 %
+      // before the windows), worst 19.1 % (1 MiB: 256 KiB per peer in 4
+      // parts of 64 KiB, where each part's first step dominates).
+      CHECK(e.bw_max < 0.22);
     }
     // send_recv keeps no latency point (host-bound below 256 MiB, README
-    // of the data). Broadcast is a known gap this model leaves: NCCL's
-    // broadcast starts ~1 us sooner than the ring latency it shares with
-    // all-gather (4 GPUs, 8 B: 5.8 us measured, 7.2 predicted); 24 % by
-    // this measure (19 % as |measured / predicted - 1|, the figure the
-    // previous test used). Held below 25 %; this work leaves it as it was.
+    // of the data). Broadcast's latency is compared as measured, per call
+    // of a back-to-back loop, where each call's hops down the chain overlap
+    // the next (13.9 %; 24 % when one call alone was compared).
     if (e.lat_points == 0) continue;
-    CHECK(e.lat_median < (e.series == "broadcast in-place" ? 0.25 : kLatOpMax));
+    CHECK(e.lat_median < kLatOpMax);
   }
   const double pooled = calibration::pooled_bw_median(p, h200(), all, 4);
   INFO("pooled busbw median error " << pooled);
@@ -209,13 +209,13 @@ TEST_CASE("collective model: the 2-GPU fit on two other H200 machines, and the l
     }
     REQUIRE(runs.size() == 8 * 28);  // 8 series (6 ops, 2 in two placements), 8 B - 1 GiB
     INFO(file);
-    // The fit's own points gave 6.3 % pooled; the other machines differ
-    // from them by ~1 % at >= 1 MiB (README of the data).
+    // The fit's own points give 5.7 % pooled, these 5.6-5.8 %; the other
+    // machines differ from them by ~1 % at >= 1 MiB (README of the data).
     CHECK(calibration::pooled_bw_median(p, h200(), runs, 2) < 0.08);
     for (const auto& e : calibration::series_errors(p, h200(), runs, 2)) {
       INFO(e.series << ": busbw median " << e.bw_median << ", latency median " << e.lat_median);
-      CHECK(e.bw_median < kBwOpMax + 0.05);  // all-to-all 15 % on the fitted 2-GPU points
-      if (e.lat_points > 0) CHECK(e.lat_median < kLatOpMax + 0.05);  // broadcast 19 %
+      CHECK(e.bw_median < kBwOpMax);  // all-to-all 6.1-6.5 % (18 % before the connection windows)
+      if (e.lat_points > 0) CHECK(e.lat_median < kLatOpMax);  // broadcast 6.6-8.1 % (15 % before)
     }
   }
   // The local copy (all-to-all's own slice) runs at HBM bandwidth x its

@@ -80,8 +80,9 @@ void print_errors(const CollectiveParams& p, const std::vector<NcclMeasurement>&
 namespace {
 
 // The H100-only fit ("[.fith100]": the whole two-stage fit from NCCL's
-// defaults on the 2x H100 runs, rms log error 0.0875 over 270 points against
-// the shared fit's 0.0913), kept to test the choice of one Hopper fit.
+// defaults on the 2x H100 runs; its p2p fields refitted with the connection
+// windows: rms log error 0.0813 over 270 points against the shared fit's
+// 0.0826), kept to test the choice of one Hopper fit.
 CollectiveParams h100_only_fit() {
   using models::collectives::Algorithm;
   using models::collectives::Protocol;
@@ -105,8 +106,11 @@ CollectiveParams h100_only_fit() {
   for (Protocol pr : models::collectives::kAllProtocols) {
     p.latency_of(Algorithm::direct, pr).base = p.latency_of(Algorithm::ring, Protocol::ll).base;
   }
-  p.p2p_max_per_channel = sim::Bandwidth::gb_per_s(41.5877);
-  p.p2p_round_overhead = us(0.1768);
+  // The grouped send/recv's fields refitted with the connection windows
+  // (the second stage alone, the ring fields above held).
+  p.p2p_max_per_channel = sim::Bandwidth::gb_per_s(81.4153);
+  p.p2p_connection_rate = sim::Bandwidth::gb_per_s(55.5826);
+  p.p2p_round_overhead = us(0.398326);
   return p;
 }
 
@@ -123,32 +127,31 @@ TEST_CASE("collective model: the shared Hopper fit holds on 2x and 4x H100 (two 
   CHECK(bad.empty());
 
   // 4 GPUs, machine A and machine B (collective_fit_h100_2026-11-26.md).
-  // Pooled busbw median 4.8 % and 5.7 % (the same fit on 4 H200s over the
-  // same 8 B - 1 GiB: 5.6 %; machine to machine 1.1 %): held below 7 %.
-  // Per op below issue 17's 15 % except all-to-all (18.6 %, 15.1 %: its
-  // 2-64 MiB sizes, as on H200) and broadcast's latency (30.6 %, 28.6 %:
-  // back-to-back broadcasts overlap down the chain, which a single call
-  // does not; the report says why). Broadcast's busbw (4.7 %, 4.2 %) is
-  // held inside 15 % like every other op.
+  // Pooled busbw median 4.5 % and 5.7 % (machine to machine 1.1 %): held
+  // below 6.5 %. Every op's busbw median below issue 17's 15 % but
+  // broadcast's (14.9 %, 16.2 %: compared per call of a back-to-back loop,
+  // the chain's mid sizes, 2-32 MiB, run slower than its link and channel
+  // model says; the report says why), held below 18 %. All-to-all 4.0 % and
+  // 7.2 % with its connection windows (18.6 %, 15.1 % before). Latency per
+  // op inside 20 %, broadcast's included (4.6 %, 10.7 %; 30.6 %, 28.6 %
+  // before the back-to-back comparison).
   for (const std::string& file : {kFourA, kFourB}) {
     const auto runs = runs_of(file, "default_n4");
     INFO(file);
-    CHECK(calibration::pooled_bw_median(p, h100(), runs, 4) < 0.07);
+    CHECK(calibration::pooled_bw_median(p, h100(), runs, 4) < 0.065);
     for (const auto& e : calibration::series_errors(p, h100(), runs, 4)) {
       INFO(e.series << ": busbw median " << e.bw_median << ", latency median " << e.lat_median);
-      CHECK(e.bw_median < (e.series == "all_to_all" ? 0.20 : 0.15));
-      if (e.lat_points > 0) {
-        CHECK(e.lat_median < (e.series == "broadcast in-place" ? 0.35 : 0.20));
-      }
+      CHECK(e.bw_median < (e.series == "broadcast in-place" ? 0.18 : 0.15));
+      if (e.lat_points > 0) CHECK(e.lat_median < 0.20);
     }
   }
   // 2 GPUs (the group size the fit was made on, other GPU kind): pooled
-  // 7.5 %; all-to-all 19.7 %, as on the H200s (15-19 %).
+  // 6.1 %; all-to-all 3.7 % (19.7 % before the connection windows).
   const auto two = runs_of(kTwo, "default_n2");
-  CHECK(calibration::pooled_bw_median(p, h100(), two, 2) < 0.09);
+  CHECK(calibration::pooled_bw_median(p, h100(), two, 2) < 0.08);
   for (const auto& e : calibration::series_errors(p, h100(), two, 2)) {
     INFO(e.series << ": busbw median " << e.bw_median << ", latency median " << e.lat_median);
-    CHECK(e.bw_median < (e.series == "all_to_all" ? 0.22 : 0.15));
+    CHECK(e.bw_median < 0.15);
     if (e.lat_points > 0) CHECK(e.lat_median < 0.20);
   }
 
@@ -168,13 +171,14 @@ TEST_CASE("collective model: an H100-only fit is physical and no better on 4 H10
   // Why h100-sxm keeps the shared Hopper fit: refitted on the 2x H100 runs
   // alone, every value stays in its physical range, but the held-out 4-GPU
   // error does not improve beyond the machine-to-machine spread (1.1 %):
-  // pooled no lower than the shared fit's (4.8 % and 5.7 %) less that spread.
+  // pooled no lower than the shared fit's (4.5 % and 5.7 %) less that spread
+  // (5.1 % and 6.2 %).
   const CollectiveParams own = h100_only_fit();
   const auto bad = calibration::out_of_range(own);
   for (const auto& b : bad) INFO(b);
   CHECK(bad.empty());
   const auto two = two_gpu_fit_points();
-  CHECK(calibration::rms_log_error(own, h100(), two) == Approx(0.0875).margin(0.002));
+  CHECK(calibration::rms_log_error(own, h100(), two) == Approx(0.0813).margin(0.002));
   for (const std::string& file : {kFourA, kFourB}) {
     const auto runs = runs_of(file, "default_n4");
     INFO(file);
@@ -216,10 +220,22 @@ TEST_CASE("collective fit: an H100-only fit on the 2x H100 runs (hidden; prints,
           "GCSIM_FIT_REPORT)",
           "[.fith100]") {
   // The whole two-stage fit from NCCL's defaults, as `gcsim calibrate
-  // --collectives` runs it, on H100 2-GPU points alone.
+  // --collectives` runs it, on H100 2-GPU points alone (GCSIM_FIT_FULL=1);
+  // by default the second stage alone, the grouped send/recv's fields, from
+  // fit_start's values with h100_only_fit()'s ring fields held (how the
+  // committed values were made once the connection windows came).
   const auto two = two_gpu_fit_points();
-  const calibration::CollectiveFit fit =
-      calibration::fit_collective_params(two, h100(), calibration::fit_start(h100()));
+  const bool full = std::getenv("GCSIM_FIT_FULL") != nullptr;
+  CollectiveParams start = calibration::fit_start(h100());
+  if (!full) {
+    const CollectiveParams p2p = start;
+    start = h100_only_fit();
+    start.p2p_max_per_channel = p2p.p2p_max_per_channel;
+    start.p2p_connection_rate = p2p.p2p_connection_rate;
+    start.p2p_round_overhead = p2p.p2p_round_overhead;
+  }
+  const calibration::CollectiveFit fit = calibration::fit_collective_params(
+      two, h100(), start, calibration::kFitIterations, !full);
   std::cout << "rms log error " << fit.rms_log_error << " over " << fit.points << " points, "
             << fit.evaluations << " evaluations\n"
             << calibration::fitted_fields_cpp(fit.params);

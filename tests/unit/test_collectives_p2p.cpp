@@ -39,6 +39,16 @@ TEST_CASE("p2p split: NCCL's channels per operation and part sizes", "[collectiv
   p = p2p_parts(16 * KiB, 2, 1, cfg);
   CHECK(p.parts == 1);
   CHECK(p.part_bytes == 16 * KiB);
+  // 100 KiB: ceil(100 / 64) = 2 channels, parts of alignUp(50 KiB, 4 KiB) =
+  // 52 KiB (ncclP2pPartBounds), the last 48 KiB.
+  p = p2p_parts(100 * KiB, 2, 1, cfg);
+  CHECK(p.parts == 2);
+  CHECK(p.part_bytes == 52 * KiB);
+  // 8 ranks: 4 channels per op at first (32 x 8 > 32 halves three times),
+  // doubling up to NCCL's 32 per peer: 1 GiB -> 32 parts of 32 MiB.
+  p = p2p_parts(1024 * MiB, 8, 1, cfg);
+  CHECK(p.parts == 32);
+  CHECK(p.part_bytes == 32 * MiB);
   // 4 ranks: at least 8 channels (32 x 4 > 32 halves twice); 64 MiB -> 8 x 8 MiB.
   p = p2p_parts(64 * MiB, 4, 1, cfg);
   CHECK(p.parts == 8);
@@ -51,22 +61,25 @@ TEST_CASE("p2p split: NCCL's channels per operation and part sizes", "[collectiv
 
 TEST_CASE("p2p split: rounds on bit-reversed channels, loads per channel", "[collectives]") {
   const P2pConfig cfg;
-  // Part k of round r goes to channel r + bitreverse5(k): round 0's first
-  // 16 parts take the even channels, round 1's the odd ones.
-  CHECK(p2p_channel(0, 1, 32) == 16);
-  CHECK(p2p_channel(0, 3, 32) == 24);
+  // Part k of round r goes to channel bitreverse5(r) + k (NCCL 2.28.7's
+  // ncclP2pChannelBaseForRound + ncclP2pChannelForPart): round 0 starts at
+  // channel 0, round 1 at 16, round 2 at 8, round 3 at 24.
+  CHECK(p2p_channel(0, 1, 32) == 1);
+  CHECK(p2p_channel(0, 3, 32) == 3);
   CHECK(p2p_channel(1, 1, 32) == 17);
-  CHECK(p2p_channel(3, 2, 32) == 11);
-  // 2 ranks, 8 MiB each way: 16 copy parts of 512 KiB on the even channels,
-  // 16 send + receive pairs on the odd ones.
+  CHECK(p2p_channel(3, 2, 32) == 26);
+  CHECK(p2p_channel(1, 20, 32) == 4);  // 16 + 20 wraps to 4
+  // 2 ranks, 8 MiB each way: 16 copy parts of 512 KiB on channels 0-15,
+  // 16 send + receive pairs on channels 16-31.
   auto load = all_to_all_channel_load(8 * MiB, 2, 1, cfg);
-  for (size_t c = 0; c < load.size(); ++c) CHECK(load[c] == (c % 2 == 0 ? 512 * KiB : 1 * MiB));
+  for (size_t c = 0; c < load.size(); ++c) CHECK(load[c] == (c < 16 ? 512 * KiB : 1 * MiB));
   // 512 MiB: 32 parts per round, so every channel serves a copy part, a
   // send and a receive of 16 MiB each.
   load = all_to_all_channel_load(512 * MiB, 2, 1, cfg);
   for (double l : load) CHECK(l == 48 * MiB);
-  // 4 ranks, 64 MiB per peer: 8 parts per round on channels r + 4j, no two
-  // rounds on one channel: the copy's channels hold 8 MiB, the peers' 16.
+  // 4 ranks, 64 MiB per peer: 8 parts per round on channels 0-7, 16-23,
+  // 8-15 and 24-31, no two rounds on one channel: the copy's channels hold
+  // 8 MiB, the peers' 16.
   load = all_to_all_channel_load(64 * MiB, 4, 1, cfg);
   CHECK(*std::max_element(load.begin(), load.end()) == 16 * MiB);
   CHECK(std::accumulate(load.begin(), load.end(), 0.0) == 8 * 8 * MiB + 3 * 8 * 16 * MiB);
@@ -105,4 +118,38 @@ TEST_CASE("all-to-all time: busiest p2p channel, first step, rounds, local copy"
   p.local_copy = sim::Bandwidth();
   m.ranks = 4;
   CHECK(calibration::predict_us(p, gpu, m, false) == Approx(0.6 + step + step + 2.0).epsilon(1e-6));
+}
+
+TEST_CASE("all-to-all time: connection windows share the link (Little's law)",
+          "[collectives][collective]") {
+  // Each p2p connection (a send part on its channel) keeps a fixed window
+  // in flight: on an idle link it moves r = 40 GB/s; k of them through a
+  // link of R = 450 GB/s move X with 1/X = 1/(k r) + 1/R. No other p2p
+  // cost, so the time is the path's 0.6 us plus the sent bytes over X.
+  models::gpu::GpuSpec gpu;
+  gpu.name = "test";
+  gpu.nvlink_bandwidth = sim::Bandwidth::gb_per_s(450);
+  gpu.nvlink_latency = sim::ns(int64_t{600});
+  auto p = models::collectives::ideal_params(24);
+  p.p2p_connection_rate = sim::Bandwidth::gb_per_s(40);
+  calibration::NcclMeasurement m;
+  m.op = models::collectives::CollectiveOp::all_to_all;
+  m.ranks = 2;
+  m.bytes = 16 << 20;
+  m.algorithm = models::collectives::Algorithm::direct;
+  m.protocol = models::collectives::Protocol::simple;
+  // 2 ranks: 8 MiB to the peer in 16 parts, k = 16:
+  // 8 MiB / 640 GB/s + 8 MiB / 450 GB/s = 13.107 + 18.641 us.
+  CHECK(calibration::predict_us(p, gpu, m, false) ==
+        Approx(0.6 + 8 * MiB / 640e9 * 1e6 + 8 * MiB / 450e9 * 1e6).epsilon(1e-6));
+  // 4 ranks: 4 MiB to each of 3 peers in 8 parts, k = 24 connections,
+  // 12 MiB sent: 12 MiB / 960 GB/s + 12 MiB / 450 GB/s = 13.107 + 27.962
+  // us, 0.856 of the link against 0.587 with 2 ranks' 16 connections.
+  m.ranks = 4;
+  CHECK(calibration::predict_us(p, gpu, m, false) ==
+        Approx(0.6 + 12 * MiB / 960e9 * 1e6 + 12 * MiB / 450e9 * 1e6).epsilon(1e-6));
+  // Without windows the link alone: 12 MiB / 450 GB/s.
+  p.p2p_connection_rate = sim::Bandwidth();
+  CHECK(calibration::predict_us(p, gpu, m, false) ==
+        Approx(0.6 + 12 * MiB / 450e9 * 1e6).epsilon(1e-6));
 }

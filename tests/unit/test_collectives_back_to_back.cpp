@@ -1,0 +1,124 @@
+// What a loop of back-to-back calls measures (nccl-tests' method, and
+// calibration/microbench/nccl_sweep.py's): per call, one run less the part
+// the next call overlaps. A broadcast chain's root waits for no one, so
+// each call's hops and fill down the chain overlap the next call; a ring's
+// ranks wait on their neighbours in every step, so its calls do not.
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "calibration/fit/collective_fit.h"
+#include "catch.h"
+#include "scenario/run_gcsim.h"
+
+using namespace gcsim;
+using models::collectives::Algorithm;
+using models::collectives::CollectiveOp;
+using models::collectives::Protocol;
+
+namespace {
+
+models::gpu::GpuSpec one_switch_gpu() {
+  models::gpu::GpuSpec gpu;
+  gpu.name = "test";
+  gpu.nvlink_bandwidth = sim::Bandwidth::gb_per_s(450);
+  gpu.nvlink_latency = sim::ns(int64_t{600});  // 0.6 us GPU to GPU through the switch
+  return gpu;
+}
+
+// No ceilings or slices; LL rings cost 5 us per call and 1 us per step
+// beyond the path's 0.6 us.
+models::collectives::CollectiveParams latency_only() {
+  auto p = models::collectives::ideal_params(24);
+  p.latency_of(Algorithm::ring, Protocol::ll).base = sim::us(5.0);
+  p.latency_of(Algorithm::ring, Protocol::ll).step_scale_up = sim::us(1.0);
+  return p;
+}
+
+calibration::NcclMeasurement small(CollectiveOp op, int ranks, int iters) {
+  calibration::NcclMeasurement m;
+  m.op = op;
+  m.ranks = ranks;
+  m.bytes = 8;
+  m.algorithm = Algorithm::ring;
+  m.protocol = Protocol::ll;
+  m.iters = iters;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("back-to-back calls: a broadcast chain overlaps its hops, a ring does not",
+          "[collectives][collective]") {
+  const auto gpu = one_switch_gpu();
+  const auto p = latency_only();
+  // One 8-byte broadcast on 4 GPUs: 5 us, then 3 hops of 1.6 us = 9.8 us
+  // (8 bytes' wire time, 18 ps, aside).
+  const double one = calibration::predict_us(p, gpu, small(CollectiveOp::broadcast, 4, 0), false);
+  CHECK(one == Approx(5.0 + 3 * 1.6).epsilon(1e-4));
+  // 200 back to back: the 4.8 us down the chain overlap the next call for
+  // all but the last: 9.8 - 4.8 x 199/200 = 5.024 us per call.
+  CHECK(calibration::predict_us(p, gpu, small(CollectiveOp::broadcast, 4, 200), false) ==
+        Approx(9.8 - 4.8 * 199.0 / 200.0).epsilon(1e-4));
+  // Two GPUs: the one hop overlaps as well (the root's next call starts
+  // while its last one lands): 6.6 us alone, 5.006 us per call of 200.
+  CHECK(calibration::predict_us(p, gpu, small(CollectiveOp::broadcast, 2, 200), false) ==
+        Approx(6.6 - 1.6 * 199.0 / 200.0).epsilon(1e-4));
+  // An all-gather ring on 4 GPUs: 3 dependent steps in every call, one
+  // call's time however many run back to back.
+  const double ring = calibration::predict_us(p, gpu, small(CollectiveOp::all_gather, 4, 0), false);
+  CHECK(ring == Approx(5.0 + 3 * 1.6).epsilon(1e-4));
+  CHECK(calibration::predict_us(p, gpu, small(CollectiveOp::all_gather, 4, 200), false) ==
+        Approx(ring).epsilon(1e-9));
+}
+
+TEST_CASE("back-to-back calls: measured on 4x H100, broadcast calls overlap, ring calls do not",
+          "[collectives][calibration]") {
+  // calibration/measurements/h100-x4/nccl_study_2026-11-26/: one call's
+  // end-to-end time is the fenced loop's per-call time less the 8-byte
+  // all-reduce's back-to-back time (9.10 us on 4 GPUs).
+  const std::string file = "calibration/measurements/h100-x4/nccl_study_2026-11-26/nccl_study.json";
+  const auto doc = nlohmann::json::parse(test::read_text(test::source_path(file)));
+  auto time_of = [&](const std::string& run, const std::string& op, int64_t bytes) {
+    for (const auto& r : doc["results"]) {
+      if (r["run"] == run && r["op"] == op && r["bytes"] == bytes &&
+          (op != "all_gather" || r["in_place"] == false)) {
+        return r["time_us"].get<double>();
+      }
+    }
+    FAIL("no " << op << " " << bytes << " B in " << run);
+    return 0.0;
+  };
+  const double fence = time_of("b2b_n4.json", "all_reduce", 8);
+  CHECK(fence == Approx(9.10).margin(0.01));
+  for (const int64_t mib : {16, 64}) {
+    const int64_t bytes = mib << 20;
+    const double bcast_one = time_of("fence_n4.json", "broadcast", bytes) - fence;
+    const double bcast_loop = time_of("b2b_n4.json", "broadcast", bytes);
+    const double ring_one = time_of("fence_n4.json", "all_gather", bytes) - fence;
+    const double ring_loop = time_of("b2b_n4.json", "all_gather", bytes);
+    INFO(mib << " MiB: broadcast " << bcast_one << " / " << bcast_loop << " us, all_gather "
+              << ring_one << " / " << ring_loop << " us");
+    // 16 MiB: 153.9 against 74.4 us; 64 MiB: 294.4 against 224.9.
+    CHECK(bcast_one - bcast_loop > 60.0);
+    // 16 MiB: 68.6 against 66.8 us; 64 MiB: 195.2 against 192.6.
+    CHECK(std::abs(ring_one - ring_loop) < 3.0);
+  }
+}
+
+TEST_CASE("NCCL sweep loader: fenced rows are left out", "[collectives][calibration]") {
+  // A fenced row times one call plus an 8-byte all-reduce, not a loop of
+  // back-to-back calls: nothing predicts it, so the loader drops it.
+  test::TempDir tmp;
+  const auto path = tmp / "sweep.json";
+  std::ofstream(path) << R"({"schema": "gcsim.nccl_sweep.v1", "results": [
+    {"op": "all_to_all", "ranks": 2, "bytes": 1048576, "time_us": 12.9, "iters": 155,
+     "protocol": "default", "run": "a2a_n2.json"},
+    {"op": "all_to_all", "ranks": 2, "bytes": 1048576, "time_us": 30.1, "iters": 66,
+     "protocol": "default", "run": "fence_n2.json", "fence": "all_reduce_8B"}]})";
+  const auto rows = calibration::load_nccl_sweep(path.string());
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].run == "a2a_n2.json");
+  CHECK(rows[0].iters == 155);
+}
