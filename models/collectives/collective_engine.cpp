@@ -10,6 +10,8 @@ namespace gcsim::models::collectives {
 namespace {
 sim::Duration seconds(double s) { return sim::Duration::from_seconds(s); }
 sim::Duration max_of(sim::Duration a, sim::Duration b) { return a < b ? b : a; }
+// Flows the schedule cache holds at most (see schedule_for).
+constexpr size_t kMaxScheduleFlows = size_t{1} << 20;
 }  // namespace
 
 struct CollectiveEngine::RunState {
@@ -99,13 +101,20 @@ std::shared_ptr<const Schedule> CollectiveEngine::schedule_for(const CollectiveR
                 req.splits ? req.splits->fingerprint() : 0};
   auto it = schedules_.find(key);
   if (it == schedules_.end()) {
-    // Bounded: a sweep of many sizes must not hold every schedule at once.
-    if (schedules_.size() >= 64) schedules_.clear();
-    it = schedules_
-             .emplace(key, std::make_shared<const Schedule>(
-                               build_schedule(req, a, layout, channels, params_.pxn,
-                                              one_flow_per_pair_, params_.p2p)))
-             .first;
+    // Bounded by the flows held (24 B each: 1M flows, ~24 MB), not by a
+    // count: DeepSeek-V3 on 2,048 GPUs cycles through more than 64 EP 64
+    // all-to-all schedules of 7,616 flows (16 stages, several sizes), and
+    // a cap of 64 schedules rebuilt one per call (16% of its flow run).
+    auto built = std::make_shared<const Schedule>(
+        build_schedule(req, a, layout, channels, params_.pxn, one_flow_per_pair_, params_.p2p));
+    size_t flows = 0;
+    for (const Phase& ph : built->phases) flows += ph.flows.size();
+    if (schedules_.size() >= 4096 || schedule_flows_ + flows > kMaxScheduleFlows) {
+      schedules_.clear();
+      schedule_flows_ = 0;
+    }
+    schedule_flows_ += flows;
+    it = schedules_.emplace(key, std::move(built)).first;
   }
   return it->second;
 }

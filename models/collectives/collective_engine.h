@@ -152,6 +152,7 @@ class CollectiveEngine {
   // The last element: the split matrix's fingerprint (0 for even splits).
   using Key = std::tuple<const GroupLayout*, uint8_t, int64_t, int, int, int, bool, uint64_t>;
   std::map<Key, std::shared_ptr<const Schedule>> schedules_;
+  size_t schedule_flows_ = 0;  // flows held by schedules_, all phases (the cache's bound)
   using PlanKey = std::tuple<const GroupLayout*, uint8_t, int64_t, int, int, int, bool, uint64_t>;
   std::map<PlanKey, Plan> plans_;
   // Per-GPU scratch for phase costs, indexed by global rank.

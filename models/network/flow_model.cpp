@@ -188,6 +188,10 @@ bool FlowModel::join_identical(const FlowKey& key, const RouteCache::Route& rout
                                }) &&
                     solver_.rate(slot) == 0.0 && solver_.bottleneck(slot) == kNoLink;
   if (!same) return false;
+  if (f.joined.capacity() == 0 && !spare_members_.empty()) {
+    f.joined = std::move(spare_members_.back());
+    spare_members_.pop_back();
+  }
   f.joined.push_back({key, std::move(done)});
   solver_.set_multiplicity(slot, f.members());
   ++aggregated_;
@@ -200,6 +204,7 @@ void FlowModel::handle(uint64_t t) {
     case kWake: wake(payload); break;
     case kRecompute: recompute(); break;
     case kDeliver: deliver(static_cast<int32_t>(payload)); break;
+    case kDeliverBatch: deliver_batch(static_cast<int32_t>(payload)); break;
     default: break;
   }
 }
@@ -266,12 +271,54 @@ void FlowModel::wake(uint64_t generation) {
   if (generation != wake_generation_) return;  // superseded by an earlier wake
   wake_at_ = sim::Time::max();
   bool any = false;
+  wake_batches_.clear();
   while (!drains_.empty() && drains_.top_time() <= sim_.now()) {
-    drained(drains_.pop());
+    const int32_t slot = drains_.pop();
+    drained(slot);
+    batch_delivery(slot);
     any = true;
+  }
+  // One event per path latency instead of one per flow, scheduled only
+  // now: the events this loop would have scheduled one by one were
+  // consecutive in the queue's (time, priority, sequence) order within each
+  // latency (nothing else is scheduled in between), so delivering them
+  // together in drain order runs the same callbacks in the same order.
+  for (const auto& [latency, batch] : wake_batches_) {
+    sim_.schedule_in(latency, events_, tag(kDeliverBatch, static_cast<uint64_t>(batch)));
   }
   if (any) request_recompute();
   arm_wake();
+}
+
+void FlowModel::batch_delivery(int32_t slot) {
+  const sim::Duration latency = flows_[static_cast<size_t>(slot)].latency;
+  for (const auto& [l, batch] : wake_batches_) {
+    if (l == latency) {
+      batches_[static_cast<size_t>(batch)].push_back(slot);
+      return;
+    }
+  }
+  int32_t batch = 0;
+  if (!free_batches_.empty()) {
+    batch = free_batches_.back();
+    free_batches_.pop_back();
+  } else {
+    batch = static_cast<int32_t>(batches_.size());
+    batches_.emplace_back();
+  }
+  batches_[static_cast<size_t>(batch)].push_back(slot);
+  wake_batches_.push_back({latency, batch});
+}
+
+void FlowModel::deliver_batch(int32_t batch) {
+  // Taken out first: a completion may start transfers, and their drains
+  // open batches of their own.
+  std::vector<int32_t> slots;
+  slots.swap(batches_[static_cast<size_t>(batch)]);
+  for (int32_t slot : slots) deliver(slot);
+  slots.clear();
+  batches_[static_cast<size_t>(batch)].swap(slots);  // keeps the memory
+  free_batches_.push_back(batch);
 }
 
 void FlowModel::book_route_bytes(ActiveFlow& f) {
@@ -289,7 +336,6 @@ void FlowModel::drained(int32_t slot) {
   book_route_bytes(f);
   solver_.remove_flow(slot);
   f.sending = false;
-  sim_.schedule_in(f.latency, events_, tag(kDeliver, static_cast<uint64_t>(slot)));
 }
 
 void FlowModel::deliver(int32_t slot) {
@@ -309,6 +355,8 @@ void FlowModel::deliver(int32_t slot) {
   for (ActiveFlow::Member& m : joined) {
     if (m.done) m.done();
   }
+  joined.clear();
+  spare_members_.push_back(std::move(joined));
 }
 
 void FlowModel::on_link_state_changed(LinkId link) {

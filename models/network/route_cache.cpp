@@ -62,10 +62,30 @@ int32_t RouteCache::id_for(const std::vector<WeightedLink>& links, sim::Duration
   return next_id_++;
 }
 
-bool RouteCache::find(const FlowKey& key, Route& out) const {
+void RouteCache::follow(int32_t e) {
+  if (last_ >= 0) entries_[static_cast<size_t>(last_)].next = e;
+  last_ = e;
+}
+
+bool RouteCache::find(const FlowKey& key, Route& out) {
+  if (last_ >= 0) {
+    // The predicted successor: entries sit in insertion order, so a
+    // repeated sequence walks them nearly sequentially (no hash, no probe).
+    const int32_t p = entries_[static_cast<size_t>(last_)].next;
+    if (p >= 0) {
+      const Entry& e = entries_[static_cast<size_t>(p)];
+      if (e.key.src_rank == key.src_rank && e.key.dst_rank == key.dst_rank &&
+          e.key.qp == key.qp) {
+        last_ = p;
+        out = view(e);
+        return true;
+      }
+    }
+  }
   if (slots_.empty()) return false;
   const Slot& s = slots_[probe(key)];
   if (s.entry < 0) return false;
+  follow(s.entry);
   out = view(entries_[static_cast<size_t>(s.entry)]);
   return true;
 }
@@ -78,10 +98,13 @@ RouteCache::Route RouteCache::insert(const FlowKey& key, const std::vector<Weigh
   e.count = static_cast<uint32_t>(links.size());
   e.latency = latency;
   e.id = id_for(links, latency);
+  e.key = key;
   pool_.insert(pool_.end(), links.begin(), links.end());
   Slot& s = slots_[probe(key)];
-  s = Slot{key.src_rank, key.dst_rank, key.qp, static_cast<int32_t>(entries_.size())};
+  const auto index = static_cast<int32_t>(entries_.size());
+  s = Slot{key.src_rank, key.dst_rank, key.qp, index};
   entries_.push_back(e);
+  follow(index);
   return view(e);
 }
 
@@ -99,6 +122,7 @@ void RouteCache::clear() {
   pool_.clear();
   by_content_.clear();
   next_id_ = 0;
+  last_ = -1;
 }
 
 }  // namespace gcsim::models::network

@@ -25,8 +25,11 @@ class RouteCache {
     int32_t id = -1;
   };
 
-  // The route stored for `key`, or false when none is.
-  bool find(const FlowKey& key, Route& out) const;
+  // The route stored for `key`, or false when none is. Callers that look
+  // keys up in a repeating order (a collective's transfers, phase after
+  // phase) find each one without hashing: every entry remembers the entry
+  // looked up after it, which is tried first.
+  bool find(const FlowKey& key, Route& out);
   // Stores `links` (may be empty: unroutable) for `key`, not yet present.
   Route insert(const FlowKey& key, const std::vector<WeightedLink>& links,
                sim::Duration latency);
@@ -47,6 +50,8 @@ class RouteCache {
     uint32_t count = 0;
     sim::Duration latency;
     int32_t id = -1;
+    int32_t next = -1;  // the entry found or inserted after this one, last time
+    FlowKey key;
   };
 
   static uint64_t hash(const FlowKey& key);
@@ -63,6 +68,9 @@ class RouteCache {
   // Content hash -> entries with that hash (the first of each distinct route).
   std::unordered_multimap<uint64_t, int32_t> by_content_;
   int32_t next_id_ = 0;
+  int32_t last_ = -1;  // the entry found or inserted last
+  // Records `e` as the successor of the last entry and makes it the last.
+  void follow(int32_t e);
 };
 
 }  // namespace gcsim::models::network
