@@ -23,6 +23,11 @@ using models::gpu::GpuSpec;
 
 namespace {
 
+// The split-KV combine is a second, small kernel: a launch (~2-5 us on
+// Hopper) and one read of the partial results. 50 us is far above any such
+// kernel; a fit that wants more is absorbing something else.
+const sim::Duration kMaxDecodeSplitOverhead = sim::us(int64_t{50});
+
 bool is_decode(const AttentionShape& s) { return s.q_len <= models::gpu::kDecodeMaxQueryLen; }
 
 std::string pass_name(const AttentionShape& s) {
@@ -168,9 +173,14 @@ void fit_decode(const GpuSpec& spec, AttentionFamily family,
     notes.push_back(what + " decode: no measurement; prior kept");
     return;
   }
+  // Unknowns: 1 / decode_bandwidth (the memory time at the HBM peak scales
+  // by it), the per-wave overhead and the split-combine cost.
   GpuSpec unit = spec;
-  unit.efficiency.fused_attention(family).decode_bandwidth = 1.0;
-  Eigen::MatrixXd a(static_cast<Eigen::Index>(pts.size()), 2);
+  auto& unit_params = unit.efficiency.fused_attention(family);
+  unit_params.decode_bandwidth = 1.0;
+  unit_params.decode_wave_overhead = sim::Duration::zero();
+  unit_params.decode_split_overhead = sim::Duration::zero();
+  Eigen::MatrixXd a(static_cast<Eigen::Index>(pts.size()), 3);
   Eigen::VectorXd b(static_cast<Eigen::Index>(pts.size()));
   for (size_t i = 0; i < pts.size(); ++i) {
     const auto k = models::gpu::fused_attention_kernel(unit, pts[i]->shape);
@@ -181,15 +191,20 @@ void fit_decode(const GpuSpec& spec, AttentionFamily family,
     if (full > 0) mem_s += static_cast<double>(full) * models::gpu::tile_cost(unit, k, width).memory.seconds();
     if (last > 0) mem_s += models::gpu::tile_cost(unit, k, last).memory.seconds();
     const int64_t waves = full + (last > 0 ? 1 : 0);
+    const auto& sh = pts[i]->shape;
+    const bool split = k.tiles > sh.batch * (sh.kv_heads > 0 ? sh.kv_heads : sh.heads);
     const double meas = pts[i]->time_us * 1e-6;
     const auto r = static_cast<Eigen::Index>(i);
     a(r, 0) = mem_s / meas;
     a(r, 1) = static_cast<double>(waves) / meas;
+    a(r, 2) = (split ? 1.0 : 0.0) / meas;
     b[r] = (meas - launch_and_waves_s(spec, waves)) / meas;
   }
-  const Eigen::VectorXd x = bounded_lsq(a, b, {1.0, 0.0}, {1e3, 1e-3});
+  const Eigen::VectorXd x =
+      bounded_lsq(a, b, {1.0, 0.0, 0.0}, {1e3, 1e-3, kMaxDecodeSplitOverhead.seconds()});
   p.decode_bandwidth = 1.0 / x[0];
   p.decode_wave_overhead = sim::Duration::from_seconds(x[1]);
+  p.decode_split_overhead = sim::Duration::from_seconds(x[2]);
 }
 
 double median_of(std::vector<double> v) {
@@ -341,6 +356,7 @@ std::string attention_params_yaml(AttentionFamily family, const FusedAttentionPa
   pass(p.backward);
   o << "\n      decode_bandwidth: " << std::setprecision(4) << p.decode_bandwidth
     << "\n      decode_wave_overhead: " << std::llround(p.decode_wave_overhead.seconds() * 1e9)
+    << "ns\n      decode_split_overhead: " << std::llround(p.decode_split_overhead.seconds() * 1e9)
     << "ns\n";
   return o.str();
 }
@@ -361,6 +377,9 @@ std::vector<std::string> attention_params_out_of_range(const FusedAttentionParam
   if (!(p.decode_bandwidth > 0.0 && p.decode_bandwidth <= 1.0)) bad.push_back("decode_bandwidth");
   if (p.decode_wave_overhead < sim::Duration::zero() || p.decode_wave_overhead > sim::ms(int64_t{1})) {
     bad.push_back("decode_wave_overhead");
+  }
+  if (p.decode_split_overhead < sim::Duration::zero() || p.decode_split_overhead > kMaxDecodeSplitOverhead) {
+    bad.push_back("decode_split_overhead");
   }
   return bad;
 }

@@ -11,7 +11,9 @@
 // and is solved by least squares on relative error under the physical
 // bounds (e, w in (0, 1], softmax_exposed in [0, 1], overhead >= 0), every
 // bound combination tried. Decode: t - launch - waves x tile_overhead =
-// memory time at full bandwidth / decode_bandwidth + waves x overhead.
+// memory time at the HBM peak / decode_bandwidth + waves x overhead
+// (+ decode_split_overhead when the keys are split), decode_bandwidth in
+// (0, 1], the split overhead in [0, 50 us].
 //
 // Held out (never fitted): prefill at 1K, 4K and 16K tokens, every GQA and
 // MLA shape, decode at 4K keys and at batch 128. Fitted: prefill at 512,

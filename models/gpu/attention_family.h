@@ -64,11 +64,13 @@ struct FusedAttentionParams {
   bool available = true;
   FusedAttentionPass forward;
   FusedAttentionPass backward;
-  // Decode (q_len <= 16) reads the KV cache: fraction of the streaming HBM
-  // bandwidth it reaches, in (0, 1], and a fixed cost per wave of CTAs
-  // (split-KV partial results and their combination).
+  // Decode (q_len <= 16) reads the KV cache: the fraction of the HBM peak it
+  // reaches, in (0, 1] (split-KV measured at 0.92-0.95 on H100 and H200,
+  // above a copy's 0.85-0.87), a fixed cost per wave of CTAs, and, when the
+  // keys are split, the combining kernel's cost (launch, partial results).
   double decode_bandwidth = 0.9;
   sim::Duration decode_wave_overhead = sim::Duration::zero();
+  sim::Duration decode_split_overhead = sim::Duration::zero();
 };
 
 }  // namespace gcsim::models::gpu

@@ -49,13 +49,11 @@ double io_bytes(const AttentionShape& s) {
   return s.backward ? 2.0 * once : once;
 }
 
-// Splits of the KV sequence so that b x kv_heads x splits covers the SMs, as
-// kernel_cost_model's flash-decoding.
+// One CTA per (batch, KV head, split of the keys), as kernel_cost_model's
+// flash-decoding.
 int64_t decode_tiles(const GpuSpec& spec, const AttentionShape& s) {
   const int64_t heads_total = s.batch * kv_heads_of(s);
-  const int64_t splits = std::max<int64_t>(
-      1, std::min(ceil_div(spec.sm_count, heads_total), ceil_div(kv_len_of(s), kDecodeMinKeysPerSplit)));
-  return heads_total * splits;
+  return heads_total * decode_kv_splits(spec, heads_total, kv_len_of(s));
 }
 
 }  // namespace
@@ -178,8 +176,13 @@ KernelDesc fused_attention_kernel(const GpuSpec& spec, const AttentionShape& s) 
                           (spec.tensor_peak_for(s.dtype).flops_per_s() / spec.sm_count);
   k.efficiency = std::clamp(useful_s / tile_s, 1e-6, 1.0);
   if (t.decode) {
-    k.bandwidth_efficiency = p.decode_bandwidth;
+    // decode_bandwidth is a fraction of the HBM peak; the kernel desc counts
+    // against the streaming rate (peak x efficiency.hbm), which a split-KV
+    // read of long contiguous rows may pass.
+    k.bandwidth_efficiency = p.decode_bandwidth / spec.efficiency.hbm;
     k.extra_wave_overhead = p.decode_wave_overhead;
+    // Split keys leave partial results that a second kernel combines.
+    if (t.tiles > s.batch * kv_heads_of(s)) k.setup = p.decode_split_overhead;
   } else {
     k.extra_wave_overhead = pass.wave_overhead;
   }

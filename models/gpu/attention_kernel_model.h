@@ -23,8 +23,10 @@
 // exponential per score in each pass (backward recomputes P).
 //
 // Decode (q_len <= 16) is split-KV (flash-decoding) for every fused family:
-// b x kv_heads x splits CTAs reading the KV cache at decode_bandwidth of the
-// streaming rate, plus decode_wave_overhead per wave. Paged KV (vLLM's
+// b x kv_heads x splits CTAs (decode_kv_splits) reading the KV cache at
+// decode_bandwidth of the HBM peak, plus decode_wave_overhead per wave and,
+// when the keys are split, decode_split_overhead once for the kernel that
+// combines the partial results. Paged KV (vLLM's
 // 16-token blocks: 4 KiB contiguous per KV head at d = 128) reads the same
 // bytes at the same rate, so paged and contiguous cost the same here.
 //

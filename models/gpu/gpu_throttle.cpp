@@ -33,6 +33,7 @@ GpuSpec throttled(const GpuSpec& spec, const Throttle& t) {
     fam->forward.wave_overhead = fam->forward.wave_overhead.scaled(1.0 / c);
     fam->backward.wave_overhead = fam->backward.wave_overhead.scaled(1.0 / c);
     fam->decode_wave_overhead = fam->decode_wave_overhead.scaled(1.0 / c);
+    fam->decode_split_overhead = fam->decode_split_overhead.scaled(1.0 / c);
   }
   s.hbm_bandwidth = s.hbm_bandwidth.scaled(t.memory_speed);
   return s;

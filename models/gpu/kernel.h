@@ -23,7 +23,8 @@ struct KernelDesc {
   double bytes_per_tile = 0;   // HBM bytes read + written per tile
   double efficiency = 1.0;     // achieved fraction of the unit's peak for this kernel
   // Fraction of the achieved streaming HBM bandwidth this kernel's access
-  // pattern reaches (1 for copies and elementwise ops).
+  // pattern reaches (1 for copies and elementwise ops; above 1, up to
+  // 1 / efficiency.hbm, for split-KV decode, which streams closer to the peak).
   double bandwidth_efficiency = 1.0;
   int max_sms = 0;             // cap on SMs it may occupy (0 = all)
   // A persistent kernel (Hopper cuBLAS/CUTLASS GEMMs: at most one CTA per

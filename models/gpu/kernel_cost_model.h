@@ -41,11 +41,23 @@ double attention_pairs(const AttentionShape& shape);
 // 128 rows, GpuEfficiency::attention / attention_backward); flash3, cudnn
 // and unfused in attention_kernel_model.h.
 // Decode (q_len <= 16) is flash-decoding: the KV sequence is split so that
-// batch*kv_heads*splits covers the SMs, at most ceil(kv_len/256) splits.
+// batch*kv_heads*splits covers the SMs, at most ceil(kv_len/256) splits
+// (the rule flash2's efficiencies were fitted with; the fused families in
+// attention_kernel_model.h split by decode_kv_splits).
 inline constexpr int64_t kDecodeMaxQueryLen = 16;
 inline constexpr int64_t kAttentionQueryBlock = 128;  // query rows per prefill tile
 inline constexpr int64_t kDecodeMinKeysPerSplit = 256;
 KernelDesc attention_kernel(const GpuSpec& spec, const AttentionShape& shape);
+
+// How many pieces a split-KV decode kernel cuts each (batch, KV head)'s keys
+// into, as FlashAttention-2's num_splits heuristic chooses: no split once
+// the heads fill 80% of the SMs; otherwise, of 1 .. min(SMs, kv_len/256)
+// splits, the fewest whose wave efficiency (waves / whole waves) is within
+// 85% of the best. So the CTAs fill one wave instead of spilling a few into
+// a second (b 1, 8 KV heads on 132 SMs: 15 splits, 120 CTAs, at 16K keys).
+// cuDNN's choice is not published; the fused families (cudnn, flash3) take
+// this rule, which their H100/H200 decode fits support.
+int64_t decode_kv_splits(const GpuSpec& spec, int64_t heads_total, int64_t kv_len);
 
 // Bandwidth-bound ops, grid-stride: one tile per 64 KiB, at most one per SM.
 inline constexpr int64_t kMemoryBytesPerTile = 64 * 1024;

@@ -72,9 +72,12 @@ void read_attention_families(ConfigReader& efficiency, GpuEfficiency& eff) {
     read_pass(bwd, p.backward);
     bwd.finish();
     p.decode_bandwidth = in_range(r, "decode_bandwidth", p.decode_bandwidth, 0.0, true, 1.0,
-                                  "decode: fraction of streaming HBM bandwidth reading the KV cache");
+                                  "decode: fraction of the HBM peak reading the KV cache");
     p.decode_wave_overhead = r.get_duration("decode_wave_overhead", p.decode_wave_overhead,
                                             "decode: fixed cost per wave of CTAs");
+    p.decode_split_overhead =
+        r.get_duration("decode_split_overhead", p.decode_split_overhead,
+                       "decode: cost of combining split-KV partial results (a second kernel)");
     r.finish();
   }
   all.finish();
@@ -89,7 +92,8 @@ Json attention_families_json(const GpuEfficiency& eff) {
              {"forward", pass_json(p.forward)},
              {"backward", pass_json(p.backward)},
              {"decode_bandwidth", p.decode_bandwidth},
-             {"decode_wave_overhead", sim::format_duration(p.decode_wave_overhead)}};
+             {"decode_wave_overhead", sim::format_duration(p.decode_wave_overhead)},
+             {"decode_split_overhead", sim::format_duration(p.decode_split_overhead)}};
   }
   return j;
 }

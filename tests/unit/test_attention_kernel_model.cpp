@@ -133,27 +133,53 @@ TEST_CASE("attention families: causal costs about half, plus the diagonal blocks
   CHECK(causal / full < 0.52);
 }
 
-TEST_CASE("attention families: decode reads the KV cache at decode_bandwidth", "[gpu][attention]") {
-  const gpu::GpuSpec g = round_gpu();
-  // 8 sequences x 8 KV heads x 4096 keys x 128 x 2 B x (K and V) = 134 MB;
-  // 64 (b x kv_heads) x min(ceil(100 / 64), ceil(4096 / 256)) = 2 splits =
-  // 128 CTAs: a full wave of 100 and one of 28. Full wave: 1.0486 MB per
-  // CTA at 2.7e12 / 100 x 0.8 = 2.16e10 B/s = 48.55 us; the last wave's 28
-  // CTAs each take their 2x-headroom cap (5.4e10 x 0.8 = 4.32e10 B/s):
-  // 24.27 us. 2 + (48.55 + 2) + (24.27 + 2) = 78.8 us. Q and O add 4 KiB per CTA.
+TEST_CASE("attention families: decode reads the KV cache at decode_bandwidth of the peak",
+          "[gpu][attention]") {
+  gpu::GpuSpec g = round_gpu();
+  g.efficiency.cudnn_attention.decode_split_overhead = sim::us(int64_t{3});
+  // 8 sequences x 8 KV heads x 4096 keys x 128 x 2 B x (K and V) = 134 MB.
+  // 64 (b x kv_heads) heads fill under 80% of the 100 SMs, so the keys are
+  // split: waves / whole waves for 1, 2, 3 splits is 0.64, 0.64, 0.96 (best
+  // of 1..16: 14 splits, 8.96 / 9 = 0.996; 0.96 is within 85% of it), so 3
+  // splits, 192 CTAs: a wave of 100 and one of 92. decode_bandwidth 0.8 of
+  // the 3000 GB/s peak: 2.4e10 B/s per SM on a full wave (the kernel counts
+  // 0.8 / 0.9 of the 2.7e12 streaming rate); on the 92-CTA wave each SM
+  // gets 2.7e12 / 92 x 0.8 / 0.9. Plus the launch (2 us), the split
+  // combine (3 us) and 2 us per wave. Q and O add 4 KiB per head.
   gpu::AttentionShape a = shape(1, 4096, false);
   a.batch = 8;
   a.heads = 32;
   a.kv_heads = 8;
   REQUIRE(g.sm_bandwidth_headroom == 2.0);
   const auto k = gpu::attention_kernel(g, a);
-  CHECK(k.tiles == 128);
-  CHECK(k.bandwidth_efficiency == 0.8);
+  CHECK(k.tiles == 192);
+  CHECK(k.bandwidth_efficiency == Approx(0.8 / 0.9));
+  CHECK(k.setup.microseconds() == Approx(3.0));
   const double kv_bytes = 8.0 * 8 * 4096 * 128 * 2 * 2;
-  const double per_cta = (kv_bytes + 8.0 * 32 * 128 * 2 * 2) / 128;
-  const double full_us = per_cta / 2.16e10 * 1e6, last_us = per_cta / 4.32e10 * 1e6;
+  const double per_cta = (kv_bytes + 8.0 * 32 * 128 * 2 * 2) / 192;
+  const double full_us = per_cta / 2.4e10 * 1e6, last_us = per_cta / (2.7e12 / 92 * 0.8 / 0.9) * 1e6;
   CHECK(gpu::isolated_time(g, k, g.sm_count).microseconds() ==
-        Approx(2.0 + full_us + 2.0 + last_us + 2.0).epsilon(1e-4));
+        Approx(2.0 + 3.0 + full_us + 2.0 + last_us + 2.0).epsilon(1e-4));
+  // 32 sequences: 256 heads fill the SMs, no split, no combine kernel.
+  a.batch = 32;
+  const auto unsplit = gpu::attention_kernel(g, a);
+  CHECK(unsplit.tiles == 256);
+  CHECK(unsplit.setup == sim::Duration::zero());
+}
+
+TEST_CASE("decode split-KV: FlashAttention-2's num_splits choice fills one wave",
+          "[gpu][attention]") {
+  const gpu::GpuSpec h100 = gcsim::test::gpu_preset("h100-sxm");
+  REQUIRE(h100.sm_count == 132);
+  // 8 KV heads (batch 1): 8n / 132 rises to 0.97 at 16 splits and 1.0 at 33;
+  // the fewest within 85% of 1.0 is 15 (0.909; 14 gives 0.848).
+  CHECK(gpu::decode_kv_splits(h100, 8, 16384) == 15);
+  // Short KV caps the splits at kv / 256.
+  CHECK(gpu::decode_kv_splits(h100, 8, 1024) == 4);
+  // 64 heads: 2 splits fill 128 of 132 SMs (0.97).
+  CHECK(gpu::decode_kv_splits(h100, 64, 1024) == 2);
+  // 106 heads fill 80% of the SMs: no split.
+  CHECK(gpu::decode_kv_splits(h100, 106, 65536) == 1);
 }
 
 TEST_CASE("attention families: unfused is its GEMMs and score passes back to back",
