@@ -20,7 +20,7 @@
 //     76.1B +8.4%, 145.6B +2.7%, 310.1B +4.7% (held out, mean 5.3%),
 //     529.6B +2.3%, 1T -2.3% (fit): mean 4.7%, max 8.4%.
 // What is left: the four PP 1 rows stay 6-7% fast. They are the rows where
-// PyTorch DDP all-reduces 1.7-4.6 GB of gradients per GPU inside the
+// PyTorch DDP all-reduces 3.4-4.6 GB of gradients per GPU inside the
 // backward; gcsim charges that overlap only the SMs NCCL holds, not its HBM
 // traffic (README Status: on 2 H200s the same effect is 1.5-3.3 ms short of
 // 4.0-5.8 ms measured); not measured on an A100, so a candidate only. The
