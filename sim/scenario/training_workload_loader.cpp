@@ -76,6 +76,10 @@ void read_parallelism(ConfigReader& w, TrainingConfig& c, int gpus, bool strateg
                   "gradient bytes per DP reduce bucket (Megatron: 40M parameters)")
           .count();
   if (par.dp_bucket_bytes <= 0) p.fail("dp_bucket", "must be positive");
+  par.overlap_grad_reduce = p.get_bool(
+      "overlap_grad_reduce", true,
+      "reduce DP gradients bucket by bucket during the backward (DDP); false: one reduce of the "
+      "whole buffer after the pipeline flush (Megatron-LM's local DDP of 2021)");
   p.finish();
 }
 
@@ -198,6 +202,11 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
                 : recompute == "selective" ? Recompute::selective
                                            : Recompute::none;
   read_optimizer(w, c);
+  if (!c.parallel.overlap_grad_reduce && c.optimizer.zero_stage >= 2) {
+    w.child("parallelism", "").fail(
+        "overlap_grad_reduce", "false needs optimizer.zero_stage 0 or 1: ZeRO-2/3 reduce-scatter "
+                               "each micro-batch's gradients as the backward makes them");
+  }
   const std::string precision = w.get_choice("precision", {"fp16", "bf16", "fp8"},
                                              std::string("bf16"),
                                              "GEMM precision (fp8: linear layers in FP8)");

@@ -83,6 +83,8 @@ TEST_CASE("training bad input: unknown keys and placement", "[cli][training]") {
 
 TEST_CASE("training bad input: optimizer settings", "[cli][training]") {
   expect_bad({"train_grad_clip.yaml", 14, "workload.optimizer.grad_clip", {"must be >= 0"}});
+  expect_bad({"train_overlap_zero2.yaml", 11, "workload.parallelism.overlap_grad_reduce",
+              {"zero_stage 0 or 1", "ZeRO-2/3"}});
 }
 
 TEST_CASE("training bad input: framework profile", "[cli][training][framework]") {

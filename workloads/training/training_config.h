@@ -46,6 +46,11 @@ struct ParallelConfig {
   // global ranks, so tp groups sit inside a node.
   std::vector<std::string> order{"tp", "cp", "ep", "dp", "pp"};
   int64_t dp_bucket_bytes = 40'000'000 * 2;  // gradient bucket (Megatron: 40M params)
+  // Whether the DP gradient reduce overlaps the backward bucket by bucket
+  // (PyTorch DDP, Megatron's overlap_grad_reduce) or runs as one reduce of
+  // the whole gradient buffer after the pipeline flush (Megatron-LM's
+  // "local" DDP of 2021, overlap_grad_reduce=False).
+  bool overlap_grad_reduce = true;
 };
 
 struct BatchConfig {

@@ -457,6 +457,7 @@ class ProgramBuilder {
       const uint32_t copy = kernels_.ddp_bucket_copy(*em_, p + " " + unit_name(layer), u.dense, after);
       if (copy != kNoOp) after = copy;
     }
+    if (!c_.parallel.overlap_grad_reduce) return;  // reduce_after_flush() does it
     auto it = buckets_.find({stage, layer});
     if (it == buckets_.end()) return;
     const double g = c_.optimizer.grad_bytes;
@@ -476,6 +477,26 @@ class ProgramBuilder {
     em_->set_cursor(saved);
   }
 
+  // Without overlap (Megatron-LM's "local" DDP of 2021,
+  // overlap_grad_reduce=False): one reduce of the rank's whole gradient
+  // buffer once the pipeline has flushed, which the optimizer waits for.
+  void reduce_after_flush() {
+    const RankParams params = memory_.params;
+    const double g = c_.optimizer.grad_bytes;
+    const CollectiveKind kind =
+        c_.optimizer.zero_stage == 0 ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
+    if (params.dense > 0 && dp_full_ > 1) {
+      last_dp_ = em_->collective("grad reduce after flush", kind,
+                                 static_cast<int64_t>(std::ceil(params.dense * g)), kSlotDp,
+                                 em_->streams().dp, OpCategory::dp);
+    }
+    if (params.expert > 0 && edp_full_ > 1) {
+      last_dp_ = em_->collective("expert grad reduce after flush", kind,
+                                 static_cast<int64_t>(std::ceil(params.expert * g)),
+                                 kSlotExpertDp, em_->streams().dp, OpCategory::dp);
+    }
+  }
+
   // -------------------------------------------------------------------
   // Optimizer
 
@@ -486,6 +507,7 @@ class ProgramBuilder {
     const RankParams params = memory_.params;
     const auto counts = models::count_params(c_.model);
     const double g = c_.optimizer.grad_bytes;
+    if (!c_.parallel.overlap_grad_reduce) reduce_after_flush();
     // Gradients of parameters held twice: DualPipe's two copies of each
     // stage, or a tied embedding's copy on the last stage.
     if (plan_.schedule == Schedule::dualpipe && plan_.ranks > 1) {
