@@ -218,7 +218,10 @@ def main():
     ap.add_argument("files", nargs="+")
     ap.add_argument("--max-mhz", type=float, default=1980.0)
     ap.add_argument("--cap", type=float, default=700.0)
+    ap.add_argument("--peak-bw", type=float, default=3.35e12,
+                    help="HBM peak in B/s (H100 3.35e12, H200 4.8e12): HBM activity = achieved / peak")
     args = ap.parse_args()
+    globals()["PEAK_BW"] = args.peak_bw
     r = fit(args.files[0], args.max_mhz, args.cap)
     print(json.dumps({k: v for k, v in r.items() if k != "params"}, indent=1))
     print("\n| file | phase | measured SM clock (MHz) | governor (MHz) | error | used for |")
