@@ -27,7 +27,16 @@ P2pParts p2p_parts(double bytes, int ranks, int nodes, const P2pConfig& cfg) {
   // as many as a peer may have; at first that many halved while the rounds
   // would need more than all channels (one channel per operation).
   int lo = std::max(1, cfg.channels_per_peer);
-  const int hi = lo;
+  int hi = lo;
+  // Across hosts a network peer gets NCCL 2.28.9's net channel count
+  // (ncclTopoGetNchannels, NET branch): 2, halved while 2 x ranks exceeds
+  // four operations per channel. Without this an EP 64 all-to-all split
+  // each peer's part over up to 32 channels (16x the flows of NCCL).
+  if (nodes > 1) {
+    hi = std::min(hi, 2);
+    while (hi * ranks > cfg.channels * 4 && hi > 1) hi /= 2;
+    lo = std::min(lo, hi);
+  }
   while (lo * ranks > cfg.channels && lo > 1) lo /= 2;
   // addP2pToPlan: parts of at least a step / 8 on one host (a step / 2
   // across hosts) over at most lo channels, doubling the channels while a

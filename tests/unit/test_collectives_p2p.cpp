@@ -53,10 +53,16 @@ TEST_CASE("p2p split: NCCL's channels per operation and part sizes", "[collectiv
   p = p2p_parts(64 * MiB, 4, 1, cfg);
   CHECK(p.parts == 8);
   CHECK(p.part_bytes == 8 * MiB);
-  // Across hosts a part is at most one chunk, up to the maximum channels.
+  // Across hosts a peer has NCCL 2.28.9's 2 net channels (ncclTopoGetNchannels'
+  // NET branch; 2 x 4 ranks is within 4 x 32): 64 MiB -> 2 parts of 32 MiB
+  // (a part over one step cannot double its channels past 2).
   p = p2p_parts(64 * MiB, 4, 2, cfg);
-  CHECK(p.parts == 32);
-  CHECK(p.part_bytes == 2 * MiB);
+  CHECK(p.parts == 2);
+  CHECK(p.part_bytes == 32 * MiB);
+  // EP 64 over 8 hosts: still 2 (2 x 64 = 128 is not above 4 x 32); at 128
+  // ranks 2 x 128 > 128 halves to 1.
+  CHECK(p2p_parts(8 * MiB, 64, 8, cfg).parts == 2);
+  CHECK(p2p_parts(8 * MiB, 128, 16, cfg).parts == 1);
 }
 
 TEST_CASE("p2p split: rounds on bit-reversed channels, loads per channel", "[collectives]") {
