@@ -106,4 +106,43 @@ nlohmann::ordered_json run_summary(const std::string& yaml, std::vector<std::str
   return read_json(tmp / "out" / "summary.json");
 }
 
+namespace {
+
+// One CSV line split at commas outside double quotes (quotes dropped).
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (char c : line) {
+    if (c == '"') quoted = !quoted;
+    else if (c == ',' && !quoted) {
+      out.push_back(cur);
+      cur.clear();
+    } else cur += c;
+  }
+  out.push_back(cur);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::map<std::string, std::string>> run_study(const std::string& study,
+                                                          const fs::path& out) {
+  const GcsimResult r = run_gcsim({"sweep", source_path(study), "-o", out.string(), "-j", "2", "-q"});
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_status == 0);
+  std::istringstream csv(read_text(out / "results.csv"));
+  std::string line;
+  std::getline(csv, line);
+  const std::vector<std::string> header = split_csv(line);
+  std::vector<std::map<std::string, std::string>> rows;
+  while (std::getline(csv, line)) {
+    const std::vector<std::string> fields = split_csv(line);
+    REQUIRE(fields.size() == header.size());
+    auto& row = rows.emplace_back();
+    for (size_t i = 0; i < header.size(); ++i) row[header[i]] = fields[i];
+  }
+  return rows;
+}
+
 }  // namespace gcsim::test

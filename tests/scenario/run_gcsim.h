@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -48,6 +49,12 @@ inline bool contains(const std::string& text, const std::string& part) {
 void write_text(const std::filesystem::path& path, const std::string& text);
 // Parses a JSON file, keeping key order (so re-dumping is byte-stable).
 nlohmann::ordered_json read_json(const std::filesystem::path& path);
+
+// Runs `gcsim sweep` on the repository's study config `study` into `out`
+// (two jobs, quiet), requires exit status 0 and returns results.csv as rows
+// keyed by its header (quoted fields keep their commas).
+std::vector<std::map<std::string, std::string>> run_study(const std::string& study,
+                                                          const std::filesystem::path& out);
 
 // Writes `yaml` to a temporary config, runs `gcsim run` on it (quiet, plus
 // `extra` arguments), requires exit status 0 and returns its summary.json.

@@ -36,9 +36,7 @@
 #include "catch.h"
 #include "scenario/run_gcsim.h"
 
-using gcsim::test::read_text;
-using gcsim::test::run_gcsim;
-using gcsim::test::source_path;
+using gcsim::test::run_study;
 using gcsim::test::TempDir;
 
 namespace {
@@ -71,47 +69,22 @@ double paper_flops(const Row& r) {
   return 96.0 * r.batch * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h));
 }
 
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  bool quoted = false;
-  for (char c : line) {
-    if (c == '"') quoted = !quoted;
-    else if (c == ',' && !quoted) {
-      out.push_back(cur);
-      cur.clear();
-    } else cur += c;
-  }
-  out.push_back(cur);
-  return out;
-}
 
 }  // namespace
 
 TEST_CASE("Narayanan et al. Table 1: teraFLOP/s per A100 of GPT 1.7B-1T",
           "[scenario][training][table1]") {
   TempDir tmp;
-  const auto r = run_gcsim({"sweep", source_path("configs/studies/narayanan-table1.yaml"), "-o",
-                            (tmp / "out").string(), "-j", "2", "-q"});
-  INFO(r.err);
-  REQUIRE(r.exit_status == 0);
-  std::istringstream csv(read_text(tmp / "out" / "results.csv"));
-  std::string line;
-  std::getline(csv, line);
-  const auto header = split_csv(line);
-  const auto col = [&](const char* name) {
-    return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
-  };
+  const auto results = run_study("configs/studies/narayanan-table1.yaml", tmp / "out");
   double sum_all = 0, worst_all = 0, sum_held = 0, worst_held = 0;
   int rows = 0, held = 0;
   std::ostringstream table;
   table << "| model | published TF/s | gcsim TF/s | error |\n|---|---:|---:|---:|\n";
-  while (std::getline(csv, line)) {
-    const auto f = split_csv(line);
-    const std::string name = f[col("case")];
-    REQUIRE(f[col("status")] == "ok");
+  for (const auto& f : results) {
+    const std::string name = f.at("case");
+    REQUIRE(f.at("status") == "ok");
     const Row& row = kTable1.at(name.substr(0, name.find(' ')));
-    const double step = std::stod(f[col("step_time_s")]);
+    const double step = std::stod(f.at("step_time_s"));
     const double tflops = paper_flops(row) / (step * row.gpus) / 1e12;
     const double error = tflops / row.published - 1;
     char text[160];

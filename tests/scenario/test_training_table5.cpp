@@ -33,9 +33,7 @@
 #include "catch.h"
 #include "scenario/run_gcsim.h"
 
-using gcsim::test::read_text;
-using gcsim::test::run_gcsim;
-using gcsim::test::source_path;
+using gcsim::test::run_study;
 using gcsim::test::TempDir;
 
 namespace {
@@ -47,46 +45,21 @@ const std::map<std::string, double> kMeasured{
     {"530B full (49.05 s)", 49.05},       {"530B sp+selective (37.83 s)", 37.83},
     {"1T full (94.42 s)", 94.42},         {"1T sp+selective (71.49 s)", 71.49}};
 
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  bool quoted = false;
-  for (char c : line) {
-    if (c == '"') quoted = !quoted;
-    else if (c == ',' && !quoted) {
-      out.push_back(cur);
-      cur.clear();
-    } else cur += c;
-  }
-  out.push_back(cur);
-  return out;
-}
 
 }  // namespace
 
 TEST_CASE("Korthikanti et al. Table 5: iteration times of GPT 22B-1T on A100",
           "[scenario][training][table5]") {
   TempDir tmp;
-  const auto r = run_gcsim({"sweep", source_path("configs/studies/korthikanti-table5.yaml"), "-o",
-                            (tmp / "out").string(), "-j", "2", "-q"});
-  INFO(r.err);
-  REQUIRE(r.exit_status == 0);
-  std::istringstream csv(read_text(tmp / "out" / "results.csv"));
-  std::string line;
-  std::getline(csv, line);
-  const auto header = split_csv(line);
-  const auto col = [&](const char* name) {
-    return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
-  };
+  const auto results = run_study("configs/studies/korthikanti-table5.yaml", tmp / "out");
   double sum = 0, worst = 0;
   int cases = 0;
   std::ostringstream table;
   table << "| case | measured (s) | gcsim (s) | error |\n|---|---:|---:|---:|\n";
-  while (std::getline(csv, line)) {
-    const auto f = split_csv(line);
-    const std::string name = f[col("case")];
-    REQUIRE(f[col("status")] == "ok");
-    const double predicted = std::stod(f[col("step_time_s")]);
+  for (const auto& f : results) {
+    const std::string name = f.at("case");
+    REQUIRE(f.at("status") == "ok");
+    const double predicted = std::stod(f.at("step_time_s"));
     const double measured = kMeasured.at(name);
     const double error = (predicted - measured) / measured;
     char row[160];
