@@ -212,13 +212,18 @@ class RankEmitter {
     const auto us = [](double v) { return sim::Duration::from_seconds(v * 1e-6); };
     std::vector<training::HostSync> syncs;
     for (size_t i : syncs_after) syncs.push_back({i, us(host.sync_us)});
-    std::vector<sim::Duration> launch;
-    for (HostCall c : calls_) launch.push_back(us(host.call_us(c)));
-    const uint32_t launch_name = g_.intern_name(prefix_ + "/host launch");
-    const uint32_t sync_name = g_.intern_name(prefix_ + "/host sync");
-    info_.roles[launch_name] = MoeRole::host;
-    info_.roles[sync_name] = MoeRole::host;
-    return training::with_host_calls(ops_, host_stream, launch, syncs, launch_name, sync_name);
+    // Each kind's delays under their own name ("host launch router", ...).
+    const auto named = [&](const std::string& what) {
+      const uint32_t id = g_.intern_name(prefix_ + "/" + what);
+      info_.roles[id] = MoeRole::host;
+      return id;
+    };
+    const uint32_t names[] = {named("host launch router"), named("host launch permute"),
+                              named("host launch"), named("host launch nccl")};
+    const uint32_t sync_name = named("host sync");
+    std::vector<training::HostCallCost> launch;
+    for (HostCall c : calls_) launch.push_back({us(host.call_us(c)), names[static_cast<int>(c)]});
+    return training::with_host_calls(ops_, host_stream, launch, syncs, sync_name);
   }
 
  private:

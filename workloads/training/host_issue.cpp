@@ -27,16 +27,17 @@ namespace gcsim::workloads::training {
 std::vector<Op> with_host_timeline(const std::vector<Op>& ops, uint16_t host_stream,
                                    const HostLaunchCost& cost, const std::vector<HostSync>& syncs,
                                    uint32_t launch_name, uint32_t sync_name) {
-  std::vector<sim::Duration> launch;
+  std::vector<HostCallCost> launch;
   launch.reserve(ops.size());
-  for (const Op& op : ops) launch.push_back(is_communication(op.kind) ? cost.collective : cost.kernel);
-  return with_host_calls(ops, host_stream, launch, syncs, launch_name, sync_name);
+  for (const Op& op : ops) {
+    launch.push_back({is_communication(op.kind) ? cost.collective : cost.kernel, launch_name});
+  }
+  return with_host_calls(ops, host_stream, launch, syncs, sync_name);
 }
 
 std::vector<Op> with_host_calls(const std::vector<Op>& ops, uint16_t host_stream,
-                                const std::vector<sim::Duration>& launch,
-                                const std::vector<HostSync>& syncs, uint32_t launch_name,
-                                uint32_t sync_name) {
+                                const std::vector<HostCallCost>& launch,
+                                const std::vector<HostSync>& syncs, uint32_t sync_name) {
   if (launch.size() != ops.size()) throw std::logic_error("with_host_calls: one launch cost per op");
   std::vector<Op> out;
   out.reserve(ops.size() * 2 + syncs.size());
@@ -60,7 +61,7 @@ std::vector<Op> with_host_calls(const std::vector<Op>& ops, uint16_t host_stream
       d = moved[d];
     }
     if (host_launches(op)) {
-      op.deps.push_back(host_op(launch_name, launch[i]));
+      op.deps.push_back(host_op(launch[i].name, launch[i].cost));
     }
     out.push_back(std::move(op));
     moved[i] = static_cast<uint32_t>(out.size() - 1);
