@@ -44,6 +44,14 @@ LayerFigures figures(const RunFigures& f, const MoeLayerInfo& m) {
   x.ranks.resize(m.ranks.size());
   std::map<int, size_t> ep_index;
   for (size_t i = 0; i < m.ranks.size(); ++i) ep_index[m.ranks[i]] = i;
+  // A layer after another (MoeLayerInfo::starts_after): its clock starts
+  // when the earlier layer's last op ends on the GPU.
+  for (const auto& r : f.records) {
+    const auto after = m.starts_after.find(r.rank);
+    if (after != m.starts_after.end() && after->second == r.op) {
+      x.ranks[ep_index.at(r.rank)].first = r.end.seconds();
+    }
+  }
   for (const auto& r : f.records) {
     const auto ei = ep_index.find(r.rank);
     if (ei == ep_index.end()) continue;
@@ -53,7 +61,9 @@ LayerFigures figures(const RunFigures& f, const MoeLayerInfo& m) {
     RankTimes& t = x.ranks[ei->second];
     t.busy[static_cast<size_t>(role->second)] += (r.end - r.met).seconds();
     t.wait += (r.met - r.start).seconds();
-    if (t.first < 0 || r.start.seconds() < t.first) t.first = r.start.seconds();
+    if (!m.starts_after.count(r.rank) && (t.first < 0 || r.start.seconds() < t.first)) {
+      t.first = r.start.seconds();
+    }
     t.last = std::max(t.last, r.end.seconds());
   }
   const auto& routing = *m.routing;
@@ -88,6 +98,13 @@ LayerFigures figures(const RunFigures& f, const MoeLayerInfo& m) {
   return x;
 }
 
+// The host the layer ran with (cluster.host), µs per call.
+Json host_json(const workloads::moe::EagerHostCost& h) {
+  if (!h.modelled) return {{"profile", "none"}};
+  return {{"profile", h.profile}, {"router_us", h.router_us}, {"permute_us", h.permute_us},
+          {"launch_us", h.launch_us}, {"nccl_us", h.collective_us}, {"sync_us", h.sync_us}};
+}
+
 }  // namespace
 
 Json moe_summary(const RunFigures& f) {
@@ -111,6 +128,7 @@ Json moe_summary(const RunFigures& f) {
                    {"dropped_copies", routing.total_dropped()},
                    {"padding_rows", routing.total_padding()},
                    {"layer_time_s", x.layer_s},
+                   {"host", host_json(m.spec.host)},
                    {"imbalance_cost",
                     {{"slowest_expert_s", x.slowest_expert_loss_s},
                      {"hot_receiver_links_s", x.hot_link_loss_s},

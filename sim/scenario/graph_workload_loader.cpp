@@ -84,6 +84,7 @@ struct GraphContext {
   int gpus_per_node = 0;
   uint64_t seed = 1;
   const models::gpu::GpuSpec* gpu = nullptr;  // the cluster's GPU (moe ops)
+  const workloads::moe::EagerHostCost* host = nullptr;  // the cluster's host (moe ops)
 };
 
 ParsedOp parse_op(ConfigReader r, const GraphContext& ctx, WorkloadGraph& graph) {
@@ -178,7 +179,7 @@ ParsedOp parse_op(ConfigReader r, const GraphContext& ctx, WorkloadGraph& graph)
   } else if (kind == "moe") {
     MoeOpRead m = read_moe_op(r, p.name, num_ranks, ctx.gpus_per_node, ctx.seed, graph,
                               op.stream, graph.intern_stream("comm"), graph.intern_stream("host"),
-                              *ctx.gpu);
+                              *ctx.gpu, *ctx.host);
     for (size_t i = 0; i < m.ranks.size(); ++i) {
       for (Op& sub : m.ops[i]) p.instances.emplace_back(m.ranks[i], std::move(sub));
     }
@@ -293,13 +294,49 @@ double graph_instances(const YAML::Node& ops, int num_ranks) {
   return n;
 }
 
+// Moe op `later` after moe op `earlier` on a rank they share: the later
+// layer's first host launch follows the earlier's last (instead of its last
+// GPU op), its first GPU op follows the earlier's last op, and its clock
+// starts there (MoeLayerInfo::starts_after). Indices: each op's first and
+// last instance per rank.
+void continue_host(WorkloadGraph& graph, ParsedOp& later, const std::map<int, uint32_t>& later_first,
+                   const std::map<int, uint32_t>& later_last,
+                   const std::map<int, uint32_t>& earlier_first,
+                   const std::map<int, uint32_t>& earlier_last) {
+  const uint16_t host = graph.intern_stream("host");
+  for (const auto& [rank, first] : later_first) {
+    const auto e_first = earlier_first.find(rank);
+    if (e_first == earlier_first.end()) continue;
+    auto& prog = graph.program(rank).ops;
+    const uint32_t e_last = earlier_last.at(rank), last = later_last.at(rank);
+    later.moe->starts_after[rank] = e_last;
+    int64_t e_host = -1;  // the earlier layer's last host delay
+    for (uint32_t k = e_last + 1; k-- > e_first->second;) {
+      if (prog[k].stream == host) {
+        e_host = k;
+        break;
+      }
+    }
+    Op& entry = prog[first];
+    if (e_host < 0 || entry.stream != host) continue;  // a side without a host: ordered as written
+    std::replace(entry.deps.begin(), entry.deps.end(), e_last, static_cast<uint32_t>(e_host));
+    for (uint32_t k = first; k <= last; ++k) {
+      if (prog[k].stream != host) {
+        prog[k].deps.push_back(e_last);
+        break;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<WorkloadGraph> load_graph_workload(
     ConfigReader& workload, int num_ranks, const models::gpu::GpuSpec& gpu,
     const ResourceLimits& limits, int gpus_per_node, uint64_t seed,
-    std::vector<workloads::moe::MoeLayerInfo>* moe_layers) {
-  const GraphContext ctx{num_ranks, gpus_per_node, seed, &gpu};
+    std::vector<workloads::moe::MoeLayerInfo>* moe_layers,
+    const workloads::moe::EagerHostCost& host) {
+  const GraphContext ctx{num_ranks, gpus_per_node, seed, &gpu, &host};
   const YAML::Node raw_ops = workload.raw("ops", "the ops, in issue order per stream");
   if (raw_ops.IsSequence()) {
     const double items = static_cast<double>(raw_ops.size());
@@ -376,8 +413,9 @@ std::unique_ptr<WorkloadGraph> load_graph_workload(
   // `after` binds to the instances that wait for none of its own (`entries`).
   std::vector<std::map<int, uint32_t>> where(ops.size());  // op -> rank -> index
   std::vector<std::map<int, std::vector<uint32_t>>> entries(ops.size());
+  std::vector<std::map<int, uint32_t>> first_at(ops.size());  // op -> rank -> first index
   for (size_t i = 0; i < ops.size(); ++i) {
-    std::map<int, uint32_t> base;  // rank -> index of the op's first instance there
+    std::map<int, uint32_t>& base = first_at[i];
     for (auto& [rank, op] : ops[i].instances) {
       auto& prog = graph->program(rank);
       const auto at = static_cast<uint32_t>(prog.ops.size());
@@ -387,7 +425,6 @@ std::unique_ptr<WorkloadGraph> load_graph_workload(
       where[i][rank] = at;
       prog.ops.push_back(op);
     }
-    if (ops[i].moe && moe_layers != nullptr) moe_layers->push_back(*ops[i].moe);
   }
   for (size_t i = 0; i < ops.size(); ++i) {
     const ParsedOp& p = ops[i];
@@ -415,7 +452,11 @@ std::unique_ptr<WorkloadGraph> load_graph_workload(
         p.reader.fail("after", "'" + a + "' runs on no rank this op runs on; ranks order "
                                "their work only through p2p or collective ops");
       }
+      if (ops[i].moe && ops[j].moe) continue_host(*graph, ops[i], first_at[i], where[i], first_at[j], where[j]);
     }
+  }
+  for (auto& p : ops) {
+    if (p.moe && moe_layers != nullptr) moe_layers->push_back(*p.moe);
   }
   if (std::string problem = workloads::validate(*graph); !problem.empty()) {
     workload.fail("ops", problem);

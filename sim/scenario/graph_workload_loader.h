@@ -20,10 +20,15 @@ namespace gcsim::cli {
 // cannot run (fp8 on an A100) is refused at load time with its line. A
 // graph whose ops would exceed `limits` is refused before any op is read.
 // `moe` ops need the node size (`gpus_per_node`, node-limited routing) and
-// the run's `seed`, and report each layer they build into `moe_layers`.
+// the run's `seed` and the machine's host (cluster.host), and report each
+// layer they build into `moe_layers`. A moe op `after` another moe op on
+// the same ranks continues that op's host timeline (one Python thread: its
+// first launch follows the other's last), while its GPU work follows the
+// other's; its layer time is counted from the other's end on the GPU.
 std::unique_ptr<workloads::WorkloadGraph> load_graph_workload(
     sim::config::ConfigReader& workload, int num_ranks, const models::gpu::GpuSpec& gpu,
     const ResourceLimits& limits, int gpus_per_node = 0, uint64_t seed = 1,
-    std::vector<workloads::moe::MoeLayerInfo>* moe_layers = nullptr);
+    std::vector<workloads::moe::MoeLayerInfo>* moe_layers = nullptr,
+    const workloads::moe::EagerHostCost& host = workloads::moe::eager_host_cost());
 
 }  // namespace gcsim::cli

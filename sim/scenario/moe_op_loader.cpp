@@ -25,7 +25,7 @@ double read_fraction(ConfigReader& r, const std::string& key, double fallback, d
 MoeOpRead read_moe_op(ConfigReader& r, const std::string& name, int num_ranks, int gpus_per_node,
                       uint64_t seed, workloads::WorkloadGraph& g, uint16_t compute_stream,
                       uint16_t comm_stream, uint16_t host_stream,
-                      const models::gpu::GpuSpec& gpu) {
+                      const models::gpu::GpuSpec& gpu, const EagerHostCost& host) {
   MoeOpRead out;
   std::vector<int> ranks = read_rank_group(r, num_ranks, {"", false, true});
   std::sort(ranks.begin(), ranks.end());
@@ -88,18 +88,10 @@ MoeOpRead read_moe_op(ConfigReader& r, const std::string& name, int num_ranks, i
   spec.dtype = *models::gpu::parse_dtype(
       r.get_choice("dtype", dtypes, std::string("bf16"), "activation and weight type"));
 
+  spec.host = host;
   spec.host.modelled = r.get_choice("host", {"eager", "none"}, std::string("eager"),
-                                    "eager PyTorch's host launches and sync, or none") == "eager";
-  // The host's costs, each overridable for another machine's host.
-  const auto host_us = [&](const std::string& key, double& us, const char* doc) {
-    if (!r.has(key)) return;
-    if (!spec.host.modelled) r.fail(key, "needs host: eager");
-    us = r.get_duration(key, std::nullopt, doc).seconds() * 1e6;
-    if (!(us >= 0.0 && us <= 10000.0)) r.fail(key, "must be between 0 and 10 ms");
-  };
-  host_us("host_overhead", spec.host.kernel_us, "host time per kernel launch");
-  host_us("host_collective", spec.host.collective_us, "host time per NCCL call");
-  host_us("host_sync", spec.host.sync_us, "host time to read the counts back after the GPU");
+                                    "eager PyTorch's host launches and sync (cluster.host's "
+                                    "costs), or none") == "eager";
   if (spec.max_route_nodes > 0) {
     // The group index must run node by node, the same count on each node.
     const int per_node = gpus_per_node > 0 ? gpus_per_node : num_ranks;

@@ -24,10 +24,12 @@ struct MoeOpRead {
 // ops; fails at the key at fault. `gpus_per_node` places ranks on nodes
 // (node-limited routing), `seed` is the run's seed (placement, sampling);
 // the host's launch delays go on `host_stream`; `gpu` sets the eager
-// kernels' efficiencies (EagerKernelEfficiency::on_gpu).
+// kernels' efficiencies (EagerKernelEfficiency::on_gpu); `host` is the
+// machine's host (cluster.host), which the op's `host: none` turns off.
 MoeOpRead read_moe_op(sim::config::ConfigReader& r, const std::string& name, int num_ranks,
                       int gpus_per_node, uint64_t seed, workloads::WorkloadGraph& g,
                       uint16_t compute_stream, uint16_t comm_stream, uint16_t host_stream,
-                      const models::gpu::GpuSpec& gpu);
+                      const models::gpu::GpuSpec& gpu,
+                      const workloads::moe::EagerHostCost& host);
 
 }  // namespace gcsim::cli

@@ -13,6 +13,7 @@
 #include "sim/report/format.h"
 #include "sim/scenario/gpu_spec_loader.h"
 #include "sim/scenario/graph_workload_loader.h"
+#include "sim/scenario/host_profile_loader.h"
 #include "sim/scenario/inference_workload_loader.h"
 #include "sim/scenario/packet_config_loader.h"
 #include "sim/scenario/straggler_loader.h"
@@ -89,6 +90,7 @@ ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes,
       "rested otherwise)");
   topology = read_topology(c, cluster);
   cluster.stragglers = read_stragglers(c, cluster.nodes, cluster.gpus_per_node);
+  cluster.host = read_host_profile(c);
   if (any_slow(cluster.stragglers)) {
     notes.push_back("stragglers: " + describe_stragglers(cluster.stragglers) +
                     "; their kernels run at that speed in the simulation, so the slowdown "
@@ -193,7 +195,7 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
   apply_clocks(s);
   if (s.workload_kind == "graph") {
     s.graph = load_graph_workload(workload, s.cluster.total_gpus(), s.cluster.gpu, options.limits,
-                                  s.cluster.gpus_per_node, s.seed, &s.moe_layers);
+                                  s.cluster.gpus_per_node, s.seed, &s.moe_layers, s.cluster.host);
   } else if (s.workload_kind == "training") {
     s.training = load_training_workload(
         workload, s.cluster.total_gpus(), s.cluster.gpus_per_node, s.cluster.gpu, s.notes,

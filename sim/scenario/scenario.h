@@ -62,6 +62,8 @@ struct ClusterConfig {
   bool clock_model = false;  // the governor runs (model, and the GPU has power parameters)
   models::gpu::Activity clock_model_start;  // the governor's averaged activity at time zero
   std::vector<StragglerConfig> stragglers;  // ascending rank, as written (speed 1 included)
+  // The host CPU's per-call costs for eager MoE layers (cluster.host).
+  workloads::moe::EagerHostCost host = workloads::moe::eager_host_cost();
   int total_gpus() const { return nodes * gpus_per_node; }
 };
 

@@ -95,9 +95,37 @@ TEST_CASE("moe bad input: pass, activation, dtype, unknown key", "[cli][moe]") {
 
 TEST_CASE("moe bad input: host keys", "[cli][moe]") {
   expect_bad(op("      host: python\n"), 7, "host", {"eager", "none"});
-  expect_bad(op("      host_overhead: fast\n"), 7, "host_overhead", {});
-  expect_bad(op("      host_collective: -5us\n"), 7, "host_collective", {});
-  expect_bad(op("      host_sync: 20s\n"), 7, "host_sync", {"10 ms"});
-  expect_bad(op("      host: none\n      host_overhead: 10us\n"), 8, "host_overhead",
-             {"needs host: eager"});
+  // The per-call costs are the machine's (cluster.host), not the op's.
+  expect_bad(op("      host_overhead: 10us\n"), 7, "host_overhead", {});
+}
+
+// cluster.host: a profile name or a map of a profile and per-call costs,
+// each within its physical range.
+static void expect_bad_host(const std::string& host, int line, const std::string& key,
+                     const std::vector<std::string>& also) {
+  TempDir tmp;
+  const fs::path config = tmp / "bad.yaml";
+  write_text(config, "cluster:\n  gpu: h100-sxm\n  gpus_per_node: 2\n  host:" + host +
+                         "workload:\n  kind: graph\n  ops:\n"
+                         "    - {name: moe, op: moe, tokens: 64, hidden: 64, expert_ffn: 64, experts: 2}\n");
+  const fs::path out = tmp / "out";
+  const GcsimResult r = run_gcsim({"run", config.string(), "-o", out.string(), "-q"});
+  INFO("host:" << host << "\nstderr: " << r.err);
+  CHECK(r.exit_status == 2);
+  CHECK(contains(r.err, config.string() + ":" + std::to_string(line) + ":"));
+  CHECK(contains(r.err, "'cluster.host" + key + "'"));
+  for (const auto& a : also) CHECK(contains(r.err, a));
+  CHECK_FALSE(contains(r.err, "internal error"));
+  CHECK_FALSE(fs::exists(out / "summary.json"));
+}
+
+TEST_CASE("moe bad input: cluster.host", "[cli][moe]") {
+  expect_bad_host(" h300\n", 4, "", {"h200", "h100"});
+  expect_bad_host(" [1, 2]\n", 4, "", {"profile name or a map"});
+  expect_bad_host("\n    profile: h900\n", 5, ".profile", {"h100"});
+  expect_bad_host("\n    router: 1us\n", 5, ".router", {"between 3 and 200 us"});
+  expect_bad_host("\n    profile: h100\n    launch: 2ms\n", 6, ".launch", {"between 3 and 200 us"});
+  expect_bad_host("\n    nccl: fast\n", 5, ".nccl", {});
+  expect_bad_host("\n    sync: 500us\n", 5, ".sync", {"between 2 and 200 us"});
+  expect_bad_host("\n    lanuch: 20us\n", 5, ".lanuch", {"unknown key"});
 }

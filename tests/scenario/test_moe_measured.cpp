@@ -1,23 +1,27 @@
-// An expert-parallel MoE layer predicted and measured on 2 H200s (NV18):
-// calibration/microbench/moe_ep_bench.py, calibration/measurements/h200-x2/
-// moe_ep_2026-11-26/moe_ep.json. Each point runs as a graph `moe` op with the
-// token copies the bench sent (`expert_tokens`), forward and backward
-// separately, with the h200-sxm preset on the flow model; gcsim's layer
-// time (its slowest rank) is compared with the measured un-instrumented pass
-// (`plain_us_per_rank`, the slower rank).
+// An expert-parallel MoE layer predicted and measured on 2 and 4 H200s and
+// 4 H100s (NV18): calibration/microbench/moe_ep_bench.py, calibration/
+// measurements/{h200-x2,h200-x4,h100-x4}/moe_ep_2026-11-26/moe_ep.json. Each
+// point runs as a graph `moe` op with the token copies the bench sent
+// (`expert_tokens`) on the flow model, the forward alone and the backward
+// after its forward (as the bench times it: the host starts the backward
+// ahead of the GPU); gcsim's layer time (its slowest rank) is compared with
+// the measured un-instrumented pass (`plain_us_per_rank`, the slower rank).
 //
-// Fitted on the 2-GPU file: the eager-kernel efficiencies (workloads/moe/
-// moe_layer.h, on the hidden-2048 points with 16K and 32K tokens) and the
-// host's costs (EagerHostCost: per kernel launch, per NCCL call, the counts'
-// .tolist(); on every point, calibration/fit/moe_host_fit.py). The 4-GPU
-// file is held out. With 16K and 32K tokens every point and ratio is held to
-// 10%. The 4K-token points, where the host decides the time, are held to
-// 15% (ratios 25%): there the measurement carries the host's run-to-run
-// spread (the 2-GPU hidden-2048 forward measured 4.6% faster at skew 0.8
-// than at skew 0, which no GPU cost explains; a ratio takes two such
-// points), and the bench's backward starts with the host ahead by the
-// forward's tail, which a `pass: bwd` op does not have (host and GPU start
-// together), so gcsim's host-bound backward is up to 14% long there.
+// Nothing here is fitted to these layer times: the eager-kernel
+// efficiencies were fitted on the 2-H200 file's phases (workloads/moe/
+// moe_layer.h), and each machine's host costs (cluster.host: h200, h100)
+// are read from that machine's host timings (calibration/fit/
+// moe_host_costs.py). Every point and every skewed/balanced ratio is held
+// to 10%, but for the points listed as not met (kNotMet below, README's
+// "MoE expert parallelism"), which are printed and held to their own
+// figure so that they cannot get worse unseen. They are host-bound (4K and
+// 8K tokens) and carry what one cost per kind of call cannot: the per-
+// launch cost of the expert loop differs by layer shape (hidden 2048: 31
+// us on the 2-H200 machine, 37-38 on the H100 host; hidden 4096: 22 and
+// 29), and the host's run-to-run spread (the 2-GPU hidden-2048 forward
+// measured 4.6% faster at skew 0.8 than at skew 0; the H100 host's own
+// issue time of one pass varies by up to 50% between its ranks).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -42,24 +46,32 @@ struct Point {
 
 // `gpus` ranks, each sending expert e the bench's copies: `expert_tokens`
 // counts all of them (sources spread evenly).
+// The backward runs as the bench times it: after its forward (untimed), so
+// the host starts the backward ahead of the GPU; its layer is the second.
 std::string moe_yaml(const nlohmann::ordered_json& r, const char* pass, int gpus,
-                     const std::string& gpu) {
+                     const std::string& gpu, const std::string& host) {
   std::string copies;
   for (const auto& c : r["expert_tokens_per_source"]) {
     copies += (copies.empty() ? "" : ", ") + std::to_string(gpus * c.get<int64_t>());
   }
-  return "cluster: {gpu: " + gpu + ", nodes: 1, gpus_per_node: " + std::to_string(gpus) + "}\n"
+  const std::string layer =
+      "op: moe, tokens: " + std::to_string(r["tokens_per_rank"].get<int>()) +
+      ", hidden: " + std::to_string(r["hidden"].get<int>()) +
+      ", expert_ffn: " + std::to_string(r["expert_ffn"].get<int>()) +
+      ", experts: " + std::to_string(r["experts"].get<int>()) +
+      ", top_k: " + std::to_string(r["top_k"].get<int>()) + ", expert_tokens: [" + copies + "]";
+  const bool bwd = std::string(pass) == "bwd";
+  return "cluster: {gpu: " + gpu + ", nodes: 1, gpus_per_node: " + std::to_string(gpus) +
+         ", host: " + host + "}\n"
          "network: {model: flow}\n"
-         "workload:\n  kind: graph\n  ops:\n"
-         "    - {name: moe, op: moe, tokens: " + std::to_string(r["tokens_per_rank"].get<int>()) +
-         ", hidden: " + std::to_string(r["hidden"].get<int>()) +
-         ", expert_ffn: " + std::to_string(r["expert_ffn"].get<int>()) +
-         ", experts: " + std::to_string(r["experts"].get<int>()) +
-         ", top_k: " + std::to_string(r["top_k"].get<int>()) + ", expert_tokens: [" +
-         copies + "], pass: " + pass + "}\n";
+         "workload:\n  kind: graph\n  ops:\n" +
+         (bwd ? "    - {name: fwd, " + layer + ", pass: fwd}\n"
+                "    - {name: moe, " + layer + ", pass: bwd, after: [fwd]}\n"
+              : "    - {name: moe, " + layer + ", pass: fwd}\n");
 }
 
-std::vector<Point> points(const char* file, int gpus, const std::string& gpu = "h200-sxm") {
+std::vector<Point> points(const char* file, int gpus, const std::string& gpu = "h200-sxm",
+                          const std::string& host = "h200") {
   const auto doc = read_json(source_path(file));
   std::vector<Point> out;
   for (const auto& r : doc["results"]) {
@@ -71,18 +83,25 @@ std::vector<Point> points(const char* file, int gpus, const std::string& gpu = "
       for (const auto& rank : r["plain_us_per_rank"]) {
         p.measured_us[i] = std::max(p.measured_us[i], rank[passes[i]].get<double>());
       }
-      const auto s = run_summary(moe_yaml(r, passes[i], gpus, gpu));
-      p.simulated_us[i] = s["moe"][0]["layer_time_s"].get<double>() * 1e6;
+      const auto s = run_summary(moe_yaml(r, passes[i], gpus, gpu, host));
+      p.simulated_us[i] = s["moe"].back()["layer_time_s"].get<double>() * 1e6;
     }
     out.push_back(p);
   }
   return out;
 }
 
-// Each point and its skewed/balanced ratio against the measurement (the
-// tolerances and the known gap below).
-// Points with fewer than `asserted_from` tokens are printed only.
-void check_points(const std::vector<Point>& ps, size_t count, int asserted_from = 0) {
+// A point (and pass) outside 10%: its error and ratio error as measured on
+// 2026-11-26 (percent), rounded up by one point.
+struct NotMet {
+  const char* name;
+  const char* pass;
+  double point_pct, ratio_pct;
+};
+
+// Each point and its skewed/balanced ratio against the measurement: within
+// 10%, or within a listed miss's own figure.
+void check_points(const std::vector<Point>& ps, size_t count, const std::vector<NotMet>& not_met) {
   REQUIRE(ps.size() == count);
   std::map<std::string, const Point*> balanced;  // by shape and tokens
   const auto key = [](const Point& p) {
@@ -98,52 +117,62 @@ void check_points(const std::vector<Point>& ps, size_t count, int asserted_from 
       const Point& b = *balanced.at(key(p));
       const double ratio_m = p.measured_us[i] / b.measured_us[i];
       const double ratio_s = p.simulated_us[i] / b.simulated_us[i];
-      const bool host_bound = p.tokens < 16384;
+      const double ratio_err = ratio_s / ratio_m - 1.0;
+      const auto miss = std::find_if(not_met.begin(), not_met.end(), [&](const NotMet& m) {
+        return p.name == m.name && std::string(passes[i]) == m.pass;
+      });
+      const bool listed = miss != not_met.end();
       std::printf("moe %-32s %s measured %8.0f us gcsim %8.0f us (%+5.1f%%)  skewed/balanced %.3f vs %.3f (%+5.1f%%)%s\n",
                   p.name.c_str(), passes[i], p.measured_us[i], p.simulated_us[i], 100 * err, ratio_m,
-                  ratio_s, 100 * (ratio_s / ratio_m - 1),
-                  p.tokens < asserted_from ? "  (not asserted)" : host_bound ? "  (host-bound)" : "");
-      if (p.tokens < asserted_from) continue;
+                  ratio_s, 100 * ratio_err, listed ? "  (NOT MET: outside 10%)" : "");
       INFO(p.name << " " << passes[i]);
-      CHECK(std::abs(err) <= (host_bound ? 0.15 : 0.10));
-      CHECK(std::abs(ratio_s / ratio_m - 1.0) <= (host_bound ? 0.25 : 0.10));
+      CHECK(std::abs(err) <= (listed ? miss->point_pct / 100 : 0.10));
+      CHECK(std::abs(ratio_err) <= (listed ? miss->ratio_pct / 100 : 0.10));
+      // A listed miss is still one (else the list and README are stale).
+      if (listed) CHECK((std::abs(err) > 0.10 || std::abs(ratio_err) > 0.10));
     }
   }
 }
 
 }  // namespace
 
+// 2026-11-26: >= 16K tokens every point -9.4% .. +0.9%, ratios -0.3% ..
+// +6.0%; 4K -22.9% .. +11.4%, ratios -11.5% .. +6.4%.
 TEST_CASE("moe layer on 2 H200s: each point and the skewed/balanced ratio within 10%",
           "[moe][measured]") {
-  check_points(points("calibration/measurements/h200-x2/moe_ep_2026-11-26/moe_ep.json", 2), 18);
+  check_points(points("calibration/measurements/h200-x2/moe_ep_2026-11-26/moe_ep.json", 2), 18,
+               {{"h2048_f1408_e8_k2_t4096_s0.0", "fwd", 12, 1},
+                {"h2048_f1408_e8_k2_t4096_s0.0", "bwd", 14, 1},
+                {"h2048_f1408_e8_k2_t4096_s0.8", "bwd", 24, 13},
+                {"h2048_f1408_e8_k2_t4096_s1.5", "bwd", 14, 1},
+                {"h4096_f2048_e16_k2_t4096_s0.0", "fwd", 13, 1}});
 }
 
-// Held out entirely (nothing was fitted on 4 GPUs): the same layers on 4
-// H200s, calibration/measurements/h200-x4/moe_ep_2026-11-26/moe_ep.json.
-// With the host modelled (2026-11-26): >= 16K tokens, every point -3.8% ..
-// +2.1% and ratios -1.3% .. +5.2% (before: hidden-2048 forward -16.5% ..
-// -2.5%, ratios up to +11.6%); 4K tokens -9.5% .. +13.6% (before: -46% ..
-// +1.9%), ratios up to +19.5% (before +51%).
-TEST_CASE("moe layer on 4 H200s (held out): each point and the ratio within 10%",
-          "[moe][measured]") {
-  check_points(points("calibration/measurements/h200-x4/moe_ep_2026-11-26/moe_ep.json", 4), 18);
+// The same layers on 4 H200s. >= 16K tokens every point -3.8% .. +1.7%,
+// ratios -1.2% .. +5.3%; 4K -12.8% .. +9.8%, ratios -2.9% .. +22.4%.
+TEST_CASE("moe layer on 4 H200s: each point and the ratio within 10%", "[moe][measured]") {
+  check_points(points("calibration/measurements/h200-x4/moe_ep_2026-11-26/moe_ep.json", 4), 18,
+               {{"h2048_f1408_e8_k2_t4096_s0.0", "fwd", 14, 1},
+                {"h2048_f1408_e8_k2_t4096_s0.8", "fwd", 3, 18},
+                {"h2048_f1408_e8_k2_t4096_s1.5", "fwd", 8, 24}});
 }
 
-// Held out on another GPU and another host: 4 H100s (calibration/
-// measurements/h100-x4/moe_ep_2026-11-26), three shapes (the two above and a
-// top-4 layer with 8 small experts per rank), 4K-32K tokens, nothing
-// fitted there. The eager kernels take the H200's bytes per second per SM
-// (EagerKernelEfficiency::on_gpu); the host is the H200 machine's fitted
-// one, while this machine's host measured about 30 us per launch and
-// 75-240 us per NCCL call (its `host_us_rank0`). With 16K and 32K tokens
-// every point -8.7% .. +2.9%, ratios +0.2% .. +7.7% (2026-11-26; before the
-// per-SM rescale +5% .. +14%); 8K -10.8% .. +6.8%, ratios -12.8% .. +10.2%,
-// held to the host-bound 15% / 25%; 4K is printed only: the other host
-// decides it and the top-4 layer's backward (72 expert launches) has the
-// bench's head start over the forward, which a `pass: bwd` op does not
-// (+41% balanced).
-TEST_CASE("moe layer on 4 H100s (held out): each point and the ratio within 10%",
-          "[moe][measured]") {
-  check_points(points("calibration/measurements/h100-x4/moe_ep_2026-11-26/moe_ep.json", 4, "h100-sxm"),
-               36, 8192);
+// Another GPU and another host: 4 H100s, three shapes (the two above and a
+// top-4 layer with 8 small experts per rank), 4K-32K tokens, with the
+// H100 machine's own host (cluster.host: h100). >= 16K tokens every point
+// -4.6% .. +2.9%, ratios -1.5% .. +5.6%; 8K -5.4% .. +16.7%, ratios
+// -15.1% .. +7.7%; 4K -6.1% .. +49.6%, ratios -30.7% .. +8.9%.
+TEST_CASE("moe layer on 4 H100s: each point and the ratio within 10%", "[moe][measured]") {
+  check_points(points("calibration/measurements/h100-x4/moe_ep_2026-11-26/moe_ep.json", 4, "h100-sxm",
+                      "h100"),
+               36,
+               {{"h2048_f1408_e8_k2_t4096_s0.0", "fwd", 32, 1},
+                {"h2048_f1408_e8_k2_t4096_s0.8", "fwd", 11, 17},
+                {"h2048_f1408_e8_k2_t4096_s1.5", "fwd", 11, 17},
+                {"h2048_f1408_e8_k2_t8192_s0.0", "fwd", 18, 1},
+                {"h2048_f1408_e8_k2_t8192_s0.8", "fwd", 2, 17},
+                {"h2048_f1408_e8_k2_t8192_s1.5", "fwd", 3, 14},
+                {"h2048_f1024_e32_k4_t4096_s0.0", "bwd", 51, 1},
+                {"h2048_f1024_e32_k4_t4096_s0.8", "bwd", 6, 32},
+                {"h2048_f1024_e32_k4_t4096_s1.5", "bwd", 5, 32}});
 }

@@ -26,19 +26,64 @@ EagerKernelEfficiency EagerKernelEfficiency::on_gpu(int sm_count, double hbm_byt
   return e;
 }
 
-EagerHostCost eager_host_cost() {
-  // Fitted by calibration/fit/moe_host_fit.py on the 18 2-H200 points,
-  // forward and backward (the 4K-token points, where the host decides the
-  // time, make them identifiable; the 4-GPU points are held out): the sum
-  // of squared relative errors of the layer time, 0.094 over the 36 passes
-  // (0.954 without the host). See EagerHostCost and
-  // calibration/fit/moe_host_2026-11-26.md.
+double EagerHostCost::call_us(HostCall c) const {
+  switch (c) {
+    case HostCall::router: return router_us;
+    case HostCall::permute: return permute_us;
+    case HostCall::launch: return launch_us;
+    case HostCall::nccl: return collective_us;
+  }
+  return launch_us;
+}
+
+namespace {
+
+// Per kind, µs, from calibration/fit/moe_host_costs.py (its docstring says
+// which reading gives which; nothing fitted to the layer times).
+EagerHostCost profile(const char* name, double router, double permute, double launch,
+                      double nccl, double sync) {
   EagerHostCost c;
-  c.kernel_us = 24.1;
-  c.collective_us = 187.5;
-  c.sync_us = 23.2;
+  c.profile = name;
+  c.router_us = router;
+  c.permute_us = permute;
+  c.launch_us = launch;
+  c.collective_us = nccl;
+  c.sync_us = sync;
   return c;
 }
+
+const std::vector<EagerHostCost>& profiles() {
+  static const std::vector<EagerHostCost> all{
+      // The H200 machines (2 and 4 GPUs): their instrumented phases where the
+      // GPU waits for the host (4K tokens); NCCL call and .tolist() split as
+      // the H100 host splits the counts phase.
+      profile("h200", 36.3, 54.4, 26.3, 118.8, 53.4),
+      // The 4-H100 machine: its own host timings (host_us_rank0, the GPU
+      // back-logged), medians over 36 points.
+      profile("h100", 77.3, 66.8, 32.8, 129.9, 58.4),
+  };
+  return all;
+}
+
+}  // namespace
+
+const std::vector<std::string>& host_profile_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& p : profiles()) v.push_back(p.profile);
+    return v;
+  }();
+  return names;
+}
+
+const EagerHostCost* host_profile(const std::string& name) {
+  for (const auto& p : profiles()) {
+    if (p.profile == name) return &p;
+  }
+  return nullptr;
+}
+
+EagerHostCost eager_host_cost() { return *host_profile("h200"); }
 
 const char* role_name(MoeRole r) {
   switch (r) {
@@ -115,6 +160,8 @@ class RankEmitter {
               uint16_t compute, uint16_t comm)
       : g_(g), info_(info), prefix_(prefix), compute_(compute), comm_(comm) {}
 
+  // The kind of Python call the ops emitted from now on are (collectives: nccl).
+  void calls(HostCall c) { call_ = c; }
   void kernel(MoeRole role, const std::string& what, ComputeOp shape) {
     Op op;
     op.kind = OpKind::compute;
@@ -165,12 +212,18 @@ class RankEmitter {
     const auto us = [](double v) { return sim::Duration::from_seconds(v * 1e-6); };
     std::vector<training::HostSync> syncs;
     for (size_t i : syncs_after) syncs.push_back({i, us(host.sync_us)});
-    const uint32_t launch = g_.intern_name(prefix_ + "/host launch");
-    const uint32_t sync = g_.intern_name(prefix_ + "/host sync");
-    info_.roles[launch] = MoeRole::host;
-    info_.roles[sync] = MoeRole::host;
-    return training::with_host_timeline(ops_, host_stream, {us(host.kernel_us), us(host.collective_us)},
-                                        syncs, launch, sync);
+    // Each kind's delays under their own name ("host launch router", ...).
+    const auto named = [&](const std::string& what) {
+      const uint32_t id = g_.intern_name(prefix_ + "/" + what);
+      info_.roles[id] = MoeRole::host;
+      return id;
+    };
+    const uint32_t names[] = {named("host launch router"), named("host launch permute"),
+                              named("host launch"), named("host launch nccl")};
+    const uint32_t sync_name = named("host sync");
+    std::vector<training::HostCallCost> launch;
+    for (HostCall c : calls_) launch.push_back({us(host.call_us(c)), names[static_cast<int>(c)]});
+    return training::with_host_calls(ops_, host_stream, launch, syncs, sync_name);
   }
 
  private:
@@ -178,6 +231,7 @@ class RankEmitter {
     op.name = g_.intern_name(prefix_ + "/" + what);
     info_.roles[op.name] = role;
     if (!ops_.empty()) op.deps.push_back(static_cast<uint32_t>(ops_.size() - 1));
+    calls_.push_back(is_communication(op.kind) ? HostCall::nccl : call_);
     ops_.push_back(std::move(op));
   }
   WorkloadGraph& g_;
@@ -185,6 +239,8 @@ class RankEmitter {
   std::string prefix_;
   uint16_t compute_, comm_;
   std::vector<Op> ops_;
+  HostCall call_ = HostCall::launch;
+  std::vector<HostCall> calls_;  // per op of ops_
 };
 
 }  // namespace
@@ -245,12 +301,15 @@ std::vector<std::vector<Op>> build_moe_layer(WorkloadGraph& g, const MoeLayerSpe
 
     std::vector<size_t> syncs;  // ops the host waits for
     if (spec.pass != MoePass::bwd) {
+      e.calls(HostCall::router);
       e.gemm(MoeRole::router, "router", t, e_all, h, dt);
       // logits.float() (bf16 in, fp32 out; counted as bf16: a launch-bound kernel)
       e.elementwise(MoeRole::router, "router cast fp32", t * e_all, 1, 0, dt);
       e.softmax(MoeRole::router, "router softmax", t, e_all, Dtype::fp32);
       e.elementwise(MoeRole::router, "router topk", t * e_all, 1, 2, Dtype::fp32);
+      e.calls(HostCall::permute);
       e.elementwise(MoeRole::permute, "permute", sent_rows * h, 1, 0, dt);
+      e.calls(HostCall::launch);
       CollectiveOp counts;
       counts.kind = CollectiveKind::all_to_all;
       counts.comm = slot;
@@ -284,8 +343,11 @@ std::vector<std::vector<Op>> build_moe_layer(WorkloadGraph& g, const MoeLayerSpe
       e.elementwise(MoeRole::unpermute, "unpermute index_add", sent_rows * h, 2, 1, dt, ek.atomic);
     }
     if (spec.pass != MoePass::fwd) {
+      // The bench's permute_bwd: the output gradient's gather and scale.
+      e.calls(HostCall::permute);
       e.elementwise(MoeRole::unpermute, "unpermute bwd gather", sent_rows * h, 1, 0, dt);
       e.elementwise(MoeRole::unpermute, "unpermute bwd scale", sent_rows * h, 1, 1, dt, ek.broadcast);
+      e.calls(HostCall::launch);
       for (size_t i = 0; i < out_legs.size(); ++i) {
         all_to_all(MoeRole::combine, "combine bwd" + leg_suffix(i), out_legs[i]);
       }

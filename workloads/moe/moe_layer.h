@@ -68,25 +68,46 @@ inline constexpr int kEagerFitSmCount = 132;          // h200-sxm preset
 inline constexpr double kEagerFitHbmBytesPerS = 4.8e12;  // h200-sxm preset
 
 // What eager PyTorch's host spends running the layer from Python, on the
-// host timeline of workloads/training/host_issue.h (the same model as the
-// training framework profiles' per-kernel issue cost, with the layer's sync
-// added): each kernel launched (the aten op's dispatch, the views and the
-// Python around it), each NCCL call (ProcessGroupNCCL's all_to_all_single:
-// the splits, its stream events, the grouped send/recv launch), and the
-// `.tolist()` of the received counts before the dispatch, which waits for
-// the counts exchange (and everything queued before it) to finish on the
-// GPU, then copies them back and returns to Python; every launch after it
-// is exposed until the host is ahead of the GPU again. Fitted on
-// calibration/measurements/h200-x2/moe_ep_2026-11-26 (the H200 machine's
-// host; calibration/fit/moe_host_fit.py), each in [0, 200] µs. The host is
-// the machine's, not the GPU's: the `host_overhead` key of the moe op sets
-// the per-kernel cost for another host.
-struct EagerHostCost {
-  bool modelled = true;       // false: the host never holds the GPU back
-  double kernel_us = 0;       // per kernel launch
-  double collective_us = 0;   // per NCCL collective call
-  double sync_us = 0;         // the counts' .tolist() after the GPU is done
+// host timeline of workloads/training/host_issue.h (the training framework
+// profiles' per-kernel issue model with the layer's sync added): each
+// Python call that launches work costs the host its kind's time (the aten
+// op's dispatch, the views and the Python around it; NCCL's
+// ProcessGroupNCCL all_to_all_single: the splits, its stream events, the
+// grouped send/recv launch), and the `.tolist()` of the received counts
+// before the dispatch waits for the counts exchange (and everything queued
+// before it) to finish on the GPU, then copies them back and returns to
+// Python; every launch after it is exposed until the host is ahead of the
+// GPU again. The costs are the host machine's, not the GPU's: a named
+// profile per measured machine (host_profile), chosen by `cluster.host`.
+enum class HostCall : uint8_t {
+  router,   // the router's forward calls: GEMM, .float(), softmax, top-k
+  permute,  // the permute's gathers: index_select of the token copies (forward), and the
+            // backward's gather and scale of the output gradient
+  launch,   // every other kernel call: the expert loop's GEMMs and activations, sort,
+            // unsort, unpermute's scale/zero/index_add, the router's backward GEMMs
+  nccl      // an NCCL collective call (counts, dispatch, combine)
 };
+struct EagerHostCost {
+  bool modelled = true;      // false: the host never holds the GPU back
+  std::string profile;       // the profile's name ("" when set key by key)
+  double router_us = 0;      // per router call
+  double permute_us = 0;     // per permute gather call
+  double launch_us = 0;      // per other kernel call
+  double collective_us = 0;  // per NCCL call
+  double sync_us = 0;        // the counts' .tolist() after the GPU is done
+  double call_us(HostCall c) const;
+};
+// Physical range of each cost (µs): a Python call that launches one CUDA
+// kernel costs at least the launch itself (~3 µs) and, for eager PyTorch on
+// a server CPU, well under 0.2 ms; an NCCL call at least a kernel launch.
+inline constexpr double kHostCallMinUs = 3, kHostCallMaxUs = 200;
+inline constexpr double kHostNcclMaxUs = 400, kHostSyncMinUs = 2, kHostSyncMaxUs = 200;
+// The named profiles (calibration/fit/moe_host_costs.py, note
+// calibration/fit/moe_host_2026-11-26.md): "h200", the H200 machines'
+// host; "h100", the 4-H100 machine's host.
+const std::vector<std::string>& host_profile_names();
+const EagerHostCost* host_profile(const std::string& name);
+// The default host (no cluster.host): the H200 machines' profile.
 EagerHostCost eager_host_cost();
 
 struct MoeLayerSpec {
@@ -115,6 +136,13 @@ struct MoeLayerInfo {
   std::shared_ptr<const Routing> routing;
   std::vector<int> ranks;  // global ranks in EP order (sorted)
   std::map<uint32_t, MoeRole> roles;  // sub-op name id -> role
+  // A layer that follows another on the same Python thread (a backward
+  // after its forward): per global rank, the program index of the earlier
+  // layer's last op, whose end starts this layer's clock (the bench's event
+  // before the backward runs on the GPU then), while its host went on
+  // launching from where the earlier layer's host stopped. Empty: the
+  // layer's clock starts with its first op (host and GPU together).
+  std::map<int, uint32_t> starts_after;
 };
 
 // The dispatch as token rows per (source, destination), in EP order: one

@@ -27,6 +27,18 @@ namespace gcsim::workloads::training {
 std::vector<Op> with_host_timeline(const std::vector<Op>& ops, uint16_t host_stream,
                                    const HostLaunchCost& cost, const std::vector<HostSync>& syncs,
                                    uint32_t launch_name, uint32_t sync_name) {
+  std::vector<HostCallCost> launch;
+  launch.reserve(ops.size());
+  for (const Op& op : ops) {
+    launch.push_back({is_communication(op.kind) ? cost.collective : cost.kernel, launch_name});
+  }
+  return with_host_calls(ops, host_stream, launch, syncs, sync_name);
+}
+
+std::vector<Op> with_host_calls(const std::vector<Op>& ops, uint16_t host_stream,
+                                const std::vector<HostCallCost>& launch,
+                                const std::vector<HostSync>& syncs, uint32_t sync_name) {
+  if (launch.size() != ops.size()) throw std::logic_error("with_host_calls: one launch cost per op");
   std::vector<Op> out;
   out.reserve(ops.size() * 2 + syncs.size());
   std::vector<uint32_t> moved(ops.size(), 0);  // old index -> new
@@ -45,11 +57,11 @@ std::vector<Op> with_host_timeline(const std::vector<Op>& ops, uint16_t host_str
   for (size_t i = 0; i < ops.size(); ++i) {
     Op op = ops[i];
     for (uint32_t& d : op.deps) {
-      if (d >= i) throw std::logic_error("with_host_timeline: a dependency on a later op");
+      if (d >= i) throw std::logic_error("with_host_calls: a dependency on a later op");
       d = moved[d];
     }
     if (host_launches(op)) {
-      op.deps.push_back(host_op(launch_name, is_communication(op.kind) ? cost.collective : cost.kernel));
+      op.deps.push_back(host_op(launch[i].name, launch[i].cost));
     }
     out.push_back(std::move(op));
     moved[i] = static_cast<uint32_t>(out.size() - 1);

@@ -49,5 +49,16 @@ struct HostLaunchCost {
 std::vector<Op> with_host_timeline(const std::vector<Op>& ops, uint16_t host_stream,
                                    const HostLaunchCost& cost, const std::vector<HostSync>& syncs,
                                    uint32_t launch_name, uint32_t sync_name);
+// The same with each op's own launch (`launch[i]` for `ops[i]`, used only
+// where host_launches(ops[i])): a host whose Python calls cost differently
+// by kind of op (a router's top-k, an index gather, a GEMM in a loop), each
+// kind's delay under its own name.
+struct HostCallCost {
+  sim::Duration cost;
+  uint32_t name = 0;
+};
+std::vector<Op> with_host_calls(const std::vector<Op>& ops, uint16_t host_stream,
+                                const std::vector<HostCallCost>& launch,
+                                const std::vector<HostSync>& syncs, uint32_t sync_name);
 
 }  // namespace gcsim::workloads::training
