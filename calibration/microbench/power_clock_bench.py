@@ -19,6 +19,8 @@ constant, stays under the board cap. This script measures what it is fitted to, 
   gemm_wide         back-to-back bf16 16384x4096 @ 4096x16384 GEMMs (another shape)
   gemm_fp32         back-to-back fp32 8192^3 GEMMs with TF32 off: CUDA-core FFMA arithmetic,
                     what gcsim's vector activity (W_vector) stands for
+  elementwise       sigmoid, add and mul over 512 MiB tensors, repeated (no GEMM): the mixed
+                    loop's memory-bound kernels alone, against the copy's power per byte
   mixed_ew6         one 8192^3 GEMM then six elementwise ops (twice the mixed loop's share)
   mixed_ew1         one 8192^3 GEMM then one add (a third of it)
   burst_100ms_25%, burst_300ms_50%, burst_1000ms_50%   bursts of other periods and duties
@@ -319,8 +321,9 @@ def phase_gemm_set(kl, seconds, ops, kind):
         kl.throttle_host(behind=32)
 
 
-def phase_mixed_n(kl, seconds, ops, ew, n_ew):
-    """One GEMM then n_ew elementwise ops (sigmoid, add, mul in turn; n_ew = 1: add only)."""
+def phase_mixed_n(kl, seconds, ops, ew, n_ew, gemm=True):
+    """One GEMM (none if not gemm) then n_ew elementwise ops (sigmoid, add, mul in turn;
+    n_ew = 1: add only)."""
     x, y, z = ew
     seq = [("add", lambda: torch.add(x, y, out=z))] if n_ew == 1 else \
         [[("sigmoid", lambda: torch.sigmoid(x, out=z)), ("add", lambda: torch.add(x, y, out=z)),
@@ -330,7 +333,8 @@ def phase_mixed_n(kl, seconds, ops, ew, n_ew):
     while time.perf_counter() < t_end:
         for _ in range(8):
             a, b, c = ops[i % 2]
-            kl.run("gemm", lambda: torch.matmul(a, b, out=c))
+            if gemm:
+                kl.run("gemm", lambda: torch.matmul(a, b, out=c))
             for kind, fn in seq:
                 kl.run(kind, fn)
             i += 1
@@ -392,6 +396,7 @@ def run_heldout(phase, ops, ew, work, state, out):
     except Exception:  # noqa: BLE001
         out["errors"].append({"phase": "gemm_fp32 setup", "error": traceback.format_exc()})
     torch.cuda.empty_cache()
+    phase("elementwise", 6.0, lambda kl, s: phase_mixed_n(kl, s, ops, ew, 3, gemm=False))
     phase("mixed_ew6", 8.0, lambda kl, s: phase_mixed_n(kl, s, ops, ew, 6))
     phase("mixed_ew1", 8.0, lambda kl, s: phase_mixed_n(kl, s, ops, ew, 1))
 
@@ -496,7 +501,7 @@ def main():
         bursts = ((1.0, 0.5, 10.0), (0.1, 0.5, 10.0), (0.1, 0.75, 10.0), (0.02, 0.5, 8.0))
     else:
         run_heldout(phase, ops, (x, y, z), work, state, out)
-        bursts = ((0.1, 0.25, 8.0), (0.3, 0.5, 9.0), (1.0, 0.5, 8.0))
+        bursts = ((0.1, 0.25, 8.0), (0.3, 0.5, 8.0), (1.0, 0.5, 8.0))
     for period, duty, secs in bursts:
         phase("burst_%dms_%d%%" % (round(period * 1000), round(duty * 100)), secs,
               lambda kl, s, p=period, d=duty: phase_burst(kl, s, ops, p, d, state))
