@@ -85,6 +85,7 @@ TEST_CASE("power model: H100 GEMM, copy and mixed loop clocks within 5% of measu
   // the launch gaps (0.86 of the rested rate measured).
   const gpu::SteadyState gemm = gpu::steady_state(h100, gpu::reference_gemm(h100));
   CHECK(gemm.clock * 1980 == Approx(1350).epsilon(0.02));
+  CHECK(gemm.clock * 1980 == Approx(gemm_mhz).epsilon(0.002));  // the runtime's clock
   CHECK(gemm.speed == Approx(0.859).epsilon(0.02));
   CHECK(gemm.power_w == Approx(h100.power.cap_w).epsilon(0.001));  // it sits at the cap
 }
@@ -103,6 +104,8 @@ TEST_CASE("power model: H200 GEMM, copy and mixed loop clocks within 5% of measu
   CHECK(mixed_mhz > gemm_mhz * 1.05);
   const gpu::SteadyState gemm = gpu::steady_state(h200, gpu::reference_gemm(h200));
   CHECK(gemm.clock * 1980 == Approx(1485).epsilon(0.02));
-  // Held out: the other H200's 0.830 of the rested rate (0.842 in the fitted run).
+  CHECK(gemm.clock * 1980 == Approx(gemm_mhz).epsilon(0.002));  // the runtime's clock
+  // Held out: the other H200's 0.830 of the rested rate (0.842 in the
+  // fitted run): 0.863, +4.0%.
   CHECK(gemm.speed == Approx(0.830).epsilon(0.05));
 }
