@@ -38,8 +38,10 @@ Steps, each from its own phase of the measurement (what is fitted where):
      100 ms/75% bursts, each kernel charged the runtime's activity at the clock it starts with,
      tau on a log grid, against the sampled SM clock (mean absolute error).
   8. vector_w (only with --vector FILE holding a gemm_fp32 phase: fp32 GEMMs on the CUDA cores):
-     the phase's steady power at its measured clock over the runtime's vector activity;
-     otherwise the preset's assumed value is kept (--vector-w).
+     the phase's steady power above that file's idle at its measured clock over the runtime's
+     vector activity; otherwise the assumed --vector-w is kept. Steps 3 and 8 each take the
+     other's value from before it (the copy's or elementwise ops' vector activity and the fp32
+     GEMM's HBM activity are ~0.01: under 5 W either way).
 Held out: the mixed loop, the 100 ms/50% and 20 ms bursts, and every phase of the other files.
 """
 import argparse
@@ -211,6 +213,11 @@ def phase_clock(p, act, tau, phase, samples, max_mhz):
     return statistics.median(x["sm_mhz"] for x in s), statistics.median(pred) * max_mhz
 
 
+def idle_power(samples):
+    """Median power (W) of a file's idle phase (instant field where the driver has it)."""
+    return statistics.median(x["power_instant_w"] or x["power_w"] for x in in_phase(samples, "idle"))
+
+
 def steady(samples, name, max_mhz):
     """(clock fraction, mean power W) over the second half of a back-to-back phase."""
     g = in_phase(samples, name)
@@ -225,7 +232,7 @@ FIT_PHASES = ("idle", "gemm", "memory", "burst_20ms_50%") + FIT_BURSTS
 def fit(path, max_mhz, gcsim, gpu, vector_path, vector_w, elementwise_path=None):
     d, samples, phases = load(path)
     r = {"file": path, "device": d["meta"]["device"]}
-    idle = statistics.median(x["power_instant_w"] or x["power_w"] for x in in_phase(samples, "idle"))
+    idle = idle_power(samples)
     r["idle_w"] = idle
     # Clock share: GEMM rate over its rested rate against the sampled clock, 100 ms windows.
     rested = phases["gemm"]["rates"]["gemm"]["rested_rate"]
@@ -242,17 +249,18 @@ def fit(path, max_mhz, gcsim, gpu, vector_path, vector_w, elementwise_path=None)
     act = RuntimeActivity.query(gcsim, gpu, share)
     r["runtime_activity_from"] = "%s calibrate --power-activity --gpu %s --clock-bound-share %r" % (gcsim, gpu, share)
     # Memory loop: power above idle over the runtime's HBM activity at its clock.
-    mem_samples, mem_phase, mem_kinds = samples, "memory", ["copy"]
+    # (A phase of another file counts its power above that file's own idle phase.)
+    mem_samples, mem_phase, mem_kinds, mem_idle = samples, "memory", ["copy"], idle
     if elementwise_path:
         _, mem_samples, eph = load(elementwise_path)
         if "elementwise" not in eph:
             sys.exit("power_fit.py: %s has no elementwise phase" % elementwise_path)
-        mem_phase, mem_kinds = "elementwise", ["sigmoid", "add", "mul"]
+        mem_phase, mem_kinds, mem_idle = "elementwise", ["sigmoid", "add", "mul"], idle_power(mem_samples)
     r_m, p_m = steady(mem_samples, mem_phase, max_mhz)
     a_mem = act.loop(mem_kinds, r_m)
-    r["memory_fit_on"] = "%s %s" % (elementwise_path or path, mem_phase)
+    r["memory_fit_on"] = "%s %s (idle %.1f W)" % (elementwise_path or path, mem_phase, mem_idle)
     r["memory_power_w"], r["memory_clock_mhz"], r["memory_runtime_activity"] = p_m, r_m * max_mhz, a_mem
-    hbm = (p_m - idle - vector_w * a_mem[1]) / a_mem[2]
+    hbm = (p_m - mem_idle - vector_w * a_mem[1]) / a_mem[2]
     r["hbm_w"] = hbm
     # The power the driver holds back-to-back GEMMs at: the governor's cap.
     r_g, p_g = steady(samples, "gemm", max_mhz)
@@ -303,7 +311,7 @@ def fit(path, max_mhz, gcsim, gpu, vector_path, vector_w, elementwise_path=None)
         if "gemm_fp32" in vph:
             r_v, p_v = steady(vs, "gemm_fp32", max_mhz)
             a_v = act.loop(["gemm_fp32"], r_v)
-            base["vector"] = (p_v - idle - hbm * a_v[2] - tensor * a_v[0] * speed(base, r_v) * volt(base, r_v) ** 2) / (
+            base["vector"] = (p_v - idle_power(vs) - hbm * a_v[2] - tensor * a_v[0] * speed(base, r_v) * volt(base, r_v) ** 2) / (
                 a_v[1] * speed(base, r_v) * volt(base, r_v) ** 2)
             r["vector_w_from"] = "%s gemm_fp32: %.0f W at %.0f MHz, runtime activity %s" % (
                 vector_path, p_v, r_v * max_mhz, tuple(round(x, 4) for x in a_v))
@@ -342,6 +350,8 @@ def main():
         for name, meas, pred in check(f, r["params"], act, args.max_mhz):
             fitted = FIT_PHASES if not args.elementwise else tuple(n for n in FIT_PHASES if n != "memory")
             used = "fit" if i == 0 and name in fitted else "held out"
+            if (f == args.elementwise and name == "elementwise") or (f == args.vector and name == "gemm_fp32"):
+                used = "fit"
             print("| %s | %s | %.0f | %.0f | %+.1f%% | %s |" % (f, name, meas, pred, 100 * (pred / meas - 1), used))
     if r["out_of_range"]:
         print("power_fit.py: outside the physical range: %s" % ", ".join(r["out_of_range"]), file=sys.stderr)
