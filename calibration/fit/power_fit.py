@@ -2,7 +2,7 @@
 """Fits gcsim's power model (models/gpu/power_model.h) to power_clock_bench.py measurements.
 
     python3 power_fit.py FIT.json [HELD_OUT.json ...] --gcsim build/gcsim --gpu h100-sxm
-                         [--max-mhz 1980] [--vector HELDOUT_SET.json]
+                         [--max-mhz 1980] [--vector HELDOUT_SET.json] [--elementwise HELDOUT_SET.json]
 
 The same equations as the C++ model (power_model.cpp, clock_governor.cpp):
 
@@ -42,7 +42,9 @@ Steps, each from its own phase of the measurement (what is fitted where):
      vector activity; otherwise the assumed --vector-w is kept. Steps 3 and 8 each take the
      other's value from before it (the copy's or elementwise ops' vector activity and the fp32
      GEMM's HBM activity are ~0.01: under 5 W either way).
-Held out: the mixed loop, the 100 ms/50% and 20 ms bursts, and every phase of the other files.
+Held out (clocks): the mixed loop, the 100 ms/50% bursts, the copy with --elementwise, and every
+phase of the other files (the --elementwise and --vector phases lend only their power). The
+20 ms bursts lend their power to step 5; their clock (full) is fitted by nothing.
 """
 import argparse
 import bisect
