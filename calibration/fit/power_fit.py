@@ -1,39 +1,104 @@
 #!/usr/bin/env python3
 """Fits gcsim's power model (models/gpu/power_model.h) to power_clock_bench.py measurements.
 
-    python3 power_fit.py FIT.json [HELD_OUT.json ...] [--max-mhz 1980] [--peak-bw 3.35e12] -o OUT.md
+    python3 power_fit.py FIT.json [HELD_OUT.json ...] --gcsim build/gcsim --gpu h100-sxm
+                         [--max-mhz 1980] [--vector HELDOUT_SET.json] [--elementwise HELDOUT_SET.json]
 
 The same equations as the C++ model (power_model.cpp, clock_governor.cpp):
 
-    P(a, r)  = idle + (W_t a_t + W_v a_v) r V(r)^2 + W_hbm a_hbm        r = f / f_max
+    P(a, r)  = idle + (W_t a_t + W_v a_v) speed(r) V(r)^2 + W_hbm a_hbm        r = f / f_max
     V(r)     = v_min below the knee, rising linearly to 1 at r = 1
     clock    = the r at which the activity averaged over tau draws the cap (1 if it never does)
     speed(r) = 1 / (share / r + 1 - share)                               arithmetic throughput
+
+The activities a_* of every measured kernel are the simulator's own: `gcsim calibrate
+--power-activity` runs each kernel of power_clock_bench.py through gcsim's Gpu runtime at held
+clocks 0.50..1.00 of f_max and prints the activity the runtime charges it (tensor, vector and
+HBM time fractions over the kernel's span, and its duration and launch gap). The fit reads that
+table (interpolating in the clock) wherever it needs an activity, so the parameters it finds
+make the runtime draw the measured power at the measured clock.
 
 Steps, each from its own phase of the measurement (what is fitted where):
   1. idle_w: median power of the idle phase.
   2. clock_bound_share: GEMM throughput over its rested rate against SM clock over max,
      100 ms windows of the gemm and burst phases (least squares on 1/speed - 1 = share (1/r - 1)).
-  3. hbm_w: the memory phase's steady power above idle over its HBM activity (achieved / peak).
-  4. tensor_w and min_voltage_ratio (knee fixed at 0.55 of f_max): the gemm phase's steady clock
-     holds its activity exactly at the cap, and the power drawn at full clock in the first
-     100 ms of the 1000 ms bursts (the driver's instant power field) fixes the scale.
-  5. time_constant: the governor run over the measured on/off timeline of every burst phase,
-     tau on a log grid, against the sampled SM clock (median absolute error).
-Held out: the mixed loop's clock, the 100 ms and 20 ms burst clocks, and every phase of the
-other files. GEMM activity (a_t 0.99, a_hbm 0.075: bf16 8192^3, ideal traffic) and the copy's
-(a_hbm = achieved / peak) are what gcsim's cost model gives those kernels.
+     The activity table is then taken at this share (it sets how arithmetic stretches).
+  3. hbm_w: the memory phase's steady power above idle over the runtime's HBM activity of the
+     1 GiB copy at the phase's clock; with --elementwise FILE (a --set heldout file), its
+     elementwise phase (sigmoid, add, mul: the memory-bound kernels of the mixed loop and of
+     training) instead, and the copy is held out.
+  4. cap_w: the power the driver holds back-to-back GEMMs at (NVML's energy counter over the
+     gemm phase's second half), a little under the board's enforced limit; the governor holds
+     the averaged power at it.
+  5. tensor_w: the power drawn at full clock in the 20 ms bursts (on-time power from the energy
+     counter and the duty cycle) over the runtime's GEMM tensor activity at full clock.
+  6. min_voltage_ratio (knee fixed at 0.55 of f_max): the runtime's GEMM loop activity (its
+     launch gaps included) at the gemm phase's measured clock draws exactly the cap.
+  7. time_constant: the governor run over the measured on/off timeline of the 1000 ms/50% and
+     100 ms/75% bursts, each kernel charged the runtime's activity at the clock it starts with,
+     tau on a log grid, against the sampled SM clock (mean absolute error).
+  8. vector_w (only with --vector FILE holding a gemm_fp32 phase: fp32 GEMMs on the CUDA cores):
+     the phase's steady power above that file's idle at its measured clock over the runtime's
+     vector activity; otherwise the assumed --vector-w is kept. Steps 3 and 8 each take the
+     other's value from before it (the copy's or elementwise ops' vector activity and the fp32
+     GEMM's HBM activity are ~0.01: under 5 W either way).
+Held out (clocks): the mixed loop, the 100 ms/50% bursts, the copy with --elementwise, and every
+phase of the other files (the --elementwise and --vector phases lend only their power). The
+20 ms bursts lend their power to step 5; their clock (full) is fitted by nothing.
 """
 import argparse
 import bisect
 import json
 import math
 import statistics
+import subprocess
 import sys
 
-A_T_GEMM, A_M_GEMM = 0.99, 0.075
 KNEE = 0.55
-PEAK_BW = 3.35e12
+# Physical ranges, as models/gpu/power_model.h states them (PowerParams::check); cap as a share
+# of the enforced board limit (the driver regulates a little under it).
+RANGES = {"idle": (30.0, 250.0), "tensor": (200.0, 2000.0), "vector": (20.0, 800.0),
+          "hbm": (20.0, 600.0), "vmin": (0.5, 1.0), "share": (0.2, 1.0), "tau": (0.005, 2.0),
+          "cap_share_of_limit": (0.95, 1.0)}
+
+
+class RuntimeActivity:
+    """The runtime's activity per kernel kind, from `gcsim calibrate --power-activity`."""
+
+    def __init__(self, table):
+        self.t = table
+        self.clocks = table["clocks"]
+
+    @staticmethod
+    def query(gcsim, gpu, share):
+        out = subprocess.run([gcsim, "calibrate", "--power-activity", "--gpu", gpu,
+                              "--clock-bound-share", repr(share)], capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit("power_fit.py: %s calibrate --power-activity failed: %s" % (gcsim, out.stderr.strip()))
+        return RuntimeActivity(json.loads(out.stdout))
+
+    def _at(self, kind, field, r):
+        ys = self.t["kernels"][kind][field]
+        c = self.clocks
+        r = min(c[-1], max(c[0], r))
+        i = min(len(c) - 2, max(0, bisect.bisect_right(c, r) - 1))
+        w = (r - c[i]) / (c[i + 1] - c[i])
+        return ys[i] + (ys[i + 1] - ys[i]) * w
+
+    def at(self, kind, r):
+        """(a_tensor, a_vector, a_hbm) over the kernel's span at clock fraction r."""
+        return tuple(self._at(kind, f, r) for f in ("tensor", "vector", "hbm"))
+
+    def loop(self, kinds, r):
+        """Time-averaged activity of `kinds` run one after another at r, launch gaps included."""
+        tot, acc = 0.0, [0.0, 0.0, 0.0]
+        for k in kinds:
+            d = self._at(k, "duration_s", r)
+            g = self._at(k, "launch_gap_s", r)
+            for j, a in enumerate(self.at(k, r)):
+                acc[j] += a * d
+            tot += d + g
+        return tuple(a / tot for a in acc)
 
 
 def speed(p, r):
@@ -44,19 +109,20 @@ def volt(p, r):
     return p["vmin"] if r <= p["knee"] else p["vmin"] + (1 - p["vmin"]) * min(1.0, (r - p["knee"]) / (1 - p["knee"]))
 
 
-def power(p, at, am, r):
-    return p["idle"] + p["tensor"] * at * speed(p, r) * volt(p, r) ** 2 + p["hbm"] * am
+def power(p, a, r):
+    at, av, am = a
+    return p["idle"] + (p["tensor"] * at + p["vector"] * av) * speed(p, r) * volt(p, r) ** 2 + p["hbm"] * am
 
 
-def cap_clock(p, at, am):
-    if power(p, at, am, 1.0) <= p["cap"]:
+def cap_clock(p, a):
+    if power(p, a, 1.0) <= p["cap"]:
         return 1.0
     lo, hi = p["rmin"], 1.0
-    if power(p, at, am, lo) >= p["cap"]:
+    if power(p, a, lo) >= p["cap"]:
         return lo
     for _ in range(50):
         mid = 0.5 * (lo + hi)
-        if power(p, at, am, mid) > p["cap"]:
+        if power(p, a, mid) > p["cap"]:
             hi = mid
         else:
             lo = mid
@@ -70,6 +136,16 @@ def load(path):
     return d, samples, {p["phase"]: p for p in d["phases"]}
 
 
+def power_limit_w(meta):
+    """The enforced board limit nvidia-smi printed before the run (power.limit [W])."""
+    try:
+        head, row = meta["smi_before"].splitlines()[:2]
+        cols = [c.strip() for c in head.split(",")]
+        return float(row.split(",")[cols.index("power.limit [W]")].split()[0])
+    except (KeyError, ValueError, IndexError):
+        return None
+
+
 def in_phase(samples, name):
     return [x for x in samples if x["phase"] == name]
 
@@ -80,72 +156,85 @@ def energy_power(samples):
     return (e[-1]["energy_j"] - e[0]["energy_j"]) / (e[-1]["t_s"] - e[0]["t_s"])
 
 
-def activity_intervals(phase):
-    """(start, end, a_tensor, a_hbm) per kernel, as gcsim's cost model charges them."""
+def kernel_spans(phase):
+    """(start, end, kind) per kernel of a phase, host seconds, in start order."""
     k = phase["kernels"]
-    out = []
-    for t, d, kk in zip(k["t_s"], k["dur_us"], k["kind"]):
-        kind = k["kinds"][kk]
-        if kind == "gemm":
-            out.append((t, t + d * 1e-6, A_T_GEMM, A_M_GEMM))
-        else:  # memory-bound: bytes over time over peak bandwidth
-            w = phase["rates"][kind]["work_per_kernel"]
-            out.append((t, t + d * 1e-6, 0.0, min(1.0, w / (d * 1e-6) / PEAK_BW)))
-    return sorted(out)
+    return sorted((t, t + d * 1e-6, k["kinds"][kk]) for t, d, kk in zip(k["t_s"], k["dur_us"], k["kind"]))
 
 
-def simulate_clock(p, intervals, sample_t, tau):
-    """The governor (clock_governor.cpp) over the kernels' activity: the clock at each sample."""
-    ev = []
-    for a, b, at, am in intervals:
-        ev.append((a, at, am))
-        ev.append((b, -at, -am))
-    ev.sort(key=lambda e: e[0])
-    out, i = [], 0
-    avg_t = avg_m = run_t = run_m = 0.0
+def simulate_clock(p, act, spans, sample_t, tau):
+    """The governor (clock_governor.cpp) over the measured kernel spans: each kernel charged the
+    runtime's activity at the clock it starts with (as gpu.cpp's set_clock and charge do); the
+    clock at each sample time."""
+    ev = []  # (time, order, +1 start / -1 end, span index): ends first at equal times
+    for i, (a, b, _) in enumerate(spans):
+        ev.append((a, 1, i))
+        ev.append((b, 0, i))
+    ev.sort()
+    charged = {}
+    avg, run = [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]
+    out, j = [], 0
     t_last = ev[0][0] if ev else 0.0
     for ts in sample_t:
-        while i < len(ev) and ev[i][0] <= ts:
-            t, dt_, dm_ = ev[i]
+        while j < len(ev) and ev[j][0] <= ts:
+            t, is_start, i = ev[j]
             k = math.exp(-(t - t_last) / tau)
-            avg_t, avg_m = run_t + (avg_t - run_t) * k, run_m + (avg_m - run_m) * k
+            avg = [run[n] + (avg[n] - run[n]) * k for n in range(3)]
             t_last = t
-            run_t, run_m = max(0.0, run_t + dt_), max(0.0, run_m + dm_)
-            i += 1
+            if is_start:
+                charged[i] = act.at(spans[i][2], cap_clock(p, tuple(avg)))
+                run = [run[n] + charged[i][n] for n in range(3)]
+            else:
+                a = charged.pop(i)
+                run = [max(0.0, run[n] - a[n]) for n in range(3)]
+            j += 1
         k = math.exp(-max(0.0, ts - t_last) / tau)
-        out.append(cap_clock(p, run_t + (avg_t - run_t) * k, run_m + (avg_m - run_m) * k))
+        out.append(cap_clock(p, tuple(run[n] + (avg[n] - run[n]) * k for n in range(3))))
     return out
 
 
-def busy_samples(samples, intervals, second_half=True):
+def busy_samples(samples, spans, second_half=True):
     """Samples taken while a kernel ran (the clock the work saw)."""
-    starts = [a for a, _, _, _ in intervals]
+    starts = [a for a, _, _ in spans]
     s = samples[len(samples) // 2:] if second_half else samples
     out = []
     for x in s:
         i = bisect.bisect_right(starts, x["t_s"]) - 1
-        if i >= 0 and intervals[i][0] <= x["t_s"] <= intervals[i][1] + 0.002:
+        if i >= 0 and spans[i][0] <= x["t_s"] <= spans[i][1] + 0.002:
             out.append(x)
     return out
 
 
-def phase_clock(p, tau, phase, samples, max_mhz):
+def phase_clock(p, act, tau, phase, samples, max_mhz):
     """Measured and governed median SM clock while kernels run (second half of the phase)."""
-    iv = activity_intervals(phase)
-    s = busy_samples(in_phase(samples, phase["phase"]), iv)
+    spans = kernel_spans(phase)
+    s = busy_samples(in_phase(samples, phase["phase"]), spans)
     if not s:
         return None
-    pred = simulate_clock(p, iv, [x["t_s"] for x in s], tau)
+    pred = simulate_clock(p, act, spans, [x["t_s"] for x in s], tau)
     return statistics.median(x["sm_mhz"] for x in s), statistics.median(pred) * max_mhz
 
 
+def idle_power(samples):
+    """Median power (W) of a file's idle phase (instant field where the driver has it)."""
+    return statistics.median(x["power_instant_w"] or x["power_w"] for x in in_phase(samples, "idle"))
+
+
+def steady(samples, name, max_mhz):
+    """(clock fraction, mean power W) over the second half of a back-to-back phase."""
+    g = in_phase(samples, name)
+    half = g[len(g) // 2:]
+    return statistics.median(x["sm_mhz"] for x in half) / max_mhz, energy_power(half)
+
+
 FIT_BURSTS = ("burst_1000ms_50%", "burst_100ms_75%")
+FIT_PHASES = ("idle", "gemm", "memory", "burst_20ms_50%") + FIT_BURSTS
 
 
-def fit(path, max_mhz, cap):
+def fit(path, max_mhz, gcsim, gpu, vector_path, vector_w, elementwise_path=None):
     d, samples, phases = load(path)
     r = {"file": path, "device": d["meta"]["device"]}
-    idle = statistics.median(x["power_instant_w"] or x["power_w"] for x in in_phase(samples, "idle"))
+    idle = idle_power(samples)
     r["idle_w"] = idle
     # Clock share: GEMM rate over its rested rate against the sampled clock, 100 ms windows.
     rested = phases["gemm"]["rates"]["gemm"]["rested_rate"]
@@ -159,55 +248,87 @@ def fit(path, max_mhz, cap):
     den = sum((1 / a - 1) ** 2 for a, _ in pairs)
     share = num / den
     r["clock_bound_share"], r["share_windows"] = share, len(pairs)
-    # Memory loop: power above idle over its HBM activity.
-    mem = in_phase(samples, "memory")
-    a_m = phases["memory"]["rates"]["copy"]["steady_rate"] / PEAK_BW
-    r["memory_power_w"], r["memory_hbm_activity"] = energy_power(mem[len(mem) // 2:]), a_m
-    hbm = (r["memory_power_w"] - idle) / a_m
+    act = RuntimeActivity.query(gcsim, gpu, share)
+    r["runtime_activity_from"] = "%s calibrate --power-activity --gpu %s --clock-bound-share %r" % (gcsim, gpu, share)
+    # Memory loop: power above idle over the runtime's HBM activity at its clock.
+    # (A phase of another file counts its power above that file's own idle phase.)
+    mem_samples, mem_phase, mem_kinds, mem_idle = samples, "memory", ["copy"], idle
+    if elementwise_path:
+        _, mem_samples, eph = load(elementwise_path)
+        if "elementwise" not in eph:
+            sys.exit("power_fit.py: %s has no elementwise phase" % elementwise_path)
+        mem_phase, mem_kinds, mem_idle = "elementwise", ["sigmoid", "add", "mul"], idle_power(mem_samples)
+    r_m, p_m = steady(mem_samples, mem_phase, max_mhz)
+    a_mem = act.loop(mem_kinds, r_m)
+    r["memory_fit_on"] = "%s %s (idle %.1f W)" % (elementwise_path or path, mem_phase, mem_idle)
+    r["memory_power_w"], r["memory_clock_mhz"], r["memory_runtime_activity"] = p_m, r_m * max_mhz, a_mem
+    hbm = (p_m - mem_idle - vector_w * a_mem[1]) / a_mem[2]
     r["hbm_w"] = hbm
+    # The power the driver holds back-to-back GEMMs at: the governor's cap.
+    r_g, p_g = steady(samples, "gemm", max_mhz)
+    cap = p_g
+    r["gemm_clock_mhz"], r["cap_w"] = r_g * max_mhz, cap
+    limit = power_limit_w(d["meta"])
+    if limit is None:
+        sys.exit("power_fit.py: %s: no power.limit in meta.smi_before" % path)
+    r["power_limit_w"] = limit
+    r["cap_share_of_limit"] = cap / limit
+    r["gemm_speed_measured"] = phases["gemm"]["rates"]["gemm"]["steady_over_rested"]
     # 20 ms bursts run at full clock throughout: their on-time power fixes W_tensor.
-    b20 = phases["burst_20ms_50%"]
-    iv = activity_intervals(b20)
-    duty = sum(b - a for a, b, _, _ in iv) / (iv[-1][1] - iv[0][0])
+    b20 = kernel_spans(phases["burst_20ms_50%"])
+    duty = sum(b - a for a, b, _ in b20) / (b20[-1][1] - b20[0][0])
     p_avg = energy_power(in_phase(samples, "burst_20ms_50%"))
     p_on = (p_avg - (1 - duty) * idle) / duty
+    a_full = act.at("gemm", 1.0)  # over the kernel's span (the duty cycle counts its gaps)
     r["burst20_duty"], r["burst20_power_w"], r["gemm_full_clock_power_w"] = duty, p_avg, p_on
-    tensor = (p_on - idle - hbm * A_M_GEMM) / A_T_GEMM
+    r["gemm_runtime_activity_full_clock"] = a_full
+    tensor = (p_on - idle - hbm * a_full[2]) / a_full[0]
     r["tensor_w"] = tensor
-    # Back-to-back GEMMs: the cap at the measured clock fixes V there, hence v_min.
-    g = in_phase(samples, "gemm")
-    half = g[len(g) // 2:]
-    r_g = statistics.median(x["sm_mhz"] for x in half) / max_mhz
-    p_g = energy_power(half)
-    r["gemm_clock_mhz"], r["gemm_power_w"] = r_g * max_mhz, p_g
-    r["gemm_speed_measured"] = phases["gemm"]["rates"]["gemm"]["steady_over_rested"]
-    base = {"idle": idle, "hbm": hbm, "tensor": tensor, "share": share, "knee": KNEE, "rmin": 0.5, "cap": cap, "vmin": 1.0}
-    v_g = math.sqrt((p_g - idle - hbm * A_M_GEMM) / (A_T_GEMM * tensor * speed(base, r_g)))
+    # Back-to-back GEMMs: the runtime's loop activity at the measured clock draws the cap.
+    base = {"idle": idle, "hbm": hbm, "tensor": tensor, "vector": vector_w, "share": share, "knee": KNEE,
+            "rmin": 0.5, "cap": cap, "vmin": 1.0}
+    a_g = act.loop(["gemm"], r_g)
+    r["gemm_runtime_activity"] = a_g
+    v_g = math.sqrt((cap - idle - hbm * a_g[2]) / (a_g[0] * tensor * speed(base, r_g)))
     rise = min(1.0, max(0.0, (r_g - KNEE) / (1 - KNEE)))
-    vmin = (v_g - rise) / (1 - rise)
-    base["vmin"] = vmin
-    r["min_voltage_ratio"], r["voltage_at_gemm_clock"] = vmin, v_g
+    base["vmin"] = (v_g - rise) / (1 - rise)
+    r["min_voltage_ratio"], r["voltage_at_gemm_clock"] = base["vmin"], v_g
     # Time constant: bursts long enough to throttle, on-time clock, log grid 5 ms .. 2 s.
     best = None
     for i in range(80):
         tau = 0.005 * (400 ** (i / 79))
         errs = []
         for name in FIT_BURSTS:
-            m, pr = phase_clock(base, tau, phases[name], samples, max_mhz)
+            m, pr = phase_clock(base, act, tau, phases[name], samples, max_mhz)
             errs.append(abs(pr / m - 1))
         e = sum(errs) / len(errs)
         if best is None or e < best[1]:
             best = (tau, e)
     r["time_constant_s"], r["time_constant_fit_error"] = best
+    base["tau"] = best[0]
+    # CUDA-core arithmetic: fp32 GEMMs' steady power at their clock over the runtime's activity.
+    r["vector_w_from"] = "assumed (--vector-w)"
+    if vector_path:
+        vd, vs, vph = load(vector_path)
+        if "gemm_fp32" in vph:
+            r_v, p_v = steady(vs, "gemm_fp32", max_mhz)
+            a_v = act.loop(["gemm_fp32"], r_v)
+            base["vector"] = (p_v - idle_power(vs) - hbm * a_v[2] - tensor * a_v[0] * speed(base, r_v) * volt(base, r_v) ** 2) / (
+                a_v[1] * speed(base, r_v) * volt(base, r_v) ** 2)
+            r["vector_w_from"] = "%s gemm_fp32: %.0f W at %.0f MHz, runtime activity %s" % (
+                vector_path, p_v, r_v * max_mhz, tuple(round(x, 4) for x in a_v))
+    r["vector_w"] = base["vector"]
     r["params"] = base
-    return r
+    r["out_of_range"] = [k for k, (lo, hi) in RANGES.items()
+                         if not lo <= (r["cap_share_of_limit"] if k == "cap_share_of_limit" else base[k]) <= hi]
+    return r, act
 
 
-def check(path, params, tau, max_mhz):
+def check(path, params, act, max_mhz):
     d, samples, phases = load(path)
     out = []
     for name, ph in phases.items():
-        res = phase_clock(params, tau, ph, samples, max_mhz)
+        res = phase_clock(params, act, params["tau"], ph, samples, max_mhz)
         if res:
             out.append((name, res[0], res[1]))
     return out
@@ -217,19 +338,26 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("files", nargs="+")
     ap.add_argument("--max-mhz", type=float, default=1980.0)
-    ap.add_argument("--cap", type=float, default=700.0)
-    ap.add_argument("--peak-bw", type=float, default=3.35e12,
-                    help="HBM peak in B/s (H100 3.35e12, H200 4.8e12): HBM activity = achieved / peak")
+    ap.add_argument("--gcsim", default="build/gcsim", help="gcsim binary (its runtime's activities)")
+    ap.add_argument("--gpu", required=True, help="gcsim preset of the measured GPU (h100-sxm, h200-sxm)")
+    ap.add_argument("--vector", help="power_clock_bench.py --set heldout file with a gemm_fp32 phase")
+    ap.add_argument("--vector-w", type=float, default=300.0, help="W_vector when --vector is not given")
+    ap.add_argument("--elementwise", help="--set heldout file whose elementwise phase fits hbm_w (copy held out)")
     args = ap.parse_args()
-    globals()["PEAK_BW"] = args.peak_bw
-    r = fit(args.files[0], args.max_mhz, args.cap)
+    r, act = fit(args.files[0], args.max_mhz, args.gcsim, args.gpu, args.vector, args.vector_w, args.elementwise)
     print(json.dumps({k: v for k, v in r.items() if k != "params"}, indent=1))
     print("\n| file | phase | measured SM clock (MHz) | governor (MHz) | error | used for |")
     print("|---|---|---|---|---|---|")
     for i, f in enumerate(args.files):
-        for name, meas, pred in check(f, r["params"], r["time_constant_s"], args.max_mhz):
-            used = "fit" if i == 0 and (name in FIT_BURSTS or name in ("gemm", "memory")) else "held out"
+        for name, meas, pred in check(f, r["params"], act, args.max_mhz):
+            fitted = FIT_PHASES if not args.elementwise else tuple(n for n in FIT_PHASES if n != "memory")
+            used = "fit" if i == 0 and name in fitted else "held out"
+            if (f == args.elementwise and name == "elementwise") or (f == args.vector and name == "gemm_fp32"):
+                used = "fit"
             print("| %s | %s | %.0f | %.0f | %+.1f%% | %s |" % (f, name, meas, pred, 100 * (pred / meas - 1), used))
+    if r["out_of_range"]:
+        print("power_fit.py: outside the physical range: %s" % ", ".join(r["out_of_range"]), file=sys.stderr)
+        return 1
     return 0
 
 

@@ -13,6 +13,18 @@ constant, stays under the board cap. This script measures what it is fitted to, 
             the clock falls inside each burst), 100 ms at 50% and 75%, 20 ms at 50% (duty-cycle
             dependence: gaps let the averaged power, and so the clock, recover)
 
+--set heldout measures phases the fit never sees (what gcsim must then predict) instead:
+
+  idle, gemm        as above (shorter: the GEMM's steady time sizes the bursts)
+  gemm_wide         back-to-back bf16 16384x4096 @ 4096x16384 GEMMs (another shape)
+  gemm_fp32         back-to-back fp32 8192^3 GEMMs with TF32 off: CUDA-core FFMA arithmetic,
+                    what gcsim's vector activity (W_vector) stands for
+  elementwise       sigmoid, add and mul over 512 MiB tensors, repeated (no GEMM): the mixed
+                    loop's memory-bound kernels alone, against the copy's power per byte
+  mixed_ew6         one 8192^3 GEMM then six elementwise ops (twice the mixed loop's share)
+  mixed_ew1         one 8192^3 GEMM then one add (a third of it)
+  burst_100ms_25%, burst_300ms_50%, burst_1000ms_50%   bursts of other periods and duties
+
 Samples: `nvidia-smi --query-gpu=timestamp,power.draw,[power.draw.instant,]power.limit,clocks.sm,
 clocks.mem,temperature.gpu,clocks_throttle_reasons.active --format=csv,noheader,nounits -lms 50`
 in a background process, and, when pynvml imports, NVML in a thread every 10 ms (SM clock, power
@@ -298,6 +310,37 @@ def phase_mixed(kl, seconds, ops, ew, state):
         kl.throttle_host(behind=128)
 
 
+def phase_gemm_set(kl, seconds, ops, kind):
+    t_end = time.perf_counter() + seconds
+    i = 0
+    while time.perf_counter() < t_end:
+        for _ in range(8):
+            a, b, c = ops[i % len(ops)]
+            kl.run(kind, lambda: torch.matmul(a, b, out=c))
+            i += 1
+        kl.throttle_host(behind=32)
+
+
+def phase_mixed_n(kl, seconds, ops, ew, n_ew, gemm=True):
+    """One GEMM (none if not gemm) then n_ew elementwise ops (sigmoid, add, mul in turn;
+    n_ew = 1: add only)."""
+    x, y, z = ew
+    seq = [("add", lambda: torch.add(x, y, out=z))] if n_ew == 1 else \
+        [[("sigmoid", lambda: torch.sigmoid(x, out=z)), ("add", lambda: torch.add(x, y, out=z)),
+          ("mul", lambda: torch.mul(z, 1.0009765625, out=y))][j % 3] for j in range(n_ew)]
+    t_end = time.perf_counter() + seconds
+    i = 0
+    while time.perf_counter() < t_end:
+        for _ in range(8):
+            a, b, c = ops[i % 2]
+            if gemm:
+                kl.run("gemm", lambda: torch.matmul(a, b, out=c))
+            for kind, fn in seq:
+                kl.run(kind, fn)
+            i += 1
+        kl.throttle_host(behind=128)
+
+
 def phase_burst(kl, seconds, ops, period_s, duty, state):
     """Bursts of k GEMMs every period_s (host-timed); k from the sustained GEMM time so a burst
     lasts about duty x period_s at the throttled clock. The GPU idles between bursts."""
@@ -317,10 +360,53 @@ def phase_burst(kl, seconds, ops, period_s, duty, state):
             time.sleep(rest)
 
 
+def run_heldout(phase, ops, ew, work, state, out):
+    """The held-out phases (--set heldout); each guarded so one failure keeps the rest."""
+    rec = phase("gemm", 6.0, lambda kl, s: phase_gemm(kl, s, ops, state))
+    if rec and "gemm" in rec["rates"]:
+        state["gemm_steady_s"] = rec["rates"]["gemm"]["steady_us"] * 1e-6
+    try:
+        m, k = 16384, 4096
+        wide = [(torch.randn(m, k, device="cuda", dtype=torch.bfloat16),
+                 torch.randn(k, m, device="cuda", dtype=torch.bfloat16),
+                 torch.empty(m, m, device="cuda", dtype=torch.bfloat16)) for _ in range(2)]
+        for a, b, c in wide:
+            torch.matmul(a, b, out=c)
+        work["gemm_wide"] = 2.0 * m * m * k
+        phase("gemm_wide", 8.0, lambda kl, s: phase_gemm_set(kl, s, wide, "gemm_wide"))
+        del wide
+    except Exception:  # noqa: BLE001
+        out["errors"].append({"phase": "gemm_wide setup", "error": traceback.format_exc()})
+    try:
+        try:  # fp32 on the CUDA cores (PyTorch's default; said explicitly)
+            torch.backends.cuda.matmul.fp32_precision = "ieee"
+            state["fp32_precision"] = "ieee"
+        except Exception:  # noqa: BLE001
+            torch.backends.cuda.matmul.allow_tf32 = False
+            state["fp32_precision"] = "allow_tf32=False"
+        f32 = [(torch.randn(N, N, device="cuda", dtype=torch.float32),
+                torch.randn(N, N, device="cuda", dtype=torch.float32),
+                torch.empty(N, N, device="cuda", dtype=torch.float32)) for _ in range(2)]
+        for a, b, c in f32:
+            torch.matmul(a, b, out=c)
+        torch.cuda.synchronize()
+        work["gemm_fp32"] = 2.0 * N ** 3
+        phase("gemm_fp32", 8.0, lambda kl, s: phase_gemm_set(kl, s, f32, "gemm_fp32"))
+        del f32
+    except Exception:  # noqa: BLE001
+        out["errors"].append({"phase": "gemm_fp32 setup", "error": traceback.format_exc()})
+    torch.cuda.empty_cache()
+    phase("elementwise", 6.0, lambda kl, s: phase_mixed_n(kl, s, ops, ew, 3, gemm=False))
+    phase("mixed_ew6", 8.0, lambda kl, s: phase_mixed_n(kl, s, ops, ew, 6))
+    phase("mixed_ew1", 8.0, lambda kl, s: phase_mixed_n(kl, s, ops, ew, 1))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("-o", required=True)
     ap.add_argument("--scale", type=float, default=1.0, help="multiplies every phase's length")
+    ap.add_argument("--set", choices=("fit", "heldout"), default="fit",
+                    help="fit: the phases power_fit.py fits on; heldout: other shapes, ratios and bursts")
     args = ap.parse_args()
     sc = args.scale
 
@@ -341,7 +427,8 @@ def main():
             "nvml_instant_power_field": nvml.instant_field,
             "nvml_columns": ["t_s", "phase", "sm_mhz", "mem_mhz", "power_w", "power_instant_w",
                              "energy_j", "reasons"],
-            "smi_columns": ["t_s", "phase"] + smi.fields, "method": __doc__, "scale": sc}
+            "smi_columns": ["t_s", "phase"] + smi.fields, "method": __doc__, "scale": sc,
+            "set": args.set}
     out = {"meta": meta, "phases": [], "errors": []}
     state = {"gemm_steady_s": 1.9e-3}  # replaced by the gemm phase's measurement
 
@@ -405,12 +492,17 @@ def main():
 
     section["name"] = "idle"
     time.sleep(3.0 * sc)
-    rec = phase("gemm", 15.0, lambda kl, s: phase_gemm(kl, s, ops, state))
-    if rec and "gemm" in rec["rates"]:
-        state["gemm_steady_s"] = rec["rates"]["gemm"]["steady_us"] * 1e-6
-    phase("memory", 10.0, lambda kl, s: phase_memory(kl, s, (src, dst), state))
-    phase("mixed", 10.0, lambda kl, s: phase_mixed(kl, s, ops, (x, y, z), state))
-    for period, duty, secs in ((1.0, 0.5, 10.0), (0.1, 0.5, 10.0), (0.1, 0.75, 10.0), (0.02, 0.5, 8.0)):
+    if args.set == "fit":
+        rec = phase("gemm", 15.0, lambda kl, s: phase_gemm(kl, s, ops, state))
+        if rec and "gemm" in rec["rates"]:
+            state["gemm_steady_s"] = rec["rates"]["gemm"]["steady_us"] * 1e-6
+        phase("memory", 10.0, lambda kl, s: phase_memory(kl, s, (src, dst), state))
+        phase("mixed", 10.0, lambda kl, s: phase_mixed(kl, s, ops, (x, y, z), state))
+        bursts = ((1.0, 0.5, 10.0), (0.1, 0.5, 10.0), (0.1, 0.75, 10.0), (0.02, 0.5, 8.0))
+    else:
+        run_heldout(phase, ops, (x, y, z), work, state, out)
+        bursts = ((0.1, 0.25, 8.0), (0.3, 0.5, 8.0), (1.0, 0.5, 8.0))
+    for period, duty, secs in bursts:
         phase("burst_%dms_%d%%" % (round(period * 1000), round(duty * 100)), secs,
               lambda kl, s, p=period, d=duty: phase_burst(kl, s, ops, p, d, state))
     section["name"] = "end"

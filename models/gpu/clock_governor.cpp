@@ -16,6 +16,9 @@ void ClockGovernor::advance(sim::Time now) {
   if (now == last_) return;
   const double dt = (now - last_).seconds();
   energy_j_ += power_w() * dt;
+  activity_s_.tensor += running_.tensor * dt;
+  activity_s_.vector += running_.vector * dt;
+  activity_s_.hbm += running_.hbm * dt;
   // Exact step response of the first-order filter to constant input.
   const double keep = std::exp(-dt / params_.time_constant.seconds());
   averaged_.tensor = running_.tensor + (averaged_.tensor - running_.tensor) * keep;
@@ -49,7 +52,18 @@ void ClockGovernor::remove(sim::Time now, const Activity& a, double dynamic_w) {
 
 double ClockGovernor::clock(sim::Time now) {
   advance(now);
-  return cap_clock(params_, averaged_);
+  return pinned_ > 0.0 ? pinned_ : cap_clock(params_, averaged_);
+}
+
+void ClockGovernor::pin(double fraction) {
+  if (!(fraction > 0.0 && fraction <= 1.0)) throw std::invalid_argument("a pinned clock lies in (0, 1] of f_max");
+  pinned_ = fraction;
+}
+
+Activity ClockGovernor::activity_seconds(sim::Time until) const {
+  const double dt = until > last_ ? (until - last_).seconds() : 0.0;
+  return Activity{activity_s_.tensor + running_.tensor * dt, activity_s_.vector + running_.vector * dt,
+                  activity_s_.hbm + running_.hbm * dt};
 }
 
 double ClockGovernor::energy_j(sim::Time until) const {

@@ -29,6 +29,14 @@ class ClockGovernor {
   void remove(sim::Time now, const Activity& a, double dynamic_w);
   // The clock fraction (of f_max) for work starting now.
   double clock(sim::Time now);
+  // Holds the clock at `fraction` of f_max whatever the activity (the
+  // power fit asks the runtime for its activity at a measured clock).
+  void pin(double fraction);
+
+  // The running activity integrated from the start to `until` (>= the last
+  // update), in activity-seconds: over a kernel's span, over its length, it
+  // is the mean activity that kernel charged.
+  Activity activity_seconds(sim::Time until) const;
 
   // Board power now (W) and energy (J) from the start to `until` (>= the
   // last update).
@@ -46,6 +54,8 @@ class ClockGovernor {
   double dynamic_w_ = 0.0;
   int pieces_ = 0;       // work items running: at 0 the sums reset to exact zeros
   double energy_j_ = 0.0;
+  Activity activity_s_;  // running activity integrated over time (s)
+  double pinned_ = 0.0;  // > 0: the clock fraction pin() holds
 };
 
 }  // namespace gcsim::models::gpu

@@ -62,6 +62,7 @@ class Gpu::Impl : public sim::EventHandler {
         throw std::invalid_argument("the clock model needs the power parameters of " + spec.name);
       }
       gov_.emplace(spec.power, sim.now(), options.initial_activity);
+      if (options.pinned_clock > 0.0) gov_->pin(options.pinned_clock);
     }
   }
 

@@ -53,6 +53,9 @@ struct GpuOptions {
   bool clock_model = false;
   // The governor's averaged activity at time zero (zero: a rested GPU).
   Activity initial_activity;
+  // > 0: the governor holds the SM clock at this fraction of f_max (the
+  // power fit reads the runtime's activity at a measured clock).
+  double pinned_clock = 0.0;
 };
 
 // Called when the board power or the SM clock the governor would give

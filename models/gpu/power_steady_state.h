@@ -16,9 +16,11 @@ struct SteadyState {
   double power_w = 0.0; // board power
 };
 
-// `kernel` back to back on every SM of a rested `spec` (spec.power enabled)
-// once the averaged power has settled: the clock is a fixed point, as the
-// kernel's arithmetic share of its time changes with the clock.
+// `kernel` back to back on a `spec` GPU (spec.power enabled) once the
+// averaged power has settled: the clock is a fixed point, as the kernel's
+// arithmetic share of its time changes with the clock. The activity is the
+// Gpu runtime's (power_loop.h), launch gaps included: the runtime's loop
+// of that kernel settles at this clock.
 SteadyState steady_state(const GpuSpec& spec, const KernelDesc& kernel);
 
 // The reference GEMM the sustained clocks were measured with

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "calibration/fit/measurements.h"
+#include "calibration/fit/power_activity.h"
 #include "calibration/fit/profile_fit.h"
 #include "calibration/fit/profile_writer.h"
 #include "calibration/fit/validation.h"
@@ -178,6 +179,36 @@ int measure(const std::string& bench_arg, bool quick, const std::string& gpu,
   return fit_and_write({data}, gpu, out_path, "gcsim calibrate -o " + out_path, out, err);
 }
 
+// --power-activity: the table calibration/fit/power_fit.py fits with.
+int power_activity(const po::variables_map& vm, const std::string& gpu, std::ostream& out, std::ostream& err) {
+  if (gpu.empty()) {
+    err << "gcsim calibrate: --power-activity needs --gpu PRESET\n" << usage();
+    return kBadInput;
+  }
+  // The spec as a run uses it: the preset and its default calibration profile.
+  models::gpu::GpuSpec spec = preset(gpu);
+  if (!spec.calibration.empty()) {
+    auto source = std::make_shared<sim::config::ConfigSource>();
+    source->file = "--gpu";
+    apply_calibration_profile(spec.calibration, spec, sim::config::ConfigReader(YAML::Node(), "", source, nullptr));
+  }
+  if (!spec.power.enabled()) {
+    err << "gcsim calibrate: --gpu " << gpu << ": the preset has no power: block (no power model)\n";
+    return kBadInput;
+  }
+  if (vm.count("clock-bound-share")) {
+    const double s = vm["clock-bound-share"].as<double>();
+    if (!models::gpu::kClockShareRange.holds(s)) {
+      err << "gcsim calibrate: --clock-bound-share " << s << " lies outside its physical range ["
+          << models::gpu::kClockShareRange.lo << ", " << models::gpu::kClockShareRange.hi << "]\n";
+      return kBadInput;
+    }
+    spec.power.clock_bound_share = s;
+  }
+  out << power_activity_table(spec).dump(1) << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int calibrate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -190,7 +221,9 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
       "quick", po::bool_switch(), "a few cases only (smoke test)")(
       "collectives", po::value<std::vector<std::string>>(), "NCCL sweep to fit (repeatable)")(
       "fit-groups", po::value<std::string>()->default_value("2"), "group sizes to fit on")(
-      "iterations", po::value<int>()->default_value(0), "Nelder-Mead iterations per restart");
+      "iterations", po::value<int>()->default_value(0), "Nelder-Mead iterations per restart")(
+      "power-activity", po::bool_switch(), "print the runtime's activity of the power bench's kernels")(
+      "clock-bound-share", po::value<double>(), "with --power-activity: the share to stretch arithmetic by");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(opts).run(), vm);
@@ -201,6 +234,7 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
   }
   const std::string gpu = vm.count("gpu") ? vm["gpu"].as<std::string>() : "";
   if (vm.count("validate")) return validate(vm["validate"].as<std::string>(), out, err);
+  if (vm["power-activity"].as<bool>()) return power_activity(vm, gpu, out, err);
   if (!vm.count("out")) {
     err << "gcsim calibrate: " << (vm.count("collectives") ? "-o DIR" : "-o PROFILE.yaml")
         << " is required\n"

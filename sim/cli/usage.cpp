@@ -54,7 +54,8 @@ const std::vector<CommandHelp>& command_helps() {
        {"calibrate -o PROFILE.yaml [--gpu PRESET] [--bench PATH] [--quick]",
         "calibrate --fit MEASUREMENTS.json [--fit ...] -o PROFILE.yaml [--gpu PRESET]",
         "calibrate --validate PROFILE.yaml",
-        "calibrate --collectives SWEEP.json [--collectives ...] [--fit-groups 2[,N...]] [--gpu PRESET] -o DIR"},
+        "calibrate --collectives SWEEP.json [--collectives ...] [--fit-groups 2[,N...]] [--gpu PRESET] -o DIR",
+        "calibrate --power-activity --gpu PRESET [--clock-bound-share S]"},
        "measure this GPU (or fit measurements) into a calibration profile; validate one; "
        "fit the collective model to NCCL sweeps",
        "  -o, --out PROFILE     profile to write\n"
@@ -66,7 +67,10 @@ const std::vector<CommandHelp>& command_helps() {
        "  --collectives FILE    NCCL sweep (nccl_sweep.py) to fit the collective model to (repeatable);\n"
        "                        writes DIR/collective_fit.md and .json: held-out error per op\n"
        "  --fit-groups N[,N]    group sizes to fit on (default 2); the others are held out\n"
-       "  --iterations N        Nelder-Mead iterations per restart (default 1500)\n"},
+       "  --iterations N        Nelder-Mead iterations per restart (default 1500)\n"
+       "  --power-activity      print (JSON) the runtime's activity of power_clock_bench.py's kernels\n"
+       "                        at held clocks 0.50..1.00 of f_max, for calibration/fit/power_fit.py\n"
+       "  --clock-bound-share S the share of arithmetic that follows the clock (default: the preset's)\n"},
       {"quiz",
        {"quiz [--topic training|inference|network|reliability] [--seed N] [--no-verify]",
         "quiz --answers-template [--topic T] [--seed N]", "quiz --check ANSWERS.yaml"},

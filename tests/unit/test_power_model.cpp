@@ -135,3 +135,30 @@ TEST_CASE("clock governor: idle gaps shorter than tau raise the clock by the dut
   gpu::ClockGovernor h(hot, sim::Time::zero(), gpu::Activity{0.5, 0.0, 0.0});
   CHECK(h.clock(sim::Time::zero()) == Approx(0.75).epsilon(1e-9));
 }
+
+TEST_CASE("clock governor: a pinned clock and the integrated activity", "[gpu][power]") {
+  gpu::PowerParams p;
+  p.cap_w = 700;
+  p.idle_w = 100;
+  p.tensor_w = 1000;
+  p.hbm_w = 200;
+  gpu::ClockGovernor g(p, sim::Time::zero(), gpu::Activity{});
+  const sim::Time t0 = sim::Time::zero();
+  // 2 ms of {tensor 0.5, hbm 0.2}, then nothing: 1e-3 and 4e-4 activity-seconds.
+  g.add(t0, gpu::Activity{0.5, 0.0, 0.2}, 0.0);
+  const gpu::Activity mid = g.activity_seconds(t0 + sim::ms(int64_t{1}));
+  CHECK(mid.tensor == Approx(0.5e-3));
+  g.remove(t0 + sim::ms(int64_t{2}), gpu::Activity{0.5, 0.0, 0.2}, 0.0);
+  const gpu::Activity a = g.activity_seconds(t0 + sim::ms(int64_t{3}));
+  CHECK(a.tensor == Approx(1e-3));
+  CHECK(a.vector == 0.0);
+  CHECK(a.hbm == Approx(4e-4));
+  // Pinned, the clock ignores the activity (a GEMM's worth would throttle).
+  g.add(t0 + sim::ms(int64_t{3}), gpu::Activity{1.0, 0.0, 0.1}, 0.0);
+  g.pin(0.6);
+  CHECK(g.clock(t0 + sim::ms(int64_t{500})) == 0.6);
+  g.pin(1.0);
+  CHECK(g.clock(t0 + sim::ms(int64_t{501})) == 1.0);
+  CHECK_THROWS_AS(g.pin(0.0), std::invalid_argument);
+  CHECK_THROWS_AS(g.pin(1.5), std::invalid_argument);
+}

@@ -1,0 +1,124 @@
+#include "models/gpu/power_loop.h"
+
+#include <functional>
+#include <stdexcept>
+
+#include "models/gpu/gpu.h"
+#include "models/gpu/kernel_cost_model.h"
+#include "sim/engine/simulator.h"
+
+namespace gcsim::models::gpu {
+
+namespace {
+KernelDesc gemm(const GpuSpec& spec, int64_t m, int64_t n, int64_t k, Dtype dtype) {
+  return gemm_kernel(spec, GemmShape{m, n, k, 1, dtype});
+}
+
+KernelDesc elementwise(const GpuSpec& spec, int inputs) {
+  MemoryOpShape e;
+  e.kind = MemoryOpKind::elementwise;
+  e.elements = int64_t{256} << 20;  // 256 Mi bf16 elements: 512 MiB per tensor
+  e.inputs = inputs;
+  return memory_kernel(spec, e);
+}
+
+KernelDesc copy_1gib(const GpuSpec& spec) {
+  MemoryOpShape c;
+  c.kind = MemoryOpKind::memcpy;
+  c.elements = int64_t{1} << 30;  // bytes
+  c.dtype = Dtype::int8;
+  return memory_kernel(spec, c);
+}
+}  // namespace
+
+std::vector<NamedKernel> power_bench_kernels(const GpuSpec& spec) {
+  return {{"gemm", gemm(spec, 8192, 8192, 8192, Dtype::bf16)},
+          {"copy", copy_1gib(spec)},
+          {"sigmoid", elementwise(spec, 1)},
+          {"add", elementwise(spec, 2)},
+          {"mul", elementwise(spec, 1)},  // a tensor times a scalar
+          {"gemm_wide", gemm(spec, 16384, 16384, 4096, Dtype::bf16)},
+          {"gemm_fp32", gemm(spec, 8192, 8192, 8192, Dtype::fp32)}};
+}
+
+KernelDesc power_bench_kernel(const GpuSpec& spec, const std::string& name) {
+  std::string names;
+  for (auto& k : power_bench_kernels(spec)) {
+    if (k.name == name) return k.kernel;
+    names += (names.empty() ? "" : ", ") + k.name;
+  }
+  throw std::invalid_argument("no power bench kernel '" + name + "' (there are " + names + ")");
+}
+
+KernelActivity pinned_kernel_activity(const GpuSpec& spec, const KernelDesc& kernel, double clock, int runs) {
+  if (runs < 2) throw std::invalid_argument("pinned_kernel_activity needs at least 2 runs");
+  sim::Simulator s;
+  GpuOptions options;
+  options.clock_model = true;
+  options.pinned_clock = clock;
+  Gpu g(s, spec, 0, options);
+  KernelActivity sum;
+  int done = 0;
+  Activity at_launch;
+  sim::Time launched;
+  std::function<void()> next = [&] {
+    launched = s.now();
+    at_launch = g.governor()->activity_seconds(s.now());
+    g.launch(kernel, [&](sim::Time start, sim::Time end) {
+      // Nothing else runs: what the governor integrated since the launch
+      // is this kernel's (the launch latency before it adds nothing).
+      const Activity now = g.governor()->activity_seconds(end);
+      const double length = (end - start).seconds();
+      if (++done > 1) {
+        sum.duration_s += length;
+        sum.launch_gap_s += (start - launched).seconds();
+        sum.activity.tensor += (now.tensor - at_launch.tensor) / length;
+        sum.activity.vector += (now.vector - at_launch.vector) / length;
+        sum.activity.hbm += (now.hbm - at_launch.hbm) / length;
+      }
+      if (done < runs) next();
+    });
+  };
+  s.call_at(sim::Time::zero(), next);
+  s.run();
+  const double n = runs - 1;
+  return KernelActivity{sum.duration_s / n, sum.launch_gap_s / n,
+                        Activity{sum.activity.tensor / n, sum.activity.vector / n, sum.activity.hbm / n}};
+}
+
+double governed_loop_clock(const GpuSpec& spec, const std::vector<KernelDesc>& loop, double seconds) {
+  if (loop.empty() || !(seconds > 0.0)) throw std::invalid_argument("governed_loop_clock needs kernels and time");
+  sim::Simulator s;
+  GpuOptions options;
+  options.clock_model = true;
+  Gpu g(s, spec, 0, options);
+  const sim::Time end = sim::Time::zero() + sim::Duration::from_seconds(seconds);
+  const sim::Time half = sim::Time::zero() + sim::Duration::from_seconds(seconds / 2);
+  double weighted = 0, total = 0;
+  size_t i = 0;
+  std::function<void()> next = [&] {
+    if (s.now() >= end) return;
+    const KernelDesc& k = loop[i++ % loop.size()];
+    g.launch(k, [&](sim::Time, sim::Time) { next(); });
+  };
+  // The clock a kernel starting then would get, as the governor moves it,
+  // held between reports (the listener reports moves of 1 MHz or more).
+  sim::Time last = sim::Time::zero();
+  double last_clock = 1.0;
+  const double max_mhz = spec.sm_clock_ghz * 1e3;
+  g.set_power_listener([&](sim::Time t, double mhz, double) {
+    if (t > half) {
+      const sim::Time from = last > half ? last : half;
+      weighted += last_clock * (t - from).seconds();
+      total += (t - from).seconds();
+    }
+    last = t;
+    last_clock = mhz / max_mhz;
+  });
+  s.call_at(sim::Time::zero(), next);
+  s.run();
+  if (!(total > 0.0)) return last_clock;
+  return weighted / total;
+}
+
+}  // namespace gcsim::models::gpu

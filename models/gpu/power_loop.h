@@ -1,0 +1,48 @@
+// The power measurement's loops run through the Gpu runtime (issue 16):
+// what the power fit needs from the runtime (each kernel's activity at a
+// given SM clock) and what the fit is checked against (the clock the
+// governor settles a loop at).
+//
+// The kernels are those of calibration/microbench/power_clock_bench.py:
+// bf16 8192^3 GEMMs, 1 GiB copies, sigmoid/add/mul over 512 MiB bf16
+// tensors, and for the held-out set bf16 16384x4096 @ 4096x16384 GEMMs and
+// fp32 8192^3 GEMMs on the CUDA cores.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/gpu/gpu_spec.h"
+#include "models/gpu/kernel.h"
+#include "models/gpu/power_model.h"
+
+namespace gcsim::models::gpu {
+
+struct NamedKernel {
+  std::string name;  // as power_clock_bench.py names its kernel kind
+  KernelDesc kernel;
+};
+
+// Every kernel kind power_clock_bench.py runs, on `spec`.
+std::vector<NamedKernel> power_bench_kernels(const GpuSpec& spec);
+// One of them by name (std::invalid_argument naming the kinds if unknown).
+KernelDesc power_bench_kernel(const GpuSpec& spec, const std::string& name);
+
+// One kernel's mean over its runs, back to back at a held clock.
+struct KernelActivity {
+  double duration_s = 0.0;    // launch latency excluded
+  double launch_gap_s = 0.0;  // from the launch to the start (the launch latency)
+  Activity activity;        // time fractions of the whole GPU over its span
+};
+
+// `kernel` run back to back (`runs` times, the first discarded) on a GPU
+// whose governor holds the SM clock at `clock` (fraction of f_max): the
+// activity the runtime charges it, which the clock governor then averages.
+KernelActivity pinned_kernel_activity(const GpuSpec& spec, const KernelDesc& kernel, double clock, int runs = 3);
+
+// `loop` (kernels launched one after another, over and over) run from rest
+// for `seconds` with the governor: the time-weighted mean SM clock
+// fraction over the second half, as NVML's samples of a running loop read.
+double governed_loop_clock(const GpuSpec& spec, const std::vector<KernelDesc>& loop, double seconds);
+
+}  // namespace gcsim::models::gpu
