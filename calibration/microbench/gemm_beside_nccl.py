@@ -47,13 +47,18 @@ collective alone (back to back, same release harness), then every kernel x colle
 "steady" mode (both streams back to back for ~20 ms): per-kernel times of kernels wholly inside the
 collectives' window and per-collective times of collectives wholly inside the kernels' window, so
 both sides' slowdowns.  Collective buffers are zeros (sums stay finite over ~80 back-to-back
-all-reduces on 4 ranks; NCCL's time does not depend on the values).  --budget-s stops starting new
-cases past that many seconds; each rank's partial results are written after every case.
+all-reduces on 4 ranks; NCCL's time does not depend on the values).  Cases run in priority order
+(the add and the GEMMs beside the all-reduces first), each kernel's and collective's reference
+measured the first time it is needed; --budget-s (from the process's start) stops starting new
+cases; each rank's partial results are written after every case.
 
 NVLink multicast (NVLS) must stay OFF on the lent machines: the three variables below are forced
 here before torch is imported, and the launcher sets them too.
 """
 import os
+import time as _time
+
+T0 = _time.time()  # process start, before torch's import: --budget-s counts from here
 
 for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
                ("NVSHMEM_DISABLE_NVLS", "1")):
@@ -83,15 +88,15 @@ GEMM_SIZES = [8192, 4096]
 OVERLAP_AR = [1 * GIB, 256 * MIB]
 # suite "interf"
 ADD_ELEMENTS = 1 << 27   # bf16 add: 3 x 256 MiB moved per kernel
-INTERF_WINDOW_US = 20000.0  # each stream's back-to-back work per release
-INTERF_REPS = 10
+INTERF_WINDOW_US = 15000.0  # each stream's back-to-back work per release
+INTERF_REPS = 5
 TOL_US = 5.0  # slack when testing "wholly inside" (event granularity ~0.5 us, release skew)
 
 SECTION = {"name": "init"}
 
 
 def log(*a):
-    print(*a, flush=True)
+    print(f"[{time.time() - T0:6.1f}s]", *a, flush=True)
 
 
 # ----------------------------------------------------------------------------
@@ -556,95 +561,86 @@ class Bench:
                           {"op": "all_gather", "bytes": S, "dtype": "bfloat16"})
         return cs
 
-    def over_budget(self, t_start):
-        """The same decision on every rank (a rank skipping alone would hang its peers)."""
-        flag = torch.tensor([1 if time.time() - t_start > self.args.budget_s else 0])
+    def over_budget(self):
+        """The same decision on every rank (a rank skipping alone would hang its peers); the
+        budget counts from the process's start (T0)."""
+        flag = torch.tensor([1 if time.time() - T0 > self.args.budget_s else 0])
         dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self.cpu_pg)
         return bool(flag.item())
 
     def run_interf(self, t_start):
+        """Cases in priority order, each with its references measured the first time they are
+        needed: the memory-bound add and the GEMMs beside the all-reduces first, reduce-scatter
+        and all-gather last.  No case starts once --budget-s (from process start) is spent."""
         res = self.res
         res.update({"suite": "interf", "kernel_alone": {}, "comm_alone": {}, "interf": {},
                     "skipped": []})
         ks = self.interf_kernels()
         cs = self.interf_comms()
+        log(f"[r{self.rank}] buffers ready")
         target = INTERF_WINDOW_US
-        for tag in ("before",):
-            for name, (fn, desc) in ks.items():
-                SECTION["name"] = f"kernel_alone_{name}"
-                try:
-                    reps, ok = self.run_reps(3, 1, kern_fn=fn, n_gemm=20)
+        order = [(k, c) for c in ("ar256MiB", "ar1024MiB") for k in
+                 ("add_bf16", "gemm8192", "gemm4096", "gemm2048x8192x8192")]
+        order += [(k, c) for c in ("rs256MiB", "ag256MiB") for k in
+                  ("add_bf16", "gemm8192", "gemm4096", "gemm2048x8192x8192")]
+        for kname, cname in order:
+            key = f"{kname}__{cname}"
+            if self.over_budget():
+                res["skipped"].append(key)
+                continue
+            try:
+                if kname not in res["kernel_alone"]:
+                    SECTION["name"] = f"kernel_alone_{kname}"
+                    reps, ok = self.run_reps(2, 1, kern_fn=ks[kname][0], n_gemm=10)
                     s = pool(reps, "gemm_all")
-                    res["kernel_alone"][name] = {"desc": desc, "per_kernel_us": s, "per_rep": 20,
-                                                 "reps": 3, "gate_ok": ok, "tag": tag}
-                    log(f"[r{self.rank}] {name} alone: median {s['median']:.1f} us "
+                    res["kernel_alone"][kname] = {"desc": ks[kname][1], "per_kernel_us": s,
+                                                  "per_rep": 10, "reps": 2, "gate_ok": ok}
+                    log(f"[r{self.rank}] {kname} alone: median {s['median']:.1f} us "
                         f"p10 {s['p10']:.1f} p90 {s['p90']:.1f}")
-                except Exception:  # noqa: BLE001
-                    res["errors"].append({"where": "alone " + name, "tb": traceback.format_exc()})
-                    log(traceback.format_exc())
-        self.dump_partial()
-        for name, (fn, desc) in cs.items():
-            SECTION["name"] = f"comm_alone_{name}"
-            try:
-                probe, _ = self.run_reps(2, 1, comm_fn=fn, n_ar=5)
-                t_est = med(pool(probe, "ar_all"))
-                n_c = max(3, math.ceil(target / t_est))
-                reps, ok = self.run_reps(5, 1, comm_fn=fn, n_ar=n_c)
-                s = pool(reps, "ar_all")
-                span = stats([r["ar_span"] / n_c for r in reps])
-                algbw = desc["bytes"] / (span["median"] * 1e-6) / 1e9
-                res["comm_alone"][name] = {"desc": desc, "per_op_us": s, "span_per_op_us": span,
-                                           "n_ops": n_c, "reps": 5, "gate_ok": ok,
-                                           "algbw_GBps": algbw}
-                log(f"[r{self.rank}] {name} alone: {n_c} back to back, median {s['median']:.1f} us "
-                    f"per op, algbw {algbw:.1f} GB/s")
-            except Exception:  # noqa: BLE001
-                res["errors"].append({"where": "alone " + name, "tb": traceback.format_exc()})
-                log(traceback.format_exc())
-        self.dump_partial()
-        for kname, (kfn, kdesc) in ks.items():
-            for cname, (cfn, cdesc) in cs.items():
-                key = f"{kname}__{cname}"
-                if self.over_budget(t_start):
-                    res["skipped"].append(key)
-                    log(f"[r{self.rank}] budget spent: {key} skipped")
-                    continue
+                if cname not in res["comm_alone"]:
+                    SECTION["name"] = f"comm_alone_{cname}"
+                    fn, desc = cs[cname]
+                    probe, _ = self.run_reps(1, 1, comm_fn=fn, n_ar=3)
+                    n_c = max(3, math.ceil(target / med(pool(probe, "ar_all"))))
+                    reps, ok = self.run_reps(3, 0, comm_fn=fn, n_ar=n_c)
+                    s = pool(reps, "ar_all")
+                    span = stats([r["ar_span"] / n_c for r in reps])
+                    algbw = desc["bytes"] / (span["median"] * 1e-6) / 1e9
+                    res["comm_alone"][cname] = {"desc": desc, "per_op_us": s,
+                                                "span_per_op_us": span, "n_ops": n_c, "reps": 3,
+                                                "gate_ok": ok, "algbw_GBps": algbw}
+                    log(f"[r{self.rank}] {cname} alone: {n_c} back to back, median "
+                        f"{s['median']:.1f} us per op, algbw {algbw:.1f} GB/s")
                 SECTION["name"] = "interf_" + key
-                try:
-                    k_alone = med(res["kernel_alone"][kname]["per_kernel_us"])
-                    c_alone = res["comm_alone"][cname]
-                    n_c = c_alone["n_ops"]
-                    n_k = max(3, math.ceil(target / k_alone))
-                    rs, ok = self.run_reps(INTERF_REPS, 2, kern_fn=kfn, n_gemm=n_k, comm_fn=cfn,
-                                           n_ar=n_c)
-                    ki, ca = pool(rs, "gemm_inside"), pool(rs, "ar_inside")
-                    c_ref = med(c_alone["per_op_us"])
-                    rec = {"kernel": kname, "comm": cname, "n_kernels": n_k, "n_comms": n_c,
-                           "reps": INTERF_REPS, "gate_ok": ok,
-                           "kernel_alone_us": k_alone, "comm_alone_us": c_ref,
-                           "kernel_inside_comm_us": ki, "comm_inside_kernels_us": ca,
-                           "kernel_all_us": pool(rs, "gemm_all"), "comm_all_us": pool(rs, "ar_all"),
-                           "kernel_span_us": pool(rs, "gemm_span"),
-                           "comm_span_us": pool(rs, "ar_span"), "wall_us": pool(rs, "wall"),
-                           "ratio_kernel": (med(ki) / k_alone) if ki else None,
-                           "ratio_comm": (med(ca) / c_ref) if ca else None}
-                    res["interf"][key] = rec
-                    log(f"[r{self.rank}] {key}: {n_k} kernels, {n_c} comms | kernel "
-                        f"{k_alone:.1f} -> {med(ki) if ki else float('nan'):.1f} us "
-                        f"(x{rec['ratio_kernel'] or float('nan'):.3f}) | comm {c_ref:.1f} -> "
-                        f"{med(ca) if ca else float('nan'):.1f} us "
-                        f"(x{rec['ratio_comm'] or float('nan'):.3f}) gate_ok {ok}")
-                except Exception:  # noqa: BLE001
-                    res["errors"].append({"where": key, "tb": traceback.format_exc()})
-                    log(traceback.format_exc())
-                self.dump_partial()
-        for name, (fn, desc) in ks.items():
-            SECTION["name"] = f"kernel_after_{name}"
-            try:
-                reps, ok = self.run_reps(2, 1, kern_fn=fn, n_gemm=20)
-                res["kernel_alone"][name]["after_per_kernel_us"] = pool(reps, "gemm_all")
+                k_alone = med(res["kernel_alone"][kname]["per_kernel_us"])
+                c_alone = res["comm_alone"][cname]
+                n_c = c_alone["n_ops"]
+                n_k = max(3, math.ceil(target / k_alone))
+                rs, ok = self.run_reps(INTERF_REPS, 1, kern_fn=ks[kname][0], n_gemm=n_k,
+                                       comm_fn=cs[cname][0], n_ar=n_c)
+                ki, ca = pool(rs, "gemm_inside"), pool(rs, "ar_inside")
+                c_ref = med(c_alone["per_op_us"])
+                rec = {"kernel": kname, "comm": cname, "n_kernels": n_k, "n_comms": n_c,
+                       "reps": INTERF_REPS, "gate_ok": ok,
+                       "kernel_alone_us": k_alone, "comm_alone_us": c_ref,
+                       "kernel_inside_comm_us": ki, "comm_inside_kernels_us": ca,
+                       "kernel_all_us": pool(rs, "gemm_all"), "comm_all_us": pool(rs, "ar_all"),
+                       "kernel_span_us": pool(rs, "gemm_span"),
+                       "comm_span_us": pool(rs, "ar_span"), "wall_us": pool(rs, "wall"),
+                       "ratio_kernel": (med(ki) / k_alone) if ki else None,
+                       "ratio_comm": (med(ca) / c_ref) if ca else None}
+                res["interf"][key] = rec
+                log(f"[r{self.rank}] {key}: {n_k} kernels, {n_c} comms | kernel "
+                    f"{k_alone:.1f} -> {med(ki) if ki else float('nan'):.1f} us "
+                    f"(x{rec['ratio_kernel'] or float('nan'):.3f}) | comm {c_ref:.1f} -> "
+                    f"{med(ca) if ca else float('nan'):.1f} us "
+                    f"(x{rec['ratio_comm'] or float('nan'):.3f}) gate_ok {ok}")
             except Exception:  # noqa: BLE001
-                res["errors"].append({"where": "after " + name, "tb": traceback.format_exc()})
+                res["errors"].append({"where": key, "tb": traceback.format_exc()})
+                log(traceback.format_exc())
+            self.dump_partial()
+        if res["skipped"]:
+            log(f"[r{self.rank}] budget spent, skipped: {', '.join(res['skipped'])}")
         SECTION["name"] = "done"
 
     def dump_partial(self):
@@ -678,7 +674,8 @@ def meta_info(bench):
     q = "name,pci.bus_id,driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.limit,power.draw,temperature.gpu"
     m["nvidia_smi_query"] = nvsmi(["--query-gpu=" + q, "--format=csv"])
     m["nvidia_smi_topo"] = nvsmi(["topo", "-m"])
-    m["nvidia_smi_nvlink_status"] = nvsmi(["nvlink", "-s"])
+    if bench.args.suite != "interf":  # run_interference.sh logs the topology; keep start-up short
+        m["nvidia_smi_nvlink_status"] = nvsmi(["nvlink", "-s"])
     try:
         o = dist.ProcessGroupNCCL.Options()
         m["pg_default_is_high_priority_stream"] = bool(o.is_high_priority_stream)
@@ -750,8 +747,8 @@ def table(final):
 
 INTERF_DEFINITIONS = {
     "times": "microseconds, CUDA events; medians over pooled samples of every repetition",
-    "kernel_alone.per_kernel_us": "20 back-to-back kernels per release, 3 releases",
-    "comm_alone.per_op_us": "n_ops back-to-back collectives per release (~20 ms), 5 releases",
+    "kernel_alone.per_kernel_us": "10 back-to-back kernels per release, 2 releases",
+    "comm_alone.per_op_us": "n_ops back-to-back collectives per release (~15 ms), 3 releases",
     "interf.kernel_inside_comm_us": "per-kernel times of kernels wholly inside the collectives' "
                                     "window [first start, last end]",
     "interf.comm_inside_kernels_us": "per-collective times of collectives wholly inside the "
@@ -798,7 +795,7 @@ def main():
     ap.add_argument("--partial-dir", default=None,
                     help="where each rank writes its partial JSON (default: --out)")
     ap.add_argument("--budget-s", type=float, default=1e9,
-                    help="interf: start no case after this many seconds")
+                    help="interf: start no case after this many seconds from the process's start")
     args = ap.parse_args()
     if args.nccl_info:
         nccl_info_mode()
@@ -807,8 +804,10 @@ def main():
     if args.partial_dir:
         os.makedirs(args.partial_dir, exist_ok=True)
     bench = Bench(args)
+    log(f"[r{bench.rank}] process group up (world {bench.world})")
     sampler = ClockSampler() if bench.rank == 0 else None
     meta = meta_info(bench) if bench.rank == 0 else None
+    log(f"[r{bench.rank}] metadata taken")
     t_start = time.time()
     try:
         if args.suite == "interf":

@@ -1,8 +1,9 @@
 #!/bin/bash
 # One device call for issue 16's interference study on 4 GPUs (GPUs 0-3): compute kernels beside
 # NCCL all-reduce / reduce-scatter / all-gather, both sides' slowdowns
-# (gemm_beside_nccl.py --suite interf). Wall cap 150 s: no case starts after 100 s, the launch
-# is killed at 140 s; each rank's partial results are merged into the JSON if it is killed.
+# (gemm_beside_nccl.py --suite interf). Wall cap 150 s: no case starts 105 s after the
+# process started, the launch is killed at 140 s; each rank's partial results are merged into
+# the JSON if it is killed. Runs on 2 GPUs when only 2 are there.
 #   OUT=DIR bash run_interference.sh   -> $OUT/interf/{interf.json, interf.log}
 # Reads clocks and power only; never changes a GPU setting.
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,7 +26,7 @@ devs=$(seq -s, 0 $((ngpu - 1)))
 echo "world size $ngpu (CUDA_VISIBLE_DEVICES=$devs)" >> "$log"
 CUDA_VISIBLE_DEVICES=$devs timeout -k 5 140 python3 -m torch.distributed.run --standalone --nproc_per_node=$ngpu \
   "$here/gemm_beside_nccl.py" --suite interf --out "$dir" --name interf.json --partial-dir "$part" \
-  --budget-s 100 >> "$log" 2>&1
+  --budget-s 105 >> "$log" 2>&1
 echo "rc=$? $(date -u)" >> "$log"
 if [ ! -s "$dir/interf.json" ]; then
   # Killed or failed before rank 0 merged: keep what the ranks wrote.
