@@ -38,10 +38,27 @@ the NCCL kernel on its own internal stream, which waits on the comm stream; the 
 events on the comm stream therefore bracket: release -> (peer arrival, free SMs) -> NCCL kernel
 -> end.  That is the all-reduce time a program sees.
 
+Suite "interf" (--suite interf, any world size; written for 4 GPUs): the interference study of
+issue 16.  Compute kernels on the compute stream: bf16 GEMMs 8192^3, 4096^3 and 2048x8192x8192
+(m x n x k) and a memory-bound bf16 add c = a + b of 2^27 elements (768 MiB moved per kernel);
+collectives on the comm stream: all-reduce 256 MiB and 1 GiB, reduce-scatter 256 MiB (input) and
+all-gather 256 MiB (output), NCCL's default algorithm and protocol.  Each kernel and each
+collective alone (back to back, same release harness), then every kernel x collective pair in
+"steady" mode (both streams back to back for ~20 ms): per-kernel times of kernels wholly inside the
+collectives' window and per-collective times of collectives wholly inside the kernels' window, so
+both sides' slowdowns.  Collective buffers are zeros (sums stay finite over ~80 back-to-back
+all-reduces on 4 ranks; NCCL's time does not depend on the values).  Cases run in priority order
+(the add and the GEMMs beside the all-reduces first), each kernel's and collective's reference
+measured the first time it is needed; --budget-s (from the process's start) stops starting new
+cases; each rank's partial results are written after every case.
+
 NVLink multicast (NVLS) must stay OFF on the lent machines: the three variables below are forced
 here before torch is imported, and the launcher sets them too.
 """
 import os
+import time as _time
+
+T0 = _time.time()  # process start, before torch's import: --budget-s counts from here
 
 for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
                ("NVSHMEM_DISABLE_NVLS", "1")):
@@ -69,13 +86,17 @@ BF16 = torch.bfloat16
 AR_SIZES = [1 * MIB, 16 * MIB, 64 * MIB, 256 * MIB, 1 * GIB]
 GEMM_SIZES = [8192, 4096]
 OVERLAP_AR = [1 * GIB, 256 * MIB]
+# suite "interf"
+ADD_ELEMENTS = 1 << 27   # bf16 add: 3 x 256 MiB moved per kernel
+INTERF_WINDOW_US = 15000.0  # each stream's back-to-back work per release
+INTERF_REPS = 5
 TOL_US = 5.0  # slack when testing "wholly inside" (event granularity ~0.5 us, release skew)
 
 SECTION = {"name": "init"}
 
 
 def log(*a):
-    print(*a, flush=True)
+    print(f"[{time.time() - T0:6.1f}s]", *a, flush=True)
 
 
 # ----------------------------------------------------------------------------
@@ -256,9 +277,11 @@ class Bench:
         return [(self.randn(n, n), self.randn(n, n),
                  torch.empty(n, n, device=self.dev, dtype=BF16)) for _ in range(k)]
 
-    def timeline(self, sets=None, n_gemm=0, ar=None, n_ar=0, pg=None, comm=None):
+    def timeline(self, sets=None, n_gemm=0, ar=None, n_ar=0, pg=None, comm=None, kern_fn=None,
+                 comm_fn=None):
         """Release n_ar all-reduces (comm stream) and n_gemm GEMMs (compute stream) at one GPU
-        instant t0; return every item's [start, end] in us relative to t0."""
+        instant t0; return every item's [start, end] in us relative to t0.  kern_fn(i) / comm_fn()
+        replace the GEMM / the all-reduce (suite interf); the result keys stay "gemm" / "ar"."""
         if ar is not None:
             ar[0].copy_(ar[1])  # refill with the rank's random data (sums grow x2 per op)
         self.host_barrier()
@@ -276,18 +299,24 @@ class Bench:
                     s = torch.cuda.Event(enable_timing=True)
                     e = torch.cuda.Event(enable_timing=True)
                     s.record()
-                    dist.all_reduce(ar[0], group=pg)
+                    if comm_fn is not None:
+                        comm_fn()
+                    else:
+                        dist.all_reduce(ar[0], group=pg)
                     e.record()
                     a_ev.append((s, e))
         if n_gemm:
             self.comp.wait_event(t0)
             with torch.cuda.stream(self.comp):
                 for i in range(n_gemm):
-                    A, B, C = sets[i % len(sets)]
                     s = torch.cuda.Event(enable_timing=True)
                     e = torch.cuda.Event(enable_timing=True)
                     s.record()
-                    torch.matmul(A, B, out=C)
+                    if kern_fn is not None:
+                        kern_fn(i)
+                    else:
+                        A, B, C = sets[i % len(sets)]
+                        torch.matmul(A, B, out=C)
                     e.record()
                     g_ev.append((s, e))
         gate_ok = not t0.query()
@@ -488,8 +517,134 @@ class Bench:
         self.gemm_alone("after")
         SECTION["name"] = "done"
 
+    # -- suite "interf": kernels x collectives, both sides' slowdowns ---------------------------
+    def interf_kernels(self):
+        """name -> (kern_fn(i), description).  GEMM operands rotate over sets of >= 256 MiB."""
+        ks = {}
+        for n in (8192, 4096):
+            sets = self.gemm_sets(n)
+            ks[f"gemm{n}"] = ((lambda i, sets=sets: torch.matmul(*sets[i % len(sets)][:2],
+                                                                 out=sets[i % len(sets)][2])),
+                              {"kind": "gemm", "m": n, "n": n, "k": n, "dtype": "bfloat16",
+                               "rot_sets": len(sets)})
+        m, n, k = 2048, 8192, 8192
+        nsets = max(1, math.ceil(256 * MIB / ((m * k + k * n + m * n) * 2)))
+        sets = [(self.randn(m, k), self.randn(k, n), torch.empty(m, n, device=self.dev, dtype=BF16))
+                for _ in range(nsets)]
+        ks["gemm2048x8192x8192"] = ((lambda i, sets=sets: torch.matmul(
+            *sets[i % len(sets)][:2], out=sets[i % len(sets)][2])),
+            {"kind": "gemm", "m": m, "n": n, "k": k, "dtype": "bfloat16", "rot_sets": nsets})
+        e = ADD_ELEMENTS
+        a, b, c = self.randn(e), self.randn(e), torch.empty(e, device=self.dev, dtype=BF16)
+        ks["add_bf16"] = ((lambda i, a=a, b=b, c=c: torch.add(a, b, out=c)),
+                          {"kind": "elementwise_add", "elements": e, "dtype": "bfloat16",
+                           "hbm_bytes_per_kernel": 3 * 2 * e})
+        return ks
+
+    def interf_comms(self):
+        """name -> (comm_fn(), description).  Sizes as nccl-tests counts them (all-reduce: the
+        buffer; reduce-scatter: its input; all-gather: its output)."""
+        w = self.world
+        cs = {}
+        for S in (256 * MIB, 1 * GIB):
+            buf = torch.zeros(S // 2, device=self.dev, dtype=BF16)
+            cs[f"ar{S // MIB}MiB"] = ((lambda buf=buf: dist.all_reduce(buf)),
+                                      {"op": "all_reduce", "bytes": S, "dtype": "bfloat16"})
+        S = 256 * MIB
+        rs_in = torch.zeros(S // 2, device=self.dev, dtype=BF16)
+        rs_out = torch.zeros(S // 2 // w, device=self.dev, dtype=BF16)
+        cs["rs256MiB"] = ((lambda: dist.reduce_scatter_tensor(rs_out, rs_in)),
+                          {"op": "reduce_scatter", "bytes": S, "dtype": "bfloat16"})
+        ag_in = torch.zeros(S // 2 // w, device=self.dev, dtype=BF16)
+        ag_out = torch.zeros(S // 2, device=self.dev, dtype=BF16)
+        cs["ag256MiB"] = ((lambda: dist.all_gather_into_tensor(ag_out, ag_in)),
+                          {"op": "all_gather", "bytes": S, "dtype": "bfloat16"})
+        return cs
+
+    def over_budget(self):
+        """The same decision on every rank (a rank skipping alone would hang its peers); the
+        budget counts from the process's start (T0)."""
+        flag = torch.tensor([1 if time.time() - T0 > self.args.budget_s else 0])
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self.cpu_pg)
+        return bool(flag.item())
+
+    def run_interf(self, t_start):
+        """Cases in priority order, each with its references measured the first time they are
+        needed: the memory-bound add and the GEMMs beside the all-reduces first, reduce-scatter
+        and all-gather last.  No case starts once --budget-s (from process start) is spent."""
+        res = self.res
+        res.update({"suite": "interf", "kernel_alone": {}, "comm_alone": {}, "interf": {},
+                    "skipped": []})
+        ks = self.interf_kernels()
+        cs = self.interf_comms()
+        log(f"[r{self.rank}] buffers ready")
+        target = INTERF_WINDOW_US
+        order = [(k, c) for c in ("ar256MiB", "ar1024MiB") for k in
+                 ("add_bf16", "gemm8192", "gemm4096", "gemm2048x8192x8192")]
+        order += [(k, c) for c in ("rs256MiB", "ag256MiB") for k in
+                  ("add_bf16", "gemm8192", "gemm4096", "gemm2048x8192x8192")]
+        for kname, cname in order:
+            key = f"{kname}__{cname}"
+            if self.over_budget():
+                res["skipped"].append(key)
+                continue
+            try:
+                if kname not in res["kernel_alone"]:
+                    SECTION["name"] = f"kernel_alone_{kname}"
+                    reps, ok = self.run_reps(2, 1, kern_fn=ks[kname][0], n_gemm=10)
+                    s = pool(reps, "gemm_all")
+                    res["kernel_alone"][kname] = {"desc": ks[kname][1], "per_kernel_us": s,
+                                                  "per_rep": 10, "reps": 2, "gate_ok": ok}
+                    log(f"[r{self.rank}] {kname} alone: median {s['median']:.1f} us "
+                        f"p10 {s['p10']:.1f} p90 {s['p90']:.1f}")
+                if cname not in res["comm_alone"]:
+                    SECTION["name"] = f"comm_alone_{cname}"
+                    fn, desc = cs[cname]
+                    probe, _ = self.run_reps(1, 1, comm_fn=fn, n_ar=3)
+                    n_c = max(3, math.ceil(target / med(pool(probe, "ar_all"))))
+                    reps, ok = self.run_reps(3, 0, comm_fn=fn, n_ar=n_c)
+                    s = pool(reps, "ar_all")
+                    span = stats([r["ar_span"] / n_c for r in reps])
+                    algbw = desc["bytes"] / (span["median"] * 1e-6) / 1e9
+                    res["comm_alone"][cname] = {"desc": desc, "per_op_us": s,
+                                                "span_per_op_us": span, "n_ops": n_c, "reps": 3,
+                                                "gate_ok": ok, "algbw_GBps": algbw}
+                    log(f"[r{self.rank}] {cname} alone: {n_c} back to back, median "
+                        f"{s['median']:.1f} us per op, algbw {algbw:.1f} GB/s")
+                SECTION["name"] = "interf_" + key
+                k_alone = med(res["kernel_alone"][kname]["per_kernel_us"])
+                c_alone = res["comm_alone"][cname]
+                n_c = c_alone["n_ops"]
+                n_k = max(3, math.ceil(target / k_alone))
+                rs, ok = self.run_reps(INTERF_REPS, 1, kern_fn=ks[kname][0], n_gemm=n_k,
+                                       comm_fn=cs[cname][0], n_ar=n_c)
+                ki, ca = pool(rs, "gemm_inside"), pool(rs, "ar_inside")
+                c_ref = med(c_alone["per_op_us"])
+                rec = {"kernel": kname, "comm": cname, "n_kernels": n_k, "n_comms": n_c,
+                       "reps": INTERF_REPS, "gate_ok": ok,
+                       "kernel_alone_us": k_alone, "comm_alone_us": c_ref,
+                       "kernel_inside_comm_us": ki, "comm_inside_kernels_us": ca,
+                       "kernel_all_us": pool(rs, "gemm_all"), "comm_all_us": pool(rs, "ar_all"),
+                       "kernel_span_us": pool(rs, "gemm_span"),
+                       "comm_span_us": pool(rs, "ar_span"), "wall_us": pool(rs, "wall"),
+                       "ratio_kernel": (med(ki) / k_alone) if ki else None,
+                       "ratio_comm": (med(ca) / c_ref) if ca else None}
+                res["interf"][key] = rec
+                log(f"[r{self.rank}] {key}: {n_k} kernels, {n_c} comms | kernel "
+                    f"{k_alone:.1f} -> {med(ki) if ki else float('nan'):.1f} us "
+                    f"(x{rec['ratio_kernel'] or float('nan'):.3f}) | comm {c_ref:.1f} -> "
+                    f"{med(ca) if ca else float('nan'):.1f} us "
+                    f"(x{rec['ratio_comm'] or float('nan'):.3f}) gate_ok {ok}")
+            except Exception:  # noqa: BLE001
+                res["errors"].append({"where": key, "tb": traceback.format_exc()})
+                log(traceback.format_exc())
+            self.dump_partial()
+        if res["skipped"]:
+            log(f"[r{self.rank}] budget spent, skipped: {', '.join(res['skipped'])}")
+        SECTION["name"] = "done"
+
     def dump_partial(self):
-        p = os.path.join(self.args.out, f"rank{self.rank}_partial.json")
+        p = os.path.join(self.args.partial_dir or self.args.out, f"rank{self.rank}_partial.json")
         with open(p, "w") as f:
             json.dump(self.res, f, indent=1, default=str)
 
@@ -519,7 +674,8 @@ def meta_info(bench):
     q = "name,pci.bus_id,driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.limit,power.draw,temperature.gpu"
     m["nvidia_smi_query"] = nvsmi(["--query-gpu=" + q, "--format=csv"])
     m["nvidia_smi_topo"] = nvsmi(["topo", "-m"])
-    m["nvidia_smi_nvlink_status"] = nvsmi(["nvlink", "-s"])
+    if bench.args.suite != "interf":  # run_interference.sh logs the topology; keep start-up short
+        m["nvidia_smi_nvlink_status"] = nvsmi(["nvlink", "-s"])
     try:
         o = dist.ProcessGroupNCCL.Options()
         m["pg_default_is_high_priority_stream"] = bool(o.is_high_priority_stream)
@@ -589,23 +745,75 @@ def table(final):
     return "\n".join(lines)
 
 
+INTERF_DEFINITIONS = {
+    "times": "microseconds, CUDA events; medians over pooled samples of every repetition",
+    "kernel_alone.per_kernel_us": "10 back-to-back kernels per release, 2 releases",
+    "comm_alone.per_op_us": "n_ops back-to-back collectives per release (~15 ms), 3 releases",
+    "interf.kernel_inside_comm_us": "per-kernel times of kernels wholly inside the collectives' "
+                                    "window [first start, last end]",
+    "interf.comm_inside_kernels_us": "per-collective times of collectives wholly inside the "
+                                     "kernels' window",
+    "interf.ratio_kernel": "median kernel inside / median kernel alone",
+    "interf.ratio_comm": "median collective inside / median collective alone (same n_ops)",
+    "collective bytes": "all_reduce: buffer; reduce_scatter: input; all_gather: output",
+}
+
+
+def interf_table(final):
+    lines = ["== interf: kernel and collective alone / beside (median us; rank r ratios) =="]
+    ranks = final["ranks"]
+    r0 = ranks["0"]
+    for name, rec in r0.get("kernel_alone", {}).items():
+        lines.append(f"  {name:24s} alone {fmt(med(rec['per_kernel_us']))} us")
+    for name, rec in r0.get("comm_alone", {}).items():
+        lines.append(f"  {name:24s} alone {fmt(med(rec['per_op_us']))} us/op "
+                     f"algbw {fmt(rec['algbw_GBps'], 7)} GB/s")
+    lines.append(f"  {'case':32s} {'k_alone':>8} {'k_in':>8} {'comm':>8} {'c_in':>8}  "
+                 "ratio kernel per rank | ratio comm per rank")
+    for key, o in r0.get("interf", {}).items():
+        rk = " ".join(fmt(ranks[r].get("interf", {}).get(key, {}).get("ratio_kernel"), 5, 3)
+                      for r in sorted(ranks))
+        rc = " ".join(fmt(ranks[r].get("interf", {}).get(key, {}).get("ratio_comm"), 5, 3)
+                      for r in sorted(ranks))
+        lines.append(f"  {key:32s} {fmt(o['kernel_alone_us'], 8)} "
+                     f"{fmt(med(o['kernel_inside_comm_us']), 8)} {fmt(o['comm_alone_us'], 8)} "
+                     f"{fmt(med(o['comm_inside_kernels_us']), 8)}  {rk} | {rc}")
+    if r0.get("skipped"):
+        lines.append("  skipped (budget): " + ", ".join(r0["skipped"]))
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--name", default="gemm_beside_nccl.json")
     ap.add_argument("--nccl-info", action="store_true")
     ap.add_argument("--no-variants", action="store_true")
+    ap.add_argument("--suite", choices=("ar", "interf"), default="ar",
+                    help="ar: the 2-GPU GEMM-beside-all-reduce study (default); interf: kernels x "
+                         "collectives, both sides' slowdowns (issue 16)")
+    ap.add_argument("--partial-dir", default=None,
+                    help="where each rank writes its partial JSON (default: --out)")
+    ap.add_argument("--budget-s", type=float, default=1e9,
+                    help="interf: start no case after this many seconds from the process's start")
     args = ap.parse_args()
     if args.nccl_info:
         nccl_info_mode()
         return
     os.makedirs(args.out, exist_ok=True)
+    if args.partial_dir:
+        os.makedirs(args.partial_dir, exist_ok=True)
     bench = Bench(args)
+    log(f"[r{bench.rank}] process group up (world {bench.world})")
     sampler = ClockSampler() if bench.rank == 0 else None
     meta = meta_info(bench) if bench.rank == 0 else None
+    log(f"[r{bench.rank}] metadata taken")
     t_start = time.time()
     try:
-        bench.run_all()
+        if args.suite == "interf":
+            bench.run_interf(t_start)
+        else:
+            bench.run_all()
     except Exception:  # noqa: BLE001
         bench.res["errors"].append({"where": "run_all", "tb": traceback.format_exc()})
         log(traceback.format_exc())
@@ -618,8 +826,21 @@ def main():
         meta["clock_sampler_error"] = sampler.err
         ranks = {}
         for r in range(bench.world):
-            with open(os.path.join(args.out, f"rank{r}_partial.json")) as f:
+            with open(os.path.join(args.partial_dir or args.out, f"rank{r}_partial.json")) as f:
                 ranks[str(r)] = json.load(f)
+        if args.suite == "interf":
+            final = {"schema": "gcsim.calibration.interference.v1",
+                     "script": "calibration/microbench/gemm_beside_nccl.py --suite interf",
+                     "meta": meta, "clocks_by_section": sampler.summary(), "ranks": ranks,
+                     "definitions": INTERF_DEFINITIONS}
+            p = os.path.join(args.out, args.name)
+            with open(p, "w") as f:
+                json.dump(final, f, indent=1, default=str)
+            log(f"wrote {p}")
+            log(interf_table(final))
+            dist.barrier(group=bench.cpu_pg)
+            dist.destroy_process_group()
+            return
         final = {"schema": "gcsim.calibration.gemm_beside_nccl.v1",
                  "script": "calibration/microbench/gemm_beside_nccl.py",
                  "meta": meta, "clocks_by_section": sampler.summary(), "ranks": ranks,

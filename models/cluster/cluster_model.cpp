@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "models/cluster/collective_hbm.h"
+#include "models/gpu/hbm.h"
 #include "models/gpu/kernel_cost_model.h"
 
 namespace gcsim::models::cluster {
@@ -76,6 +78,7 @@ ClusterModel::ClusterModel(sim::Simulator& sim, ClusterModelConfig config)
     gpu::GpuOptions options;
     options.clock_model = config_.clock_model;
     options.initial_activity = config_.clock_model_start;
+    options.interference = config_.interference;
     gpus_.push_back(std::make_unique<gpu::Gpu>(
         sim_, specs_[static_cast<size_t>(spec_of_rank_[static_cast<size_t>(r)])], r, options));
   }
@@ -296,10 +299,12 @@ void ClusterModel::communicate(const Op& op, const std::vector<int>& ranks,
   // attached network, or the closed α-β form without one.
   using Finished = std::function<void()>;
   std::function<void(Finished)> move;
+  sim::Duration planned = sim::Duration::zero();  // the data movement's time alone
   const bool on_engine = engine_ != nullptr && choice_.on_network &&
                          op.kind == workloads::OpKind::collective &&
                          std::get<workloads::CollectiveOp>(op.payload).bytes.count() > 0;
   if (on_engine) {
+    if (sms > 0 && config_.interference.enabled) planned = planned_time(collective_request(op, ranks));
     move = [this, req = collective_request(op, ranks), name = op.name, &op,
             siblings = std::move(siblings)](Finished finished) {
       const sim::Time began = sim_.now();
@@ -322,7 +327,8 @@ void ClusterModel::communicate(const Op& op, const std::vector<int>& ranks,
       }
     };
   } else {
-    move = [this, d = communication_time(op, ranks), &op, ranks](Finished finished) {
+    planned = communication_time(op, ranks);
+    move = [this, d = planned, &op, ranks](Finished finished) {
       if (network_ != nullptr) count_closed_form(op, ranks, sim_.now() + d);
       sim_.call_in(d, std::move(finished));
     };
@@ -343,9 +349,22 @@ void ClusterModel::communicate(const Op& op, const std::vector<int>& ranks,
     sim::Time start;
     sim::OpDone done;
     size_t waiting = 0;  // GPUs whose hold is not yet granted
+    // Interference: the HBM bytes/s it streams on each GPU of the group
+    // (0: none), when its data started moving, and each GPU's activity then.
+    double hbm_load = 0.0;
+    sim::Time began;
+    std::vector<gpu::GpuActivityIntegral> activity;
   };
-  auto p = std::make_shared<Pending>(
-      Pending{ranks, sms, std::move(move), start, std::move(done), ranks.size()});
+  auto p = std::make_shared<Pending>(Pending{ranks, sms, std::move(move), start, std::move(done),
+                                              ranks.size(), 0.0, sim::Time::zero(), {}});
+  if (config_.interference.enabled && planned > sim::Duration::zero()) {
+    const auto& c = std::get<workloads::CollectiveOp>(op.payload);
+    p->hbm_load = collective_hbm_bytes(workloads::collective_op(c.kind),
+                                       static_cast<double>(c.bytes.count()),
+                                       static_cast<int>(ranks.size()),
+                                       config_.interference.staging_in_hbm) /
+                  planned.seconds();
+  }
   // The holds are requested after every other event of this instant, so
   // that kernels launched at this instant (on any stream, by any rank) are
   // ahead of them whatever order the replayer issued things in.
@@ -355,14 +374,71 @@ void ClusterModel::communicate(const Op& op, const std::vector<int>& ranks,
         for (int r : p->ranks) {
           gpus_[static_cast<size_t>(r)]->hold_sms(p->sms, [this, p] {
             if (--p->waiting > 0) return;
+            start_streaming(p->ranks, p->hbm_load, p->activity, p->began);
             p->move([this, p] {
-              for (int rr : p->ranks) gpus_[static_cast<size_t>(rr)]->release_sms(p->sms);
-              p->done(p->start, sim_.now());
+              // The kernels beside it stretch its data movement: it ends
+              // that much later, its SMs and HBM load held meanwhile.
+              const sim::Duration extra =
+                  stretch_beyond(p->ranks, p->sms, p->hbm_load, p->activity, p->began);
+              auto finish = [this, p] {
+                for (int rr : p->ranks) {
+                  gpu::Gpu& g = *gpus_[static_cast<size_t>(rr)];
+                  if (p->hbm_load > 0.0) g.remove_hbm_load(p->hbm_load);
+                  g.release_sms(p->sms);
+                }
+                p->done(p->start, sim_.now());
+              };
+              if (extra > sim::Duration::zero()) {
+                sim_.call_in(extra, std::move(finish));
+              } else {
+                finish();
+              }
             });
           });
         }
       },
       kHoldRequestPriority);
+}
+
+sim::Duration ClusterModel::planned_time(const collectives::CollectiveRequest& req) {
+  MemoKey key = memo_key(req);
+  auto it = planned_.find(key);
+  if (it == planned_.end()) it = planned_.emplace(std::move(key), engine_->plan(req).estimate).first;
+  return it->second;
+}
+
+void ClusterModel::start_streaming(const std::vector<int>& ranks, double hbm_load,
+                                   std::vector<gpu::GpuActivityIntegral>& activity,
+                                   sim::Time& began) {
+  began = sim_.now();
+  if (hbm_load <= 0.0) return;
+  activity.clear();
+  for (int r : ranks) {
+    gpu::Gpu& g = *gpus_[static_cast<size_t>(r)];
+    g.add_hbm_load(hbm_load);
+    activity.push_back(g.activity_integral());
+  }
+}
+
+sim::Duration ClusterModel::stretch_beyond(const std::vector<int>& ranks, int sms, double hbm_load,
+                                           const std::vector<gpu::GpuActivityIntegral>& activity,
+                                           sim::Time began) const {
+  const sim::Duration moved = sim_.now() - began;
+  if (hbm_load <= 0.0 || moved <= sim::Duration::zero()) return sim::Duration::zero();
+  const double dt = moved.seconds();
+  double stretch = 1.0;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const gpu::Gpu& g = *gpus_[static_cast<size_t>(ranks[i])];
+    const gpu::GpuActivityIntegral now = g.activity_integral();
+    const double busy = (now.busy_sm_seconds - activity[i].busy_sm_seconds) /
+                        (dt * g.spec().sm_count);
+    const double demand = (now.hbm_demand_bytes - activity[i].hbm_demand_bytes) / dt;
+    stretch = std::max(
+        stretch, gpu::collective_stretch(gpu::achieved_hbm_bandwidth(g.spec()).bytes_per_s(),
+                                         busy * g.spec().sm_count, demand, sms, hbm_load, busy,
+                                         config_.interference.collective_sensitivity));
+  }
+  return moved.scaled(stretch - 1.0);
 }
 
 ClusterModel::MemoKey ClusterModel::memo_key(const collectives::CollectiveRequest& req) {

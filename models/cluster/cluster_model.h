@@ -38,6 +38,12 @@ struct ClusterModelConfig {
   // averaged activity at time zero.
   bool clock_model = false;
   gpu::Activity clock_model_start;
+  // How an SM-holding collective and the kernels beside it slow each other
+  // (gpu/interference.h): its HBM load, from collective_hbm.h's bytes over
+  // its planned time, is registered on every GPU of the group while its
+  // data moves; its end is stretched by collective_stretch, the largest
+  // over the group (a ring runs at its slowest member's pace).
+  gpu::InterferenceParams interference;
 };
 
 // What the `collective` workload pins down for every collective: an
@@ -163,6 +169,21 @@ class ClusterModel : public sim::OpExecutor {
   void run_on_engine(const collectives::CollectiveRequest& req,
                      std::function<void(const collectives::Plan&)> finished);
   bool memo_on_ = false;
+  // The tuner's estimate per distinct request: the collective's planned
+  // time, which sets its HBM load (interference).
+  std::map<MemoKey, sim::Duration> planned_;
+  sim::Duration planned_time(const collectives::CollectiveRequest& req);
+  // A collective's data starts moving on `ranks`: registers its HBM load
+  // (bytes/s; none if 0) on their GPUs and samples their activity.
+  void start_streaming(const std::vector<int>& ranks, double hbm_load,
+                       std::vector<gpu::GpuActivityIntegral>& activity, sim::Time& began);
+  // Its data has moved (from `sms` SMs on each GPU): how much longer the
+  // kernels beside it make it take
+  // (gpu::collective_stretch - 1 of the time since `began`, the largest
+  // over the group).
+  sim::Duration stretch_beyond(const std::vector<int>& ranks, int sms, double hbm_load,
+                               const std::vector<gpu::GpuActivityIntegral>& activity,
+                               sim::Time began) const;
   std::map<MemoKey, MemoEntry> memo_;
   int64_t memo_hits_ = 0;
   int64_t memo_misses_ = 0;

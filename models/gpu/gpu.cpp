@@ -56,7 +56,13 @@ class SlotPool {
 class Gpu::Impl : public sim::EventHandler {
  public:
   Impl(sim::Simulator& sim, const GpuSpec& spec, GpuOptions options)
-      : sim_(sim), spec_(spec), coalesce_(options.coalesce_waves), sms_(spec.sm_count), hbm_(spec) {
+      : sim_(sim),
+        spec_(spec),
+        coalesce_(options.coalesce_waves),
+        interference_(options.interference),
+        activity_at_(sim.now()),
+        sms_(spec.sm_count),
+        hbm_(spec) {
     if (options.clock_model) {
       if (!spec.power.enabled()) {
         throw std::invalid_argument("the clock model needs the power parameters of " + spec.name);
@@ -175,6 +181,17 @@ class Gpu::Impl : public sim::EventHandler {
   const SmArray& sms() const { return sms_; }
   Hbm& hbm() { return hbm_; }
 
+  // ---- collectives streaming through HBM (interference.h) -----------------
+
+  void add_hbm_load(double bytes_per_s) { change_hbm_load(bytes_per_s, +1); }
+  void remove_hbm_load(double bytes_per_s) { change_hbm_load(bytes_per_s, -1); }
+  double hbm_load() const { return hbm_load_; }
+
+  GpuActivityIntegral activity_integral() const {
+    const double dt = (sim_.now() - activity_at_).seconds();
+    return {busy_sm_s_ + live_sms_ * dt, demand_bytes_ + live_demand_ * dt};
+  }
+
  private:
   // A launched kernel between its arrival and its last wave's end.
   struct Run {
@@ -222,6 +239,11 @@ class Gpu::Impl : public sim::EventHandler {
     // Clock model: what it adds to the GPU's activity and board power.
     Activity activity;
     double dynamic_w = 0.0;
+    // The collective HBM load it started under (load_epoch_: a batch
+    // restarts a wave only under the same load) and the HBM bytes/s its
+    // tiles would move without interference.
+    uint64_t epoch = 0;
+    double demand = 0.0;
   };
   // A pending wave-end event. The engine cannot cancel events, so a batch
   // cut short voids its ticket and the event fires as a no-op; a ticket is
@@ -403,7 +425,7 @@ class Gpu::Impl : public sim::EventHandler {
       r.tiles_left -= grant[i];
       r.sms_in_use += grant[i];
       ++r.waves_in_flight;
-      const sim::Duration length = wave_time(spec_, r.kernel, active, r.stretch);
+      const sim::Duration length = wave_length(r, active);
       schedule_end(add_wave(Wave{run, grant[i], active, now, length, 1, 0, Activity{}, 0.0}), now + length);
     }
     std::erase_if(waiting_, [this](uint32_t run) { return runs_[run].tiles_left == 0; });
@@ -449,6 +471,20 @@ class Gpu::Impl : public sim::EventHandler {
   }
 
   uint32_t add_wave(Wave w) {
+    w.epoch = load_epoch_;
+    if (interference_.enabled) {
+      const Run& r = runs_[w.run];
+      // Its own pace: the length it has when no collective streams.
+      const sim::Duration own =
+          hbm_load_ == 0.0 ? w.length : wave_time(spec_, r.kernel, w.active, r.stretch);
+      w.demand = own > sim::Duration::zero()
+                     ? w.sms * r.kernel.bytes_per_tile / own.seconds()
+                     : 0.0;
+      advance_activity();
+      live_sms_ += w.sms;
+      live_demand_ += w.demand;
+      ++live_waves_;
+    }
     if (gov_) {
       charge(w);
       gov_->add(sim_.now(), w.activity, w.dynamic_w);
@@ -459,12 +495,67 @@ class Gpu::Impl : public sim::EventHandler {
     return wave;
   }
   void remove_wave(uint32_t wave) {
+    if (interference_.enabled) {
+      advance_activity();
+      live_sms_ -= waves_[wave].sms;
+      live_demand_ -= waves_[wave].demand;
+      if (--live_waves_ == 0) live_demand_ = 0.0;  // no rounding residue left
+    }
     if (gov_) {
       gov_->remove(sim_.now(), waves_[wave].activity, waves_[wave].dynamic_w);
       report_power();
     }
     std::erase(runs_[waves_[wave].run].waves, wave);
     waves_.remove(wave);
+  }
+
+  // ---- interference ----------------------------------------------------------
+
+  // One wave of `r` starting now with `active` SMs running tiles: its
+  // length alone, or beside the collectives streaming hbm_load_ bytes/s from
+  // the SMs they hold, with the HBM left to kernels (shared max-min fairly
+  // per SM: the kernel's own demand on `active` SMs against the
+  // collectives') and its arithmetic stretched.
+  sim::Duration wave_length(const Run& r, int active) const {
+    const sim::Duration own = wave_time(spec_, r.kernel, active, r.stretch);
+    if (hbm_load_ == 0.0 || !interference_.enabled) return own;
+    const double b = achieved_hbm_bandwidth(spec_).bytes_per_s();
+    const double demand =
+        own > sim::Duration::zero()
+            ? std::min(b, active * r.kernel.bytes_per_tile / own.seconds())
+            : 0.0;
+    const double fraction = kernel_hbm_fraction(b, active, demand, sms_.held(), hbm_load_);
+    const double stretch = kernel_compute_stretch(b, hbm_load_, interference_.kernel_sensitivity);
+    return wave_time(spec_, r.kernel, active, r.stretch * stretch, fraction);
+  }
+
+  void change_hbm_load(double bytes_per_s, int sign) {
+    if (!(bytes_per_s >= 0.0)) throw std::invalid_argument("an HBM load must be >= 0 bytes/s");
+    if (sign < 0 && load_count_ == 0) throw std::logic_error("removing an HBM load never added");
+    if (coalesce_) split_all();  // waves from now on see the new load
+    ++load_epoch_;
+    load_count_ += sign;
+    hbm_load_ = load_count_ == 0 ? 0.0 : std::max(0.0, hbm_load_ + sign * bytes_per_s);
+    if (gov_) {
+      // The collective's HBM traffic draws power (its SMs' copy loops are
+      // not counted: their arithmetic is small).
+      Activity a;
+      a.hbm = bytes_per_s / spec_.hbm_bandwidth.bytes_per_s();
+      const double w = spec_.power.hbm_w * a.hbm;
+      if (sign > 0) {
+        gov_->add(sim_.now(), a, w);
+      } else {
+        gov_->remove(sim_.now(), a, w);
+      }
+      report_power();
+    }
+  }
+
+  void advance_activity() {
+    const double dt = (sim_.now() - activity_at_).seconds();
+    busy_sm_s_ += live_sms_ * dt;
+    demand_bytes_ += live_demand_ * dt;
+    activity_at_ = sim_.now();
   }
 
   // ---- clock model ---------------------------------------------------------
@@ -555,7 +646,7 @@ class Gpu::Impl : public sim::EventHandler {
     // A persistent kernel's waves never repay holds (its SMs stay with it),
     // so owed holds do not stop its batches.
     if (schedule_pending_ || (sms_.debt() != 0 && r.kept == 0) ||
-        ended.length <= sim::Duration::zero()) {
+        ended.length <= sim::Duration::zero() || ended.epoch != load_epoch_) {
       return false;
     }
     for (const uint32_t wave : batches_) {
@@ -703,6 +794,20 @@ class Gpu::Impl : public sim::EventHandler {
   PowerListener power_listener_;
   double reported_mhz_ = -1.0, reported_w_ = -1.0;
   const bool coalesce_;
+  const InterferenceParams interference_;
+  // Collectives streaming through HBM: their bytes/s summed, how many, and
+  // a counter bumped at every change.
+  double hbm_load_ = 0.0;
+  int load_count_ = 0;
+  uint64_t load_epoch_ = 0;
+  // Compute tiles running now (SMs, and their HBM demand in bytes/s) and
+  // their integrals up to activity_at_ (with interference on).
+  int live_sms_ = 0;
+  int live_waves_ = 0;
+  double live_demand_ = 0.0;
+  double busy_sm_s_ = 0.0;
+  double demand_bytes_ = 0.0;
+  sim::Time activity_at_;
   SmArray sms_;
   Hbm hbm_;
   SlotPool<Run> runs_;
@@ -746,6 +851,10 @@ void Gpu::free(sim::Bytes bytes) { impl_->hbm().free(bytes); }
 sim::Bytes Gpu::memory_used() const { return impl_->hbm().used(); }
 sim::Bytes Gpu::memory_peak() const { return impl_->hbm().peak(); }
 const ClockGovernor* Gpu::governor() const { return impl_->governor(); }
+void Gpu::add_hbm_load(double bytes_per_s) { impl_->add_hbm_load(bytes_per_s); }
+void Gpu::remove_hbm_load(double bytes_per_s) { impl_->remove_hbm_load(bytes_per_s); }
+double Gpu::hbm_load() const { return impl_->hbm_load(); }
+GpuActivityIntegral Gpu::activity_integral() const { return impl_->activity_integral(); }
 void Gpu::set_power_listener(PowerListener listener) { impl_->set_power_listener(std::move(listener)); }
 
 }  // namespace gcsim::models::gpu

@@ -21,6 +21,7 @@
 
 #include "models/gpu/clock_governor.h"
 #include "models/gpu/gpu_spec.h"
+#include "models/gpu/interference.h"
 #include "models/gpu/kernel.h"
 #include "sim/engine/simulator.h"
 
@@ -56,6 +57,18 @@ struct GpuOptions {
   // > 0: the governor holds the SM clock at this fraction of f_max (the
   // power fit reads the runtime's activity at a measured clock).
   double pinned_clock = 0.0;
+  // How collectives streaming on this GPU (add_hbm_load) slow the kernel
+  // waves that start meanwhile (interference.h).
+  InterferenceParams interference;
+};
+
+// What ran on a GPU, integrated over simulated time since its start: SM
+// seconds of compute tiles, and the HBM bytes the kernel waves would move at
+// their own pace (each wave's bytes over its length without interference),
+// for averages over an interval (two samples).
+struct GpuActivityIntegral {
+  double busy_sm_seconds = 0.0;
+  double hbm_demand_bytes = 0.0;
 };
 
 // Called when the board power or the SM clock the governor would give
@@ -107,6 +120,16 @@ class Gpu {
   int held_sms() const;      // held by communication kernels (granted so far)
   int busy_sms() const;      // running compute tiles
   int reserved_sms() const;  // kept idle by persistent kernels (between waves, last wave)
+
+  // Collectives streaming through this GPU's HBM: `bytes_per_s` more while
+  // one moves data (add), the same amount back at its end (remove). Kernel
+  // waves that start meanwhile get the HBM left (interference.h), and their
+  // arithmetic stretches; waves in flight keep their length. Under the
+  // clock model the load adds to the governor's HBM activity.
+  void add_hbm_load(double bytes_per_s);
+  void remove_hbm_load(double bytes_per_s);
+  double hbm_load() const;  // bytes/s streamed by collectives now
+  GpuActivityIntegral activity_integral() const;  // up to now
 
   // HBM capacity ledger (bytes). allocate() returns false when the request
   // would exceed capacity; the caller reports the OOM.

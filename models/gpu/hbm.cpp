@@ -11,12 +11,19 @@ sim::Bandwidth achieved_hbm_bandwidth(const GpuSpec& spec) {
 }
 
 sim::Bandwidth hbm_bandwidth_per_sm(const GpuSpec& spec, int active_sms) {
+  return hbm_bandwidth_per_sm(spec, active_sms, 1.0);
+}
+
+sim::Bandwidth hbm_bandwidth_per_sm(const GpuSpec& spec, int active_sms, double available_fraction) {
+  if (!(available_fraction > 0.0 && available_fraction <= 1.0)) {
+    throw std::invalid_argument("the HBM fraction left to kernels must be in (0, 1]");
+  }
   if (active_sms < 1 || spec.sm_count < 1) {
     throw std::invalid_argument("HBM share needs at least one active SM and one SM on the GPU");
   }
   const double b = achieved_hbm_bandwidth(spec).bytes_per_s();
   const double single_sm_cap = spec.sm_bandwidth_headroom * b / spec.sm_count;
-  const double even_split = b / active_sms;
+  const double even_split = available_fraction * b / active_sms;
   return sim::Bandwidth::bytes_per_s(std::min(single_sm_cap, even_split));
 }
 

@@ -16,6 +16,11 @@ sim::Bandwidth achieved_hbm_bandwidth(const GpuSpec& spec);
 // kernel on few SMs cannot reach full bandwidth; the second is the even
 // split of the stack among the SMs competing for it.
 sim::Bandwidth hbm_bandwidth_per_sm(const GpuSpec& spec, int active_sms);
+// The same when only `available_fraction` (in (0, 1]) of the achieved
+// bandwidth is left to the SMs' tiles (collectives stream the rest:
+// interference.h): min(headroom x B / sm_count, fraction x B / active_sms).
+// A fraction of 1 gives the two-argument form exactly.
+sim::Bandwidth hbm_bandwidth_per_sm(const GpuSpec& spec, int active_sms, double available_fraction);
 
 class Hbm {
  public:

@@ -237,6 +237,10 @@ KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
 }
 
 TileCost tile_cost(const GpuSpec& spec, const KernelDesc& k, int active_sms) {
+  return tile_cost(spec, k, active_sms, 1.0);
+}
+
+TileCost tile_cost(const GpuSpec& spec, const KernelDesc& k, int active_sms, double hbm_fraction) {
   TileCost c;
   if (k.flops_per_tile > 0.0) {
     const sim::FlopRate peak = unit_peak(spec, k);
@@ -255,7 +259,8 @@ TileCost tile_cost(const GpuSpec& spec, const KernelDesc& k, int active_sms) {
                                   "' has a bandwidth efficiency outside (0, HBM peak]");
     }
     c.memory = sim::transfer_time(
-        k.bytes_per_tile, hbm_bandwidth_per_sm(spec, active_sms).scaled(k.bandwidth_efficiency));
+        k.bytes_per_tile,
+        hbm_bandwidth_per_sm(spec, active_sms, hbm_fraction).scaled(k.bandwidth_efficiency));
   }
   return c;
 }
@@ -267,8 +272,13 @@ sim::Duration wave_time(const GpuSpec& spec, const KernelDesc& k, int active_sms
 
 sim::Duration wave_time(const GpuSpec& spec, const KernelDesc& k, int active_sms,
                         double compute_stretch) {
-  if (compute_stretch == 1.0) return wave_time(spec, k, active_sms);
-  const TileCost c = tile_cost(spec, k, active_sms);
+  return wave_time(spec, k, active_sms, compute_stretch, 1.0);
+}
+
+sim::Duration wave_time(const GpuSpec& spec, const KernelDesc& k, int active_sms,
+                        double compute_stretch, double hbm_fraction) {
+  if (compute_stretch == 1.0 && hbm_fraction == 1.0) return wave_time(spec, k, active_sms);
+  const TileCost c = tile_cost(spec, k, active_sms, hbm_fraction);
   return sim::max(c.compute.scaled(compute_stretch), c.memory) + spec.efficiency.tile_overhead +
          k.extra_wave_overhead;
 }

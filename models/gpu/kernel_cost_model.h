@@ -72,6 +72,10 @@ struct TileCost {
   bool memory_bound() const { return memory > compute; }
 };
 TileCost tile_cost(const GpuSpec& spec, const KernelDesc& kernel, int active_sms);
+// The same with only `hbm_fraction` of the achieved HBM bandwidth left to
+// the kernels (interference.h); 1 gives the form above exactly.
+TileCost tile_cost(const GpuSpec& spec, const KernelDesc& kernel, int active_sms,
+                   double hbm_fraction);
 // tile_cost(...).time() + efficiency.tile_overhead + the kernel's
 // extra_wave_overhead: how long one wave of this
 // kernel occupies its SMs. The Gpu runtime uses exactly this.
@@ -80,6 +84,10 @@ sim::Duration wave_time(const GpuSpec& spec, const KernelDesc& kernel, int activ
 // (a clock other than the spec's: clock_governor.h); 1 gives wave_time.
 sim::Duration wave_time(const GpuSpec& spec, const KernelDesc& kernel, int active_sms,
                         double compute_stretch);
+// And with `hbm_fraction` of the HBM bandwidth left to kernels (collectives
+// streaming beside them: interference.h).
+sim::Duration wave_time(const GpuSpec& spec, const KernelDesc& kernel, int active_sms,
+                        double compute_stretch, double hbm_fraction);
 
 // SMs a wave of this kernel may use when `sms_available` are free:
 // min(sms_available, max_sms or all), at least 1 is required.

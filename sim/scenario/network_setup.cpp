@@ -38,6 +38,7 @@ models::cluster::ClusterModelConfig cluster_model_config(const Scenario& s) {
   c.fabric.scale_out_latency = s.cluster.scale_out.latency;
   c.fabric.has_scale_out = s.cluster.scale_out.topology != "none";
   c.collective_sms = s.network.collective_sms;
+  c.interference = s.network.interference;
   c.clock_model = s.cluster.clock_model;
   c.clock_model_start = s.cluster.clock_model_start;
   return c;

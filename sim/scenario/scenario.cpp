@@ -140,6 +140,32 @@ void apply_clocks(Scenario& s) {
                     " of the rested rate (power cap; cluster.clocks: rested turns it off)");
 }
 
+// network.interference: on by default with the sensitivities fitted on
+// 2x H200 (models/gpu/interference.h), each inside its physical range.
+void read_interference(ConfigReader& r, models::gpu::InterferenceParams& p) {
+  p.enabled = r.get_bool("enabled", true,
+                         "an SM-holding collective streams HBM beside the kernels and both slow");
+  auto sensitivity = [&r](const char* key, double fallback, const char* doc) {
+    const double v = r.get_double(key, fallback, doc);
+    if (!(v >= models::gpu::kMinSensitivity && v <= models::gpu::kMaxSensitivity)) {
+      r.fail(key, "must lie in [0, 1] (1: a full load doubles the time), got " + std::to_string(v));
+    }
+    return v;
+  };
+  p.kernel_sensitivity = sensitivity(
+      "kernel_sensitivity", p.kernel_sensitivity,
+      "a compute tile's arithmetic grows by this x the collectives' share of HBM bandwidth");
+  p.collective_sensitivity = sensitivity(
+      "collective_sensitivity", p.collective_sensitivity,
+      "a collective's data movement grows by this x the fraction of SMs running compute beside it");
+  p.staging_in_hbm = r.get_double(
+      "staging_in_hbm", p.staging_in_hbm,
+      "fraction of NCCL's staging traffic (FIFO written and read back) that reaches HBM, not L2");
+  if (!(p.staging_in_hbm >= 0.0 && p.staging_in_hbm <= 1.0)) {
+    r.fail("staging_in_hbm", "must lie in [0, 1], got " + std::to_string(p.staging_in_hbm));
+  }
+}
+
 }  // namespace
 
 Scenario load_scenario(const std::string& path, const LoadOptions& options) {
@@ -176,6 +202,12 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
                       : routing == "adaptive" ? models::network::RoutingPolicy::adaptive
                                               : models::network::RoutingPolicy::ecmp;
   s.network.packet = read_packet_config(net);
+  ConfigReader interference = net.child(
+      "interference",
+      "how an overlapped collective and the kernels beside it slow each other (its HBM traffic, "
+      "memory-system contention; models/gpu/interference.h)");
+  read_interference(interference, s.network.interference);
+  interference.finish();
   s.faults = read_faults(net, s.topology);
   net.finish();
 

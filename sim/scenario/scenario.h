@@ -12,6 +12,7 @@
 
 #include "models/gpu/gpu_spec.h"
 #include "models/gpu/gpu_throttle.h"
+#include "models/gpu/interference.h"
 #include "models/network/network_model.h"
 #include "models/network/packet/packet_config.h"
 #include "sim/scenario/resource_budget.h"
@@ -72,6 +73,7 @@ struct NetworkConfig {
   int collective_sms = 0;  // SMs a collective holds per GPU
   models::network::RoutingPolicy routing = models::network::RoutingPolicy::ecmp;
   models::network::PacketConfig packet;  // network.model: packet only
+  models::gpu::InterferenceParams interference;  // overlapped collectives vs kernels
 };
 
 struct CollectiveWorkload;  // sim/scenario/collective_workload_loader.h

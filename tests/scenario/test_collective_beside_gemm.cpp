@@ -45,7 +45,7 @@ std::string config(int collective_sms, bool gemms) {
   std::string y =
       // calibration: none: the hand figures use the preset's efficiencies.
       "cluster: {gpu: h200-sxm, nodes: 1, gpus_per_node: 2, calibration: none}\n"
-      "network: {model: flow, collective_sms: " +
+      "network: {model: flow, interference: {enabled: false}, collective_sms: " +
       std::to_string(collective_sms) +
       "}\n"
       "workload:\n  kind: graph\n  ops:\n"

@@ -94,6 +94,9 @@ std::string gemm_beside_allreduce(const std::string& bytes) {
   std::string yaml =
       // calibration: none: the hand figures use the preset's efficiencies.
       "cluster: {gpu: h200-sxm, nodes: 1, gpus_per_node: 2, calibration: none}\n"
+      // The SMs alone: the interference model is checked against the same
+      // measurement in test_interference_measured.cpp.
+      "network: {interference: {enabled: false}}\n"
       "workload:\n  kind: graph\n  ops:\n"
       "    - {name: ar, op: all_reduce, ranks: all, bytes: " +
       bytes + "}\n";

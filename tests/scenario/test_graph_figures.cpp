@@ -228,6 +228,7 @@ TEST_CASE("figures: a collective's SMs slow the GEMM beside it by whole waves", 
   // calibration: none: the 18/16 ratio below uses the preset's tiles.
   const std::string config = R"(
 cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 8, calibration: none}
+network: {interference: {enabled: false}}  # the SMs alone (test_interference_measured.cpp)
 workload:
   kind: graph
   ops:

@@ -31,9 +31,9 @@
 //                        77.15 -> 79.62 ms (+2.47): -6.7% with DP
 //   h 4096, s 2048, b 1: 18.80 -> 22.83 ms measured (+4.03), gcsim
 //                        17.83 -> 20.39 ms (+2.56): -10.7% with DP
-// gcsim charges the overlap only the SMs NCCL holds (24). What it leaves
-// out is not measured apart here: the all-reduce's own HBM traffic beside
-// the backward's kernels, and passes DDP makes that Megatron does not
+// With the interference model (models/gpu/interference.h, held out here)
+// gcsim charges +2.88 / +3.00 ms: -6.3% / -8.8% (NCCL's SMs alone: +2.25 /
+// +2.35 ms). What it leaves out: passes DDP makes that Megatron does not
 // (gradients copied into and out of the buckets, the averaging division:
 // up to 9.7 GB of HBM traffic, about 2.3 ms, if all of them run).
 #include <fstream>
