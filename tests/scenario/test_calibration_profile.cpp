@@ -77,3 +77,22 @@ TEST_CASE("a calibration profile for another GPU or a missing one is bad input",
   CHECK(missing.err.find("cluster.calibration") != std::string::npos);
   CHECK(missing.err.find("gcsim calibrate") != std::string::npos);
 }
+
+TEST_CASE("a calibration profile's flash2 decode parameter out of range is bad input", "[cli]") {
+  TempDir dir;
+  write_text(dir / "gemm.yaml", kGemm);
+  write_text(dir / "profile.yaml",
+             "gpu: h100-sxm\n"
+             "efficiency:\n"
+             "  attention_families:\n"
+             "    flash2:\n"
+             "      decode: {efficiency: 0.36, bandwidth: 1.2}\n");
+  auto r = run_gcsim({"run", (dir / "gemm.yaml").string(), "-q", "-o", (dir / "o").string(), "-s",
+                      "cluster.calibration=" + (dir / "profile.yaml").string()});
+  CHECK(r.exit_status == 2);
+  INFO(r.err);
+  CHECK(r.err.find("profile.yaml") != std::string::npos);
+  CHECK(r.err.find(":5") != std::string::npos);
+  CHECK(r.err.find("efficiency.attention_families.flash2.decode.bandwidth") != std::string::npos);
+  CHECK(r.err.find("must lie in (0.0, 1.0]") != std::string::npos);
+}
