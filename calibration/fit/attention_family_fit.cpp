@@ -10,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "models/gpu/attention_flash2_decode.h"
 #include "models/gpu/attention_kernel_model.h"
 #include "models/gpu/kernel_cost_model.h"
 
@@ -27,6 +28,9 @@ namespace {
 // Hopper) and one read of the partial results. 50 us is far above any such
 // kernel; a fit that wants more is absorbing something else.
 const sim::Duration kMaxDecodeSplitOverhead = sim::us(int64_t{50});
+// The combine kernel reads each split's partial row in turn: one L2 round
+// trip (~0.3-0.6 us on Hopper) per split at most.
+const sim::Duration kMaxCombinePerSplit = sim::us(int64_t{1});
 
 bool is_decode(const AttentionShape& s) { return s.q_len <= models::gpu::kDecodeMaxQueryLen; }
 
@@ -207,6 +211,42 @@ void fit_decode(const GpuSpec& spec, AttentionFamily family,
   p.decode_split_overhead = sim::Duration::from_seconds(x[2]);
 }
 
+// One flash2 decode point at unit parameters: per group of equal waves,
+// their count and one wave's MMA and memory time.
+struct Flash2DecodeWaves {
+  double count[2] = {0, 0};
+  double mma_s[2] = {0, 0};
+  double mem_s[2] = {0, 0};
+  int64_t waves = 0;
+  int64_t splits = 1;
+  double meas_s = 0;
+};
+
+Flash2DecodeWaves flash2_decode_waves(const GpuSpec& spec, const AttentionPoint& p) {
+  models::gpu::Flash2DecodeParams unit;
+  unit.efficiency = 1.0;
+  unit.bandwidth = 1.0;
+  unit.wave_overhead = unit.combine_overhead = unit.combine_per_split = sim::Duration::zero();
+  const auto k = models::gpu::flash2_decode_kernel(spec, p.shape, unit);
+  const int width = models::gpu::wave_width(spec, k, spec.sm_count);
+  const int64_t full = k.tiles / width;
+  const int last = static_cast<int>(k.tiles % width);
+  Flash2DecodeWaves w;
+  const int active[2] = {width, last};
+  w.count[0] = static_cast<double>(full);
+  w.count[1] = last > 0 ? 1.0 : 0.0;
+  for (int i = 0; i < 2; ++i) {
+    if (w.count[i] == 0) continue;
+    const auto c = models::gpu::tile_cost(spec, k, active[i]);
+    w.mma_s[i] = c.compute.seconds();
+    w.mem_s[i] = c.memory.seconds();
+  }
+  w.waves = full + (last > 0 ? 1 : 0);
+  w.splits = models::gpu::flash2_decode_grid(spec, p.shape).splits;
+  w.meas_s = p.time_us * 1e-6;
+  return w;
+}
+
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
@@ -294,6 +334,91 @@ FusedAttentionParams fit_attention_family(const GpuSpec& spec, AttentionFamily f
   fit_pass(spec, family, bwd, true, p.backward, name + " backward", notes);
   fit_decode(spec, family, dec, p, name, notes);
   return p;
+}
+
+models::gpu::Flash2DecodeParams fit_flash2_decode(const GpuSpec& spec,
+                                                  const std::vector<AttentionPoint>& points,
+                                                  std::vector<std::string>& notes) {
+  models::gpu::Flash2DecodeParams p = spec.efficiency.flash2_decode;
+  std::vector<Flash2DecodeWaves> pts;
+  for (const auto& pt : points) {
+    if (pt.heldout || pt.backend != "FLASH_ATTENTION" || !is_decode(pt.shape)) continue;
+    pts.push_back(flash2_decode_waves(spec, pt));
+  }
+  if (pts.empty()) {
+    notes.push_back("flash2 decode: no measurement; prior kept");
+    return p;
+  }
+  // Which bound each wave group sits on, under the current parameters.
+  auto bounds = [&](const models::gpu::Flash2DecodeParams& q) {
+    std::vector<bool> mma;
+    for (const auto& w : pts) {
+      for (int i = 0; i < 2; ++i) mma.push_back(w.mma_s[i] / q.efficiency > w.mem_s[i] / q.bandwidth);
+    }
+    return mma;
+  };
+  std::vector<bool> mma = bounds(p);
+  for (int round = 0; round < 20; ++round) {
+    // Unknowns: 1/efficiency, 1/bandwidth, wave_overhead, combine_overhead,
+    // combine_per_split (s).
+    Eigen::MatrixXd a(static_cast<Eigen::Index>(pts.size()), 5);
+    Eigen::VectorXd b(static_cast<Eigen::Index>(pts.size()));
+    for (size_t i = 0; i < pts.size(); ++i) {
+      const auto& w = pts[i];
+      const auto r = static_cast<Eigen::Index>(i);
+      a.row(r).setZero();
+      for (int g = 0; g < 2; ++g) {
+        if (mma[2 * i + static_cast<size_t>(g)]) {
+          a(r, 0) += w.count[g] * w.mma_s[g];
+        } else {
+          a(r, 1) += w.count[g] * w.mem_s[g];
+        }
+      }
+      a(r, 2) = static_cast<double>(w.waves);
+      a(r, 3) = w.splits > 1 ? 1.0 : 0.0;
+      a(r, 4) = w.splits > 1 ? static_cast<double>(w.splits) : 0.0;
+      a.row(r) /= w.meas_s;
+      b[r] = (w.meas_s - launch_and_waves_s(spec, w.waves)) / w.meas_s;
+    }
+    const Eigen::VectorXd x =
+        bounded_lsq(a, b, {1.0, 1.0, 0.0, 0.0, 0.0},
+                    {1e3, 1e3, 1e-3, kMaxDecodeSplitOverhead.seconds(), kMaxCombinePerSplit.seconds()});
+    p.efficiency = 1.0 / x[0];
+    p.bandwidth = 1.0 / x[1];
+    p.wave_overhead = sim::Duration::from_seconds(x[2]);
+    p.combine_overhead = sim::Duration::from_seconds(x[3]);
+    p.combine_per_split = sim::Duration::from_seconds(x[4]);
+    std::vector<bool> next = bounds(p);
+    if (next == mma) break;
+    mma = std::move(next);
+  }
+  return p;
+}
+
+std::string flash2_decode_yaml(const models::gpu::Flash2DecodeParams& p) {
+  std::ostringstream o;
+  auto ns = [](sim::Duration d) { return std::to_string(std::llround(d.seconds() * 1e9)) + "ns"; };
+  o << "    flash2:\n      decode: {efficiency: " << std::setprecision(4) << p.efficiency
+    << ", bandwidth: " << p.bandwidth << ", wave_overhead: " << ns(p.wave_overhead)
+    << ", combine_overhead: " << ns(p.combine_overhead)
+    << ", combine_per_split: " << ns(p.combine_per_split) << "}\n";
+  return o.str();
+}
+
+std::vector<std::string> flash2_decode_out_of_range(const models::gpu::Flash2DecodeParams& p) {
+  std::vector<std::string> bad;
+  if (!(p.efficiency > 0.0 && p.efficiency <= 1.0)) bad.push_back("decode.efficiency");
+  if (!(p.bandwidth > 0.0 && p.bandwidth <= 1.0)) bad.push_back("decode.bandwidth");
+  if (p.wave_overhead < sim::Duration::zero() || p.wave_overhead > sim::ms(int64_t{1})) {
+    bad.push_back("decode.wave_overhead");
+  }
+  if (p.combine_overhead < sim::Duration::zero() || p.combine_overhead > kMaxDecodeSplitOverhead) {
+    bad.push_back("decode.combine_overhead");
+  }
+  if (p.combine_per_split < sim::Duration::zero() || p.combine_per_split > kMaxCombinePerSplit) {
+    bad.push_back("decode.combine_per_split");
+  }
+  return bad;
 }
 
 double attention_predicted_us(const GpuSpec& spec, const AttentionPoint& p) {

@@ -55,6 +55,20 @@ models::gpu::FusedAttentionParams fit_attention_family(const models::gpu::GpuSpe
                                                        const std::vector<AttentionPoint>& points,
                                                        std::vector<std::string>& notes);
 
+// Fits flash2's decode (models/gpu/attention_flash2_decode.h) on the
+// FLASH_ATTENTION decode points that are not held out: each wave of CTAs
+// costs max(MMA time / efficiency, memory time at the HBM peak / bandwidth)
+// + wave_overhead, a split kernel adds combine_overhead + splits x
+// combine_per_split. Linear in 1/efficiency, 1/bandwidth and the three
+// times once each wave's bound is known; solved under the bounds,
+// alternating with the bounds (from `spec`'s values) until they stay put.
+// Without such points the spec's values are kept (`notes` says so).
+models::gpu::Flash2DecodeParams fit_flash2_decode(const models::gpu::GpuSpec& spec,
+                                                  const std::vector<AttentionPoint>& points,
+                                                  std::vector<std::string>& notes);
+std::string flash2_decode_yaml(const models::gpu::Flash2DecodeParams& p);
+std::vector<std::string> flash2_decode_out_of_range(const models::gpu::Flash2DecodeParams& p);
+
 // The model's time for a point on `spec` (the kernel alone, as the GPU runs it).
 double attention_predicted_us(const models::gpu::GpuSpec& spec, const AttentionPoint& p);
 

@@ -125,6 +125,12 @@ void add_record(MeasurementSet& set, const json& r, const json& meta, const std:
     m.shape_class = s.q_len <= models::gpu::kDecodeMaxQueryLen ? "attention decode"
                     : s.backward                              ? "attention bwd"
                                                               : "attention fwd";
+    // Decode kernels have their own parameters, fitted apart
+    // (attention_family_fit.h: flash2's decode, the fused families'):
+    // none of the profile's unknowns but the launch sets their time.
+    if (s.q_len <= models::gpu::kDecodeMaxQueryLen && m.excluded.empty()) {
+      m.excluded = "decode: fitted apart (attention_family_fit)";
+    }
     m.label = "attention " + pass + " b" + std::to_string(s.batch) + " h" +
               std::to_string(s.heads) + "/" + std::to_string(s.kv_heads) + " q" +
               std::to_string(s.q_len) + " kv" + std::to_string(s.kv_len) + " d" +

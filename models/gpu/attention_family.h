@@ -73,4 +73,24 @@ struct FusedAttentionParams {
   sim::Duration decode_split_overhead = sim::Duration::zero();
 };
 
+// FlashAttention-2's decode (flash2, q_len <= 16; attention_flash2_decode.h):
+// a split-KV kernel (64 query rows per CTA) when the heads leave SMs idle,
+// else the plain forward kernel (128 query rows per CTA); either runs its
+// whole query tile through the MMAs (a GQA group of 4 heads fills 4 of its
+// rows), reads the KV cache, and a split one needs a second kernel that
+// combines the partial results.
+struct Flash2DecodeParams {
+  // MMA fraction of the tensor peak on the padded query tile, in (0, 1]
+  // (FA2's mma.sync kernels: 0.35-0.40 in prefill).
+  double efficiency = 0.36;
+  // Fraction of the HBM peak reading the KV cache, in (0, 1].
+  double bandwidth = 0.9;
+  // Per wave of CTAs: Q load, O (or partial O) store.
+  sim::Duration wave_overhead = sim::us(int64_t{2});
+  // The combine kernel: a fixed cost (its launch, one wave) and a cost per
+  // split (each output row reads the splits' partial results in turn).
+  sim::Duration combine_overhead = sim::us(int64_t{3});
+  sim::Duration combine_per_split = sim::ns(int64_t{250});
+};
+
 }  // namespace gcsim::models::gpu

@@ -47,10 +47,12 @@ struct GpuEfficiency {
   sim::Duration attention_tile_overhead = sim::Duration::zero();
   sim::Duration attention_backward_tile_overhead = sim::Duration::zero();
   // The fused Hopper-class attention families (attention_kernel_model.h);
-  // flash2 uses the attention fields above. Fitted per GPU
+  // flash2's prefill uses the attention fields above. Fitted per GPU
   // (calibration/fit/attention_family_fit.h).
   FusedAttentionParams cudnn_attention;
   FusedAttentionParams flash3_attention;
+  // flash2's decode kernels (attention_flash2_decode.h), fitted like the above.
+  Flash2DecodeParams flash2_decode;
   double tensor_for(Dtype d) const { return tensor[static_cast<size_t>(d)]; }
   // The parameters of a fused family (flash3 or cudnn).
   const FusedAttentionParams& fused_attention(AttentionFamily f) const {

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "models/gpu/attention_flash2_decode.h"
 #include "models/gpu/attention_kernel_model.h"
 #include "models/gpu/hbm.h"
 #include "sim/config/units.h"
@@ -128,6 +129,9 @@ KernelDesc attention_kernel(const GpuSpec& spec, const AttentionShape& s) {
     case AttentionFamily::unfused: return unfused_attention_kernel(spec, s);
     case AttentionFamily::flash2: break;  // below
   }
+  if (s.q_len <= kDecodeMaxQueryLen && !s.backward) {
+    return flash2_decode_kernel(spec, s, spec.efficiency.flash2_decode);
+  }
   KernelDesc k;
   k.unit = matmul_unit(spec, s.dtype, "attention");
   k.dtype = s.dtype;
@@ -150,18 +154,7 @@ KernelDesc attention_kernel(const GpuSpec& spec, const AttentionShape& s) {
   const double tensors = s.backward ? 4.0 : 2.0;
   const double bytes = tensors * (q_side + kv_side) * dtype_bytes(s.dtype);
 
-  if (s.q_len <= kDecodeMaxQueryLen) {
-    // The flash2 model keeps the split its efficiencies were fitted with
-    // (calibration/profiles: enough splits to cover the SMs, even if a few
-    // CTAs spill into a second wave); the fused families use
-    // decode_kv_splits. Refitting flash2 with that rule is not done yet.
-    const int64_t heads_total = s.batch * kv_heads;
-    const int64_t splits = std::max<int64_t>(1, std::min(ceil_div(spec.sm_count, heads_total),
-                                                         ceil_div(kv_len, kDecodeMinKeysPerSplit)));
-    k.tiles = heads_total * splits;
-  } else {
-    k.tiles = s.batch * s.heads * ceil_div(s.q_len, kAttentionQueryBlock);
-  }
+  k.tiles = s.batch * s.heads * ceil_div(s.q_len, kAttentionQueryBlock);
   k.flops_per_tile = flops / static_cast<double>(k.tiles);
   k.bytes_per_tile = bytes / static_cast<double>(k.tiles);
   k.name = std::string(s.backward ? "attention bwd " : "attention fwd ") + "b" +

@@ -40,10 +40,9 @@ double attention_pairs(const AttentionShape& shape);
 // The kernel of shape.family: flash2 here (FlashAttention-2: query blocks of
 // 128 rows, GpuEfficiency::attention / attention_backward); flash3, cudnn
 // and unfused in attention_kernel_model.h.
-// Decode (q_len <= 16) is flash-decoding: the KV sequence is split so that
-// batch*kv_heads*splits covers the SMs, at most ceil(kv_len/256) splits
-// (the rule flash2's efficiencies were fitted with; the fused families in
-// attention_kernel_model.h split by decode_kv_splits).
+// flash2's decode (q_len <= 16, forward) is attention_flash2_decode.h:
+// FlashAttention-2's own split rule and padded query tiles; the fused
+// families in attention_kernel_model.h split by decode_kv_splits.
 inline constexpr int64_t kDecodeMaxQueryLen = 16;
 inline constexpr int64_t kAttentionQueryBlock = 128;  // query rows per prefill tile
 inline constexpr int64_t kDecodeMinKeysPerSplit = 256;

@@ -55,6 +55,18 @@ std::vector<std::string> family_names() {
   return v;
 }
 
+void read_flash2_decode(ConfigReader& r, models::gpu::Flash2DecodeParams& p) {
+  p.efficiency = in_range(r, "efficiency", p.efficiency, 0.0, true, 1.0,
+                          "MMA fraction of tensor peak on the padded query tile");
+  p.bandwidth = in_range(r, "bandwidth", p.bandwidth, 0.0, true, 1.0,
+                         "fraction of the HBM peak reading the KV cache");
+  p.wave_overhead = r.get_duration("wave_overhead", p.wave_overhead, "fixed cost per wave of CTAs");
+  p.combine_overhead = r.get_duration("combine_overhead", p.combine_overhead,
+                                      "split-KV combine kernel: fixed cost");
+  p.combine_per_split = r.get_duration("combine_per_split", p.combine_per_split,
+                                       "split-KV combine kernel: cost per split");
+}
+
 }  // namespace
 
 void read_attention_families(ConfigReader& efficiency, GpuEfficiency& eff) {
@@ -80,6 +92,11 @@ void read_attention_families(ConfigReader& efficiency, GpuEfficiency& eff) {
                        "decode: cost of combining split-KV partial results (a second kernel)");
     r.finish();
   }
+  ConfigReader flash2 = all.child("flash2", "FlashAttention-2 (its prefill uses efficiency.attention)");
+  ConfigReader decode = flash2.child("decode", "decode kernels (models/gpu/attention_flash2_decode.h)");
+  read_flash2_decode(decode, eff.flash2_decode);
+  decode.finish();
+  flash2.finish();
   all.finish();
 }
 
@@ -95,6 +112,13 @@ Json attention_families_json(const GpuEfficiency& eff) {
              {"decode_wave_overhead", sim::format_duration(p.decode_wave_overhead)},
              {"decode_split_overhead", sim::format_duration(p.decode_split_overhead)}};
   }
+  const models::gpu::Flash2DecodeParams& f = eff.flash2_decode;
+  j["flash2"] = Json{{"decode",
+                      Json{{"efficiency", f.efficiency},
+                           {"bandwidth", f.bandwidth},
+                           {"wave_overhead", sim::format_duration(f.wave_overhead)},
+                           {"combine_overhead", sim::format_duration(f.combine_overhead)},
+                           {"combine_per_split", sim::format_duration(f.combine_per_split)}}}};
   return j;
 }
 

@@ -13,8 +13,10 @@ namespace gcsim::cli {
 
 // `efficiency.attention_families: {cudnn: {...}, flash3: {...}}`, each
 // {available, forward: {efficiency, wide_head, softmax_exposed,
-// wave_overhead}, backward: {...}, decode_bandwidth, decode_wave_overhead};
-// absent keys keep `eff`'s values. Fractions outside their range are errors.
+// wave_overhead}, backward: {...}, decode_bandwidth, decode_wave_overhead},
+// and `flash2: {decode: {efficiency, bandwidth, wave_overhead,
+// combine_overhead, combine_per_split}}`; absent keys keep `eff`'s values.
+// Fractions outside their range are errors.
 void read_attention_families(sim::config::ConfigReader& efficiency,
                              models::gpu::GpuEfficiency& eff);
 sim::config::Json attention_families_json(const models::gpu::GpuEfficiency& eff);

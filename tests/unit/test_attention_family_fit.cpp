@@ -112,14 +112,29 @@ TEST_CASE("attention fit: bounds hold when the data asks for more than physics a
 namespace {
 
 struct Measured {
-  const char* gpu;   // preset (its default profile applied)
-  const char* file;  // attention_families_bench.py output
+  const char* gpu;      // preset (its default profile applied)
+  const char* file;     // attention_families_bench.py output
+  const char* earlier;  // attention_bench.py output of 2026-11-22 (FA2 decode: another day)
 };
 // PyTorch 2.11 SDPA on one H100 SXM and one H200 (GPU 0 of 2), 2026-11-26.
 const Measured kMeasured[] = {
-    {"h100-sxm", "calibration/measurements/h100-sxm/attention_families_2026-11-26/attention_families.json"},
-    {"h200-sxm", "calibration/measurements/h200-x2/attention_families_2026-11-26/attention_families.json"},
+    {"h100-sxm", "calibration/measurements/h100-sxm/attention_families_2026-11-26/attention_families.json",
+     "calibration/measurements/h100-sxm/attention_2026-11-22.json"},
+    {"h200-sxm", "calibration/measurements/h200-x2/attention_families_2026-11-26/attention_families.json",
+     "calibration/measurements/h200-x4/attention_2026-11-22.json"},
 };
+
+// The FLASH_ATTENTION decode points of the 2026-11-22 run, all held out.
+std::vector<AttentionPoint> earlier_flash2_decode(const gpu::GpuSpec& spec, const Measured& m) {
+  std::vector<AttentionPoint> out;
+  for (auto p : calibration::load_attention_points(test::source_path(m.earlier), spec)) {
+    if (p.backend != "FLASH_ATTENTION" || p.shape.q_len > gpu::kDecodeMaxQueryLen) continue;
+    p.heldout = true;
+    p.label += " (2026-11-22)";
+    out.push_back(p);
+  }
+  return out;
+}
 
 gpu::GpuSpec calibrated(const std::string& name) {
   gpu::GpuSpec spec = test::gpu_preset(name);
@@ -139,10 +154,13 @@ TEST_CASE("attention fit: run it (hidden; prints the profile block, writes GCSIM
     std::vector<std::string> notes;
     const auto fit =
         calibration::fit_attention_family(spec, gpu::AttentionFamily::cudnn, points, notes);
+    const auto flash2 = calibration::fit_flash2_decode(spec, points, notes);
     const gpu::GpuSpec before = spec;
     spec.efficiency.cudnn_attention = fit;
+    spec.efficiency.flash2_decode = flash2;
     std::cout << "== " << m.gpu << " (" << points.size() << " points)\n"
-              << calibration::attention_params_yaml(gpu::AttentionFamily::cudnn, fit);
+              << calibration::attention_params_yaml(gpu::AttentionFamily::cudnn, fit)
+              << calibration::flash2_decode_yaml(flash2);
     for (const auto& n : notes) std::cout << "  note: " << n << "\n";
     report += "## " + std::string(m.gpu) + " (" + m.file + ")\n\n";
     report += calibration::attention_errors_markdown(calibration::attention_errors(spec, points));
@@ -155,12 +173,18 @@ TEST_CASE("attention fit: run it (hidden; prints the profile block, writes GCSIM
       if (p.shape.head_dim_v > 0) continue;  // MLA: flash2 refuses unequal head dims
       as_flash2.push_back(p);
     }
+    report += "\nflash2 decode on the 2026-11-22 run (another day, another host; nothing fitted "
+              "to it):\n\n";
+    report += calibration::attention_errors_markdown(
+        calibration::attention_errors(spec, earlier_flash2_decode(spec, m)));
     report += "\nBefore: gcsim ran every attention as flash2 (FlashAttention-2's model); the default "
               "backend's times against that:\n\n";
     report += calibration::attention_errors_markdown(calibration::attention_errors(before, as_flash2));
     report += "\nFitted:\n\n```yaml\n" +
-              calibration::attention_params_yaml(gpu::AttentionFamily::cudnn, fit) + "```\n\n";
+              calibration::attention_params_yaml(gpu::AttentionFamily::cudnn, fit) +
+              calibration::flash2_decode_yaml(flash2) + "```\n\n";
     CHECK(calibration::attention_params_out_of_range(fit).empty());
+    CHECK(calibration::flash2_decode_out_of_range(flash2).empty());
   }
   if (const char* path = std::getenv("GCSIM_FIT_REPORT")) std::ofstream(path) << report;
 }
@@ -178,6 +202,7 @@ TEST_CASE("attention fit: the shipped presets predict measured SDPA on shapes no
     INFO(m.gpu);
     CHECK(calibration::attention_params_out_of_range(spec.efficiency.cudnn_attention).empty());
     CHECK(calibration::attention_params_out_of_range(spec.efficiency.flash3_attention).empty());
+    CHECK(calibration::flash2_decode_out_of_range(spec.efficiency.flash2_decode).empty());
     const auto points = calibration::load_attention_points(test::source_path(m.file), spec);
     REQUIRE(points.size() > 250);
     int checked = 0;
@@ -191,8 +216,23 @@ TEST_CASE("attention fit: the shipped presets predict measured SDPA on shapes no
       } else if (row.group == "cudnn fwd" || row.group == "cudnn bwd" || row.group == "cudnn decode") {
         CHECK(row.median <= 0.05);
         ++checked;
+      } else if (row.group == "flash2 decode") {
+        // FA2's split rule, padded query tiles and the combine kernel: held
+        // out 1.6% (H100) and 1.9% (H200) median, worst 6.5-6.8%; the
+        // issue's 10% median, and no case past 10%.
+        CHECK(row.median <= 0.05);
+        CHECK(row.worst <= 0.10);
+        ++checked;
       }
     }
-    CHECK(checked == 6);
+    CHECK(checked == 7);
+    // The 2026-11-22 run's FA2 decode (batch 8-128, 1K-16K keys), held out
+    // by date as well: measured within 10% every case.
+    const auto earlier = calibration::attention_errors(spec, earlier_flash2_decode(spec, m));
+    REQUIRE(earlier.size() == 1);
+    INFO("2026-11-22: median " << earlier[0].median << ", worst " << earlier[0].worst);
+    CHECK(earlier[0].n == 9);
+    CHECK(earlier[0].median <= 0.05);
+    CHECK(earlier[0].worst <= 0.10);
   }
 }

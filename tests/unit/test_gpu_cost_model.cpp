@@ -160,14 +160,16 @@ TEST_CASE("GQA decode reads K and V of kv_heads only, split over the SMs", "[gpu
   // Q and O: 8 x 64 x 1 x 128 = 65,536 elements each; K and V:
   // 8 x 8 x 4096 x 128 = 33,554,432 each; x 2 B = 134,479,872 B.
   CHECK(gqa.total_bytes() == Approx(134'479'872.0));
-  // Split-KV: 8 x 8 = 64 (batch, kv head) pairs; ceil(132/64) = 3 splits
-  // (under the cap ceil(4096/256) = 16): 192 tiles.
-  CHECK(gqa.tiles == 192);
+  // FlashAttention-2's split-KV (attention_flash2_decode.h): the 8 query
+  // heads of a KV head are one block's rows, 8 x 8 = 64 blocks on 2 x 132
+  // slots; of the 32 key blocks, 4 splits fill 256 of them: 256 tiles.
+  CHECK(gqa.tiles == 256);
   // The same shape as MHA reads 8x the KV: 2 x (65,536 + 268,435,456) x 2 B.
   a.kv_heads = 64;
   CHECK(gpu::attention_kernel(h100, a).total_bytes() == Approx(1'074'003'968.0));
-  // Decode is bandwidth bound: 700,416 B per tile at 22.84 GB/s = 30.7 us,
-  // against 1.07e9 / 192 = 5.6e6 flops = 1.15 us at 0.65 of the tensor rate.
+  // Decode is bandwidth bound: 525,312 B per tile at 22.84 GB/s (the split
+  // kernel's 0.9 of the peak) = 23.0 us, against its 64-row tile's 64 x 4096
+  // x 2 x 256 / 4 = 33.6e6 executed flops = 12.4 us at 0.36 of the tensor rate.
   CHECK(gpu::tile_cost(h100, gqa, 132).memory_bound());
 }
 

@@ -100,7 +100,8 @@ TEST_CASE("a kernel alone reproduces isolated_time to the picosecond", "[gpu]") 
       launch_at(s, g, t0, k, span);
       s.run();
       CHECK(span.end - t0 == gpu::isolated_time(h100, k, 132));
-      CHECK(span.start - t0 == h100.kernel_launch_latency);
+      // A kernel's setup (split decode's combine) runs before its first wave.
+      CHECK(span.start - t0 == h100.kernel_launch_latency + k.setup);
       if (!coalesce) {
         // One event per wave, not per tile: the launch closure, the arrival,
         // and per wave its end plus one scheduling pass (and one at arrival).
