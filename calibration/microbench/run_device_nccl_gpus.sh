@@ -26,7 +26,7 @@
 #   The forced runs are calibration-only (rows carry "forced_env").
 # Writes exactly two files: OUTDIR/<name>.json (every run merged; rows carry "run": the run's
 # name, e.g. default_n4.json, fence_n2.json) and OUTDIR/<name>_info.log (machine state
-# before/after, NCCL init log, run logs); <name> = nccl_<GPUS>gpu (sweep), nccl_study (study), nccl_bcast (bcast).
+# before/after, NCCL init log, run logs); <name> = nccl_<GPUS>gpu (sweep), nccl_study (study), nccl_bcast_<GPUS>gpu (bcast).
 # As the lead's entry point: bash devrun/nccl/run.sh (OUTDIR = $OUT/nccl).
 gpus=${GPUS:-4}
 plan=${PLAN:-sweep}
@@ -39,7 +39,7 @@ start=$(date +%s)
 tmp=$(mktemp -d)
 name="nccl_${gpus}gpu"
 [ "$plan" = study ] && name="nccl_study"
-[ "$plan" = bcast ] && name="nccl_bcast"
+[ "$plan" = bcast ] && name="nccl_bcast_${gpus}gpu"
 info="$out/${name}_info.log"
 : > "$info"
 runs=()
