@@ -421,6 +421,11 @@ std::vector<NcclMeasurement> load_nccl_sweep(const std::string& path) {
     // 8-byte all-reduce: one call's end-to-end time plus the fence, not a
     // back-to-back loop; nothing here predicts it.
     if (r.is_object() && r.contains("fence")) continue;
+    // A row run with NCCL's buffer size or channel count overridden
+    // (nccl_sweep.py's "forced_env": NCCL_BUFFSIZE, NCCL_MIN/MAX_NCHANNELS)
+    // is a calibration-only probe, neither NCCL's own choice nor a forced
+    // algorithm and protocol: left out too.
+    if (r.is_object() && r.contains("forced_env")) continue;
     NcclMeasurement m;
     const std::string op = text(r, where, "op");
     const auto parsed = models::collectives::parse_op(op);

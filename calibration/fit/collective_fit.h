@@ -70,7 +70,8 @@ class NcclSweepError : public std::runtime_error {
 
 // Every result of one sweep file, with NCCL's choices attached and
 // outliers flagged; fenced rows (one call plus an 8-byte all-reduce, not a
-// back-to-back loop) are left out. Throws NcclSweepError for a file that is missing, not
+// back-to-back loop) and rows run with NCCL's buffer size or channel count
+// overridden ("forced_env") are left out. Throws NcclSweepError for a file that is missing, not
 // JSON, of another schema, or with a row whose op, ranks, bytes, time_us or
 // protocol is missing or wrong.
 std::vector<NcclMeasurement> load_nccl_sweep(const std::string& path);

@@ -157,16 +157,21 @@ TEST_CASE("back-to-back calls: a 4-GPU broadcast's last rank trails its root by 
   }
 }
 
-TEST_CASE("NCCL sweep loader: fenced rows are left out", "[collectives][calibration]") {
+TEST_CASE("NCCL sweep loader: fenced and buffer-size rows are left out",
+          "[collectives][calibration]") {
   // A fenced row times one call plus an 8-byte all-reduce, not a loop of
-  // back-to-back calls: nothing predicts it, so the loader drops it.
+  // back-to-back calls: nothing predicts it, so the loader drops it. A row
+  // run with NCCL_BUFFSIZE (or a channel count) overridden is no NCCL
+  // default either.
   test::TempDir tmp;
   const auto path = tmp / "sweep.json";
   std::ofstream(path) << R"({"schema": "gcsim.nccl_sweep.v1", "results": [
     {"op": "all_to_all", "ranks": 2, "bytes": 1048576, "time_us": 12.9, "iters": 155,
      "protocol": "default", "run": "a2a_n2.json"},
     {"op": "all_to_all", "ranks": 2, "bytes": 1048576, "time_us": 30.1, "iters": 66,
-     "protocol": "default", "run": "fence_n2.json", "fence": "all_reduce_8B"}]})";
+     "protocol": "default", "run": "fence_n2.json", "fence": "all_reduce_8B"},
+    {"op": "all_to_all", "ranks": 2, "bytes": 1048576, "time_us": 14.0, "iters": 140,
+     "protocol": "default", "run": "b2b_buf1m_n2.json", "forced_env": {"NCCL_BUFFSIZE": "1048576"}}]})";
   const auto rows = calibration::load_nccl_sweep(path.string());
   REQUIRE(rows.size() == 1);
   CHECK(rows[0].run == "a2a_n2.json");
