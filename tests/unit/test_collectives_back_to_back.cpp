@@ -157,6 +157,64 @@ TEST_CASE("back-to-back calls: a 4-GPU broadcast's last rank trails its root by 
   }
 }
 
+TEST_CASE("back-to-back calls: a 2-GPU broadcast does not depend on the buffer step",
+          "[collectives][calibration]") {
+  // calibration/measurements/h100-x2/nccl_bcast_2026-11-26/: broadcast on
+  // 2x H100 with NCCL_BUFFSIZE 4 MiB (default), 1 MiB and 16 MiB: Simple
+  // steps of 512 KiB, 128 KiB and 2 MiB. One hop has nothing to fill and
+  // its root pays the hop in every call, so the model's time per call does
+  // not depend on the step; measured, 16 MiB 58.5 / 60.6 / 58.6 us, 64 MiB
+  // 199.2 / 200.5 / 196.7 us: within 4 % (run to run ~1-2 %).
+  const std::string file =
+      "calibration/measurements/h100-x2/nccl_bcast_2026-11-26/nccl_bcast_2gpu.json";
+  const auto doc = nlohmann::json::parse(test::read_text(test::source_path(file)));
+  auto time_of = [&](const std::string& run, int64_t bytes) {
+    for (const auto& r : doc["results"]) {
+      if (r["run"] == run && r["bytes"] == bytes) return r["time_us"].get<double>();
+    }
+    FAIL("no broadcast " << bytes << " B in " << run);
+    return 0.0;
+  };
+  for (const int64_t mib : {4, 16, 64}) {
+    const double base = time_of("b2b_n2.json", mib << 20);
+    for (const char* run : {"b2b_buf1m_n2.json", "b2b_buf16m_n2.json"}) {
+      INFO(mib << " MiB, " << run << ": " << time_of(run, mib << 20) << " against " << base);
+      CHECK(std::abs(time_of(run, mib << 20) / base - 1.0) < 0.04);
+    }
+  }
+  // The model: a 4x smaller or larger step changes nothing on 2 GPUs.
+  models::gpu::GpuSpec h100;
+  h100.name = "h100-sxm";
+  h100.nvlink_bandwidth = sim::Bandwidth::gb_per_s(450);
+  h100.nvlink_latency = sim::ns(int64_t{600});
+  h100.hbm_bandwidth = sim::Bandwidth::gb_per_s(3350);
+  auto p = models::collectives::params_for(h100);
+  p.nvls = false;
+  calibration::NcclMeasurement m;
+  m.op = CollectiveOp::broadcast;
+  m.ranks = 2;
+  m.bytes = int64_t{16} << 20;
+  m.algorithm = Algorithm::ring;
+  m.protocol = Protocol::simple;
+  m.iters = 34;
+  const double at_512k = calibration::predict_us(p, h100, m, false);
+  for (const int64_t kib : {128, 2048}) {
+    auto q = p;
+    q.protocol_of(Protocol::simple).step = sim::KiB(kib);
+    CHECK(calibration::predict_us(q, h100, m, false) == Approx(at_512k).epsilon(1e-9));
+  }
+  // A 4-GPU chain does: one 16 MiB call fills two middle ranks with
+  // 128 KiB instead of 512 KiB, 2 x 384 KiB at a channel's ~15 GB/s less
+  // (~52 us).
+  m.ranks = 4;
+  m.iters = 0;
+  auto small = p;
+  small.protocol_of(Protocol::simple).step = sim::KiB(128);
+  const double saved =
+      calibration::predict_us(p, h100, m, false) - calibration::predict_us(small, h100, m, false);
+  CHECK(saved == Approx(2 * 393216 / (370.8e9 / 24) * 1e6).epsilon(1e-3));
+}
+
 TEST_CASE("NCCL sweep loader: fenced and buffer-size rows are left out",
           "[collectives][calibration]") {
   // A fenced row times one call plus an 8-byte all-reduce, not a loop of
