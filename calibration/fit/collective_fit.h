@@ -109,10 +109,13 @@ struct CollectiveFit {
 // ring ops' points, then the grouped send/recv's fields ("p2p.*") on the
 // all-to-all and send/recv points, the first stage's values held.
 // `p2p_only`: the second stage alone, every other field held at `start`'s.
+// `held`: fields whose range name starts with one of these ("LL.") stay at
+// `start`'s values in both stages.
 CollectiveFit fit_collective_params(const std::vector<NcclMeasurement>& points,
                                     const models::gpu::GpuSpec& gpu,
                                     const models::collectives::CollectiveParams& start,
-                                    int iterations = kFitIterations, bool p2p_only = false);
+                                    int iterations = kFitIterations, bool p2p_only = false,
+                                    const std::vector<std::string>& held = {});
 // Where the fit starts: NCCL's defaults for `gpu`, NVLS off (the sweeps run
 // with it off), and the fields NCCL's model lacks (Simple's per-channel
 // ceiling and loop turnaround, the p2p channel ceiling and round cost) at

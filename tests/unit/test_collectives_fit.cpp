@@ -108,13 +108,17 @@ TEST_CASE("collective fit: run it (hidden; prints fields, writes GCSIM_FIT_REPOR
   // The committed values: the whole two-stage fit on the 2-GPU points from
   // the values committed before (previous_fit(): a broadcast chain then
   // filled with half a ring slice and overlapped every hop, and a link had
-  // no reverse overhead), rerun once those changed. GCSIM_FIT_FULL=1 starts
-  // from NCCL's defaults instead (what `gcsim calibrate --collectives`
-  // does); it stops at a worse optimum here (rms 0.0766).
+  // no reverse overhead), rerun once those changed, LL's fields held
+  // (neither change touches an LL transfer; freeing them too gives rms
+  // 0.0721 instead of 0.0723 and every 4-GPU latency median ~1 point
+  // worse). GCSIM_FIT_FULL=1 starts from NCCL's defaults and frees every
+  // field instead (what `gcsim calibrate --collectives` does); it stops at
+  // a worse optimum here (rms 0.0766).
   const bool full = std::getenv("GCSIM_FIT_FULL") != nullptr;
   const CollectiveParams start = full ? calibration::fit_start(h200()) : previous_fit();
   const calibration::CollectiveFit fit = calibration::fit_collective_params(
-      two, h200(), start, calibration::kFitIterations, false);
+      two, h200(), start, calibration::kFitIterations, false,
+      full ? std::vector<std::string>{} : std::vector<std::string>{"LL."});
   std::cout << "rms log error " << fit.rms_log_error << " over " << fit.points << " points, "
             << fit.evaluations << " evaluations\n"
             << calibration::fitted_fields_cpp(fit.params);
@@ -131,7 +135,7 @@ TEST_CASE("collective fit: run it (hidden; prints fields, writes GCSIM_FIT_REPOR
 namespace {
 
 // The fit's rms log error over the 2-GPU points (its report).
-constexpr double kFitRms = 0.0721;
+constexpr double kFitRms = 0.0723;
 // Issue 17's targets on 4 held-out GPUs: busbw median error <= 5 % pooled
 // and no op above 15 % (>= 1 MiB); latency within 20 % (8 B - 64 KiB).
 constexpr double kBwPooledMax = 0.05, kBwOpMax = 0.15, kLatOpMax = 0.20;
