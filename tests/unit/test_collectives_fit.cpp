@@ -188,6 +188,32 @@ TEST_CASE("collective model: every fitted value is physical, 2 GPUs fitted, 4 GP
   CHECK(pooled < kBwPooledMax);
 }
 
+TEST_CASE("collective fit: held fields keep their start values", "[collectives][calibration]") {
+  // A short fit (10 iterations per restart) on the 2-GPU broadcast points:
+  // with LL's fields held they come back as they went in, and the fit
+  // still moves the others.
+  std::vector<NcclMeasurement> points;
+  for (const auto& m : with_ranks(sweep(), 2)) {
+    if (m.op == CollectiveOp::broadcast) points.push_back(m);
+  }
+  // From the committed values (each inside its range: a value outside comes
+  // back clamped into it, held or not).
+  const CollectiveParams start = fitted();
+  const auto fit = calibration::fit_collective_params(points, h200(), start, 10, false, {"LL."});
+  using models::collectives::Algorithm;
+  using models::collectives::Protocol;
+  // (Held values pass through the fit's log-space vector: equal to 1e-9.)
+  const auto& ll = fit.params.latency_of(Algorithm::ring, Protocol::ll);
+  const auto& ll0 = start.latency_of(Algorithm::ring, Protocol::ll);
+  CHECK(ll.base.microseconds() == Approx(ll0.base.microseconds()).epsilon(1e-9));
+  CHECK(ll.step_scale_up.microseconds() == Approx(ll0.step_scale_up.microseconds()).epsilon(1e-9));
+  CHECK(fit.params.protocol_of(Protocol::ll).slice == start.protocol_of(Protocol::ll).slice);
+  CHECK(fit.params.protocol_of(Protocol::ll).max_per_gpu.gb_per_s() ==
+        Approx(start.protocol_of(Protocol::ll).max_per_gpu.gb_per_s()).epsilon(1e-9));
+  CHECK(fit.params.latency_of(Algorithm::ring, Protocol::simple).base !=
+        start.latency_of(Algorithm::ring, Protocol::simple).base);
+}
+
 TEST_CASE("collective model: a link carrying both ways loses the measured reverse overhead",
           "[collectives][calibration]") {
   // Measured directly on 2 GPUs at 4 GiB (nccl_default.json), not fitted: a
