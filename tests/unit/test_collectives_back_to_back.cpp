@@ -10,6 +10,7 @@
 
 #include "calibration/fit/collective_fit.h"
 #include "catch.h"
+#include "unit/collective_fit_values.h"
 #include "scenario/run_gcsim.h"
 
 using namespace gcsim;
@@ -19,13 +20,8 @@ using models::collectives::Protocol;
 
 namespace {
 
-models::gpu::GpuSpec one_switch_gpu() {
-  models::gpu::GpuSpec gpu;
-  gpu.name = "test";
-  gpu.nvlink_bandwidth = sim::Bandwidth::gb_per_s(450);
-  gpu.nvlink_latency = sim::ns(int64_t{600});  // 0.6 us GPU to GPU through the switch
-  return gpu;
-}
+// 450 GB/s each way, 0.6 us GPU to GPU through the switch.
+models::gpu::GpuSpec one_switch_gpu() { return test::switch_gpu("test"); }
 
 // No ceilings or slices; LL rings cost 5 us per call and 1 us per step
 // beyond the path's 0.6 us.
@@ -130,11 +126,7 @@ TEST_CASE("back-to-back calls: a 4-GPU broadcast's last rank trails its root by 
     return nlohmann::json();
   };
   const double fence = row("b2b_n4.json", "all_reduce", 8)["time_us"].get<double>();
-  models::gpu::GpuSpec h100;
-  h100.name = "h100-sxm";
-  h100.nvlink_bandwidth = sim::Bandwidth::gb_per_s(450);
-  h100.nvlink_latency = sim::ns(int64_t{600});
-  h100.hbm_bandwidth = sim::Bandwidth::gb_per_s(3350);
+  const models::gpu::GpuSpec h100 = test::switch_gpu("h100-sxm", 3350);
   auto p = models::collectives::params_for(h100);
   p.nvls = false;
   for (const int mib : {2, 4, 8, 16, 32, 64}) {
@@ -183,11 +175,7 @@ TEST_CASE("back-to-back calls: a 2-GPU broadcast does not depend on the buffer s
     }
   }
   // The model: a 4x smaller or larger step changes nothing on 2 GPUs.
-  models::gpu::GpuSpec h100;
-  h100.name = "h100-sxm";
-  h100.nvlink_bandwidth = sim::Bandwidth::gb_per_s(450);
-  h100.nvlink_latency = sim::ns(int64_t{600});
-  h100.hbm_bandwidth = sim::Bandwidth::gb_per_s(3350);
+  const models::gpu::GpuSpec h100 = test::switch_gpu("h100-sxm", 3350);
   auto p = models::collectives::params_for(h100);
   p.nvls = false;
   calibration::NcclMeasurement m;

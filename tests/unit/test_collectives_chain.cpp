@@ -9,6 +9,7 @@
 
 #include "calibration/fit/collective_fit.h"
 #include "catch.h"
+#include "unit/collective_fit_values.h"
 
 using namespace gcsim;
 using models::collectives::Algorithm;
@@ -17,15 +18,8 @@ using models::collectives::Protocol;
 
 namespace {
 
-models::gpu::GpuSpec one_switch_gpu() {
-  models::gpu::GpuSpec gpu;
-  gpu.name = "test";
-  gpu.nvlink_bandwidth = sim::Bandwidth::gb_per_s(450);
-  gpu.nvlink_latency = sim::ns(int64_t{600});  // 0.6 us GPU to GPU through the switch
-  return gpu;
-}
-
-// No latencies, ceilings or ring slices; Simple moves 512 KiB steps.
+// No latencies, ceilings or ring slices; Simple moves 512 KiB steps. The
+// GPUs (test::switch_gpu): 450 GB/s each way, 0.6 us apart.
 models::collectives::CollectiveParams step_only() {
   auto p = models::collectives::ideal_params(24);
   p.protocol_of(Protocol::simple).step = sim::KiB(512);
@@ -47,7 +41,7 @@ calibration::NcclMeasurement bcast(int ranks, int64_t bytes, Protocol proto, int
 // per-call time of an endless back-to-back loop.
 double lag_us(const models::collectives::CollectiveParams& p, int ranks, int64_t bytes,
               Protocol proto) {
-  const auto gpu = one_switch_gpu();
+  const auto gpu = test::switch_gpu("test");
   const double one = calibration::predict_us(p, gpu, bcast(ranks, bytes, proto, 0), false);
   const double loop =
       calibration::predict_us(p, gpu, bcast(ranks, bytes, proto, 1'000'000), false);
@@ -80,7 +74,7 @@ TEST_CASE("link both ways: each direction loses a share to the other's responses
           "[collectives][collective]") {
   auto p = models::collectives::ideal_params(24);
   p.scale_up_reverse_overhead = 0.02;
-  const auto gpu = one_switch_gpu();
+  const auto gpu = test::switch_gpu("test");
   // 2 GPUs, 1 GB: a broadcast loads one direction of each GPU's links, a
   // send/recv (each rank sends to the other) both, so it takes 2 % longer;
   // both pay the same 0.6 us path latency.

@@ -18,6 +18,7 @@
 
 #include "calibration/fit/collective_fit.h"
 #include "catch.h"
+#include "unit/collective_fit_values.h"
 #include "scenario/run_gcsim.h"
 
 using namespace gcsim;
@@ -28,13 +29,8 @@ using models::collectives::CollectiveParams;
 namespace {
 
 models::gpu::GpuSpec h200() {
-  models::gpu::GpuSpec g;
-  g.name = "h200-sxm";
-  g.nvlink_bandwidth = sim::Bandwidth::gb_per_s(450);  // configs/hardware/h200-sxm.yaml
-  g.nvlink_latency = sim::ns(int64_t{600});
-  g.has_nvls = true;
-  g.hbm_bandwidth = sim::Bandwidth::gb_per_s(4800);  // the local copy's rate comes from it
-  return g;
+  // configs/hardware/h200-sxm.yaml; the local copy's rate comes from its HBM.
+  return test::switch_gpu("h200-sxm", 4800);
 }
 
 // NCCL 2.28.9 on 4x H200, 2026-11-26: every op on 2, 3 and 4 GPUs with
@@ -71,32 +67,10 @@ namespace {
 // The values committed before issue 17's broadcast change (commit
 // c128796): where the committed fit started.
 CollectiveParams previous_fit() {
-  CollectiveParams p = fitted();
-  using models::collectives::Algorithm;
-  using models::collectives::Protocol;
-  using sim::us;
-  auto set = [&](Protocol pr, sim::Duration base, sim::Duration step, int64_t slice,
-                 double ceiling_gbps) {
-    for (Algorithm a : {Algorithm::ring, Algorithm::pairwise, Algorithm::hierarchical}) {
-      p.latency_of(a, pr).base = base;
-      p.latency_of(a, pr).step_scale_up = step;
-    }
-    p.protocol_of(pr).slice = sim::Bytes(slice);
-    (pr == Protocol::ll ? p.protocol_of(pr).max_per_gpu : p.protocol_of(pr).max_per_channel) =
-        sim::Bandwidth::gb_per_s(ceiling_gbps);
-  };
-  set(Protocol::ll, us(5.28301), us(0.050266), 3538, 267.363);
-  set(Protocol::ll128, us(11.3265), us(1.1694), 1223509, 57.7881);
-  set(Protocol::simple, us(7.46459), us(2.69405), 230563, 26.1367);
-  p.protocol_of(Protocol::simple).chunk = sim::Bytes(180043);
-  p.protocol_of(Protocol::simple).ring_loop_overhead = us(3.74704);
-  for (Protocol pr : models::collectives::kAllProtocols) {
-    p.latency_of(Algorithm::direct, pr).base = p.latency_of(Algorithm::ring, Protocol::ll).base;
-  }
-  p.p2p_max_per_channel = sim::Bandwidth::gb_per_s(80.558);
-  p.p2p_connection_rate = sim::Bandwidth::gb_per_s(64.7709);
-  p.p2p_round_overhead = us(0.421142);
-  return p;
+  return test::with_fit_values(fitted(), {{5.28301, 0.050266, 3538, 267.363},
+                                          {11.3265, 1.1694, 1223509, 57.7881},
+                                          {7.46459, 2.69405, 230563, 26.1367},
+                                          180043, 3.74704, 80.558, 64.7709, 0.421142});
 }
 
 }  // namespace

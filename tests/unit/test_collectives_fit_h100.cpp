@@ -14,6 +14,7 @@
 
 #include "calibration/fit/collective_fit.h"
 #include "catch.h"
+#include "unit/collective_fit_values.h"
 #include "scenario/run_gcsim.h"
 
 using namespace gcsim;
@@ -23,13 +24,8 @@ using models::collectives::CollectiveParams;
 namespace {
 
 models::gpu::GpuSpec h100() {
-  models::gpu::GpuSpec g;
-  g.name = "h100-sxm";
-  g.nvlink_bandwidth = sim::Bandwidth::gb_per_s(450);  // configs/hardware/h100-sxm.yaml
-  g.nvlink_latency = sim::ns(int64_t{600});
-  g.has_nvls = true;
-  g.hbm_bandwidth = sim::Bandwidth::gb_per_s(3350);  // the local copy's rate comes from it
-  return g;
+  // configs/hardware/h100-sxm.yaml; the local copy's rate comes from its HBM.
+  return test::switch_gpu("h100-sxm", 3350);
 }
 
 // The rows of `file` whose run name starts with `run_prefix` ("" = all).
@@ -82,32 +78,10 @@ namespace {
 // The H100-only fit before issue 17's broadcast change: where its refit
 // started.
 CollectiveParams previous_h100_only_fit() {
-  using models::collectives::Algorithm;
-  using models::collectives::Protocol;
-  using sim::us;
-  CollectiveParams p = committed();
-  auto set = [&](Protocol pr, sim::Duration base, sim::Duration step, int64_t slice,
-                 double ceiling_gbps) {
-    for (Algorithm a : {Algorithm::ring, Algorithm::pairwise, Algorithm::hierarchical}) {
-      p.latency_of(a, pr).base = base;
-      p.latency_of(a, pr).step_scale_up = step;
-    }
-    p.protocol_of(pr).slice = sim::Bytes(slice);
-    (pr == Protocol::ll ? p.protocol_of(pr).max_per_gpu : p.protocol_of(pr).max_per_channel) =
-        sim::Bandwidth::gb_per_s(ceiling_gbps);
-  };
-  set(Protocol::ll, us(5.16487), us(0.050268), 4096, 270.87);
-  set(Protocol::ll128, us(11.1975), us(1.14722), 2769164, 57.7276);
-  set(Protocol::simple, us(7.71794), us(2.799), 436425, 15.6341);
-  p.protocol_of(Protocol::simple).chunk = sim::Bytes(177536);
-  p.protocol_of(Protocol::simple).ring_loop_overhead = us(3.31188);
-  for (Protocol pr : models::collectives::kAllProtocols) {
-    p.latency_of(Algorithm::direct, pr).base = p.latency_of(Algorithm::ring, Protocol::ll).base;
-  }
-  p.p2p_max_per_channel = sim::Bandwidth::gb_per_s(81.4153);
-  p.p2p_connection_rate = sim::Bandwidth::gb_per_s(55.5826);
-  p.p2p_round_overhead = us(0.398326);
-  return p;
+  return test::with_fit_values(committed(), {{5.16487, 0.050268, 4096, 270.87},
+                                             {11.1975, 1.14722, 2769164, 57.7276},
+                                             {7.71794, 2.799, 436425, 15.6341},
+                                             177536, 3.31188, 81.4153, 55.5826, 0.398326});
 }
 
 // The H100-only fit ("[.fith100]": the whole two-stage fit on the 2x H100
@@ -117,34 +91,10 @@ CollectiveParams previous_h100_only_fit() {
 // against the shared fit's 0.0745), kept to test the choice of one Hopper
 // fit.
 CollectiveParams h100_only_fit() {
-  using models::collectives::Algorithm;
-  using models::collectives::Protocol;
-  using sim::us;
-  CollectiveParams p = committed();
-  auto set = [&](Protocol pr, sim::Duration base, sim::Duration step, int64_t slice,
-                 double ceiling_gbps) {
-    for (Algorithm a : {Algorithm::ring, Algorithm::pairwise, Algorithm::hierarchical}) {
-      p.latency_of(a, pr).base = base;
-      p.latency_of(a, pr).step_scale_up = step;
-    }
-    p.protocol_of(pr).slice = sim::Bytes(slice);
-    (pr == Protocol::ll ? p.protocol_of(pr).max_per_gpu : p.protocol_of(pr).max_per_channel) =
-        sim::Bandwidth::gb_per_s(ceiling_gbps);
-  };
-  set(Protocol::ll, us(5.16487), us(0.050268), 4096, 270.87);
-  set(Protocol::ll128, us(10.4863), us(1.11389), 4176136, 14.4847);
-  set(Protocol::simple, us(7.15994), us(2.78934), 221029, 15.0121);
-  p.protocol_of(Protocol::simple).chunk = sim::Bytes(178958);
-  p.protocol_of(Protocol::simple).ring_loop_overhead = us(3.91994);
-  for (Protocol pr : models::collectives::kAllProtocols) {
-    p.latency_of(Algorithm::direct, pr).base = p.latency_of(Algorithm::ring, Protocol::ll).base;
-  }
-  // The grouped send/recv's fields refitted with the connection windows
-  // (the second stage alone, the ring fields above held).
-  p.p2p_max_per_channel = sim::Bandwidth::gb_per_s(81.2502);
-  p.p2p_connection_rate = sim::Bandwidth::gb_per_s(57.7051);
-  p.p2p_round_overhead = us(0.398607);
-  return p;
+  return test::with_fit_values(committed(), {{5.16487, 0.050268, 4096, 270.87},
+                                             {10.4863, 1.11389, 4176136, 14.4847},
+                                             {7.15994, 2.78934, 221029, 15.0121},
+                                             178958, 3.91994, 81.2502, 57.7051, 0.398607});
 }
 
 }  // namespace
