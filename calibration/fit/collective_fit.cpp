@@ -421,6 +421,11 @@ std::vector<NcclMeasurement> load_nccl_sweep(const std::string& path) {
     // 8-byte all-reduce: one call's end-to-end time plus the fence, not a
     // back-to-back loop; nothing here predicts it.
     if (r.is_object() && r.contains("fence")) continue;
+    // A row run with NCCL's buffer size or channel count overridden
+    // (nccl_sweep.py's "forced_env": NCCL_BUFFSIZE, NCCL_MIN/MAX_NCHANNELS)
+    // is a calibration-only probe, neither NCCL's own choice nor a forced
+    // algorithm and protocol: left out too.
+    if (r.is_object() && r.contains("forced_env")) continue;
     NcclMeasurement m;
     const std::string op = text(r, where, "op");
     const auto parsed = models::collectives::parse_op(op);
@@ -555,7 +560,7 @@ double rms_log_error(const CollectiveParams& params, const models::gpu::GpuSpec&
 CollectiveFit fit_collective_params(const std::vector<NcclMeasurement>& points,
                                     const models::gpu::GpuSpec& gpu,
                                     const CollectiveParams& start, int iterations,
-                                    bool p2p_only) {
+                                    bool p2p_only, const std::vector<std::string>& held) {
   CollectiveFit fit;
   const std::vector<double> x0 = to_vector(start);
   if (x0.size() != static_cast<size_t>(kFields)) throw std::logic_error("fit: field count");
@@ -577,7 +582,10 @@ CollectiveFit fit_collective_params(const std::vector<NcclMeasurement>& points,
     }
     std::vector<size_t> free;
     for (size_t i = 0; i < fs.size(); ++i) {
-      if (is_p2p_field(i) == p2p) free.push_back(i);
+      const bool kept = std::any_of(held.begin(), held.end(), [&](const std::string& h) {
+        return fs[i].range.name.rfind(h, 0) == 0;
+      });
+      if (is_p2p_field(i) == p2p && !kept) free.push_back(i);
     }
     if (kept.empty()) continue;
     const std::vector<double> held = x;
@@ -704,7 +712,11 @@ std::string fit_report(const CollectiveParams& params, const models::gpu::GpuSpe
     << fmt("%.4f", params.scale_up_efficiency) << " of " << gpu.name << "'s "
     << fmt("%.0f", gpu.nvlink_bandwidth.gb_per_s()) << " GB/s per GPU each way ("
     << fmt("%.1f", params.scale_up_efficiency * gpu.nvlink_bandwidth.gb_per_s())
-    << " GB/s payload); Simple ring loops of "
+    << " GB/s payload), each way less "
+    << fmt("%.2f", 100 * params.scale_up_reverse_overhead)
+    << " % of what the other way carries; a Simple chain forwards steps of "
+    << fmt("%.0f", params.protocol_of(Protocol::simple).step.as_double() / 1024)
+    << " KiB; Simple ring loops of "
     << fmt("%.0f", params.protocol_of(Protocol::simple).chunk.as_double() / 1024)
     << " KiB per step and channel, "
     << fmt("%.2f", params.protocol_of(Protocol::simple).ring_loop_overhead.microseconds())

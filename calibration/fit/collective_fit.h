@@ -70,7 +70,8 @@ class NcclSweepError : public std::runtime_error {
 
 // Every result of one sweep file, with NCCL's choices attached and
 // outliers flagged; fenced rows (one call plus an 8-byte all-reduce, not a
-// back-to-back loop) are left out. Throws NcclSweepError for a file that is missing, not
+// back-to-back loop) and rows run with NCCL's buffer size or channel count
+// overridden ("forced_env") are left out. Throws NcclSweepError for a file that is missing, not
 // JSON, of another schema, or with a row whose op, ranks, bytes, time_us or
 // protocol is missing or wrong.
 std::vector<NcclMeasurement> load_nccl_sweep(const std::string& path);
@@ -108,10 +109,13 @@ struct CollectiveFit {
 // ring ops' points, then the grouped send/recv's fields ("p2p.*") on the
 // all-to-all and send/recv points, the first stage's values held.
 // `p2p_only`: the second stage alone, every other field held at `start`'s.
+// `held`: fields whose range name starts with one of these ("LL.") stay at
+// `start`'s values in both stages.
 CollectiveFit fit_collective_params(const std::vector<NcclMeasurement>& points,
                                     const models::gpu::GpuSpec& gpu,
                                     const models::collectives::CollectiveParams& start,
-                                    int iterations = kFitIterations, bool p2p_only = false);
+                                    int iterations = kFitIterations, bool p2p_only = false,
+                                    const std::vector<std::string>& held = {});
 // Where the fit starts: NCCL's defaults for `gpu`, NVLS off (the sweeps run
 // with it off), and the fields NCCL's model lacks (Simple's per-channel
 // ceiling and loop turnaround, the p2p channel ceiling and round cost) at

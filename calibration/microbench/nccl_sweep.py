@@ -20,7 +20,9 @@ runs both: all_gather and reduce_scatter out-of-place and in-place (NCCL's in-pl
 rank's input is its slice of the output, or its output the rank's slice of the input);
 all_reduce and broadcast in-place only and all_to_all, send_recv out-of-place only, because
 PyTorch's API has only that form. nvidia-smi clocks, power and throttle reasons are read
-before and after each op's sweep. NCCL_ALGO / NCCL_PROTO, if set, are recorded as forced.
+before and after each op's sweep. NCCL_ALGO / NCCL_PROTO, if set, are recorded as forced;
+NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS / NCCL_BUFFSIZE, if set, in meta.forced and on every row
+as "forced_env" (calibration-only runs: not NCCL's own choices).
 --probe runs each op and size once (for NCCL_DEBUG_SUBSYS=TUNING logs of NCCL's choices).
 --fence follows every timed call with an 8-byte all_reduce (rows carry "fence": "all_reduce_8B"):
 a ring all-reduce ends on no rank before every rank has joined it, so back-to-back calls can no
@@ -47,7 +49,7 @@ import torch.distributed as dist
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_timing as tt  # noqa: E402
 
-VERSION = "nccl_sweep 1.4"
+VERSION = "nccl_sweep 1.5"
 # NVLink multicast stays off (device README: it can take the host's GPUs out of service).
 for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"), ("NVSHMEM_DISABLE_NVLS", "1")):
     os.environ[_k] = _v
@@ -164,7 +166,10 @@ def main():
     gathered = [None] * n
     dist.all_gather_object(gathered, {"rank": rank, "check_ok": ok, "device": torch.cuda.get_device_name(dev)})
     forced = {k: os.environ[k] for k in ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS",
-                                           "NCCL_MAX_NCHANNELS") if k in os.environ}
+                                           "NCCL_MAX_NCHANNELS", "NCCL_BUFFSIZE") if k in os.environ}
+    # Settings besides the algorithm and protocol (channel counts, buffer size): calibration-only
+    # runs, never NCCL's defaults; every row carries them.
+    forced_env = {k: v for k, v in forced.items() if k not in ("NCCL_ALGO", "NCCL_PROTO")}
     meta = {}
     if rank == 0:
         meta = tt.provenance("calibration/microbench/nccl_sweep.py", VERSION)
@@ -248,6 +253,8 @@ def main():
                                 "protocol": forced.get("NCCL_PROTO", "default"), "in_place": in_place})
                 if a.fence:
                     results[-1]["fence"] = "all_reduce_8B"
+                if forced_env:
+                    results[-1]["forced_env"] = forced_env
                 if rank == 0:
                     r = results[-1]
                     print("%-15s n=%d %11d B %10.2f us algbw %7.2f busbw %7.2f GB/s %s/%s" % (

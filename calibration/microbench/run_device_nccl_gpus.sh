@@ -4,7 +4,7 @@
 # replaces run_device_nccl_2gpu.sh and run_device_nccl_4gpu.sh (their sha256 stay in the
 # 2026-11-26 measurement READMEs, the scripts in git history); PLAN=sweep with GPUS=2 or 4 runs
 # what they ran.
-#   [GPUS=2|4] [PLAN=sweep|study] [NCCL_CAP_S=225] calibration/microbench/run_device_nccl_gpus.sh [OUTDIR]
+#   [GPUS=2|4] [PLAN=sweep|study|bcast] [NCCL_CAP_S=225] calibration/microbench/run_device_nccl_gpus.sh [OUTDIR]
 # PLAN=sweep, on GPUS GPUs, each run only if the time left allows it:
 #   1. default: every op (and device_copy) with NCCL's own choices, 8 B to 1 GiB
 #   2. probe:   each op and size once with NCCL_DEBUG_SUBSYS=TUNING (what NCCL chose per size)
@@ -15,9 +15,18 @@
 #   fence_nG: the same with every call followed by an 8-byte all_reduce (--fence): one call's
 #             end-to-end time = fenced time - the 8-byte all_reduce's
 #   a2a_nG:   all_to_all 256 KiB to 256 MiB, 4 sizes per octave
+# PLAN=bcast (issue 17's broadcast 2-32 MiB on GPUS GPUs: what a chain's slice is), broadcast
+# 1-64 MiB, 2 sizes per octave, in this order while the time lasts:
+#   b2b_nG, fence_nG:             NCCL's defaults, back to back and fenced (as PLAN=study)
+#   b2b_buf1m_nG, fence_buf1m_nG: NCCL_BUFFSIZE=1 MiB (Simple step 128 KiB instead of 512 KiB)
+#   b2b_ch8_nG:                   NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=8 (3x a channel's link share)
+#   probe_nG:                     each size once with NCCL_DEBUG_SUBSYS=TUNING,COLL (algorithm,
+#                                 protocol and channels NCCL picks), merged as `choices`
+#   b2b_buf16m_nG:                NCCL_BUFFSIZE=16 MiB (Simple step 2 MiB)
+#   The forced runs are calibration-only (rows carry "forced_env").
 # Writes exactly two files: OUTDIR/<name>.json (every run merged; rows carry "run": the run's
 # name, e.g. default_n4.json, fence_n2.json) and OUTDIR/<name>_info.log (machine state
-# before/after, NCCL init log, run logs); <name> = nccl_<GPUS>gpu (sweep), nccl_study (study).
+# before/after, NCCL init log, run logs); <name> = nccl_<GPUS>gpu (sweep), nccl_study (study), nccl_bcast_<GPUS>gpu (bcast).
 # As the lead's entry point: bash devrun/nccl/run.sh (OUTDIR = $OUT/nccl).
 gpus=${GPUS:-4}
 plan=${PLAN:-sweep}
@@ -30,6 +39,7 @@ start=$(date +%s)
 tmp=$(mktemp -d)
 name="nccl_${gpus}gpu"
 [ "$plan" = study ] && name="nccl_study"
+[ "$plan" = bcast ] && name="nccl_bcast_${gpus}gpu"
 info="$out/${name}_info.log"
 : > "$info"
 runs=()
@@ -86,8 +96,25 @@ elif [ "$plan" = study ]; then
     launch "$g" 60 "a2a_n$g" "$tmp/a2a_n$g.json" --ops all_to_all --min-bytes 262144 --max-bytes 268435456 --steps-per-octave 4
     if [ "$g" = 2 ]; then break; fi
   done
+elif [ "$plan" = bcast ]; then
+  g=$gpus
+  sizes=(--ops broadcast --min-bytes 1048576 --max-bytes 67108864 --steps-per-octave 2)
+  # Rank 0's init lines (environment settings NCCL took, channels, transports) into the log.
+  initlog() { grep -E "\[0\] NCCL INFO (NCCL version|.*set by environment|[0-9]+ coll channels|Channel 0[01]/|comm .* nRanks|.*P2P)" "$tmp/$1.log" | head -24 >> "$info"; }
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV launch "$g" 30 "b2b_n$g" "$tmp/b2b_n$g.json" "${sizes[@]}" && initlog "b2b_n$g"
+  launch "$g" 30 "fence_n$g" "$tmp/fence_n$g.json" --fence "${sizes[@]}"
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV NCCL_BUFFSIZE=1048576 launch "$g" 30 "b2b_buf1m_n$g" "$tmp/b2b_buf1m_n$g.json" "${sizes[@]}" && initlog "b2b_buf1m_n$g"
+  NCCL_BUFFSIZE=1048576 launch "$g" 30 "fence_buf1m_n$g" "$tmp/fence_buf1m_n$g.json" --fence "${sizes[@]}"
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV NCCL_MIN_NCHANNELS=8 NCCL_MAX_NCHANNELS=8 launch "$g" 30 "b2b_ch8_n$g" "$tmp/b2b_ch8_n$g.json" "${sizes[@]}" && initlog "b2b_ch8_n$g"
+  if NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING,COLL launch "$g" 30 "probe_n$g" "$tmp/probe_n$g.json" --probe "${sizes[@]}"; then
+    grep -E "\[0\] NCCL INFO .* Bytes -> Algo" "$tmp/probe_n$g.log" | sed "s/^/n$g /" > "$tmp/tuning_n$g.log"
+    wc -l < "$tmp/tuning_n$g.log" | sed 's/^/tuning lines: /' >> "$info"
+    head -30 "$tmp/tuning_n$g.log" >> "$info"
+    logs+=(--tuning-log "$tmp/tuning_n$g.log")
+  fi
+  NCCL_BUFFSIZE=16777216 launch "$g" 30 "b2b_buf16m_n$g" "$tmp/b2b_buf16m_n$g.json" "${sizes[@]}"
 else
-  echo "PLAN must be sweep or study, not '$plan'" | tee -a "$info"
+  echo "PLAN must be sweep, study or bcast, not '$plan'" | tee -a "$info"
 fi
 smi after
 python3 "$here/merge_nccl.py" -o "$out/$name.json" "${runs[@]}" "${logs[@]}" 2>&1 | tee -a "$info"

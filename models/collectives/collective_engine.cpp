@@ -207,7 +207,22 @@ CollectiveEngine::PhaseCost CollectiveEngine::phase_cost(const Phase& phase,
       (lat.step_scale_out + out.latency) * phase.steps_scale_out;
   c.first_latency = has_inter ? out.latency : up.latency;
   c.extra_latency = max_of(sim::Duration::zero(), steps - c.first_latency);
-  if (phase.chain) c.chain_lag = steps;  // the fill is added below
+  if (phase.chain) {
+    // What the ranks downstream trail the root by: the hops, and the fill
+    // added below. A protocol that flags whole steps (Simple: the sender
+    // fences its writes and then posts the step) makes the root pay its own
+    // hop in every call, so only the hops beyond it trail; LL and LL128
+    // flag every line and never wait, so every hop trails. (NCCL's tuning
+    // model prices a broadcast ring at its base latency plus one hop, for
+    // any group, when every channel runs the same ring: tuning.cc.)
+    c.chain_lag = steps;
+    if (pp.step.count() > 0) {
+      const bool first_up = phase.steps_scale_up > 0;
+      c.chain_lag = max_of(sim::Duration::zero(),
+                           steps - (first_up ? lat.step_scale_up + up.latency
+                                             : lat.step_scale_out + out.latency));
+    }
+  }
 
   // Per GPU: payload sent and received over each tier, channel edges
   // leaving it over each tier.
@@ -227,6 +242,9 @@ CollectiveEngine::PhaseCost CollectiveEngine::phase_cost(const Phase& phase,
     max_channel_payload = std::max(max_channel_payload, f.payload / f.channels);
   }
   const double algo_eff = algorithm_efficiency(a) * pp.wire_efficiency;
+  // A direction of a GPU's NVLink also carries the in-band responses to
+  // what the other direction carries (CollectiveParams::scale_up_reverse_overhead).
+  const double reverse = params_.scale_up_reverse_overhead;
   const double bw_up = up.known ? up.bandwidth.bytes_per_s() * tier_efficiency(false) * algo_eff
                                 : 0.0;
   const double bw_out =
@@ -241,24 +259,27 @@ CollectiveEngine::PhaseCost CollectiveEngine::phase_cost(const Phase& phase,
   // (CollectiveParams::p2p_connection_rate), payload per second.
   const double window =
       phase.p2p_rounds > 0 ? params_.p2p_connection_rate.bytes_per_s() * pp.wire_efficiency : 0.0;
-  auto windowed = [window](double sent, int connections, double link) {
-    return sent / (connections * window) + sent / link;
+  auto windowed = [window](double sent, double link_bytes, int connections, double link) {
+    return sent / (connections * window) + link_bytes / link;
   };
   for (int r : touched) {
     const auto i = static_cast<size_t>(r);
     max_moved = std::max(max_moved, sent_up_[i] + sent_out_[i] + recv_up_[i] + recv_out_[i]);
     if (bw_up > 0) {
-      endpoint_s = std::max({endpoint_s, sent_up_[i] / bw_up, recv_up_[i] / bw_up});
+      const double out_bytes = sent_up_[i] + reverse * recv_up_[i];
+      const double in_bytes = recv_up_[i] + reverse * sent_up_[i];
+      endpoint_s = std::max({endpoint_s, out_bytes / bw_up, in_bytes / bw_up});
       if (channels_up_[i] > 0) rate_up = std::min(rate_up, bw_up / channels_up_[i]);
       if (window > 0 && channels_up_[i] > 0) {
-        endpoint_s = std::max(endpoint_s, windowed(sent_up_[i], channels_up_[i], bw_up));
+        endpoint_s = std::max(endpoint_s, windowed(sent_up_[i], out_bytes, channels_up_[i], bw_up));
       }
     }
     if (bw_out > 0) {
       endpoint_s = std::max({endpoint_s, sent_out_[i] / bw_out, recv_out_[i] / bw_out});
       if (channels_out_[i] > 0) rate_out = std::min(rate_out, bw_out / channels_out_[i]);
       if (window > 0 && channels_out_[i] > 0) {
-        endpoint_s = std::max(endpoint_s, windowed(sent_out_[i], channels_out_[i], bw_out));
+        endpoint_s = std::max(endpoint_s,
+                              windowed(sent_out_[i], sent_out_[i], channels_out_[i], bw_out));
       }
     }
   }
@@ -286,9 +307,10 @@ CollectiveEngine::PhaseCost CollectiveEngine::phase_cost(const Phase& phase,
   // Pipeline start-up: fill hops of one slice (no larger than a step's
   // payload per channel), each at one channel's rate on its own tier: a
   // tree's chain inside a host crosses NVLink, only its host-to-host edges
-  // the NICs (the slower tier takes the hops when only one is known).
+  // the NICs (the slower tier takes the hops when only one is known). A
+  // chain stores and forwards whole buffer steps (ProtocolParams::step).
   const double protocol_slice =
-      pp.slice.as_double() * (p == Protocol::simple ? phase.simple_slice_scale : 1.0);
+      (phase.chain && pp.step.count() > 0 ? pp.step : pp.slice).as_double();
   const double slice = std::min(protocol_slice, std::max(0.0, phase.step_payload_per_channel));
   const double slowest = std::min(rate_up, rate_out);
   if (phase.fill_hops > 0 && slice > 0 && slowest < kNone) {

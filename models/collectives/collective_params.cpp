@@ -87,6 +87,9 @@ CollectiveParams nccl_default_params(const gpu::GpuSpec& gpu) {
   // NCCL_STEPS 8 is a 512 KiB step, and a ring chunk is two of them. NCCL's
   // tuning model charges no turnaround per loop (a fit sets it).
   simple.chunk = sim::MiB(1);
+  // One step of Simple's 4 MiB connection buffer (NCCL_BUFFSIZE) over
+  // NCCL_STEPS 8: what a broadcast or reduce chain forwards at a time.
+  simple.step = sim::KiB(512);
   ll128.slice = sim::Bytes(120 * 8 * 640);
   ll.slice = sim::Bytes(8 * 4 * 512);
   // Channel count for small messages: NCCL_LL_THREAD_THRESHOLD 8 (x ranks

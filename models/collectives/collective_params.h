@@ -54,6 +54,14 @@ struct ProtocolParams {
   // Payload per channel a pipeline stage must hold before it forwards: the
   // start-up of a pipelined ring or tree costs fill hops of one slice each.
   sim::Bytes slice;
+  // One step of a connection's buffer, NCCL_BUFFSIZE / NCCL_STEPS (Simple:
+  // 4 MiB / 8 = 512 KiB). A Simple chain (broadcast, reduce) moves one step
+  // per slice (BROADCAST_SLICESTEPS = BROADCAST_CHUNKSTEPS = 1) and a rank
+  // forwards a slice only once its sender has posted the whole of it, so
+  // the chain fills with one step per hop (or a channel's bytes, if fewer),
+  // not with the ring's slice. 0 = the chain fills with `slice` (LL and
+  // LL128 flag every line, so a rank forwards lines as they land).
+  sim::Bytes step;
   // A ring collective (all-reduce, all-gather, reduce-scatter) walks each
   // channel's data in loops of one `chunk` per rank and step; every loop
   // pays `ring_loop_overhead` that the pipeline does not hide (the ring's
@@ -78,6 +86,14 @@ struct CollectiveParams {
   // issue 290, ../shared/REFERENCE.md).
   double scale_up_efficiency = 1.0;
   double scale_out_efficiency = 1.0;
+  // Link time one direction of a GPU's NVLink spends per payload byte the
+  // other direction carries: the responses and flow-control credits for the
+  // reverse traffic's writes travel in-band, so a GPU that sends X and
+  // receives Y through its links needs (X + k Y) / R out and (Y + k X) / R
+  // in. A 2-GPU broadcast (one way) levels off at 370.5 GB/s, a 2-GPU
+  // send/recv (both ways) at 365.1 (4 GiB, NCCL 2.28.9 on 2x H200): k =
+  // 0.0156 on NVLink 4 (models/collectives/fitted_params.cpp). 0 = none.
+  double scale_up_reverse_overhead = 0.0;
   // NVLS: share of the in-switch reduction path NCCL reaches (nvlsEfficiency
   // 0.85 on Hopper).
   double nvls_efficiency = 1.0;

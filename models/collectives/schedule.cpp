@@ -155,7 +155,6 @@ Schedule ring(const CollectiveRequest& req, const GroupLayout& layout, int chann
     // slice once it holds it, so the last rank starts n-2 slices late (two
     // GPUs: one direct hop, nothing to fill).
     p.fill_hops = std::max(0, n - 2);
-    p.simple_slice_scale = 0.5;  // one buffer step per slice, a ring's two
     p.step_payload_per_channel = per_edge;
     p.chain = true;
     sch.phases.push_back(std::move(p));

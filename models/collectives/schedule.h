@@ -40,16 +40,13 @@ struct Phase {
   int steps_scale_up = 0;   // latency steps inside hosts
   int steps_scale_out = 0;  // latency steps between hosts
   int fill_hops = 0;        // pipeline start-up, in slices
-  // Simple's slice for this phase, in units of the protocol's (ring) slice:
-  // NCCL's broadcast and reduce chains move one buffer step per slice
-  // (BROADCAST_SLICESTEPS 1), its rings two (ALLGATHER_SLICESTEPS =
-  // NCCL_STEPS / 4), so a chain fills with half a ring's slice.
-  double simple_slice_scale = 1.0;
   double step_payload_per_channel = 0.0;  // one step's payload per channel: bounds a slice
   bool ring_loops = false;  // a ring of dependent steps: pays the per-loop turnaround
-  // A pipelined chain from (or to) a root (broadcast, reduce): no rank waits
-  // for a rank downstream, so each rank trails the root by the hops and
-  // fill above it, and back-to-back calls overlap by that much.
+  // A pipelined chain from (or to) a root (broadcast, reduce): its pipeline
+  // fills with one buffer step per hop (ProtocolParams::step), and no rank
+  // waits for a rank downstream, so each rank trails the root by the hops
+  // and fill above it and back-to-back calls overlap by that much (all but
+  // the root's own first hop, which it pays in every call).
   bool chain = false;
   // A grouped send/recv (all-to-all direct): its rounds (every peer and the
   // rank itself), the most bytes one p2p channel handles (sends + receives

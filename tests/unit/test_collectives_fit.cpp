@@ -18,22 +18,19 @@
 
 #include "calibration/fit/collective_fit.h"
 #include "catch.h"
+#include "unit/collective_fit_values.h"
 #include "scenario/run_gcsim.h"
 
 using namespace gcsim;
 using calibration::NcclMeasurement;
+using models::collectives::CollectiveOp;
 using models::collectives::CollectiveParams;
 
 namespace {
 
 models::gpu::GpuSpec h200() {
-  models::gpu::GpuSpec g;
-  g.name = "h200-sxm";
-  g.nvlink_bandwidth = sim::Bandwidth::gb_per_s(450);  // configs/hardware/h200-sxm.yaml
-  g.nvlink_latency = sim::ns(int64_t{600});
-  g.has_nvls = true;
-  g.hbm_bandwidth = sim::Bandwidth::gb_per_s(4800);  // the local copy's rate comes from it
-  return g;
+  // configs/hardware/h200-sxm.yaml; the local copy's rate comes from its HBM.
+  return test::switch_gpu("h200-sxm", 4800);
 }
 
 // NCCL 2.28.9 on 4x H200, 2026-11-26: every op on 2, 3 and 4 GPUs with
@@ -65,27 +62,37 @@ CollectiveParams fitted() {
 
 }  // namespace
 
+namespace {
+
+// The values committed before issue 17's broadcast change (commit
+// c128796): where the committed fit started.
+CollectiveParams previous_fit() {
+  return test::with_fit_values(fitted(), {{5.28301, 0.050266, 3538, 267.363},
+                                          {11.3265, 1.1694, 1223509, 57.7881},
+                                          {7.46459, 2.69405, 230563, 26.1367},
+                                          180043, 3.74704, 80.558, 64.7709, 0.421142});
+}
+
+}  // namespace
+
 TEST_CASE("collective fit: run it (hidden; prints fields, writes GCSIM_FIT_REPORT)", "[.fit]") {
   const auto all = sweep();
   auto two = with_ranks(all, 2);
   for (const auto& m : calibration::h200_channel_points()) two.push_back(m);
-  // The committed values: the ring and protocol fields are the fit made
-  // before the grouped send/recv model existed (all of the 2-GPU points,
-  // commit 2d9760e), held; the p2p fields are fitted on the 2-GPU
-  // all-to-all and send/recv points from calibration::fit_start's values.
-  // GCSIM_FIT_FULL=1 runs the whole two-stage fit from NCCL's defaults
-  // instead (what `gcsim calibrate --collectives` does).
+  // The committed values: the whole two-stage fit on the 2-GPU points from
+  // the values committed before (previous_fit(): a broadcast chain then
+  // filled with half a ring slice and overlapped every hop, and a link had
+  // no reverse overhead), rerun once those changed, LL's fields held
+  // (neither change touches an LL transfer; freeing them too gives rms
+  // 0.0721 instead of 0.0723 and every 4-GPU latency median ~1 point
+  // worse). GCSIM_FIT_FULL=1 starts from NCCL's defaults and frees every
+  // field instead (what `gcsim calibrate --collectives` does); it stops at
+  // a worse optimum here (rms 0.0766).
   const bool full = std::getenv("GCSIM_FIT_FULL") != nullptr;
-  CollectiveParams start = calibration::fit_start(h200());
-  if (!full) {
-    const CollectiveParams p2p_start = start;
-    start = fitted();
-    start.p2p_max_per_channel = p2p_start.p2p_max_per_channel;
-    start.p2p_round_overhead = p2p_start.p2p_round_overhead;
-    start.p2p_connection_rate = p2p_start.p2p_connection_rate;
-  }
+  const CollectiveParams start = full ? calibration::fit_start(h200()) : previous_fit();
   const calibration::CollectiveFit fit = calibration::fit_collective_params(
-      two, h200(), start, calibration::kFitIterations, !full);
+      two, h200(), start, calibration::kFitIterations, false,
+      full ? std::vector<std::string>{} : std::vector<std::string>{"LL."});
   std::cout << "rms log error " << fit.rms_log_error << " over " << fit.points << " points, "
             << fit.evaluations << " evaluations\n"
             << calibration::fitted_fields_cpp(fit.params);
@@ -102,7 +109,7 @@ TEST_CASE("collective fit: run it (hidden; prints fields, writes GCSIM_FIT_REPOR
 namespace {
 
 // The fit's rms log error over the 2-GPU points (its report).
-constexpr double kFitRms = 0.0787;
+constexpr double kFitRms = 0.0723;
 // Issue 17's targets on 4 held-out GPUs: busbw median error <= 5 % pooled
 // and no op above 15 % (>= 1 MiB); latency within 20 % (8 B - 64 KiB).
 constexpr double kBwPooledMax = 0.05, kBwOpMax = 0.15, kLatOpMax = 0.20;
@@ -153,6 +160,63 @@ TEST_CASE("collective model: every fitted value is physical, 2 GPUs fitted, 4 GP
   const double pooled = calibration::pooled_bw_median(p, h200(), all, 4);
   INFO("pooled busbw median error " << pooled);
   CHECK(pooled < kBwPooledMax);
+}
+
+TEST_CASE("collective fit: held fields keep their start values", "[collectives][calibration]") {
+  // A short fit (10 iterations per restart) on the 2-GPU broadcast points:
+  // with LL's fields held they come back as they went in, and the fit
+  // still moves the others.
+  std::vector<NcclMeasurement> points;
+  for (const auto& m : with_ranks(sweep(), 2)) {
+    if (m.op == CollectiveOp::broadcast) points.push_back(m);
+  }
+  // From the committed values (each inside its range: a value outside comes
+  // back clamped into it, held or not).
+  const CollectiveParams start = fitted();
+  const auto fit = calibration::fit_collective_params(points, h200(), start, 10, false, {"LL."});
+  using models::collectives::Algorithm;
+  using models::collectives::Protocol;
+  // (Held values pass through the fit's log-space vector: equal to 1e-9.)
+  const auto& ll = fit.params.latency_of(Algorithm::ring, Protocol::ll);
+  const auto& ll0 = start.latency_of(Algorithm::ring, Protocol::ll);
+  CHECK(ll.base.microseconds() == Approx(ll0.base.microseconds()).epsilon(1e-9));
+  CHECK(ll.step_scale_up.microseconds() == Approx(ll0.step_scale_up.microseconds()).epsilon(1e-9));
+  CHECK(fit.params.protocol_of(Protocol::ll).slice == start.protocol_of(Protocol::ll).slice);
+  CHECK(fit.params.protocol_of(Protocol::ll).max_per_gpu.gb_per_s() ==
+        Approx(start.protocol_of(Protocol::ll).max_per_gpu.gb_per_s()).epsilon(1e-9));
+  CHECK(fit.params.latency_of(Algorithm::ring, Protocol::simple).base !=
+        start.latency_of(Algorithm::ring, Protocol::simple).base);
+}
+
+TEST_CASE("collective model: a link carrying both ways loses the measured reverse overhead",
+          "[collectives][calibration]") {
+  // Measured directly on 2 GPUs at 4 GiB (nccl_default.json), not fitted: a
+  // send/recv (each GPU sends and receives 4 GiB) against a broadcast (one
+  // way), both streaming with no dependent steps.
+  const auto all = sweep();
+  auto time_of = [&](CollectiveOp op, int n) {
+    for (const auto& m : all) {
+      if (m.op == op && m.ranks == n && m.bytes == (int64_t{1} << 32)) return m.time_us;
+    }
+    FAIL("no 4 GiB " << models::collectives::op_name(op) << " on " << n << " GPUs");
+    return 0.0;
+  };
+  const double both = time_of(CollectiveOp::send_recv, 2), one = time_of(CollectiveOp::broadcast, 2);
+  CHECK(both == Approx(11762.3).epsilon(1e-4));
+  CHECK(one == Approx(11592.7).epsilon(1e-4));
+  const CollectiveParams p = fitted();
+  CHECK(p.scale_up_reverse_overhead == Approx(both / one - 1.0).margin(5e-4));
+  // Held out: a 3- and 4-GPU broadcast's middle ranks receive and send the
+  // whole buffer. At 4 GiB measured 11810.6 and 11838.3 us, predicted within
+  // 0.5 % (1.9 % and 2.1 % fast without the overhead).
+  for (int n : {3, 4}) {
+    for (const auto& m : all) {
+      if (m.op != CollectiveOp::broadcast || m.ranks != n || m.bytes != (int64_t{1} << 32)) continue;
+      const double predicted = calibration::predict_us(p, h200(), m, false);
+      INFO(n << " GPUs: measured " << m.time_us << " us, predicted " << predicted);
+      CHECK(std::abs(m.time_us / predicted - 1.0) < 0.01);
+    }
+  }
 }
 
 TEST_CASE("collective model: 8x H100 1 GiB all-reduce within 5% of NCCL's published ~370 GB/s",
