@@ -136,8 +136,11 @@ void check_points(const std::vector<Point>& ps, size_t count, const std::vector<
 
 }  // namespace
 
-// 2026-11-26: >= 16K tokens every point -9.4% .. +0.9%, ratios -0.3% ..
-// +6.0%; 4K -22.9% .. +11.4%, ratios -11.5% .. +6.4%.
+// 2026-11-26: >= 16K tokens every point -10.2% .. +0.9%, ratios -0.3% ..
+// +6.1%; 4K -22.9% .. +11.4%, ratios -11.5% .. +6.4%. The 16K balanced
+// hidden-2048 forward went -9.4 -> -10.2% when the flash2 decode refit
+// moved the H200 profile's HBM fraction 0.854 -> 0.868 (the fit no longer
+// lets decode cases pull it): listed as a miss.
 TEST_CASE("moe layer on 2 H200s: each point and the skewed/balanced ratio within 10%",
           "[moe][measured]") {
   check_points(points("calibration/measurements/h200-x2/moe_ep_2026-11-26/moe_ep.json", 2), 18,
@@ -145,7 +148,8 @@ TEST_CASE("moe layer on 2 H200s: each point and the skewed/balanced ratio within
                 {"h2048_f1408_e8_k2_t4096_s0.0", "bwd", 14, 1},
                 {"h2048_f1408_e8_k2_t4096_s0.8", "bwd", 24, 13},
                 {"h2048_f1408_e8_k2_t4096_s1.5", "bwd", 14, 1},
-                {"h4096_f2048_e16_k2_t4096_s0.0", "fwd", 13, 1}});
+                {"h4096_f2048_e16_k2_t4096_s0.0", "fwd", 13, 1},
+                {"h2048_f1408_e8_k2_t16384_s0.0", "fwd", 11, 1}});
 }
 
 // The same layers on 4 H200s. >= 16K tokens every point -3.8% .. +1.7%,
