@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "catch.h"
+#include "round_gpu.h"
 #include "models/gpu/attention_kernel_model.h"
 #include "models/gpu/kernel_cost_model.h"
 #include "models/gpu/sustained_clocks.h"
@@ -17,17 +18,7 @@ namespace sim = gcsim::sim;
 namespace {
 
 gpu::GpuSpec round_gpu() {
-  gpu::GpuSpec s;
-  s.name = "round";
-  s.sm_count = 100;
-  s.sm_clock_ghz = 2.0;
-  s.tensor_peak[static_cast<size_t>(gpu::Dtype::bf16)] = sim::FlopRate::tflops(1000);
-  s.vector_fp32_peak = sim::FlopRate::tflops(50);
-  s.hbm_bandwidth = sim::Bandwidth::gb_per_s(3000);
-  s.hbm_capacity = sim::Bytes(80'000'000'000);
-  s.kernel_launch_latency = sim::us(int64_t{2});
-  s.efficiency.hbm = 0.9;
-  s.efficiency.tile_overhead = sim::Duration::zero();
+  gpu::GpuSpec s = gcsim::test::round_gpu_100sm();
   gpu::FusedAttentionPass fwd{0.5, 0.8, 0.5, sim::us(int64_t{1})};
   s.efficiency.cudnn_attention.forward = fwd;
   s.efficiency.cudnn_attention.backward = {0.4, 1.0, 0.25, sim::us(int64_t{3})};
