@@ -49,14 +49,27 @@ def generic_kernel(name):
                                    "CatArrayBatchedCopy<", "sum_and_scatter", "compute_grad_weight"))
 
 
+def reduction_kernel(name):
+    """A measured kernel of the reduction kind (framework_profile.h, PassAccess::reduction):
+    inductor's log-softmax forward (online softmax) and backward over the vocabulary, a row per
+    CTA. The norms' reductions and the loss's small nll kernel stream and stay with the
+    vectorized kernels, as their passes do; so do eager's reductions."""
+    return name.startswith("triton_") and ("prepare_softmax_online" in name or
+                                           "log_softmax_backward" in name)
+
+
+def access_of(name):
+    return "generic" if generic_kernel(name) else "reduction" if reduction_kernel(name) else "vectorized"
+
+
 def measured_classes(r):
-    c = {"gemm": 0.0, "attention": 0.0, "elementwise": 0.0, "optimizer": 0.0, "generic": 0.0}
+    c = {"gemm": 0.0, "attention": 0.0, "elementwise": 0.0, "optimizer": 0.0, "generic": 0.0,
+         "reduction": 0.0, "vectorized": 0.0}
     for k in r["kernels"]:
         cls = k["class"]
         c[cls if cls in ("gemm", "attention", "optimizer") else "elementwise"] += k["per_step_us"]
-        if cls not in ("gemm", "attention", "optimizer") and generic_kernel(k["name"]):
-            c["generic"] += k["per_step_us"]
-    c["vectorized"] = c["elementwise"] - c["generic"]
+        if cls not in ("gemm", "attention", "optimizer"):
+            c[access_of(k["name"])] += k["per_step_us"]
     return c
 
 
@@ -97,29 +110,35 @@ def run_gcsim(gcsim, shape, framework, overrides=(), trace=False):
 class PassSplit:
     """gcsim's framework passes of one config on rank 0, told apart in the trace (one step): a
     generic pass is a kernel whose time doubles from 400 to 800 generic_ops_per_element (there
-    every generic pass is bound by its SM work), a vectorized one a kernel whose time doubles
-    from elementwise_bandwidth 0.5 to 0.25. Times in µs per step."""
+    every generic pass is bound by its SM work), a reduction pass one whose time doubles from 400
+    to 800 reduction_ops_per_element, a vectorized one a kernel whose time doubles from
+    elementwise_bandwidth 0.5 to 0.25 and is neither. Times in µs per step."""
 
     def __init__(self, gcsim, shape, fw, extra=()):
         self.gcsim, self.shape, self.fw = gcsim, shape, fw
-        run = lambda f, ops: run_gcsim(gcsim, shape, fw, ["workload.elementwise_bandwidth=%g" % f,  # noqa: E731
-                                                          "workload.generic_ops_per_element=%g" % ops]
-                                       + list(extra), True)["spans"]
+        run = lambda f, ops, rops=1: run_gcsim(  # noqa: E731
+            gcsim, shape, fw, ["workload.elementwise_bandwidth=%g" % f, "workload.generic_ops_per_element=%g" % ops,
+                               "workload.reduction_ops_per_element=%g" % rops, "workload.reduction_cycles_per_row=0"]
+            + list(extra), True)["spans"]
         # A pass's time nearly doubles when its bound halves; a kernel merely moved by what runs
         # beside it (a GEMM beside DDP's all-reduce) does not.
         doubled = lambda x, y: {k for k, v in x.items() if v > 0 and y.get(k, 0) > 1.5 * v}  # noqa: E731
         self.generic = doubled(run(1, 400), run(1, 800))
-        self.passes = self.generic | doubled(run(0.5, 1), run(0.25, 1))
+        self.reduction = doubled(run(1, 1, 400), run(1, 1, 800)) if fw == "torch-compile" else set()
+        self.passes = self.generic | self.reduction | doubled(run(0.5, 1), run(0.25, 1))
 
     def times(self, overrides):
         r = run_gcsim(self.gcsim, self.shape, self.fw, overrides, True)
         g = sum(r["spans"][k] for k in self.generic)
-        return {"generic": g, "vectorized": sum(r["spans"][k] for k in self.passes) - g}
+        red = sum(r["spans"][k] for k in self.reduction)
+        return {"generic": g, "reduction": red, "vectorized": sum(r["spans"][k] for k in self.passes) - g - red}
 
 
-def fit(gcsim, results):
+def fit(gcsim, results, builds=tuple(FRAMEWORK)):
     fitted = {}
     for build, fw in FRAMEWORK.items():
+        if build not in builds:
+            continue
         fit_r = next(r for r in results if r["build"] == build and r["shape"]["role"] == "fit")
         small = next(r for r in results if r["build"] == build and "launch-bound" in r["shape"]["role"])
         m = measured_classes(fit_r)
@@ -193,7 +212,7 @@ def markdown(rows, fitted):
     out = ["| shape | build | role | class | measured (µs) | before (megatron) | err | after | err |",
            "|---|---|---|---|---:|---:|---:|---:|---:|"]
     for x in rows:
-        for cls in ("step", "gemm", "attention", "elementwise", "vectorized", "generic", "optimizer"):
+        for cls in ("step", "gemm", "attention", "elementwise", "vectorized", "generic", "reduction", "optimizer"):
             m = x["measured_step"] if cls == "step" else x["measured"][cls]
             b = x["before"].get(cls)
             a = x["gcsim"][cls]
@@ -225,10 +244,12 @@ def main():
     ap.add_argument("--measurement", required=True)
     ap.add_argument("--heldout", help="another GPU's measurement: the same table, nothing refitted")
     ap.add_argument("--json", help="write the rows and fitted values here")
+    ap.add_argument("--builds", default="eager,compile", help="which builds to fit (comma-separated)")
     a = ap.parse_args()
+    builds = a.builds.split(",")
     with open(a.measurement) as f:
-        results = json.load(f)["results"]
-    fitted = fit(a.gcsim, results)
+        results = [r for r in json.load(f)["results"] if r["build"] in builds]
+    fitted = fit(a.gcsim, results, builds)
     rows = table(a.gcsim, results, fitted)
     print(markdown(rows, fitted))
     held = []
@@ -236,7 +257,7 @@ def main():
         with open(a.heldout) as f:
             doc = json.load(f)
         gpu = gpu_preset(doc["meta"]["device_name"])
-        held = table(a.gcsim, doc["results"], fitted, gpu)
+        held = table(a.gcsim, [r for r in doc["results"] if r["build"] in builds], fitted, gpu)
         print("\n## Held out: %s (preset %s), nothing refitted\n" % (doc["meta"]["device_name"], gpu))
         print(markdown(held, {}))
     if a.json:

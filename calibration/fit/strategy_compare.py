@@ -10,7 +10,8 @@ The configs are calibration/validation/strategy_step/<strategy>.yaml (eager as m
 workload.framework=torch-compile for the compiled build); --gpu picks the preset of the measured
 GPU (default: from the JSON's device name). --split adds, for rank 0, the elementwise kernels
 split by access pattern (generic: PyTorch's non-vectorised kernels and inductor's cats, against
-gcsim's generic passes; vectorized: the rest; framework_fit.py's PassSplit and generic_kernel).
+gcsim's generic passes; reduction: inductor's fused reductions; vectorized: the rest;
+framework_fit.py's PassSplit and access_of).
 tests/scenario/test_strategy_measured.cpp checks the same numbers.
 """
 import argparse
@@ -23,7 +24,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from framework_fit import PassSplit, generic_kernel  # noqa: E402
+from framework_fit import PassSplit, access_of  # noqa: E402
 CONFIG = {"DP4": "dp4", "TP4": "tp4", "TP2xDP2": "tp2_dp2", "PP2xDP2": "pp2_dp2", "PP4": "pp4",
           "TP2xPP2": "tp2_pp2"}
 FRAMEWORK = {"eager": "pytorch-eager", "compile": "torch-compile"}
@@ -81,15 +82,15 @@ def config_path(strategy):
 
 def split_row(gcsim, rec, gpu, overrides):
     """Rank 0's elementwise kernels by access pattern: measured and gcsim, ms per step."""
-    meas = {"generic": 0.0, "vectorized": 0.0}
+    meas = {"generic": 0.0, "reduction": 0.0, "vectorized": 0.0}
     for k in rec["rank0_kernels"]:
         if k["class"] in ("gemm", "attention", "optimizer", "communication"):
             continue
-        meas["generic" if generic_kernel(k["name"]) else "vectorized"] += k["per_step_us"] * 1e-3
+        meas[access_of(k["name"])] += k["per_step_us"] * 1e-3
     extra = ["cluster.gpu=" + gpu] + list(overrides)
     sim = PassSplit(gcsim, config_path(rec["strategy"]), FRAMEWORK[rec["build"]], extra).times(extra)
     return " | ".join("%.1f | %.1f | %+.0f%%" % (meas[c], sim[c] * 1e-3, err(sim[c] * 1e-3, meas[c]))
-                      for c in ("generic", "vectorized"))
+                      for c in ("generic", "reduction", "vectorized"))
 
 
 def err(sim, meas):
@@ -130,8 +131,9 @@ def main():
             " | ".join("%+.0f%% (%.1f)" % (err(cls[c], mcls[c]), mcls[c] * 1e3) for c in CLASSES),
             pm / 2**30, peak / 2**30, err(peak, pm)))
     if a.split:
-        print("\n| strategy | build | generic meas. ms | gcsim ms | err | vectorized meas. ms | gcsim ms | err |")
-        print("|---|---|---:|---:|---:|---:|---:|---:|")
+        print("\n| strategy | build | generic meas. ms | gcsim ms | err | reduction meas. ms | gcsim ms | err | "
+              "vectorized meas. ms | gcsim ms | err |")
+        print("|---|---|" + "---:|" * 9)
         for rec in doc["results"]:
             print("| %s | %s | %s |" % (rec["strategy"], rec["build"], split_row(a.gcsim, rec, gpu, a.s)))
     print()

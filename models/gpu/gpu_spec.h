@@ -71,6 +71,12 @@ struct GpuSpec {
   // Dense tensor-core peak per dtype (index by Dtype); 0 = not supported.
   std::array<sim::FlopRate, 6> tensor_peak{};
   sim::FlopRate vector_fp32_peak;  // non-tensor FP32 (FMA = 2 flops)
+  // Special-function-unit results (ex2, lg2, rsqrt, rcp, sin, cos) per SM
+  // per clock: 16 on compute capability 5.0-9.0 and 10.0 (CUDA C++
+  // Programming Guide, "Arithmetic Instructions" throughput table); at
+  // sm_clock_ghz. Exponentials and logarithms are each one such result
+  // (exp(x) = ex2(x * log2 e)).
+  double sfu_per_clock_per_sm = 16.0;
   sim::Bandwidth hbm_bandwidth;
   sim::Bytes hbm_capacity;
   sim::Bytes l2_size;

@@ -41,6 +41,16 @@ struct KernelDesc {
   // Added to every wave beside efficiency.tile_overhead (attention tiles:
   // GpuEfficiency::attention_tile_overhead); zero for other kernels.
   sim::Duration extra_wave_overhead = sim::Duration::zero();
+  // SM work beside the unit's arithmetic (memory kernels that compute):
+  // transcendentals (ex2, lg2, rsqrt, rcp: exp, log, sigmoid, rsqrt) per
+  // tile on the special-function units, GpuSpec::sfu_per_clock_per_sm a
+  // clock per SM; they issue beside the fp32 lanes, so a tile's arithmetic
+  // takes the longer of the two. And SM cycles per tile that no other work
+  // hides: the end of each row a reduction gives a CTA of its own (warp
+  // shuffles, a block barrier and a shared-memory exchange, the next row's
+  // first loads), added to the arithmetic.
+  double sfu_ops_per_tile = 0;
+  double latency_cycles_per_tile = 0;
   double total_flops() const { return flops_per_tile * static_cast<double>(tiles); }
   double total_bytes() const { return bytes_per_tile * static_cast<double>(tiles); }
 };
@@ -80,6 +90,14 @@ struct MemoryOpShape {
   // type (an optimizer pass reading an fp16 gradient and writing fp32); 0 =
   // (inputs + 1) x the dtype's size.
   double bytes_per_element = 0.0;
+  // elementwise only: transcendentals (exp, log, rsqrt, reciprocal) per
+  // element, run on the SMs' special-function units (KernelDesc).
+  double transcendentals_per_element = 0.0;
+  // elementwise only: rows a reduction ends, each on a CTA of its own (a
+  // loss over the vocabulary), and the SM cycles each row's end costs that
+  // other work does not hide (KernelDesc::latency_cycles_per_tile); 0: none.
+  int64_t reduction_rows = 0;
+  double cycles_per_row = 0.0;
   // elementwise only: the fraction of the achieved streaming HBM bandwidth
   // the kernel's access pattern reaches (1: vectorized and contiguous; a
   // framework's unfused kernels on small or strided tensors, and eager

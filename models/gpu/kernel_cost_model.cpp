@@ -183,14 +183,15 @@ int64_t decode_kv_splits(const GpuSpec& spec, int64_t heads_total, int64_t kv_le
 
 KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
   if (s.elements < 0 || s.rows < 0 || s.cols < 0 || s.inputs < 0 || s.flops_per_element < 0 ||
-      s.bytes_per_element < 0) {
+      s.bytes_per_element < 0 || s.transcendentals_per_element < 0 || s.reduction_rows < 0 ||
+      s.cycles_per_row < 0) {
     throw std::invalid_argument("memory op: sizes must be >= 0");
   }
   KernelDesc k;
   k.unit = ExecUnit::memory;
   k.dtype = s.dtype;
   k.efficiency = spec.efficiency.vector;  // for its arithmetic; HBM uses efficiency.hbm
-  double elements = 0, bytes = 0, flops = 0;
+  double elements = 0, bytes = 0, flops = 0, sfu = 0, latency_cycles = 0;
   std::string what;
   switch (s.kind) {
     case MemoryOpKind::elementwise:
@@ -198,6 +199,8 @@ KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
       bytes = s.bytes_per_element > 0.0 ? s.bytes_per_element * elements
                                         : (s.inputs + 1.0) * elements * dtype_bytes(s.dtype);
       flops = s.flops_per_element * elements;
+      sfu = s.transcendentals_per_element * elements;
+      latency_cycles = static_cast<double>(s.reduction_rows) * s.cycles_per_row;
       if (!(s.bandwidth_efficiency > 0.0 && s.bandwidth_efficiency <= 1.0)) {
         throw std::invalid_argument("memory op: bandwidth efficiency outside (0, 1]");
       }
@@ -225,6 +228,9 @@ KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
   k.tiles = std::max<int64_t>(1, std::min<int64_t>(per_64k, spec.sm_count));
   k.flops_per_tile = flops / static_cast<double>(k.tiles);
   k.bytes_per_tile = bytes / static_cast<double>(k.tiles);
+  // Grid-stride: each tile takes an even share of the rows.
+  k.sfu_ops_per_tile = sfu / static_cast<double>(k.tiles);
+  k.latency_cycles_per_tile = latency_cycles / static_cast<double>(k.tiles);
   k.name = what + " " + std::to_string(static_cast<int64_t>(bytes)) + " B";
   return k;
 }
@@ -242,6 +248,19 @@ TileCost tile_cost(const GpuSpec& spec, const KernelDesc& k, int active_sms, dou
                                   " (peak or efficiency is 0)");
     }
     c.compute = sim::compute_time(k.flops_per_tile, peak.scaled(k.efficiency / spec.sm_count));
+  }
+  if (k.sfu_ops_per_tile > 0.0 || k.latency_cycles_per_tile > 0.0) {
+    const double hz = spec.sm_clock_ghz * 1e9;
+    if (!(hz > 0.0) || !(spec.sfu_per_clock_per_sm > 0.0)) {
+      throw std::invalid_argument("kernel '" + k.name + "' needs " + spec.name +
+                                  "'s SM clock and special-function rate (0)");
+    }
+    // The SFUs issue beside the fp32 lanes: the longer of the two, then the
+    // rows' unhidden cycles on top.
+    const sim::Duration sfu = sim::compute_time(
+        k.sfu_ops_per_tile, sim::FlopRate::flops_per_s(spec.sfu_per_clock_per_sm * hz));
+    c.compute = sim::max(c.compute, sfu) +
+                sim::Duration::from_seconds(k.latency_cycles_per_tile / hz);
   }
   if (k.bytes_per_tile > 0.0) {
     // At most the HBM peak: a kernel may pass the streaming rate

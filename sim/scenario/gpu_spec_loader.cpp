@@ -122,6 +122,12 @@ GpuSpec read_gpu_fields(ConfigReader& r, const GpuSpec* base) {
   tensor.finish();
   s.vector_fp32_peak = r.get_flop_rate("vector_fp32_peak", from(base, &GpuSpec::vector_fp32_peak),
                                        "FP32 non-tensor peak (FMA = 2 flops)");
+  s.sfu_per_clock_per_sm = r.get_double(
+      "sfu_per_clock_per_sm", s.sfu_per_clock_per_sm,
+      "special-function results (exp2, log2, rsqrt, rcp) per SM per clock (CUDA guide: 16)");
+  if (!(s.sfu_per_clock_per_sm > 0.0 && s.sfu_per_clock_per_sm <= 128.0)) {
+    r.fail("sfu_per_clock_per_sm", "must be in (0, 128]");
+  }
 
   ConfigReader hbm = r.child("hbm", "high-bandwidth memory", !base);
   s.hbm_bandwidth =
@@ -236,6 +242,7 @@ Json gpu_spec_json(const GpuSpec& s) {
   }
   j["tensor_peak"] = tensor;
   j["vector_fp32_peak"] = sim::format_flop_rate(s.vector_fp32_peak);
+  j["sfu_per_clock_per_sm"] = s.sfu_per_clock_per_sm;
   j["hbm"] = {{"bandwidth", sim::format_bandwidth(s.hbm_bandwidth)},
               {"capacity", sim::format_bytes(s.hbm_capacity)}};
   j["l2"] = sim::format_bytes(s.l2_size);

@@ -254,10 +254,26 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
       "(broadcasts, strided views, casts to fp32, cat), at the GPU's vector rate "
       "(pytorch-eager, torch-compile; default: fitted)");
   if (!(generic_ops > 0.0 && generic_ops <= 1e4)) w.fail("generic_ops_per_element", "must be in (0, 10000]");
+  const double reduction_ops = w.get_double(
+      "reduction_ops_per_element", traits.reduction_ops_per_element,
+      "SM operations per element of the framework's fused reductions (torch-compile's loss and "
+      "norm kernels), at the GPU's vector rate (default: fitted)");
+  if (!(reduction_ops > 0.0 && reduction_ops <= 1e4)) {
+    w.fail("reduction_ops_per_element", "must be in (0, 10000]");
+  }
+  const double cycles_per_row = w.get_double(
+      "reduction_cycles_per_row", traits.cycles_per_row,
+      "SM cycles a fused reduction's CTA-long row costs beyond its elements (torch-compile's "
+      "loss over the vocabulary; default: fitted)");
+  if (!(cycles_per_row >= 0.0 && cycles_per_row <= 1e6)) {
+    w.fail("reduction_cycles_per_row", "must be in [0, 1000000]");
+  }
   if (host_us != traits.host_us_per_kernel || bandwidth != traits.elementwise_bandwidth ||
       optimizer_bandwidth != traits.optimizer_bandwidth ||
-      generic_ops != traits.generic_ops_per_element) {
-    c.framework_traits = FrameworkTraits{host_us, bandwidth, optimizer_bandwidth, generic_ops};
+      generic_ops != traits.generic_ops_per_element ||
+      reduction_ops != traits.reduction_ops_per_element || cycles_per_row != traits.cycles_per_row) {
+    c.framework_traits = FrameworkTraits{host_us,     bandwidth,     optimizer_bandwidth,
+                                         generic_ops, reduction_ops, cycles_per_row};
   }
   c.memory_reserved = w.get_bytes("memory_reserved", sim::Bytes(0),
                                   "HBM per GPU outside the model (CUDA context, NCCL, workspaces)")

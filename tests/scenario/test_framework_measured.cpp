@@ -17,7 +17,7 @@
 // (calibration/measurements/h100-sxm/framework_step_2026-11-26) is held out
 // whole. Tolerances: the fitted classes within 2% (what is left is the
 // launch overheads the fit ignores); held-out elementwise classes within 6%
-// on the H200 (+2.5 .. +3.8%: a pass more or less in the lists moves a
+// on the H200 (+2.3 .. +5.2%: a pass more or less in the lists moves a
 // class by ~5%); optimizer within 5% (+1.2 .. +1.6%); steps within 6% (the
 // attention class, another model's, is +47 .. +67% of 1.3-2.3 ms and sets
 // most of the step error, -3.3 .. +5.1%).
@@ -56,11 +56,11 @@ const Measured kPoints[] = {
 // The same script on one H100 (PyTorch 2.11, CUDA 13.0), nothing refitted:
 // the GPU-bound shapes. Eager's elementwise class +1.0 .. +3.3% (one
 // bandwidth fraction for every pass, fitted on the H200, made it +20 ..
-// +26%), so 5%; compiled +10.6 .. +11.5%, so 13%: inductor's plain
-// pointwise kernels run 1.27-1.33x longer on the H100 than on the H200
-// where HBM alone would make it 1.40x (partly bound by their SMs too), which
-// one kind per pass cannot split. Optimizer +2.7 .. +4.2% (6%); steps +1.6
-// .. +4.5% (6%).
+// +26%), so 5%; compiled +9.4 .. +11.3% (+10.6 .. +11.5% before the loss's
+// log-softmax became a reduction pass with its own SM cost), so 13%: the
+// plain kernels at the fraction fitted on the H200, where norm kernels
+// partly bound by their SMs and reading from L2 lower it. Optimizer +2.7 ..
+// +4.2% (6%); steps +1.6 .. +4.5% (6%).
 const Measured kPointsH100[] = {
     {"llama_h2048_L4_s2048_b2", "pytorch-eager", 35329.8, 13121.0, 11483.1, 0.05, 0.06},
     {"llama_h4096_L2_s4096_b1", "pytorch-eager", 56663.1, 14851.7, 22491.3, 0.05, 0.06},

@@ -95,6 +95,11 @@ TEST_CASE("training bad input: framework profile", "[cli][training][framework]")
   expect_bad({"train_host_overhead.yaml", 12, "workload.host_overhead", {"fast"}});
   expect_bad({"train_generic_ops.yaml", 12, "workload.generic_ops_per_element",
               {"(0, 10000]"}});
+  expect_bad({"train_reduction_ops.yaml", 12, "workload.reduction_ops_per_element",
+              {"(0, 10000]"}});
+  expect_bad({"train_reduction_cycles.yaml", 12, "workload.reduction_cycles_per_row",
+              {"[0, 1000000]"}});
+  expect_bad({"train_sfu_rate.yaml", 4, "cluster.gpu.sfu_per_clock_per_sm", {"(0, 128]"}});
 }
 
 TEST_CASE("training bad input: attention_kernel not a family, or not on this GPU",

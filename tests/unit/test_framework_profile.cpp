@@ -152,7 +152,70 @@ TEST_CASE("framework profile: fitted values stay physical", "[training][framewor
     // lane operations, never thousands.
     CHECK(t.generic_ops_per_element >= 1.0);
     CHECK(t.generic_ops_per_element <= 400.0);
+    // Only torch-compile has reduction passes (inductor's fused reductions);
+    // the others keep the defaults (1 operation, no row cycles).
+    if (f != Framework::torch_compile) {
+      CHECK(t.reduction_ops_per_element == 1.0);
+      CHECK(t.cycles_per_row == 0.0);
+      continue;
+    }
+    // Lane operations per element of a fused reduction: at least the bf16
+    // to fp32 conversion, the running max and sum and the loop's index and
+    // mask arithmetic (~4 instructions, 8 in these units); at most the
+    // generic path's bound above (calibration/fit/reduction_fit.py).
+    CHECK(t.reduction_ops_per_element >= 8.0);
+    CHECK(t.reduction_ops_per_element <= 400.0);
+    // SM cycles per CTA-long row: 0 when other rows hide a row's end; at
+    // most a block-level combine (5 shuffle steps, 2 barriers: ~300 cycles)
+    // and an HBM round trip for the next row's first loads (1-1.5 us, 2000-
+    // 3000 cycles at 1.98 GHz) not hidden at all.
+    CHECK(t.cycles_per_row >= 0.0);
+    CHECK(t.cycles_per_row <= 4000.0);
   }
+}
+
+TEST_CASE("framework profile: which passes carry transcendentals and row reductions",
+          "[training][framework][reduction]") {
+  const FrameworkProfile compiled(Framework::torch_compile);
+  const FrameworkProfile eager(Framework::pytorch_eager);
+  const int64_t tokens = 4096, vocab = 32000;
+  // inductor's online log-softmax: each element's exponential and the
+  // running sum's rescale, one log per row; a row per CTA.
+  const auto fwd = compiled.cross_entropy_forward(tokens, vocab);
+  REQUIRE(fwd[0].access == PassAccess::reduction);
+  CHECK(fwd[0].transcendentals == Approx(2.0 + 1.0 / 32000.0));
+  CHECK(fwd[0].rows == tokens);
+  // Its backward: softmax = exp(logit - logsumexp) per element.
+  const auto bwd = compiled.cross_entropy_backward(tokens, vocab);
+  REQUIRE(bwd[0].access == PassAccess::reduction);
+  CHECK(bwd[0].transcendentals == 1.0);
+  CHECK(bwd[0].rows == tokens);
+  // RMSNorm: one rsqrt per row; rows of the hidden size share a CTA and
+  // the kernels stream (measured mostly HBM-bound): vectorized, no rows.
+  const auto norm = compiled.norm_forward(tokens, 2048);
+  CHECK(norm[0].access == PassAccess::vectorized);
+  CHECK(norm[0].transcendentals == Approx(1.0 / 2048.0));
+  CHECK(norm[0].rows == 0);
+  // SiLU: sigmoid is an exponential and a reciprocal, forward and backward.
+  CHECK(compiled.swiglu_forward(1000)[0].transcendentals == 2.0);
+  CHECK(compiled.swiglu_backward(1000)[0].transcendentals == 2.0);
+  CHECK(eager.swiglu_forward(1000)[0].transcendentals == 2.0);
+  // Rotary multiplies by precomputed cos/sin tables: none.
+  for (const FrameworkPass& p : compiled.rope_forward(1000, 1000)) CHECK(p.transcendentals == 0.0);
+  for (const FrameworkPass& p : eager.rope_forward(1000, 1000)) CHECK(p.transcendentals == 0.0);
+  // Eager's loss and norms stream at HBM rate (cunn_SoftMax* 1.33-1.55x
+  // longer on an H100 than an H200): no reduction kind, so no row cycles.
+  for (const FrameworkPass& p : eager.cross_entropy_forward(tokens, vocab)) {
+    CHECK(p.access != PassAccess::reduction);
+  }
+  // The shape the cost model sees: the framework's fitted lane operations
+  // and row cycles, the pass's transcendentals.
+  const auto s = compiled.shape(fwd[0]);
+  CHECK(s.flops_per_element == compiled.traits().reduction_ops_per_element);
+  CHECK(s.transcendentals_per_element == fwd[0].transcendentals);
+  CHECK(s.reduction_rows == tokens);
+  CHECK(s.cycles_per_row == compiled.traits().cycles_per_row);
+  CHECK(compiled.shape(norm[0]).reduction_rows == 0);
 }
 
 TEST_CASE("framework profile: generic passes are bound by the SMs, vectorized ones by HBM",
@@ -192,6 +255,33 @@ TEST_CASE("framework profile: generic passes are bound by the SMs, vectorized on
   const double vectorized = on("h100-sxm", pow) / on("h200-sxm", pow);
   CHECK(vectorized > 1.30);
   CHECK(vectorized < 1.41);
+}
+
+TEST_CASE("framework profile: the compiled loss is bound by the SMs, its plain passes by HBM",
+          "[training][framework][reduction]") {
+  // Measured (calibration/fit/framework_profiles_2026-11-26.md): inductor's
+  // log-softmax forward takes the same time on an H100 and an H200
+  // (0.95-1.02x at 4096 rows of 32000 and 128256), its plain pointwise
+  // kernels 1.30-1.45x longer on the H100. The fitted reduction kind on the
+  // calibrated presets reproduces both.
+  auto on = [](const std::string& gpu, const FrameworkPass& pass) {
+    models::gpu::GpuSpec spec = test::gpu_preset(gpu);
+    auto nowhere = test::nowhere_reader();
+    cli::apply_calibration_profile(gpu, spec, nowhere);
+    const FrameworkProfile compiled(Framework::torch_compile);
+    const auto k = models::gpu::memory_kernel(spec, compiled.shape(pass));
+    return models::gpu::isolated_time(spec, k, spec.sm_count).seconds();
+  };
+  const FrameworkProfile compiled(Framework::torch_compile);
+  for (int64_t vocab : {32000, 128256}) {
+    const FrameworkPass loss = compiled.cross_entropy_forward(4096, vocab)[0];
+    INFO(vocab);
+    CHECK(on("h100-sxm", loss) / on("h200-sxm", loss) == Approx(1.0).margin(0.02));
+  }
+  const FrameworkPass swiglu = compiled.swiglu_forward(4096 * 5632)[0];
+  const double plain = on("h100-sxm", swiglu) / on("h200-sxm", swiglu);
+  CHECK(plain > 1.30);
+  CHECK(plain < 1.41);
 }
 
 TEST_CASE("framework profile: PyTorch's foreach AdamW and clip, 92 B per parameter",

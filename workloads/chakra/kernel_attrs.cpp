@@ -72,6 +72,13 @@ struct Writer {
     if (s.bandwidth_efficiency != 1.0) {
       add_double(n, "gcsim_bandwidth_efficiency", s.bandwidth_efficiency);
     }
+    if (s.transcendentals_per_element > 0.0) {
+      add_double(n, "gcsim_transcendentals_per_element", s.transcendentals_per_element);
+    }
+    if (s.reduction_rows > 0) {
+      add_int(n, "gcsim_reduction_rows", s.reduction_rows);
+      add_double(n, "gcsim_cycles_per_row", s.cycles_per_row);
+    }
     dtype(s.dtype);
   }
 };
@@ -156,6 +163,14 @@ std::optional<ComputeOp> read_kernel_shape(const ChakraProtoMsg::Node& n) {
     s.bandwidth_efficiency = number_attr(n, "gcsim_bandwidth_efficiency").value_or(1.0);
     if (!(s.bandwidth_efficiency > 0.0 && s.bandwidth_efficiency <= 1.0)) {
       throw std::invalid_argument("attribute 'gcsim_bandwidth_efficiency' must be in (0, 1]");
+    }
+    s.transcendentals_per_element = number_attr(n, "gcsim_transcendentals_per_element").value_or(0.0);
+    s.reduction_rows = int_attr(n, "gcsim_reduction_rows").value_or(0);
+    s.cycles_per_row = number_attr(n, "gcsim_cycles_per_row").value_or(0.0);
+    if (!(s.transcendentals_per_element >= 0.0) || s.reduction_rows < 0 || !(s.cycles_per_row >= 0.0)) {
+      throw std::invalid_argument(
+          "attributes 'gcsim_transcendentals_per_element', 'gcsim_reduction_rows' and "
+          "'gcsim_cycles_per_row' must be >= 0");
     }
     s.dtype = need_dtype(n);
     return ComputeOp{s};

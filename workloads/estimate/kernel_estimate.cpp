@@ -18,12 +18,22 @@ KernelEstimate estimate_kernel(const gpu::GpuSpec& g, const gpu::KernelDesc& k) 
   }
   const double rate = peak * k.efficiency;
   const double hbm = g.hbm_bandwidth.bytes_per_s() * g.efficiency.hbm * k.bandwidth_efficiency;
-  const double tc = rate > 0 ? k.total_flops() / rate : 0.0;
+  // Memory kernels that compute: the special-function units beside the
+  // lanes, and the rows' unhidden cycles (kernel_cost_model.h).
+  const double hz = g.sm_clock_ghz * 1e9 * g.sm_count;
+  const double sfu = k.sfu_ops_per_tile * static_cast<double>(k.tiles) /
+                     (g.sfu_per_clock_per_sm * hz > 0 ? g.sfu_per_clock_per_sm * hz : 1.0);
+  const double rows = k.latency_cycles_per_tile * static_cast<double>(k.tiles) / (hz > 0 ? hz : 1.0);
+  const double tc = std::max(rate > 0 ? k.total_flops() / rate : 0.0, sfu) + rows;
   const double tm = hbm > 0 ? k.total_bytes() / hbm : 0.0;
   e.memory_bound = tm > tc;
   e.roofline = make_line(k.name + " roofline", std::max(tc, tm), Unit::seconds,
                          "max(FLOPs / (peak x eff), bytes / HBM rate) = max(" + num(k.total_flops()) + " / " +
-                             num(rate) + ", " + num(k.total_bytes()) + " / " + num(hbm) + ")");
+                             num(rate) + ", " + num(k.total_bytes()) + " / " + num(hbm) + ")" +
+                             (sfu > 0 || rows > 0
+                                  ? " with the arithmetic max(lanes, special functions " + num(sfu) +
+                                        " s) + unhidden row cycles " + num(rows) + " s"
+                                  : std::string()));
   const int width = gpu::wave_width(g, k, g.sm_count);
   e.wave_count = static_cast<double>(gpu::wave_count(g, k, g.sm_count));
   const double slots = e.wave_count * std::max(1, width);

@@ -10,8 +10,13 @@ constexpr double kF32 = 4, kB16 = 2;
 // A per-row value (mean, rsqrt, log-sum-exp): one fp32 per row read and
 // written, a launch of its own in eager PyTorch.
 constexpr double kRowScalar = 2 * kF32;
-// PyTorch's non-vectorised elementwise path (framework_profile.h).
+// PyTorch's non-vectorised elementwise path and inductor's fused
+// reductions (framework_profile.h).
 constexpr PassAccess kGeneric = PassAccess::generic;
+constexpr PassAccess kReduction = PassAccess::reduction;
+constexpr PassAccess kVectorized = PassAccess::vectorized;
+// Transcendentals per element: sigmoid is an exponential and a reciprocal.
+constexpr double kSigmoid = 2;
 
 // Fitted by calibration/fit/framework_fit.py on calibration/measurements/
 // h200-x1/framework_step_2026-11-26 (calibration/fit/framework_profiles_2026-11-26.md),
@@ -23,13 +28,25 @@ constexpr PassAccess kGeneric = PassAccess::generic;
 // only shape whose step the host bounds. Held out on the same script's H100
 // run and on 4 H100s under six strategies: the split carries across GPUs
 // where one bandwidth fraction for all passes did not (0.548 eager made
-// H100's elementwise class +20 .. +26%).
+// H100's elementwise class +20 .. +26%). torch-compile's two were refitted
+// (0.807 -> 0.836, 130.6 -> 135.9) once the loss's log-softmax kernels
+// became reduction passes with their own SM cost (below), which the
+// vectorized fraction no longer absorbs.
 constexpr double kEagerHostUsPerKernel = 48.6;
 constexpr double kEagerElementwiseBandwidth = 0.739;
 constexpr double kEagerGenericOpsPerElement = 161.2;
 constexpr double kCompileHostUsPerKernel = 45.8;
-constexpr double kCompileElementwiseBandwidth = 0.807;
-constexpr double kCompileGenericOpsPerElement = 130.6;
+constexpr double kCompileElementwiseBandwidth = 0.836;
+constexpr double kCompileGenericOpsPerElement = 135.9;
+// inductor's fused reductions (PassAccess::reduction): lane operations per
+// element and SM cycles per CTA-long row, fitted by calibration/fit/
+// reduction_fit.py on the compiled log-softmax forward alone on one H100 at
+// 4096 rows of 32000 and of 128256 (calibration/measurements/h100-sxm/
+// compiled_kernels_2026-11-26; calibration/fit/reduction_kernels_2026-11-26.md):
+// held out at 8192 and 16384 rows +1.5 .. +3.8%. The same fit on the
+// H200's training steps gives 61.15 and 2157.
+constexpr double kCompileReductionOpsPerElement = 61.50;
+constexpr double kCompileCyclesPerRow = 1549.0;
 // Both builds run the same eager foreach AdamW: one fraction for its passes
 // (0.899 fitted with the eager build, 0.895 with the compiled one).
 constexpr double kForeachOptimizerBandwidth = 0.90;
@@ -41,7 +58,7 @@ Passes eager_norm_forward(int64_t rows, int64_t cols) {
   return {{" pow", n, kF32 + kF32},            // x.pow(2)
           {" mean", n, kF32},                  // .mean(-1): reads, writes one per row
           {" add eps", rows, kRowScalar},      // var + eps
-          {" rsqrt", rows, kRowScalar},        //
+          {" rsqrt", rows, kRowScalar, kVectorized, 1},
           {" mul rsqrt", n, kF32 + kF32, kGeneric},   // x * rsqrt(var), broadcast per row
           {" mul weight", n, kF32 + kF32, kGeneric},  // weight * x, broadcast per column
           {" cast bf16", n, kF32 + kB16}};     // autocast: the GEMM's input
@@ -100,7 +117,7 @@ FrameworkTraits framework_traits(Framework f) {
               kEagerGenericOpsPerElement};
     case Framework::torch_compile:
       return {kCompileHostUsPerKernel, kCompileElementwiseBandwidth, kForeachOptimizerBandwidth,
-              kCompileGenericOpsPerElement};
+              kCompileGenericOpsPerElement, kCompileReductionOpsPerElement, kCompileCyclesPerRow};
   }
   return {};
 }
@@ -123,8 +140,15 @@ models::gpu::MemoryOpShape FrameworkProfile::shape(const FrameworkPass& p) const
   // Held out on the H100 this fits better than streaming them at the full
   // achieved bandwidth (eager generic kernels -1.8 .. +1.0% against
   // -5.3 .. -1.7%).
-  s.flops_per_element = p.access == PassAccess::generic ? traits_.generic_ops_per_element : 1.0;
+  s.flops_per_element = p.access == PassAccess::generic     ? traits_.generic_ops_per_element
+                        : p.access == PassAccess::reduction ? traits_.reduction_ops_per_element
+                                                            : 1.0;
   s.bandwidth_efficiency = traits_.elementwise_bandwidth;
+  s.transcendentals_per_element = p.transcendentals;
+  if (p.access == PassAccess::reduction && p.rows > 0) {
+    s.reduction_rows = p.rows;
+    s.cycles_per_row = traits_.cycles_per_row;
+  }
   return s;
 }
 
@@ -134,7 +158,11 @@ Passes FrameworkProfile::norm_forward(int64_t rows, int64_t cols) const {
     case Framework::pytorch_eager: return eager_norm_forward(rows, cols);
     case Framework::torch_compile:
       // One reduction kernel: fp32 in, bf16 out (the rsqrt per row kept).
-      return {{"", rows * cols, kF32 + kB16}};
+      // Streams as a plain pass: rows of the hidden size share a CTA, and
+      // the measured kernels run 1.23-1.35x longer on an H100 than an H200
+      // (mostly HBM-bound); what they miss is bytes (the residual branch
+      // the GEMM just wrote is read from L2), not SM work.
+      return {{"", rows * cols, kF32 + kB16, kVectorized, 1.0 / static_cast<double>(cols)}};
   }
   return {};
 }
@@ -211,8 +239,8 @@ Passes FrameworkProfile::swiglu_forward(int64_t n) const {
     case Framework::megatron: return {};
     // The gate and up halves are views of one GEMM's output (chunk).
     case Framework::pytorch_eager:
-      return {{" silu", n, 2 * kB16, kGeneric}, {" mul", n, 3 * kB16, kGeneric}};
-    case Framework::torch_compile: return {{"", n, 3 * kB16}};
+      return {{" silu", n, 2 * kB16, kGeneric, kSigmoid}, {" mul", n, 3 * kB16, kGeneric}};
+    case Framework::torch_compile: return {{"", n, 3 * kB16, kVectorized, kSigmoid}};
   }
   return {};
 }
@@ -224,9 +252,10 @@ Passes FrameworkProfile::swiglu_backward(int64_t n) const {
       // g * up, g * silu(gate), SiLU's backward, the chunk's gradient cat.
       return {{" mul up", n, 3 * kB16, kGeneric},
               {" mul silu", n, 3 * kB16},
-              {" silu bwd", n, 3 * kB16, kGeneric},
+              {" silu bwd", n, 3 * kB16, kGeneric, kSigmoid},
               {" cat", 2 * n, 2 * kB16, kGeneric}};
-    case Framework::torch_compile: return {{"", n, 5 * kB16, kGeneric}};  // cats the two halves
+    // Cats the two halves; sigmoid recomputed.
+    case Framework::torch_compile: return {{"", n, 5 * kB16, kGeneric, kSigmoid}};
   }
   return {};
 }
@@ -251,12 +280,16 @@ Passes FrameworkProfile::cross_entropy_forward(int64_t tokens, int64_t vocab) co
     case Framework::megatron: return {};
     case Framework::pytorch_eager:
       return {{" logits fp32", n, kB16 + kF32, kGeneric},
-              {" log_softmax", n, 2 * kF32},
+              // exp per element, one log per row; streams at HBM rate
+              // (1.33-1.55x longer on an H100 than an H200, measured).
+              {" log_softmax", n, 2 * kF32, kVectorized, 1.0 + 1.0 / static_cast<double>(vocab)},
               {" nll", tokens, kRowScalar}};
     case Framework::torch_compile:
-      // One pass over the bf16 logits for max and sum of exponentials,
-      // then the target's log-probability.
-      return {{" logsumexp", n, kB16}, {" nll", tokens, kRowScalar}};
+      // One pass over the bf16 logits for max and sum of exponentials
+      // (online: each element's exponential and the running sum's rescale),
+      // a row per CTA; then the target's log-probability (a log per row).
+      return {{" logsumexp", n, kB16, kReduction, 2.0 + 1.0 / static_cast<double>(vocab), tokens},
+              {" nll", tokens, kRowScalar}};
   }
   return {};
 }
@@ -268,9 +301,11 @@ Passes FrameworkProfile::cross_entropy_backward(int64_t tokens, int64_t vocab) c
     case Framework::pytorch_eager:
       return {{" nll bwd zero", n, kF32},
               {" nll bwd scatter", tokens, kRowScalar},
-              {" log_softmax bwd", n, 3 * kF32},
+              {" log_softmax bwd", n, 3 * kF32, kVectorized, 1},  // exp(log p)
               {" cast bf16", n, kF32 + kB16}};
-    case Framework::torch_compile: return {{" bwd", n, 2 * kB16}};
+    // softmax = exp(logit - logsumexp) per element, written as the
+    // gradient; a row per CTA.
+    case Framework::torch_compile: return {{" bwd", n, 2 * kB16, kReduction, 1, tokens}};
   }
   return {};
 }

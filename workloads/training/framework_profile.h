@@ -52,7 +52,20 @@ const char* framework_name(Framework f);
 // (calibration/fit/framework_profiles_2026-11-26.md): these kernels take the
 // same time on an H100 and an H200 (132 SMs at the same clock, 3.35 against
 // 4.8 TB/s), the vectorized ones 1.35-1.41x longer on the H100.
-enum class PassAccess { vectorized, generic };
+// `reduction`: inductor's fused reductions over rows that take a CTA each
+// (the loss's log-softmax forward and backward over the vocabulary):
+// contiguous loads that stream as a vectorized pass, but every element also
+// goes through the reduction's arithmetic (fp32 conversion, running max and
+// sum, NaN-aware compares, index and mask arithmetic) at the lanes, its
+// transcendentals at the special-function units, and a row that takes a
+// CTA of its own (the loss over the vocabulary) ends in a block-level
+// combine whose cycles the other rows do not hide: the longest of bytes,
+// lane work and SFU work, plus the rows' cycles (kernel_cost_model.h).
+// Measured: the compiled log-softmax forward takes the same time on an H100
+// and an H200 (0.95-1.02x), its backward 1.14-1.23x where HBM alone would
+// make it 1.40x. The norms' reductions (rows of the hidden size, several
+// to a CTA) measure 1.23-1.35x, mostly HBM: they stay vectorized.
+enum class PassAccess { vectorized, generic, reduction };
 
 // One memory-bound kernel of a framework's list: `name` follows the site's
 // name ("L3 norm1" + " pow"); bytes read + written per element.
@@ -61,6 +74,16 @@ struct FrameworkPass {
   int64_t elements = 0;
   double bytes_per_element = 0;
   PassAccess access = PassAccess::vectorized;
+  // Exponentials, logarithms, reciprocals and rsqrts per element (on the
+  // SFUs): the online log-softmax 2 (the element's exponential and the
+  // running sum's rescale), its backward 1, SiLU 2 (exp and the reciprocal
+  // of sigmoid), rsqrt once per row of a norm; rotary's cos/sin are
+  // precomputed tables (none).
+  double transcendentals = 0;
+  // A reduction pass whose rows each take a CTA (over the vocabulary): the
+  // rows, each costing FrameworkTraits::cycles_per_row; 0 for rows short
+  // enough that one CTA reduces many (the norms over the hidden size).
+  int64_t rows = 0;
 };
 
 // Fitted per framework: what the host spends issuing one kernel, the
@@ -80,6 +103,14 @@ struct FrameworkTraits {
   // loads and stores, the dtype conversion. A pass takes the longer of this
   // and its bytes over the bandwidth above. 1: as a vectorized pass.
   double generic_ops_per_element = 1.0;
+  // The same for a reduction pass (PassAccess::reduction), in the same
+  // units; its transcendentals run on the SFUs beside them.
+  double reduction_ops_per_element = 1.0;
+  // SM cycles each CTA-long row of a reduction pass costs beyond its
+  // elements, not hidden by other work: the block-level combine at the
+  // row's end (warp shuffles, barriers, shared memory) and the next row's
+  // first loads in flight.
+  double cycles_per_row = 0.0;
 };
 FrameworkTraits framework_traits(Framework f);
 
@@ -154,8 +185,9 @@ class FrameworkProfile {
   std::vector<FrameworkPass> tp_piece_backward(int64_t elements, int tp) const;
 
   // A pass as the kernel cost model's shape (fp32 elementwise, the
-  // framework's bandwidth fraction; a generic pass carries the framework's
-  // SM operations per element).
+  // framework's bandwidth fraction; a generic or reduction pass carries the
+  // framework's SM operations per element, a reduction its rows' cycles,
+  // every pass its transcendentals).
   models::gpu::MemoryOpShape shape(const FrameworkPass& p) const;
 
  private:
