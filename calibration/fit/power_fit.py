@@ -3,12 +3,14 @@
 
     python3 power_fit.py FIT.json [HELD_OUT.json ...] --gcsim build/gcsim --gpu h100-sxm
                          [--max-mhz 1980] [--vector HELDOUT_SET.json] [--elementwise HELDOUT_SET.json]
+                         [--fast RATIO:TAU_MS]
 
 The same equations as the C++ model (power_model.cpp, clock_governor.cpp):
 
     P(a, r)  = idle + (W_t a_t + W_v a_v) speed(r) V(r)^2 + W_hbm a_hbm        r = f / f_max
     V(r)     = v_min below the knee, rising linearly to 1 at r = 1
-    clock    = the r at which the activity averaged over tau draws the cap (1 if it never does)
+    clock    = the r at which the activity averaged over tau draws the cap (1 if it never does),
+               or, when lower, the r at which the activity averaged over tau_fast draws cap_fast
     speed(r) = 1 / (share / r + 1 - share)                               arithmetic throughput
 
 The activities a_* of every measured kernel are the simulator's own: `gcsim calibrate
@@ -34,16 +36,24 @@ Steps, each from its own phase of the measurement (what is fitted where):
      counter and the duty cycle) over the runtime's GEMM tensor activity at full clock.
   6. min_voltage_ratio (knee fixed at 0.55 of f_max): the runtime's GEMM loop activity (its
      launch gaps included) at the gemm phase's measured clock draws exactly the cap.
-  7. time_constant: the governor run over the measured on/off timeline of the 1000 ms/50% and
-     100 ms/75% bursts, each kernel charged the runtime's activity at the clock it starts with,
-     tau on a log grid, against the sampled SM clock (mean absolute error).
+  7. time_constant: the governor run over the measured on/off timeline of the 1000 ms/50%
+     bursts, each kernel charged the runtime's activity at the clock it starts with, tau on a log
+     grid, against the GEMMs' measured throughput over their rested rate in the phase's second
+     half (CUDA events; NVML's clock updates only every ~100 ms and misreads bursts that short:
+     in 100 ms/50% bursts it reads 1740-1755 MHz while the GEMMs run at 0.977 of their rested
+     rate, which needs ~1920 MHz). The SM clock medians are printed beside, for reference.
+  7b. the fast limiter (fast_cap_w over cap_w, fast_time_constant): the same replay of the
+     100 ms/50%, 100 ms/75% and 20 ms/50% bursts, a grid over ratio 1.00..1.50 and tau_fast
+     1..50 ms; then 7 once more with it (the fast limiter also trims the first tens of ms of
+     each 1000 ms burst). --fast RATIO:TAU_MS takes both from
+     another GPU's fit instead (held out on this one's bursts).
   8. vector_w (only with --vector FILE holding a gemm_fp32 phase: fp32 GEMMs on the CUDA cores):
      the phase's steady power above that file's idle at its measured clock over the runtime's
      vector activity; otherwise the assumed --vector-w is kept. Steps 3 and 8 each take the
      other's value from before it (the copy's or elementwise ops' vector activity and the fp32
      GEMM's HBM activity are ~0.01: under 5 W either way).
-Held out (clocks): the mixed loop, the 100 ms/50% bursts, the copy with --elementwise, and every
-phase of the other files (the --elementwise and --vector phases lend only their power). The
+Held out (clocks): the mixed loop, the copy with --elementwise, the 100 ms and 20 ms bursts
+with --fast, and every phase of the other files (the --elementwise and --vector phases lend only their power). The
 20 ms bursts lend their power to step 5; their clock (full) is fitted by nothing.
 """
 import argparse
@@ -59,6 +69,7 @@ KNEE = 0.55
 # of the enforced board limit (the driver regulates a little under it).
 RANGES = {"idle": (30.0, 250.0), "tensor": (200.0, 2000.0), "vector": (20.0, 800.0),
           "hbm": (20.0, 600.0), "vmin": (0.5, 1.0), "share": (0.2, 1.0), "tau": (0.005, 2.0),
+          "fast_ratio": (1.0, 1.5), "tau_fast": (0.001, 0.05),
           "cap_share_of_limit": (0.95, 1.0)}
 
 
@@ -84,6 +95,10 @@ class RuntimeActivity:
         i = min(len(c) - 2, max(0, bisect.bisect_right(c, r) - 1))
         w = (r - c[i]) / (c[i + 1] - c[i])
         return ys[i] + (ys[i + 1] - ys[i]) * w
+
+    def duration(self, kind, r):
+        """The kernel's duration (s) at clock fraction r, launch latency excluded."""
+        return self._at(kind, "duration_s", r)
 
     def at(self, kind, r):
         """(a_tensor, a_vector, a_hbm) over the kernel's span at clock fraction r."""
@@ -114,15 +129,16 @@ def power(p, a, r):
     return p["idle"] + (p["tensor"] * at + p["vector"] * av) * speed(p, r) * volt(p, r) ** 2 + p["hbm"] * am
 
 
-def cap_clock(p, a):
-    if power(p, a, 1.0) <= p["cap"]:
+def cap_clock(p, a, cap=None):
+    cap = p["cap"] if cap is None else cap
+    if power(p, a, 1.0) <= cap:
         return 1.0
     lo, hi = p["rmin"], 1.0
-    if power(p, a, lo) >= p["cap"]:
+    if power(p, a, lo) >= cap:
         return lo
-    for _ in range(50):
+    for _ in range(30):  # 1e-9 of f_max
         mid = 0.5 * (lo + hi)
-        if power(p, a, mid) > p["cap"]:
+        if power(p, a, mid) > cap:
             hi = mid
         else:
             lo = mid
@@ -162,35 +178,55 @@ def kernel_spans(phase):
     return sorted((t, t + d * 1e-6, k["kinds"][kk]) for t, d, kk in zip(k["t_s"], k["dur_us"], k["kind"]))
 
 
-def simulate_clock(p, act, spans, sample_t, tau):
+def governed_clock(p, slow, fast):
+    """The lower of the slow loop's clock (activity averaged over tau against the cap) and the
+    fast one's (averaged over tau_fast against cap_fast; none when cap_fast is 0)."""
+    r = cap_clock(p, tuple(slow))
+    if p.get("cap_fast"):
+        r = min(r, cap_clock(p, tuple(fast), p["cap_fast"]))
+    return r
+
+
+def simulate_clock(p, act, spans, sample_t=()):
     """The governor (clock_governor.cpp) over the measured kernel spans: each kernel charged the
-    runtime's activity at the clock it starts with (as gpu.cpp's set_clock and charge do); the
-    clock at each sample time."""
+    runtime's activity at the clock it starts with (as gpu.cpp's set_clock and charge do). Returns
+    the clock at each sample time and the clock each span started with."""
     ev = []  # (time, order, +1 start / -1 end, span index): ends first at equal times
     for i, (a, b, _) in enumerate(spans):
         ev.append((a, 1, i))
         ev.append((b, 0, i))
     ev.sort()
     charged = {}
-    avg, run = [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]
-    out, j = [], 0
+    slow, fast, run = [0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]
+    taus = (p["tau"], p.get("tau_fast") or p["tau"])
+    out, j, started = [], 0, [1.0] * len(spans)
     t_last = ev[0][0] if ev else 0.0
-    for ts in sample_t:
+
+    def advance(t):  # the exact step response of both first-order filters to constant input
+        ks, kf = (math.exp(-max(0.0, t - t_last) / tau) for tau in taus)
+        for n in range(3):
+            slow[n] = run[n] + (slow[n] - run[n]) * ks
+            fast[n] = run[n] + (fast[n] - run[n]) * kf
+
+    for ts in list(sample_t) + [math.inf]:  # the last pass runs the events after every sample
         while j < len(ev) and ev[j][0] <= ts:
             t, is_start, i = ev[j]
-            k = math.exp(-(t - t_last) / tau)
-            avg = [run[n] + (avg[n] - run[n]) * k for n in range(3)]
-            t_last = t
+            advance(t)
+            t_last = max(t_last, t)
             if is_start:
-                charged[i] = act.at(spans[i][2], cap_clock(p, tuple(avg)))
+                started[i] = governed_clock(p, slow, fast)
+                charged[i] = act.at(spans[i][2], started[i])
                 run = [run[n] + charged[i][n] for n in range(3)]
             else:
                 a = charged.pop(i)
                 run = [max(0.0, run[n] - a[n]) for n in range(3)]
             j += 1
-        k = math.exp(-max(0.0, ts - t_last) / tau)
-        out.append(cap_clock(p, tuple(run[n] + (avg[n] - run[n]) * k for n in range(3))))
-    return out
+        if ts == math.inf:
+            break
+        advance(ts)
+        t_last = max(t_last, ts)
+        out.append(governed_clock(p, slow, fast))
+    return out, started
 
 
 def busy_samples(samples, spans, second_half=True):
@@ -205,14 +241,31 @@ def busy_samples(samples, spans, second_half=True):
     return out
 
 
-def phase_clock(p, act, tau, phase, samples, max_mhz):
+def phase_clock(p, act, phase, samples, max_mhz):
     """Measured and governed median SM clock while kernels run (second half of the phase)."""
     spans = kernel_spans(phase)
     s = busy_samples(in_phase(samples, phase["phase"]), spans)
     if not s:
         return None
-    pred = simulate_clock(p, act, spans, [x["t_s"] for x in s], tau)
+    pred, _ = simulate_clock(p, act, spans, [x["t_s"] for x in s])
     return statistics.median(x["sm_mhz"] for x in s), statistics.median(pred) * max_mhz
+
+
+def phase_speed(p, act, phase, rested_us):
+    """GEMM throughput over the rested rate in a phase's second half, measured (the file's
+    rested GEMM time over the measured ones) and governed (the runtime's GEMM time at full clock
+    over that at the clock each GEMM started with): what the clock model changes in a
+    simulation, read from CUDA events rather than from NVML's clock, which updates every ~100 ms
+    and so misreads bursts of that length. None without GEMMs."""
+    spans = kernel_spans(phase)
+    _, started = simulate_clock(p, act, spans)
+    idx = [i for i, sp in enumerate(spans) if sp[2] == "gemm"]
+    half = idx[len(idx) // 2:]
+    if not half:
+        return None
+    measured = len(half) * rested_us * 1e-6 / sum(spans[i][1] - spans[i][0] for i in half)
+    full = act.duration("gemm", 1.0)
+    return measured, len(half) * full / sum(act.duration("gemm", started[i]) for i in half)
 
 
 def idle_power(samples):
@@ -227,11 +280,57 @@ def steady(samples, name, max_mhz):
     return statistics.median(x["sm_mhz"] for x in half) / max_mhz, energy_power(half)
 
 
-FIT_BURSTS = ("burst_1000ms_50%", "burst_100ms_75%")
-FIT_PHASES = ("idle", "gemm", "memory", "burst_20ms_50%") + FIT_BURSTS
+SLOW_BURSTS = ("burst_1000ms_50%",)
+FAST_BURSTS = ("burst_100ms_50%", "burst_100ms_75%", "burst_20ms_50%")
+FIT_PHASES = ("idle", "gemm", "memory", "burst_20ms_50%") + SLOW_BURSTS
+TAU_GRID = [0.005 * (400 ** (i / 79)) for i in range(80)]                # 5 ms .. 2 s
+FAST_TAU_GRID = [0.001 * (50 ** (i / 17)) for i in range(18)]           # 1 .. 50 ms
+FAST_RATIO_GRID = [1.0 + 0.02 * i for i in range(26)]                    # 1.00 .. 1.50
 
 
-def fit(path, max_mhz, gcsim, gpu, vector_path, vector_w, elementwise_path=None):
+def rested_us(phases):
+    """The file's rested GEMM time (us): the median of the gemm phase's first 20 kernels."""
+    return phases["gemm"]["rates"]["gemm"]["rested_us"]
+
+
+def burst_error(p, act, phases, names):
+    """Mean |governed / measured - 1| of the phases' GEMM throughput (phase_speed)."""
+    errs = []
+    for name in names:
+        m, pr = phase_speed(p, act, phases[name], rested_us(phases))
+        errs.append(abs(pr / m - 1))
+    return sum(errs) / len(errs)
+
+
+def fit_time_constants(base, act, phases, fast):
+    """Step 7 (tau on the slow bursts) and, unless `fast` (ratio, tau_fast) is given, 7b (the
+    fast limiter on the short bursts) and 7 again with it."""
+    if fast:
+        base["cap_fast"], base["tau_fast"] = base["cap"] * fast[0], fast[1]
+    else:
+        base["cap_fast"] = 0.0
+    def fit_slow():
+        errs = []
+        for tau in TAU_GRID:
+            base["tau"] = tau
+            errs.append((burst_error(base, act, phases, SLOW_BURSTS), tau))
+        e, base["tau"] = min(errs)
+        return e
+
+    e_slow = fit_slow()
+    if fast:
+        return e_slow, None
+    errs = []
+    for tf in FAST_TAU_GRID:
+        for ratio in FAST_RATIO_GRID:
+            base["cap_fast"], base["tau_fast"] = base["cap"] * ratio, tf
+            errs.append((burst_error(base, act, phases, FAST_BURSTS), ratio, tf))
+    e_fast, ratio, tf = min(errs)
+    base["cap_fast"], base["tau_fast"] = base["cap"] * ratio, tf
+    return fit_slow(), e_fast
+
+
+def fit(path, max_mhz, gcsim, gpu, vector_path, vector_w, elementwise_path=None, fast=None):
     d, samples, phases = load(path)
     r = {"file": path, "device": d["meta"]["device"]}
     idle = idle_power(samples)
@@ -293,19 +392,13 @@ def fit(path, max_mhz, gcsim, gpu, vector_path, vector_w, elementwise_path=None)
     rise = min(1.0, max(0.0, (r_g - KNEE) / (1 - KNEE)))
     base["vmin"] = (v_g - rise) / (1 - rise)
     r["min_voltage_ratio"], r["voltage_at_gemm_clock"] = base["vmin"], v_g
-    # Time constant: bursts long enough to throttle, on-time clock, log grid 5 ms .. 2 s.
-    best = None
-    for i in range(80):
-        tau = 0.005 * (400 ** (i / 79))
-        errs = []
-        for name in FIT_BURSTS:
-            m, pr = phase_clock(base, act, tau, phases[name], samples, max_mhz)
-            errs.append(abs(pr / m - 1))
-        e = sum(errs) / len(errs)
-        if best is None or e < best[1]:
-            best = (tau, e)
-    r["time_constant_s"], r["time_constant_fit_error"] = best
-    base["tau"] = best[0]
+    # Time constants: the slow loop on the long bursts, the fast one on the short bursts.
+    e_slow, e_fast = fit_time_constants(base, act, phases, fast)
+    r["time_constant_s"], r["time_constant_fit_error"] = base["tau"], e_slow
+    r["fast_cap_w"], r["fast_time_constant_s"] = base["cap_fast"], base["tau_fast"]
+    r["fast_ratio"] = base["cap_fast"] / cap
+    r["fast_from"] = "--fast %g:%g" % (fast[0], fast[1] * 1e3) if fast else "fitted on %s" % ", ".join(FAST_BURSTS)
+    r["fast_fit_error"] = e_fast
     # CUDA-core arithmetic: fp32 GEMMs' steady power at their clock over the runtime's activity.
     r["vector_w_from"] = "assumed (--vector-w)"
     if vector_path:
@@ -319,18 +412,22 @@ def fit(path, max_mhz, gcsim, gpu, vector_path, vector_w, elementwise_path=None)
                 vector_path, p_v, r_v * max_mhz, tuple(round(x, 4) for x in a_v))
     r["vector_w"] = base["vector"]
     r["params"] = base
-    r["out_of_range"] = [k for k, (lo, hi) in RANGES.items()
-                         if not lo <= (r["cap_share_of_limit"] if k == "cap_share_of_limit" else base[k]) <= hi]
+    checked = dict(base, cap_share_of_limit=r["cap_share_of_limit"], fast_ratio=r["fast_ratio"])
+    r["out_of_range"] = [k for k, (lo, hi) in RANGES.items() if not lo <= checked[k] <= hi]
+    if not base["tau_fast"] < base["tau"]:
+        r["out_of_range"].append("tau_fast (not below tau)")
     return r, act
 
 
 def check(path, params, act, max_mhz):
+    """Per phase: (name, measured clock, governed clock, measured GEMM speed or None, governed)."""
     d, samples, phases = load(path)
     out = []
     for name, ph in phases.items():
-        res = phase_clock(params, act, params["tau"], ph, samples, max_mhz)
+        res = phase_clock(params, act, ph, samples, max_mhz)
         if res:
-            out.append((name, res[0], res[1]))
+            sp = phase_speed(params, act, ph, rested_us(phases)) if "gemm" in ph["rates"] else None
+            out.append((name, res[0], res[1]) + (sp or (None, None)))
     return out
 
 
@@ -343,18 +440,32 @@ def main():
     ap.add_argument("--vector", help="power_clock_bench.py --set heldout file with a gemm_fp32 phase")
     ap.add_argument("--vector-w", type=float, default=300.0, help="W_vector when --vector is not given")
     ap.add_argument("--elementwise", help="--set heldout file whose elementwise phase fits hbm_w (copy held out)")
+    ap.add_argument("--fast", help="RATIO:TAU_MS: the fast limiter from another GPU's fit (not fitted here)")
     args = ap.parse_args()
-    r, act = fit(args.files[0], args.max_mhz, args.gcsim, args.gpu, args.vector, args.vector_w, args.elementwise)
+    fast = None
+    if args.fast:
+        try:
+            ratio, tau_ms = (float(x) for x in args.fast.split(":"))
+        except ValueError:
+            sys.exit("power_fit.py: --fast takes RATIO:TAU_MS (e.g. 1.24:3.2), not %r" % args.fast)
+        fast = (ratio, tau_ms * 1e-3)
+    r, act = fit(args.files[0], args.max_mhz, args.gcsim, args.gpu, args.vector, args.vector_w, args.elementwise,
+                 fast)
     print(json.dumps({k: v for k, v in r.items() if k != "params"}, indent=1))
-    print("\n| file | phase | measured SM clock (MHz) | governor (MHz) | error | used for |")
-    print("|---|---|---|---|---|---|")
+    print("\n| file | phase | measured SM clock (MHz) | governor (MHz) | error | GEMM speed measured | "
+          "governed | error | used for |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for i, f in enumerate(args.files):
-        for name, meas, pred in check(f, r["params"], act, args.max_mhz):
+        for name, meas, pred, s_meas, s_pred in check(f, r["params"], act, args.max_mhz):
             fitted = FIT_PHASES if not args.elementwise else tuple(n for n in FIT_PHASES if n != "memory")
+            fitted += () if fast else FAST_BURSTS
             used = "fit" if i == 0 and name in fitted else "held out"
             if (f == args.elementwise and name == "elementwise") or (f == args.vector and name == "gemm_fp32"):
                 used = "fit"
-            print("| %s | %s | %.0f | %.0f | %+.1f%% | %s |" % (f, name, meas, pred, 100 * (pred / meas - 1), used))
+            speed = ("%.3f | %.3f | %+.1f%%" % (s_meas, s_pred, 100 * (s_pred / s_meas - 1)) if s_meas
+                     else " | | ")
+            print("| %s | %s | %.0f | %.0f | %+.1f%% | %s | %s |" % (f, name, meas, pred, 100 * (pred / meas - 1),
+                                                                    speed, used))
     if r["out_of_range"]:
         print("power_fit.py: outside the physical range: %s" % ", ".join(r["out_of_range"]), file=sys.stderr)
         return 1

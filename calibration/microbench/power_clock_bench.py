@@ -25,6 +25,13 @@ constant, stays under the board cap. This script measures what it is fitted to, 
   mixed_ew1         one 8192^3 GEMM then one add (a third of it)
   burst_100ms_25%, burst_300ms_50%, burst_1000ms_50%   bursts of other periods and duties
 
+--set bursts measures how fast the driver's power limiting acts (gcsim's fast limiter,
+clock_governor.h) instead: idle, a short gemm phase (sizes the bursts), then GEMM bursts with
+periods 20, 50, 100 and 200 ms at duties 25, 50 and 75%, and a decode-like pattern
+(decode, 4 s: steps of 96 bf16 256x8192 @ 8192x8192 GEMMs, weight-streaming like a decode step's
+linears, every 10 ms with the host idle in between). NVML is sampled as fast as the thread
+manages (--nvml-period, 2 ms here).
+
 Samples: `nvidia-smi --query-gpu=timestamp,power.draw,[power.draw.instant,]power.limit,clocks.sm,
 clocks.mem,temperature.gpu,clocks_throttle_reasons.active --format=csv,noheader,nounits -lms 50`
 in a background process, and, when pynvml imports, NVML in a thread every 10 ms (SM clock, power
@@ -33,7 +40,11 @@ by CUDA events whose times are mapped onto the host clock (a reference event rec
 stream), so each kernel's achieved TFLOP/s or GB/s lines up with the samples. Inputs are
 torch.randn; operands (>= 128 MiB each) never fit the 50 MB L2. GPU settings are never changed.
 
-    python3 power_clock_bench.py -o OUT.json [--scale 1.0]
+    python3 power_clock_bench.py -o OUT.json [--scale 1.0] [--set fit|heldout|bursts]
+
+The GPU is torch's device 0; nvidia-smi and NVML (which ignore CUDA_VISIBLE_DEVICES) read the
+device whose index CUDA_VISIBLE_DEVICES names first (0 when unset), and the JSON records both
+UUIDs so a mismatch shows.
 
 --scale multiplies every phase's length (0.5 for a quick check). The JSON is rewritten after
 every phase, so a failure keeps what was measured before it.
@@ -57,6 +68,17 @@ SMI_FIELDS = ["timestamp", "power.draw", "power.draw.instant", "power.limit", "c
               "clocks.mem", "temperature.gpu", "clocks_throttle_reasons.active"]
 N = 8192
 MIB = 1 << 20
+DECODE_M = 256  # tokens of the decode pattern's GEMMs (a batch of decode steps)
+
+
+def smi_index():
+    """nvidia-smi's / NVML's index of torch's device 0: the first CUDA_VISIBLE_DEVICES entry when
+    it is a number (nvidia-smi and NVML enumerate every GPU, whatever CUDA_VISIBLE_DEVICES says)."""
+    first = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip()
+    return int(first) if first.isdigit() else 0
+
+
+GPU = smi_index()
 
 
 def log(*a):
@@ -67,7 +89,7 @@ def smi_snapshot():
     q = "name,driver_version,power.limit,clocks.sm,clocks.mem,power.draw,temperature.gpu," \
         "clocks_throttle_reasons.active"
     try:
-        r = subprocess.run(["nvidia-smi", "-i", "0", "--query-gpu=" + q, "--format=csv"],
+        r = subprocess.run(["nvidia-smi", "-i", str(GPU), "--query-gpu=" + q, "--format=csv"],
                            capture_output=True, text=True, timeout=20)
         return (r.stdout + r.stderr).strip()
     except Exception as e:  # noqa: BLE001
@@ -79,7 +101,7 @@ def smi_fields():
     full = list(SMI_FIELDS)
     for fields in (full, [f for f in full if f != "power.draw.instant"]):
         try:
-            r = subprocess.run(["nvidia-smi", "-i", "0", "--query-gpu=" + ",".join(fields),
+            r = subprocess.run(["nvidia-smi", "-i", str(GPU), "--query-gpu=" + ",".join(fields),
                                 "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=20)
             if r.returncode == 0 and "Field" not in r.stdout:
                 return fields
@@ -103,7 +125,7 @@ class SmiSampler:
             return
         try:
             self.proc = subprocess.Popen(
-                ["nvidia-smi", "-i", "0", "--query-gpu=" + ",".join(self.fields),
+                ["nvidia-smi", "-i", str(GPU), "--query-gpu=" + ",".join(self.fields),
                  "--format=csv,noheader,nounits", "-lms", "50"],
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
             self.th = threading.Thread(target=self._read, daemon=True)
@@ -137,13 +159,19 @@ class NvmlSampler:
         self.ok = False
         self.err = None
         self.instant_field = None
+        self.uuid = None
         self._stop = False
         try:
             import pynvml
             pynvml.nvmlInit()
             self.nv = pynvml
-            self.h = pynvml.nvmlDeviceGetHandleByIndex(0)
+            self.h = pynvml.nvmlDeviceGetHandleByIndex(GPU)
             self.ok = True
+            try:
+                u = pynvml.nvmlDeviceGetUUID(self.h)
+                self.uuid = u.decode() if isinstance(u, bytes) else str(u)
+            except Exception:  # noqa: BLE001
+                self.uuid = None
         except Exception as e:  # noqa: BLE001
             self.err = repr(e)
             return
@@ -341,18 +369,24 @@ def phase_mixed_n(kl, seconds, ops, ew, n_ew, gemm=True):
         kl.throttle_host(behind=128)
 
 
-def phase_burst(kl, seconds, ops, period_s, duty, state):
-    """Bursts of k GEMMs every period_s (host-timed); k from the sustained GEMM time so a burst
-    lasts about duty x period_s at the throttled clock. The GPU idles between bursts."""
+def burst_count(state, period_s, duty):
+    """GEMMs per burst: from the sustained GEMM time, so a burst lasts about duty x period_s at
+    the throttled clock (recorded in state)."""
     k = max(1, int(round(duty * period_s / state["gemm_steady_s"])))
     state.setdefault("burst_k", {})["%g/%g" % (period_s, duty)] = k
+    return k
+
+
+def phase_burst(kl, seconds, ops, period_s, k, kind="gemm"):
+    """Bursts of k GEMMs (ops: (a, b, out) sets, used in turn) every period_s (host-timed); the
+    GPU idles between bursts."""
     t_end = time.perf_counter() + seconds
     i = 0
     while time.perf_counter() < t_end:
         t_burst = time.perf_counter()
         for _ in range(k):
-            a, b, c = ops[i % 2]
-            kl.run("gemm", lambda: torch.matmul(a, b, out=c))
+            a, b, c = ops[i % len(ops)]
+            kl.run(kind, lambda: torch.matmul(a, b, out=c))
             i += 1
         torch.cuda.synchronize()
         rest = t_burst + period_s - time.perf_counter()
@@ -401,19 +435,43 @@ def run_heldout(phase, ops, ew, work, state, out):
     phase("mixed_ew1", 8.0, lambda kl, s: phase_mixed_n(kl, s, ops, ew, 1))
 
 
+def run_bursts(phase, ops, work, state, out):
+    """The fast limiter's phases (--set bursts): bursts of every period and duty, then decode."""
+    rec = phase("gemm", 4.0, lambda kl, s: phase_gemm(kl, s, ops, state))
+    if rec and "gemm" in rec["rates"]:
+        state["gemm_steady_s"] = rec["rates"]["gemm"]["steady_us"] * 1e-6
+    for period in (0.02, 0.05, 0.1, 0.2):
+        for duty in (0.25, 0.5, 0.75):
+            k = burst_count(state, period, duty)
+            phase("burst_%dms_%d%%" % (round(period * 1000), round(duty * 100)), 5.0,
+                  lambda kl, s, p=period, k=k: phase_burst(kl, s, ops, p, k), rest_s=1.5)
+    try:  # decode-like: the activations times the GEMM phase's B matrices as weights
+        x = torch.randn(DECODE_M, N, device="cuda", dtype=torch.bfloat16)
+        dec = [(x, b, torch.empty(DECODE_M, N, device="cuda", dtype=torch.bfloat16)) for _, b, _ in ops]
+        for a, b, c in dec:
+            torch.matmul(a, b, out=c)
+        work["gemm_decode"] = 2.0 * DECODE_M * N * N
+        phase("decode", 4.0, lambda kl, s: phase_burst(kl, s, dec, 0.01, 96, "gemm_decode"), rest_s=1.5)
+    except Exception:  # noqa: BLE001
+        out["errors"].append({"phase": "decode setup", "error": traceback.format_exc()})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("-o", required=True)
     ap.add_argument("--scale", type=float, default=1.0, help="multiplies every phase's length")
-    ap.add_argument("--set", choices=("fit", "heldout"), default="fit",
-                    help="fit: the phases power_fit.py fits on; heldout: other shapes, ratios and bursts")
+    ap.add_argument("--set", choices=("fit", "heldout", "bursts"), default="fit",
+                    help="fit: the phases power_fit.py fits on; heldout: other shapes, ratios and bursts; "
+                         "bursts: 20-200 ms bursts at 25-75%% and a decode pattern (the fast limiter)")
+    ap.add_argument("--nvml-period", type=float, help="seconds between NVML samples (10 ms; 2 ms for bursts)")
     args = ap.parse_args()
     sc = args.scale
+    nvml_period = args.nvml_period or (0.002 if args.set == "bursts" else 0.01)
 
     section = {"name": "init"}
     current = lambda: section["name"]  # noqa: E731
     smi = SmiSampler(current)
-    nvml = NvmlSampler(current)
+    nvml = NvmlSampler(current, nvml_period)
     with open(__file__, "rb") as f:
         sha = hashlib.sha256(f.read()).hexdigest()
     p = torch.cuda.get_device_properties(0)
@@ -428,7 +486,9 @@ def main():
             "nvml_columns": ["t_s", "phase", "sm_mhz", "mem_mhz", "power_w", "power_instant_w",
                              "energy_j", "reasons"],
             "smi_columns": ["t_s", "phase"] + smi.fields, "method": __doc__, "scale": sc,
-            "set": args.set}
+            "set": args.set, "nvml_period_s": nvml_period, "smi_index": GPU,
+            "nvml_uuid": nvml.uuid, "torch_uuid": str(getattr(p, "uuid", None)),
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
     out = {"meta": meta, "phases": [], "errors": []}
     state = {"gemm_steady_s": 1.9e-3}  # replaced by the gemm phase's measurement
 
@@ -491,8 +551,11 @@ def main():
     work["mul"] = 2.0 * x.numel() * 2
 
     section["name"] = "idle"
-    time.sleep(3.0 * sc)
-    if args.set == "fit":
+    time.sleep((2.0 if args.set == "bursts" else 3.0) * sc)
+    if args.set == "bursts":
+        run_bursts(phase, ops, work, state, out)
+        bursts = ()
+    elif args.set == "fit":
         rec = phase("gemm", 15.0, lambda kl, s: phase_gemm(kl, s, ops, state))
         if rec and "gemm" in rec["rates"]:
             state["gemm_steady_s"] = rec["rates"]["gemm"]["steady_us"] * 1e-6
@@ -503,8 +566,9 @@ def main():
         run_heldout(phase, ops, (x, y, z), work, state, out)
         bursts = ((0.1, 0.25, 8.0), (0.3, 0.5, 8.0), (1.0, 0.5, 8.0))
     for period, duty, secs in bursts:
+        k = burst_count(state, period, duty)
         phase("burst_%dms_%d%%" % (round(period * 1000), round(duty * 100)), secs,
-              lambda kl, s, p=period, d=duty: phase_burst(kl, s, ops, p, d, state))
+              lambda kl, s, p=period, k=k: phase_burst(kl, s, ops, p, k))
     section["name"] = "end"
     time.sleep(0.5)
     smi.stop()

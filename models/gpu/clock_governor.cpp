@@ -7,9 +7,19 @@
 namespace gcsim::models::gpu {
 
 ClockGovernor::ClockGovernor(const PowerParams& params, sim::Time start, const Activity& averaged)
-    : params_(params), last_(start), averaged_(averaged) {
+    : params_(params), last_(start), averaged_(averaged), averaged_fast_(averaged) {
   if (!params_.enabled()) throw std::invalid_argument("a clock governor needs a power cap");
 }
+
+namespace {
+// Exact step response of a first-order filter to constant input `in` over
+// `keep` = exp(-dt / tau).
+void relax(Activity& avg, const Activity& in, double keep) {
+  avg.tensor = in.tensor + (avg.tensor - in.tensor) * keep;
+  avg.vector = in.vector + (avg.vector - in.vector) * keep;
+  avg.hbm = in.hbm + (avg.hbm - in.hbm) * keep;
+}
+}  // namespace
 
 void ClockGovernor::advance(sim::Time now) {
   if (now < last_) throw std::logic_error("clock governor moved back in time");
@@ -19,11 +29,8 @@ void ClockGovernor::advance(sim::Time now) {
   activity_s_.tensor += running_.tensor * dt;
   activity_s_.vector += running_.vector * dt;
   activity_s_.hbm += running_.hbm * dt;
-  // Exact step response of the first-order filter to constant input.
-  const double keep = std::exp(-dt / params_.time_constant.seconds());
-  averaged_.tensor = running_.tensor + (averaged_.tensor - running_.tensor) * keep;
-  averaged_.vector = running_.vector + (averaged_.vector - running_.vector) * keep;
-  averaged_.hbm = running_.hbm + (averaged_.hbm - running_.hbm) * keep;
+  relax(averaged_, running_, std::exp(-dt / params_.time_constant.seconds()));
+  if (params_.fast_loop()) relax(averaged_fast_, running_, std::exp(-dt / params_.fast_time_constant.seconds()));
   last_ = now;
 }
 
@@ -52,7 +59,9 @@ void ClockGovernor::remove(sim::Time now, const Activity& a, double dynamic_w) {
 
 double ClockGovernor::clock(sim::Time now) {
   advance(now);
-  return pinned_ > 0.0 ? pinned_ : cap_clock(params_, averaged_);
+  if (pinned_ > 0.0) return pinned_;
+  const double slow = cap_clock(params_, averaged_);
+  return params_.fast_loop() ? std::min(slow, cap_clock(params_, averaged_fast_, params_.fast_cap_w)) : slow;
 }
 
 void ClockGovernor::pin(double fraction) {

@@ -5,7 +5,10 @@
 // the GPU's activity (A' = (a - A) / tau, exact for activity that is
 // constant between updates) and gives each kernel, when it starts, the
 // clock at which the averaged activity draws exactly the cap (or f_max when
-// it draws less). Back-to-back GEMMs so settle at the sustained clock within
+// it draws less). Where the preset has a fast loop (fast_cap_w), a second
+// filter averages the same activity over fast_time_constant (a few ms) and
+// the kernel gets the lower of the two loops' clocks: the fast one holds
+// tens-of-ms bursts under its higher cap before the slow average rises. Back-to-back GEMMs so settle at the sustained clock within
 // a few tau; idle gaps and memory-bound kernels lower the average and let
 // the clock recover, by as much as their share of the last few tau.
 // Energy is the integral of the board power, each running piece of work at
@@ -43,6 +46,7 @@ class ClockGovernor {
   double power_w() const { return params_.idle_w + dynamic_w_; }
   double energy_j(sim::Time until) const;
   const Activity& averaged() const { return averaged_; }
+  const Activity& averaged_fast() const { return averaged_fast_; }
   const PowerParams& params() const { return params_; }
 
  private:
@@ -50,6 +54,7 @@ class ClockGovernor {
   PowerParams params_;
   sim::Time last_;
   Activity averaged_;
+  Activity averaged_fast_;  // over fast_time_constant (used when params_.fast_loop())
   Activity running_;     // summed over what runs now
   double dynamic_w_ = 0.0;
   int pieces_ = 0;       // work items running: at 0 the sums reset to exact zeros

@@ -38,7 +38,8 @@ std::vector<NamedKernel> power_bench_kernels(const GpuSpec& spec) {
           {"add", elementwise(spec, 2)},
           {"mul", elementwise(spec, 1)},  // a tensor times a scalar
           {"gemm_wide", gemm(spec, 16384, 16384, 4096, Dtype::bf16)},
-          {"gemm_fp32", gemm(spec, 8192, 8192, 8192, Dtype::fp32)}};
+          {"gemm_fp32", gemm(spec, 8192, 8192, 8192, Dtype::fp32)},
+          {"gemm_decode", gemm(spec, 256, 8192, 8192, Dtype::bf16)}};  // --set bursts' decode pattern
 }
 
 KernelDesc power_bench_kernel(const GpuSpec& spec, const std::string& name) {
@@ -84,6 +85,47 @@ KernelActivity pinned_kernel_activity(const GpuSpec& spec, const KernelDesc& ker
   const double n = runs - 1;
   return KernelActivity{sum.duration_s / n, sum.launch_gap_s / n,
                         Activity{sum.activity.tensor / n, sum.activity.vector / n, sum.activity.hbm / n}};
+}
+
+double governed_burst_speed(const GpuSpec& spec, const KernelDesc& kernel, double period_s, int per_burst,
+                            double seconds) {
+  if (!(period_s > 0.0) || per_burst < 1 || !(seconds > period_s)) {
+    throw std::invalid_argument("governed_burst_speed needs a period, kernels per burst and time for bursts");
+  }
+  sim::Simulator s;
+  GpuOptions options;
+  options.clock_model = true;
+  Gpu g(s, spec, 0, options);
+  const sim::Time end = sim::Time::zero() + sim::Duration::from_seconds(seconds);
+  const sim::Time half = sim::Time::zero() + sim::Duration::from_seconds(seconds / 2);
+  const sim::Duration period = sim::Duration::from_seconds(period_s);
+  double busy_s = 0.0;  // summed kernel time in the second half
+  int counted = 0;
+  int left = 0;
+  sim::Time burst_start;
+  std::function<void()> burst;
+  std::function<void()> next = [&] {
+    g.launch(kernel, [&](sim::Time start, sim::Time stop) {
+      if (start >= half) {
+        busy_s += (stop - start).seconds();
+        ++counted;
+      }
+      if (--left > 0) return next();
+      const sim::Time due = burst_start + period;
+      if (due < end) s.call_at(due > s.now() ? due : s.now(), burst);
+    });
+  };
+  burst = [&] {
+    burst_start = s.now();
+    left = per_burst;
+    next();
+  };
+  s.call_at(sim::Time::zero(), burst);
+  s.run();
+  if (counted == 0) throw std::invalid_argument("governed_burst_speed: no kernel ran in the second half");
+  // The kernel at full clock: pinned, back to back (its launch latency excluded, as CUDA events do).
+  const double full_s = pinned_kernel_activity(spec, kernel, 1.0).duration_s;
+  return full_s * counted / busy_s;
 }
 
 double governed_loop_clock(const GpuSpec& spec, const std::vector<KernelDesc>& loop, double seconds) {

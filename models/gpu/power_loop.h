@@ -5,8 +5,9 @@
 //
 // The kernels are those of calibration/microbench/power_clock_bench.py:
 // bf16 8192^3 GEMMs, 1 GiB copies, sigmoid/add/mul over 512 MiB bf16
-// tensors, and for the held-out set bf16 16384x4096 @ 4096x16384 GEMMs and
-// fp32 8192^3 GEMMs on the CUDA cores.
+// tensors, for the held-out set bf16 16384x4096 @ 4096x16384 GEMMs and
+// fp32 8192^3 GEMMs on the CUDA cores, and for the bursts set's decode
+// pattern bf16 256x8192 @ 8192x8192 GEMMs.
 #pragma once
 
 #include <string>
@@ -44,5 +45,14 @@ KernelActivity pinned_kernel_activity(const GpuSpec& spec, const KernelDesc& ker
 // for `seconds` with the governor: the time-weighted mean SM clock
 // fraction over the second half, as NVML's samples of a running loop read.
 double governed_loop_clock(const GpuSpec& spec, const std::vector<KernelDesc>& loop, double seconds);
+
+// Bursts of `per_burst` back-to-back `kernel`s, one starting every
+// `period_s` (or as soon as the previous burst ends, if later), the GPU
+// idle in between, from rest for `seconds`, with the governor: the
+// kernels' throughput over the second half over that of a kernel run at
+// full clock, as power_clock_bench.py's burst phases measure it (a host
+// loop that launches a burst, waits for it, sleeps out the period).
+double governed_burst_speed(const GpuSpec& spec, const KernelDesc& kernel, double period_s, int per_burst,
+                            double seconds);
 
 }  // namespace gcsim::models::gpu

@@ -25,6 +25,11 @@ std::string num(double v) {
 //  - knee, min clock: Hopper's SM clock table runs from ~0.2 to 1 of f_max;
 //  - time constant: the driver's power averaging, between its sampling
 //    period (~ms) and the 1 s window nvidia-smi's power.draw averages over;
+//  - fast loop: its cap at least the board cap (below it, it would hold
+//    sustained work under what the slow loop settles at) and at most 1.5x
+//    (an H100's GEMMs draw 1.41x its cap at f_max: a higher fast cap never
+//    acts); its window from the driver's sampling period (~1 ms) to 50 ms,
+//    and shorter than the slow one's (else it is not the faster loop);
 //  - clock share: all of a tile's time scales with the SM clock (1), or a
 //    part waits on the L2/HBM domain that keeps its clock (below 1).
 std::string PowerParams::check() const {
@@ -50,6 +55,16 @@ std::string PowerParams::check() const {
   if (!kClockShareRange.holds(clock_bound_share)) {
     return bad("clock_bound_share", clock_bound_share, kClockShareRange);
   }
+  if (fast_loop()) {
+    if (!kFastCapRatioRange.holds(fast_cap_w / cap_w)) {
+      return bad("fast_cap_w over cap_w", fast_cap_w / cap_w, kFastCapRatioRange);
+    }
+    const double fast_ms = fast_time_constant.seconds() * 1e3;
+    if (!kFastTimeConstantMsRange.holds(fast_ms)) {
+      return bad("fast_time_constant (ms)", fast_ms, kFastTimeConstantMsRange);
+    }
+    if (!(fast_ms < tau_ms)) return "fast_time_constant must be shorter than time_constant";
+  }
   return "";
 }
 
@@ -69,14 +84,16 @@ double board_power_w(const PowerParams& p, const Activity& a, double r) {
          p.hbm_w * a.hbm;
 }
 
-double cap_clock(const PowerParams& p, const Activity& a) {
-  if (board_power_w(p, a, 1.0) <= p.cap_w) return 1.0;
+double cap_clock(const PowerParams& p, const Activity& a) { return cap_clock(p, a, p.cap_w); }
+
+double cap_clock(const PowerParams& p, const Activity& a, double cap_w) {
+  if (board_power_w(p, a, 1.0) <= cap_w) return 1.0;
   double lo = p.min_clock_fraction, hi = 1.0;
-  if (board_power_w(p, a, lo) >= p.cap_w) return lo;
+  if (board_power_w(p, a, lo) >= cap_w) return lo;
   // Power rises monotonically with the clock: bisect to well under 1 MHz.
   for (int i = 0; i < 40; ++i) {
     const double mid = 0.5 * (lo + hi);
-    (board_power_w(p, a, mid) > p.cap_w ? hi : lo) = mid;
+    (board_power_w(p, a, mid) > cap_w ? hi : lo) = mid;
   }
   return lo;
 }

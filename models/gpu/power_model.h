@@ -17,7 +17,11 @@
 // told apart and is taken as fixed. The driver lowers the SM clock
 // until the power averaged over a time constant stays under the board cap;
 // cap_clock() is the clock at which a given (averaged) activity draws
-// exactly the cap. A kernel's arithmetic slows with the clock only in part
+// exactly the cap. A second, faster loop (fast_cap_w over
+// fast_time_constant, a few ms) holds short excursions under a higher cap:
+// it throttles bursts of tens of ms that the slow average never sees at the
+// cap (on an H100, 70 ms GEMM bursts every 100 ms run at 0.92 of their
+// rested rate). A kernel's arithmetic slows with the clock only in part
 // (clock_bound_share): on an H100 the reported SM clock falls ~31% under
 // back-to-back GEMMs while their throughput falls ~16%
 // (calibration/measurements/h100-sxm/sustained_gemm_2026-11-22.json).
@@ -49,9 +53,12 @@ struct PowerParams {
   double knee_fraction = 0.6;      // f_knee / f_max
   double min_clock_fraction = 0.5; // lowest clock the cap drives the SMs to, over f_max
   sim::Duration time_constant = sim::ms(int64_t{100});  // power averaging window
+  double fast_cap_w = 0.0;         // the fast loop's cap (W); 0: no fast loop
+  sim::Duration fast_time_constant = sim::ms(int64_t{5});  // the fast loop's averaging window
   double clock_bound_share = 1.0;  // share of an arithmetic tile's time at f_max that scales 1/f
 
   bool enabled() const { return cap_w > 0.0; }
+  bool fast_loop() const { return fast_cap_w > 0.0; }
   // "" when every parameter lies in its physical range, else what is wrong
   // (names the field as the preset spells it).
   std::string check() const;
@@ -70,6 +77,8 @@ inline constexpr Range kVoltageRatioRange{0.5, 1.0};
 inline constexpr Range kKneeRange{0.2, 0.9};
 inline constexpr Range kMinClockRange{0.2, 0.9};
 inline constexpr Range kTimeConstantMsRange{5.0, 2000.0};  // ms
+inline constexpr Range kFastCapRatioRange{1.0, 1.5};        // fast_cap_w over cap_w
+inline constexpr Range kFastTimeConstantMsRange{1.0, 50.0}; // ms, and below time_constant
 inline constexpr Range kClockShareRange{0.2, 1.0};
 
 // V(f) / V(f_max) at clock fraction r = f / f_max.
@@ -80,8 +89,10 @@ double dynamic_scale(const PowerParams& p, double r);
 // Board power (W) of activity `a` at clock fraction r.
 double board_power_w(const PowerParams& p, const Activity& a, double r);
 // The highest clock fraction in [min_clock_fraction, 1] whose power for `a`
-// stays at or under the cap (min_clock_fraction when none does).
+// stays at or under `cap_w` (min_clock_fraction when none does); the first
+// form against the board cap (p.cap_w).
 double cap_clock(const PowerParams& p, const Activity& a);
+double cap_clock(const PowerParams& p, const Activity& a, double cap_w);
 // Arithmetic throughput at clock fraction r over that at f_max:
 // 1 / (share / r + 1 - share).
 double compute_speed(const PowerParams& p, double r);

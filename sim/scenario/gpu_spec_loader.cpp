@@ -266,7 +266,9 @@ Json gpu_spec_json(const GpuSpec& s) {
                   {"knee_fraction", p.knee_fraction},
                   {"min_clock_fraction", p.min_clock_fraction},
                   {"time_constant", sim::format_duration(p.time_constant)},
-                  {"clock_bound_share", p.clock_bound_share}};
+                  {"clock_bound_share", p.clock_bound_share},
+                  {"fast_cap_w", p.fast_cap_w},
+                  {"fast_time_constant", sim::format_duration(p.fast_time_constant)}};
   }
   const auto& e = s.efficiency;
   Json eff_tensor = Json::object();

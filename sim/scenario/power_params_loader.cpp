@@ -51,6 +51,24 @@ PowerParams read_power_params(ConfigReader& gpu, const PowerParams& base) {
   }
   p.clock_bound_share = in_range(r, "clock_bound_share", base.clock_bound_share, g::kClockShareRange,
                                  "share of an arithmetic tile's time that scales with the SM clock");
+  // The fast loop: both keys or neither (fast_cap_w 0 turns it off).
+  p.fast_cap_w = r.get_double("fast_cap_w", base.fast_cap_w,
+                              "the fast power loop's cap in W (0: none), over the fast window");
+  p.fast_time_constant = r.get_duration("fast_time_constant", base.fast_time_constant,
+                                        "window over which the driver's fast loop averages power");
+  if (p.fast_loop()) {
+    if (!g::kFastCapRatioRange.holds(p.fast_cap_w / p.cap_w)) {
+      r.fail("fast_cap_w", "over cap_w must lie in its physical range " + range_text(g::kFastCapRatioRange));
+    }
+    const double fast_ms = p.fast_time_constant.seconds() * 1e3;
+    if (!g::kFastTimeConstantMsRange.holds(fast_ms)) {
+      r.fail("fast_time_constant",
+             "must lie in its physical range " + range_text(g::kFastTimeConstantMsRange) + " ms");
+    }
+    if (!(fast_ms < tau_ms)) r.fail("fast_time_constant", "must be shorter than time_constant");
+  } else if (p.fast_cap_w < 0.0) {
+    r.fail("fast_cap_w", "must be positive (or 0: no fast loop)");
+  }
   r.finish();
   return p;
 }

@@ -125,8 +125,14 @@ void apply_clocks(Scenario& s) {
       c.clock_model_start = gemm.activity;
       c.gpu = g::at_sustained_clocks(c.gpu);
     }
-    s.notes.push_back("SM clocks from the power model (cap " + fmt("%.0f W", c.gpu.power.cap_w) +
-                      ", averaged over " + fmt("%.0f ms", c.gpu.power.time_constant.seconds() * 1e3) +
+    const g::PowerParams& p = c.gpu.power;
+    std::string fast;  // the fast loop, and its cap where it is not the board cap
+    if (p.fast_loop()) {
+      fast = fmt(" and %.0f ms", p.fast_time_constant.seconds() * 1e3);
+      if (p.fast_cap_w != p.cap_w) fast += fmt(" (at %.0f W)", p.fast_cap_w);
+    }
+    s.notes.push_back("SM clocks from the power model (cap " + fmt("%.0f W", p.cap_w) + ", averaged over " +
+                      fmt("%.0f ms", p.time_constant.seconds() * 1e3) + fast +
                       "): back-to-back bf16 GEMMs settle at " + mhz + ", x" + fmt("%.3f", gemm.speed) +
                       " of the rested rate; each kernel runs at the clock its GPU's averaged "
                       "activity allows" + (training ? ", from that state at the step's start" : ", from rest") +

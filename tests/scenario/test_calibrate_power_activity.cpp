@@ -18,7 +18,7 @@ TEST_CASE("calibrate --power-activity prints the runtime's activity per kernel a
   REQUIRE(j["clocks"].size() == 51);  // 0.50, 0.51 ... 1.00
   CHECK(j["clocks"][0].get<double>() == 0.5);
   CHECK(j["clocks"][50].get<double>() == 1.0);
-  for (const char* k : {"gemm", "copy", "sigmoid", "add", "mul", "gemm_wide", "gemm_fp32"}) {
+  for (const char* k : {"gemm", "copy", "sigmoid", "add", "mul", "gemm_wide", "gemm_fp32", "gemm_decode"}) {
     INFO(k);
     REQUIRE(j["kernels"].contains(k));
     CHECK(j["kernels"][k]["tensor"].size() == 51);

@@ -103,6 +103,17 @@ TEST_CASE("power parameters outside their physical ranges are exit-2 errors nami
   CHECK(err.find("tensr_w") != std::string::npos);
   err = run_bad(with_power("{cap_w: -1}"), {});
   CHECK(err.find("cap_w") != std::string::npos);
+  // The fast loop: its cap over the board cap, its window, and that window
+  // against the slow one.
+  err = run_bad(with_power("{fast_cap_w: 2000}"), {});
+  CHECK(err.find("fast_cap_w") != std::string::npos);
+  CHECK(err.find("physical range") != std::string::npos);
+  err = run_bad(with_power("{fast_cap_w: 750, fast_time_constant: 200ms}"), {});
+  CHECK(err.find("fast_time_constant") != std::string::npos);
+  err = run_bad(with_power("{fast_cap_w: 750, fast_time_constant: 40ms, time_constant: 30ms}"), {});
+  CHECK(err.find("shorter than time_constant") != std::string::npos);
+  err = run_bad(with_power("{fast_cap_w: -5}"), {});
+  CHECK(err.find("fast_cap_w") != std::string::npos);
   // A -s override names itself.
   err = run_bad(with_power("{idle_w: 120}"), {"-s", "cluster.gpu.power.clock_bound_share=3"});
   CHECK(err.find("clock_bound_share") != std::string::npos);

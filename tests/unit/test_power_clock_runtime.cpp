@@ -115,6 +115,12 @@ TEST_CASE("shipped power parameters lie in their physical ranges", "[gpu][power]
     CHECK(gpu::kMinClockRange.holds(g.power.min_clock_fraction));
     CHECK(gpu::kTimeConstantMsRange.holds(g.power.time_constant.seconds() * 1e3));
     CHECK(gpu::kClockShareRange.holds(g.power.clock_bound_share));
+    // The fast loop (power_fit.py's step 7b) when the preset has one.
+    if (g.power.fast_loop()) {
+      CHECK(gpu::kFastCapRatioRange.holds(g.power.fast_cap_w / g.power.cap_w));
+      CHECK(gpu::kFastTimeConstantMsRange.holds(g.power.fast_time_constant.seconds() * 1e3));
+      CHECK(g.power.fast_time_constant < g.power.time_constant);
+    }
     // The cap is the power the driver holds sustained GEMMs at (NVML's
     // energy counter; power_fit.py): at or a little under the enforced
     // 700 W SXM board limit (nvidia-smi power.limit), never over it

@@ -82,6 +82,51 @@ TEST_CASE("power model: parameters outside their physical ranges are named", "[g
   p = flat_voltage();
   p.clock_bound_share = 0.05;  // below 0.2
   CHECK(p.check().find("clock_bound_share") != std::string::npos);
+  // The fast loop: a cap below the board cap, above 1.5x it, a window
+  // outside 1-50 ms or not below the slow one.
+  p = flat_voltage();
+  p.fast_cap_w = p.cap_w * 0.9;
+  CHECK(p.check().find("fast_cap_w") != std::string::npos);
+  p.fast_cap_w = p.cap_w * 1.6;
+  CHECK(p.check().find("fast_cap_w") != std::string::npos);
+  p.fast_cap_w = p.cap_w * 1.1;
+  p.fast_time_constant = sim::us(int64_t{500});
+  CHECK(p.check().find("fast_time_constant") != std::string::npos);
+  p.fast_time_constant = sim::ms(int64_t{20});
+  CHECK(p.check().empty());
+  p.time_constant = sim::ms(int64_t{15});
+  CHECK(p.check().find("shorter than time_constant") != std::string::npos);
+}
+
+TEST_CASE("clock governor: the fast loop throttles a burst the slow average does not see",
+          "[gpu][power]") {
+  gpu::PowerParams p = flat_voltage();  // tau 100 ms
+  const gpu::Activity gemm{1.0, 0.0, 0.25};
+  const sim::Time t0 = sim::Time::zero();
+  const sim::Time t = t0 + sim::ms(int64_t{30});
+  gpu::ClockGovernor slow_only(p, t0, gpu::Activity{});
+  p.fast_cap_w = p.cap_w * 1.05;
+  p.fast_time_constant = sim::ms(int64_t{5});
+  gpu::ClockGovernor both(p, t0, gpu::Activity{});
+  slow_only.add(t0, gemm, 800.0);
+  both.add(t0, gemm, 800.0);
+  // 30 ms into the burst the slow average holds 1 - e^-0.3 = 26% of the
+  // activity, the fast one 1 - e^-6 = 99.8%.
+  const double r_slow = slow_only.clock(t);
+  const double r_both = both.clock(t);
+  const double slow_share = 1.0 - std::exp(-0.3), fast_share = 1.0 - std::exp(-6.0);
+  CHECK(both.averaged().tensor == Approx(slow_share));
+  CHECK(both.averaged_fast().tensor == Approx(fast_share));
+  const gpu::Activity fast_avg{fast_share, 0.0, 0.25 * fast_share};
+  CHECK(r_slow == Approx(gpu::cap_clock(p, gpu::Activity{slow_share, 0.0, 0.25 * slow_share})));
+  CHECK(r_both == Approx(gpu::cap_clock(p, fast_avg, p.fast_cap_w)));
+  CHECK(r_both < r_slow);
+  // Its average draws the fast cap at that clock.
+  CHECK(gpu::board_power_w(p, fast_avg, r_both) == Approx(p.fast_cap_w).epsilon(1e-6));
+  // Long after, both averages hold the activity and the slow (lower) cap binds.
+  const sim::Time late = t0 + sim::ms(int64_t{2000});
+  CHECK(both.clock(late) == Approx(gpu::cap_clock(p, gemm)));
+  CHECK(both.clock(late) == Approx(slow_only.clock(late)));
 }
 
 TEST_CASE("clock governor: averaged activity, clock and energy from rest", "[gpu][power]") {
