@@ -14,6 +14,9 @@ What it records per case (hidden, expert FFN, local experts L, rows per expert):
             the same torch calls in the same order with the same tensor lifetimes, checked equal to
             the bench's output), per expert index, back-logged, no sync between ops; median over
             rounds, and the first and second half of the rounds apart;
+  ops_*_idle / ops_*_busy  the same statements, every third round, each launched onto an idle
+            GPU (drained before it) or behind one running 50-µs kernel: does a call's host cost
+            depend on the launch queue's state (deep back-log, empty, one deep)?
   natural   the loop with the GPU idle at its start (no back-log), host µs and the CUDA-event time
             of each pass: what the bench's instrumented expert phase times (max of host and GPU);
   gpu       CUDA-event µs of each pass issued while the GPU sleeps: the GPU's own time;
@@ -46,7 +49,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import moe_ep_bench as bench  # noqa: E402
 import torch_timing as tt  # noqa: E402
 
-VERSION = "moe_host_shapes 1.0"
+VERSION = "moe_host_shapes 1.1"
 SMI = "clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active"
 # (name, hidden, expert ffn, local experts, rows per expert): the measured points' hot-rank expert
 # loops at 4K-8K tokens per rank, balanced (2 H200s: 4 / 8 local experts; 4 H100s: 2 / 4 / 8), one
@@ -88,86 +91,104 @@ def make_layer(hidden, ffn, rows):
     return layer, xs, gy
 
 
-def traced_fwd(layer, xs, ts):
-    """Layer.experts_fwd statement by statement, a perf_counter_ns after each (ts: list)."""
-    clk = time.perf_counter_ns
-    ts.append(clk())
+def traced_fwd(layer, xs, tick):
+    """Layer.experts_fwd statement by statement, tick() between statements (see Ticker)."""
+    tick()
     y = torch.empty_like(xs)
     saved = []
     o = 0
-    ts.append(clk())
+    tick()
     for e in range(layer.L):
         n = layer.per_expert[e]
         if n == 0:
             saved.append(None)
             continue
         xe = xs[o:o + n]
-        ts.append(clk())
+        tick()
         a = xe @ layer.w1[e]
-        ts.append(clk())
+        tick()
         a1 = a[:, :layer.F]
-        ts.append(clk())
+        tick()
         s = F.silu(a1)
-        ts.append(clk())
+        tick()
         a2 = a[:, layer.F:]
-        ts.append(clk())
+        tick()
         h = s * a2
         del s, a1, a2
-        ts.append(clk())
+        tick()
         torch.mm(h, layer.w2[e], out=y[o:o + n])
-        ts.append(clk())
+        tick()
         saved.append((xe, a, h))
         o += n
-        ts.append(clk())
+        tick()
     return y, saved
 
 
-def traced_bwd(layer, gy, saved, ts):
+def traced_bwd(layer, gy, saved, tick):
     """Layer.experts_bwd statement by statement (names kept alive as long as there)."""
-    clk = time.perf_counter_ns
-    ts.append(clk())
+    tick()
     gx = torch.empty_like(gy)
     o = 0
-    ts.append(clk())
+    tick()
     for e in range(layer.L):
         n = layer.per_expert[e]
         if n == 0:
             continue
         xe, a, h = saved[e]
         ge = gy[o:o + n]
-        ts.append(clk())
+        tick()
         dw2 = h.t() @ ge
-        ts.append(clk())
+        tick()
         dh = ge @ layer.w2[e].t()
-        ts.append(clk())
+        tick()
         a1, a2 = a[:, :layer.F], a[:, layer.F:]
-        ts.append(clk())
+        tick()
         t = dh * a2
-        ts.append(clk())
+        tick()
         d1 = torch.ops.aten.silu_backward(t, a1)
         del t
-        ts.append(clk())
+        tick()
         s = F.silu(a1)
-        ts.append(clk())
+        tick()
         m = dh * s
         del s
-        ts.append(clk())
+        tick()
         da = torch.cat([d1, m], dim=1)
         del m
-        ts.append(clk())
+        tick()
         dw1 = xe.t() @ da
-        ts.append(clk())
+        tick()
         torch.mm(da, layer.w1[e].t(), out=gx[o:o + n])
-        ts.append(clk())
+        tick()
         del dw1, dw2
         o += n
-        ts.append(clk())
+        tick()
     return gx
 
 
-def split_ops(ts, ops, L):
-    """[head µs, [[op µs per op] per expert]] from the timestamps."""
-    d = [(b - a) / 1000.0 for a, b in zip(ts, ts[1:])]
+class Ticker:
+    """Marks the end of one statement and the start of the next. mode 'backlog': nothing between
+    them (the GPU asleep behind a long sleep, a deep launch queue); 'idle': the GPU drained first
+    (each call launches onto an idle GPU, an empty queue); 'busy': drained, then a 50-µs sleep
+    kernel (each call launches behind one running kernel, a queue one deep). Only the statements
+    are timed: the drain and the sleep's own launch fall between marks."""
+
+    def __init__(self, mode):
+        self.mode = mode
+        self.marks = []  # (end of the previous statement, start of the next), ns
+
+    def __call__(self):
+        end = time.perf_counter_ns()
+        if self.mode != "backlog":
+            torch.cuda.synchronize()
+            if self.mode == "busy":
+                tt.backlog(50.0)
+        self.marks.append((end, time.perf_counter_ns()))
+
+
+def split_ops(marks, ops, L):
+    """[head µs, [[op µs per op] per expert]] from a Ticker's marks."""
+    d = [(b[0] - a[1]) / 1000.0 for a, b in zip(marks, marks[1:])]
     head, rest = d[0], d[1:]
     k = len(ops)
     return head, [rest[e * k:(e + 1) * k] for e in range(L)]
@@ -205,23 +226,24 @@ def whole_pass(layer, xs, gy, mode):
             "backlog_ok": still_asleep}
 
 
-def traced_pass(layer, xs, gy):
+def traced_pass(layer, xs, gy, mode="backlog"):
     torch.cuda.synchronize()
-    tt.backlog(backlog_us(layer.L))
-    tf, tb = [], []
+    if mode == "backlog":
+        tt.backlog(backlog_us(layer.L))
+    tf, tb = Ticker(mode), Ticker(mode)
     y, saved = traced_fwd(layer, xs, tf)
     gx = traced_bwd(layer, gy, saved, tb)
     torch.cuda.synchronize()
     del y, saved, gx
-    return split_ops(tf, FWD_OPS, layer.L), split_ops(tb, BWD_OPS, layer.L)
+    return split_ops(tf.marks, FWD_OPS, layer.L), split_ops(tb.marks, BWD_OPS, layer.L)
 
 
 def check_traced(layer, xs, gy):
     """The traced copy computes what the bench's loop computes (same calls, same order)."""
     y0, s0 = layer.experts_fwd(xs)
     g0 = layer.experts_bwd(gy, s0)
-    y1, s1 = traced_fwd(layer, xs, [])
-    g1 = traced_bwd(layer, gy, s1, [])
+    y1, s1 = traced_fwd(layer, xs, Ticker("backlog"))
+    g1 = traced_bwd(layer, gy, s1, Ticker("backlog"))
     torch.cuda.synchronize()
     return bool(torch.equal(y0, y1) and torch.equal(g0, g1))
 
@@ -382,7 +404,8 @@ def main():
 
     # Interleaved rounds: every case once per round in a seeded random order, three passes each.
     rng = random.Random(2211)
-    samples = {n: {"whole": [], "natural": [], "gpu": [], "fwd_ops": [], "bwd_ops": []} for n in built}
+    samples = {n: {"whole": [], "natural": [], "fwd_ops": [], "bwd_ops": [], "fwd_ops_idle": [], "bwd_ops_idle": [],
+                   "fwd_ops_busy": [], "bwd_ops_busy": []} for n in built}
     rounds_budget = 0.55 * a.budget_s
     for rnd in range(a.rounds):
         if time.perf_counter() - t0 > rounds_budget:
@@ -399,6 +422,11 @@ def main():
                 samples[name]["fwd_ops"].append(f_ops)
                 samples[name]["bwd_ops"].append(b_ops)
                 samples[name]["natural"].append(whole_pass(layer, xs, gy, "natural"))
+                if rnd % 3 == 0:  # the queue-state variants, every third round
+                    for mode in ("idle", "busy"):
+                        f_ops, b_ops = traced_pass(layer, xs, gy, mode)
+                        samples[name]["fwd_ops_" + mode].append(f_ops)
+                        samples[name]["bwd_ops_" + mode].append(b_ops)
             except Exception as ex:  # noqa: BLE001
                 doc["errors"].append("%s round %d: %r" % (name, rnd, ex))
         if rnd % 20 == 19:
@@ -436,6 +464,10 @@ def main():
             rec["ops_fwd_second_half"] = summarize_ops(s["fwd_ops"][half:], FWD_OPS, L)["per_op_mean_over_experts"]
             rec["ops_bwd_first_half"] = summarize_ops(s["bwd_ops"][:half], BWD_OPS, L)["per_op_mean_over_experts"]
             rec["ops_bwd_second_half"] = summarize_ops(s["bwd_ops"][half:], BWD_OPS, L)["per_op_mean_over_experts"]
+            for mode in ("idle", "busy"):
+                if s["fwd_ops_" + mode]:
+                    rec["ops_fwd_" + mode] = summarize_ops(s["fwd_ops_" + mode], FWD_OPS, L)
+                    rec["ops_bwd_" + mode] = summarize_ops(s["bwd_ops_" + mode], BWD_OPS, L)
             print("%s: host fwd %.0f bwd %.0f us (%.1f / %.1f per launch), gpu %.0f / %.0f, natural %.0f / %.0f" % (
                 name, rec["whole"]["host_fwd_us"], rec["whole"]["host_bwd_us"],
                 rec["whole"]["host_us_per_launch_fwd"], rec["whole"]["host_us_per_launch_bwd"],
