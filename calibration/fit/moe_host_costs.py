@@ -154,7 +154,22 @@ def host_states():
     speeds = [st.median(p[k] / med[k] for k in p) for p in per]
     spread = {pas: [max(x[pas] for x in r["host_pass_us_per_rank"]) / min(x[pas] for x in r["host_pass_us_per_rank"])
                     for r in rs] for pas in ("fwd", "bwd")}
-    return speeds, spread["fwd"], spread["bwd"]
+    # Each kind's cost at the point's speed, per layer shape (median over its points): the
+    # expert loop's per-call reading against the other kinds.
+    loop = [(r["host_us_rank0"]["fwd"]["experts"] / (4 * local_experts(r))) for r in rs]
+    loop_med = st.median(loop)
+    by_shape = {}
+    for r, p, v, sp in zip(rs, per, loop, speeds):
+        sh = by_shape.setdefault("h%d/f%d/L%d" % (r["hidden"], r["expert_ffn"], local_experts(r)),
+                                 {"loop": [], "other": {k: [] for k in p}})
+        sh["loop"].append(v / (sp * loop_med))
+        for k in p:
+            sh["other"][k].append(p[k] / (sp * med[k]))
+    residual = {}
+    for n, v in by_shape.items():
+        other = [st.median(x) for x in v["other"].values()]
+        residual[n] = (st.median(v["loop"]), min(other), max(other))
+    return speeds, spread["fwd"], spread["bwd"], residual
 
 
 def main():
@@ -179,9 +194,12 @@ def main():
     print("| kind | h200 (µs) | h100 (µs) |\n|---|---:|---:|")
     for n in ("router", "permute", "launch", "expert", "loop_fwd", "loop_bwd", "nccl", "sync"):
         print("| %s | %.1f | %.1f |" % (n, g[n], h[n]))
-    speeds, sf, sb = host_states()
+    speeds, sf, sb, residual = host_states()
     print("h100 host, rank 0's speed per point (1 = the median): %.2f-%.2f; ranks' issue of one pass, "
           "slowest / fastest: forward up to %.2f, backward up to %.2f" % (min(speeds), max(speeds), max(sf), max(sb)))
+    for n, (lp, lo, hi) in residual.items():
+        print("  at the point's speed, %s: the loop's forward per call %.2f of its median; the other kinds' "
+              "per-kind medians %.2f-%.2f" % (n, lp, lo, hi))
     print("spread h100:", {n: "%.0f-%.0f" % v for n, v in h["spread"].items()})
     print("spread h200:", {n: "%.0f-%.0f" % v for n, v in g["spread"].items()})
 
