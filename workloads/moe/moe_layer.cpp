@@ -176,8 +176,13 @@ class RankEmitter {
 
   // The kind of Python call the ops emitted from now on are (collectives: nccl).
   void calls(HostCall c) { call_ = c; }
-  // A fixed host cost (µs) paid before the next op's launch (an expert loop's).
-  void before_next(double us) { pending_us_ += us; }
+  // A fixed host cost (µs) paid with the next op's launch (an expert loop's),
+  // that launch's host delay named `what` (its duration differs from the
+  // other launches of its kind).
+  void before_next(double us, const std::string& what) {
+    pending_us_ += us;
+    pending_name_ = what;
+  }
   void kernel(MoeRole role, const std::string& what, ComputeOp shape) {
     Op op;
     op.kind = OpKind::compute;
@@ -241,7 +246,8 @@ class RankEmitter {
     std::vector<training::HostCallCost> launch;
     for (size_t i = 0; i < calls_.size(); ++i) {
       const HostCall c = calls_[i];
-      launch.push_back({us(host.call_us(c) + extra_us_[i]), names[static_cast<int>(c)]});
+      const uint32_t name = extra_name_[i].empty() ? names[static_cast<int>(c)] : named(extra_name_[i]);
+      launch.push_back({us(host.call_us(c) + extra_us_[i]), name});
     }
     return training::with_host_calls(ops_, host_stream, launch, syncs, sync_name);
   }
@@ -253,7 +259,9 @@ class RankEmitter {
     if (!ops_.empty()) op.deps.push_back(static_cast<uint32_t>(ops_.size() - 1));
     calls_.push_back(is_communication(op.kind) ? HostCall::nccl : call_);
     extra_us_.push_back(pending_us_);
+    extra_name_.push_back(pending_name_);
     pending_us_ = 0;
+    pending_name_.clear();
     ops_.push_back(std::move(op));
   }
   WorkloadGraph& g_;
@@ -264,7 +272,9 @@ class RankEmitter {
   HostCall call_ = HostCall::launch;
   std::vector<HostCall> calls_;  // per op of ops_
   std::vector<double> extra_us_;  // per op of ops_: fixed host cost before its launch
+  std::vector<std::string> extra_name_;  // per op of ops_: its launch delay's own name, or ""
   double pending_us_ = 0;
+  std::string pending_name_;
 };
 
 }  // namespace
@@ -345,7 +355,7 @@ std::vector<std::vector<Op>> build_moe_layer(WorkloadGraph& g, const MoeLayerSpe
       }
       e.elementwise(MoeRole::sort, "sort", recv_rows * h, 1, 0, dt);
       e.calls(HostCall::expert);
-      e.before_next(spec.host.loop_fwd_us);
+      e.before_next(spec.host.loop_fwd_us, "host launch expert loop fwd");
       for (size_t i = 0; i < local.size(); ++i) {
         const int64_t m = local[i];
         if (m == 0) continue;
@@ -380,7 +390,7 @@ std::vector<std::vector<Op>> build_moe_layer(WorkloadGraph& g, const MoeLayerSpe
       }
       e.elementwise(MoeRole::sort, "sort bwd", recv_rows * h, 1, 0, dt);
       e.calls(HostCall::expert);
-      e.before_next(spec.host.loop_bwd_us);
+      e.before_next(spec.host.loop_bwd_us, "host launch expert loop bwd");
       for (size_t i = 0; i < local.size(); ++i) {
         const int64_t m = local[i];
         if (m == 0) continue;
