@@ -27,7 +27,7 @@ void read_cost(ConfigReader& r, const std::string& key, double& us, double lo, d
   us = r.get_duration(key, std::nullopt, doc).seconds() * 1e6;
   if (!(us >= lo && us <= hi)) {
     r.fail(key, "must be between " + fmt("%g", lo) + " and " + fmt("%g", hi) +
-                    " us (a Python call that launches GPU work)");
+                    " us");
   }
 }
 
@@ -52,7 +52,13 @@ EagerHostCost read_host_profile(ConfigReader& cluster) {
   read_cost(r, "nccl", c.collective_us, kHostCallMinUs, moe::kHostNcclMaxUs, "per NCCL call");
   read_cost(r, "sync", c.sync_us, moe::kHostSyncMinUs, moe::kHostSyncMaxUs,
             "the counts' .tolist() after the GPU is done");
-  for (const char* k : {"router", "permute", "launch", "nccl", "sync"}) {
+  read_cost(r, "expert", c.expert_us, kHostCallMinUs, kHostCallMaxUs,
+            "per kernel call of the expert loop");
+  read_cost(r, "loop_fwd", c.loop_fwd_us, 0, moe::kHostLoopMaxUs,
+            "the forward expert loop's fixed cost per pass");
+  read_cost(r, "loop_bwd", c.loop_bwd_us, 0, moe::kHostLoopMaxUs,
+            "the backward expert loop's fixed cost per pass");
+  for (const char* k : {"router", "permute", "launch", "nccl", "sync", "expert", "loop_fwd", "loop_bwd"}) {
     if (r.has(k)) {
       c.profile = base + " (edited)";
       break;

@@ -128,4 +128,7 @@ TEST_CASE("moe bad input: cluster.host", "[cli][moe]") {
   expect_bad_host("\n    nccl: fast\n", 5, ".nccl", {});
   expect_bad_host("\n    sync: 500us\n", 5, ".sync", {"between 2 and 200 us"});
   expect_bad_host("\n    lanuch: 20us\n", 5, ".lanuch", {"unknown key"});
+  expect_bad_host("\n    profile: h200\n    expert: 1us\n", 6, ".expert", {"between 3 and 200 us"});
+  expect_bad_host("\n    loop_fwd: 2ms\n", 5, ".loop_fwd", {"between 0 and 1000 us"});
+  expect_bad_host("\n    loop_bwd: slow\n", 5, ".loop_bwd", {});
 }

@@ -16,7 +16,8 @@ namespace {
 // A slow host (each cost near its physical range's top), so that the
 // tiny layer's GPU time is small beside it.
 const std::string kSlowHost =
-    ", host: {router: 200us, permute: 150us, launch: 100us, nccl: 300us, sync: 50us}";
+    ", host: {router: 200us, permute: 150us, launch: 100us, nccl: 300us, sync: 50us, expert: 80us,"
+    " loop_fwd: 300us, loop_bwd: 400us}";
 
 // 64 tokens per rank, 4 experts on 2 H100s (2 local experts each, both
 // with rows), top-2.
@@ -35,24 +36,28 @@ double layer_s(const std::string& pass, const std::string& host, const char* fie
 
 TEST_CASE("moe host: the layer takes the host's launches and its sync", "[moe][host]") {
   // Forward: the router's 4 calls at 200 us (GEMM, fp32 cast, softmax,
-  // top-k); the permute's gather at 150 us; 13 other kernels at 100 us
-  // (sort; 2 experts x fc1, silu, mul, fc2; unsort; unpermute's scale,
-  // zero, index_add); 3 NCCL calls (counts, dispatch, combine) at 300 us;
-  // one .tolist() at 50 us: 3,200 us of host, which the report counts.
-  CHECK(layer_s("fwd", "", "host") == Approx(3200e-6).epsilon(1e-9));
+  // top-k); the permute's gather at 150 us; the expert loop's fixed 300 us
+  // and its 8 kernels at 80 us (2 experts x fc1, silu, mul, fc2); 5 other
+  // kernels at 100 us (sort; unsort; unpermute's scale, zero, index_add);
+  // 3 NCCL calls (counts, dispatch, combine) at 300 us; one .tolist() at
+  // 50 us: 800 + 150 + 300 + 640 + 500 + 900 + 50 = 3,340 us of host,
+  // which the report counts.
+  CHECK(layer_s("fwd", "", "host") == Approx(3340e-6).epsilon(1e-9));
   // The layer ends with the last kernel, a few microseconds after its
   // launch (the GPU work before it is done long before); the counts
   // exchange, which the .tolist() waits for, is in that margin too.
   const double fwd = layer_s("fwd", "");
-  CHECK(fwd > 3200e-6);
-  CHECK(fwd < 3200e-6 + 50e-6);
-  // Backward: the output gradient's gather and scale at 150 us; 24 other
-  // kernels at 100 us (sort; 2 experts x 9: two wgrad, two dgrad, five
-  // SwiGLU backward kernels; unsort; permute's zero and index_add; the
-  // router's two GEMMs) and 2 NCCL calls, no sync: 3,300 us.
+  CHECK(fwd > 3340e-6);
+  CHECK(fwd < 3340e-6 + 50e-6);
+  // Backward: the output gradient's gather and scale at 150 us; the loop's
+  // fixed 400 us and its 18 kernels at 80 us (2 experts x 9: two wgrad, two
+  // dgrad, five SwiGLU backward kernels); 6 other kernels at 100 us (sort;
+  // unsort; permute's zero and index_add; the router's two GEMMs) and 2
+  // NCCL calls, no sync: 300 + 400 + 1,440 + 600 + 600 = 3,340 us.
+  CHECK(layer_s("bwd", "", "host") == Approx(3340e-6).epsilon(1e-9));
   const double bwd = layer_s("bwd", "");
-  CHECK(bwd > 3300e-6);
-  CHECK(bwd < 3300e-6 + 50e-6);
+  CHECK(bwd > 3340e-6);
+  CHECK(bwd < 3340e-6 + 50e-6);
   // Without the host the same layer takes the GPU's microseconds.
   CHECK(layer_s("fwd", ", host: none") < 1e-3);
   CHECK(layer_s("fwd", ", host: none", "host") == 0.0);

@@ -56,9 +56,16 @@ TEST_CASE("moe: host profiles' costs lie in their physical ranges", "[moe][fit]"
     REQUIRE(h != nullptr);
     CHECK(h->modelled);
     CHECK(h->profile == name);
-    for (double call : {h->router_us, h->permute_us, h->launch_us}) {
+    for (double call : {h->router_us, h->permute_us, h->launch_us, h->expert_us}) {
       CHECK(call >= kHostCallMinUs);
       CHECK(call <= kHostCallMaxUs);
+    }
+    // The loop's fixed cost: its first iteration (a few of its calls'
+    // worth, 4-6 measured) and the output's allocation; below a millisecond.
+    for (double loop : {h->loop_fwd_us, h->loop_bwd_us}) {
+      CHECK(loop >= h->expert_us);
+      CHECK(loop <= 10 * h->expert_us);
+      CHECK(loop <= kHostLoopMaxUs);
     }
     CHECK(h->router_us >= h->launch_us);
     CHECK(h->permute_us >= h->launch_us);

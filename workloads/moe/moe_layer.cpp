@@ -32,6 +32,7 @@ double EagerHostCost::call_us(HostCall c) const {
     case HostCall::permute: return permute_us;
     case HostCall::launch: return launch_us;
     case HostCall::nccl: return collective_us;
+    case HostCall::expert: return expert_us;
   }
   return launch_us;
 }
@@ -39,9 +40,17 @@ double EagerHostCost::call_us(HostCall c) const {
 namespace {
 
 // Per kind, µs, from calibration/fit/moe_host_costs.py (its docstring says
-// which reading gives which; nothing fitted to the layer times).
+// which reading gives which; nothing fitted to the layer times). The
+// expert loop's fixed cost per pass is F calls' worth of the machine's
+// per-call cost, F (5.71 forward, 4.09 backward) measured on one host for
+// every layer shape (calibration/measurements/h100-x2/
+// moe_host_shapes_2026-11-26: the loop's first iteration and output
+// allocation).
+struct LoopCost {
+  double expert, fwd, bwd;  // µs: per loop kernel call; per forward, backward loop
+};
 EagerHostCost profile(const char* name, double router, double permute, double launch,
-                      double nccl, double sync) {
+                      double nccl, double sync, LoopCost loop) {
   EagerHostCost c;
   c.profile = name;
   c.router_us = router;
@@ -49,18 +58,23 @@ EagerHostCost profile(const char* name, double router, double permute, double la
   c.launch_us = launch;
   c.collective_us = nccl;
   c.sync_us = sync;
+  c.expert_us = loop.expert;
+  c.loop_fwd_us = loop.fwd;
+  c.loop_bwd_us = loop.bwd;
   return c;
 }
 
 const std::vector<EagerHostCost>& profiles() {
   static const std::vector<EagerHostCost> all{
       // The H200 machines (2 and 4 GPUs): their instrumented phases where the
-      // GPU waits for the host (4K tokens); NCCL call and .tolist() split as
-      // the H100 host splits the counts phase.
-      profile("h200", 36.3, 54.4, 26.3, 118.8, 53.4),
+      // GPU waits for the host (4K tokens; the expert loop: the balanced
+      // 2-GPU hidden-2048 points, the only host-bound ones; a call outside
+      // the loop costs what one in it does, no reading telling them apart);
+      // NCCL call and .tolist() split as the H100 host splits the counts phase.
+      profile("h200", 36.3, 54.4, 25.8, 118.8, 53.4, {25.8, 147.7, 105.8}),
       // The 4-H100 machine: its own host timings (host_us_rank0, the GPU
       // back-logged), medians over 36 points.
-      profile("h100", 77.3, 66.8, 32.8, 129.9, 58.4),
+      profile("h100", 77.3, 66.8, 32.1, 129.9, 58.4, {26.3, 150.2, 107.7}),
   };
   return all;
 }
@@ -162,6 +176,13 @@ class RankEmitter {
 
   // The kind of Python call the ops emitted from now on are (collectives: nccl).
   void calls(HostCall c) { call_ = c; }
+  // A fixed host cost (µs) paid with the next op's launch (an expert loop's),
+  // that launch's host delay named `what` (its duration differs from the
+  // other launches of its kind).
+  void before_next(double us, const std::string& what) {
+    pending_us_ += us;
+    pending_name_ = what;
+  }
   void kernel(MoeRole role, const std::string& what, ComputeOp shape) {
     Op op;
     op.kind = OpKind::compute;
@@ -219,10 +240,15 @@ class RankEmitter {
       return id;
     };
     const uint32_t names[] = {named("host launch router"), named("host launch permute"),
-                              named("host launch"), named("host launch nccl")};
+                              named("host launch"), named("host launch nccl"),
+                              named("host launch expert")};
     const uint32_t sync_name = named("host sync");
     std::vector<training::HostCallCost> launch;
-    for (HostCall c : calls_) launch.push_back({us(host.call_us(c)), names[static_cast<int>(c)]});
+    for (size_t i = 0; i < calls_.size(); ++i) {
+      const HostCall c = calls_[i];
+      const uint32_t name = extra_name_[i].empty() ? names[static_cast<int>(c)] : named(extra_name_[i]);
+      launch.push_back({us(host.call_us(c) + extra_us_[i]), name});
+    }
     return training::with_host_calls(ops_, host_stream, launch, syncs, sync_name);
   }
 
@@ -232,6 +258,10 @@ class RankEmitter {
     info_.roles[op.name] = role;
     if (!ops_.empty()) op.deps.push_back(static_cast<uint32_t>(ops_.size() - 1));
     calls_.push_back(is_communication(op.kind) ? HostCall::nccl : call_);
+    extra_us_.push_back(pending_us_);
+    extra_name_.push_back(pending_name_);
+    pending_us_ = 0;
+    pending_name_.clear();
     ops_.push_back(std::move(op));
   }
   WorkloadGraph& g_;
@@ -241,6 +271,10 @@ class RankEmitter {
   std::vector<Op> ops_;
   HostCall call_ = HostCall::launch;
   std::vector<HostCall> calls_;  // per op of ops_
+  std::vector<double> extra_us_;  // per op of ops_: fixed host cost before its launch
+  std::vector<std::string> extra_name_;  // per op of ops_: its launch delay's own name, or ""
+  double pending_us_ = 0;
+  std::string pending_name_;
 };
 
 }  // namespace
@@ -320,6 +354,8 @@ std::vector<std::vector<Op>> build_moe_layer(WorkloadGraph& g, const MoeLayerSpe
         all_to_all(MoeRole::dispatch, "dispatch" + leg_suffix(i), out_legs[i]);
       }
       e.elementwise(MoeRole::sort, "sort", recv_rows * h, 1, 0, dt);
+      e.calls(HostCall::expert);
+      e.before_next(spec.host.loop_fwd_us, "host launch expert loop fwd");
       for (size_t i = 0; i < local.size(); ++i) {
         const int64_t m = local[i];
         if (m == 0) continue;
@@ -332,6 +368,7 @@ std::vector<std::vector<Op>> build_moe_layer(WorkloadGraph& g, const MoeLayerSpe
         }
         e.gemm(MoeRole::experts, expert(i) + " fc2", m, h, f, dt);
       }
+      e.calls(HostCall::launch);
       e.elementwise(MoeRole::unsort, "unsort", recv_rows * h, 1, 0, dt);
       for (size_t i = 0; i < back_legs.size(); ++i) {
         all_to_all(MoeRole::combine,
@@ -352,6 +389,8 @@ std::vector<std::vector<Op>> build_moe_layer(WorkloadGraph& g, const MoeLayerSpe
         all_to_all(MoeRole::combine, "combine bwd" + leg_suffix(i), out_legs[i]);
       }
       e.elementwise(MoeRole::sort, "sort bwd", recv_rows * h, 1, 0, dt);
+      e.calls(HostCall::expert);
+      e.before_next(spec.host.loop_bwd_us, "host launch expert loop bwd");
       for (size_t i = 0; i < local.size(); ++i) {
         const int64_t m = local[i];
         if (m == 0) continue;
@@ -370,6 +409,7 @@ std::vector<std::vector<Op>> build_moe_layer(WorkloadGraph& g, const MoeLayerSpe
         e.gemm(MoeRole::experts, expert(i) + " fc1 wgrad", h, fc1_out, m, dt);
         e.gemm(MoeRole::experts, expert(i) + " fc1 dgrad", m, h, fc1_out, dt);
       }
+      e.calls(HostCall::launch);
       e.elementwise(MoeRole::unsort, "unsort bwd", recv_rows * h, 1, 0, dt);
       for (size_t i = 0; i < back_legs.size(); ++i) {
         all_to_all(MoeRole::dispatch,

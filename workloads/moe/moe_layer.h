@@ -83,9 +83,11 @@ enum class HostCall : uint8_t {
   router,   // the router's forward calls: GEMM, .float(), softmax, top-k
   permute,  // the permute's gathers: index_select of the token copies (forward), and the
             // backward's gather and scale of the output gradient
-  launch,   // every other kernel call: the expert loop's GEMMs and activations, sort,
-            // unsort, unpermute's scale/zero/index_add, the router's backward GEMMs
-  nccl      // an NCCL collective call (counts, dispatch, combine)
+  launch,   // every other kernel call outside the expert loop: sort, unsort,
+            // unpermute's scale/zero/index_add, the router's backward GEMMs
+  nccl,     // an NCCL collective call (counts, dispatch, combine)
+  expert    // one kernel call of the expert loop (a GEMM or an activation kernel, with the
+            // slices and list work around it in the loop body)
 };
 struct EagerHostCost {
   bool modelled = true;      // false: the host never holds the GPU back
@@ -95,13 +97,24 @@ struct EagerHostCost {
   double launch_us = 0;      // per other kernel call
   double collective_us = 0;  // per NCCL call
   double sync_us = 0;        // the counts' .tolist() after the GPU is done
+  // The expert loop: each kernel call in it, and the loop's fixed cost per
+  // pass (what the host spends in the loop whatever the number of local
+  // experts: the output's allocation, the loop's set-up, the first
+  // iteration's extra), forward and backward. A loop of L experts with k
+  // kernels each costs the host loop + k L expert.
+  double expert_us = 0;
+  double loop_fwd_us = 0;
+  double loop_bwd_us = 0;
   double call_us(HostCall c) const;
 };
 // Physical range of each cost (µs): a Python call that launches one CUDA
 // kernel costs at least the launch itself (~3 µs) and, for eager PyTorch on
 // a server CPU, well under 0.2 ms; an NCCL call at least a kernel launch.
+// A loop's fixed cost: none at least, and under a millisecond (a few
+// allocator calls and a cudaMalloc's worth).
 inline constexpr double kHostCallMinUs = 3, kHostCallMaxUs = 200;
 inline constexpr double kHostNcclMaxUs = 400, kHostSyncMinUs = 2, kHostSyncMaxUs = 200;
+inline constexpr double kHostLoopMaxUs = 1000;
 // The named profiles (calibration/fit/moe_host_costs.py, note
 // calibration/fit/moe_host_2026-11-26.md): "h200", the H200 machines'
 // host; "h100", the 4-H100 machine's host.
