@@ -269,9 +269,15 @@ class AttnBench(gbn.Bench):
             sets = []
             for _ in range(nsets):
                 x = self.randn(b, s, 3, h, d).requires_grad_(True)
-                q, k, v = x.transpose(1, 3).unbind(2)  # (b, h, s, d) views, as the strategy model
-                o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-                sets.append((x, q, k, v, o, torch.randn_like(o)))
+                # the forward on the compute stream: autograd runs the backward on the stream
+                # its forward ran on, whatever stream is current when it is called
+                self.comp.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(self.comp):
+                    q, k, v = x.transpose(1, 3).unbind(2)  # (b, h, s, d) views, as the strategy
+                    o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                    do = torch.randn_like(o)
+                torch.cuda.current_stream().wait_stream(self.comp)
+                sets.append((x, q, k, v, o, do))
             pairs = s * (s + 1) / 2
             fl = 4.0 * b * h * d * pairs
             desc = {"kind": "sdpa", "batch": b, "heads": h, "seq": s, "head_dim": d,
@@ -336,21 +342,22 @@ class AttnBench(gbn.Bench):
         comms = self.interf_comms(ar_sizes=(64 * MIB, 256 * MIB, 1 * GIB),
                                   rs_sizes=(256 * MIB, 1 * GIB), ag_sizes=())
         log(f"[r{self.rank}] comm buffers ready")
-        disp = {f"ar{S // MIB}MiB": comms[f"ar{S // MIB}MiB"] for S in DISPATCH_SIZES}
-        self.guarded("dispatch_normal", lambda: self.run_dispatch("normal", disp))
         hi = {}
+        if not self.args.attention_only:
+            disp = {f"ar{S // MIB}MiB": comms[f"ar{S // MIB}MiB"] for S in DISPATCH_SIZES}
+            self.guarded("dispatch_normal", lambda: self.run_dispatch("normal", disp))
 
-        def make_hi():
-            pg = self.variant_group("hiprio")
-            hi.update(self.interf_comms(ar_sizes=(256 * MIB,), rs_sizes=(), ag_sizes=(), pg=pg,
-                                        tag="_hiprio"))
-        self.guarded("hiprio_group", make_hi)
-        if hi:
-            self.guarded("dispatch_hiprio", lambda: self.run_dispatch("hiprio", hi))
+            def make_hi():
+                pg = self.variant_group("hiprio")
+                hi.update(self.interf_comms(ar_sizes=(256 * MIB,), rs_sizes=(), ag_sizes=(),
+                                            pg=pg, tag="_hiprio"))
+            self.guarded("hiprio_group", make_hi)
+            if hi:
+                self.guarded("dispatch_hiprio", lambda: self.run_dispatch("hiprio", hi))
         ks = {}
         self.guarded("attention_inputs", lambda: ks.update(self.attention_kernels()))
         log(f"[r{self.rank}] attention inputs ready: {', '.join(ks)}")
-        if ks:
+        if ks and not self.args.attention_only:
             self.guarded("attention_backend", lambda: self.record_backend(ks))
         order = [(k, c) for c in ("ar256MiB", "rs256MiB", "ar1024MiB", "rs1024MiB") for k in ks]
         for kname, cname in order:
@@ -390,6 +397,9 @@ def main():
     ap.add_argument("--partial-dir", default=None)
     ap.add_argument("--budget-s", type=float, default=1e9,
                     help="start no case after this many seconds from the process's start")
+    ap.add_argument("--attention-only", action="store_true",
+                    help="only (b): no profiler, no second process group (the first run hung "
+                         "after them, at the first collective of (b))")
     args = ap.parse_args()
     args.suite = "interf"  # meta_info: keep start-up short (no nvlink -s)
     os.makedirs(args.out, exist_ok=True)

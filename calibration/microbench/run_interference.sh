@@ -15,6 +15,9 @@ mkdir -p "$dir"
 if [ "${1:-interf}" = attention ]; then
   name=attention_beside_nccl cap=128 budget=90  # + ~6 s for the version line below
   cmd=("$here/attention_beside_nccl.py" --out "$dir" --name $name.json)
+elif [ "$1" = attention_only ]; then
+  name=attention_only cap=110 budget=80
+  cmd=("$here/attention_beside_nccl.py" --attention-only --out "$dir" --name $name.json)
 else
   name=interf cap=140 budget=105
   cmd=("$here/gemm_beside_nccl.py" --suite interf --out "$dir" --name $name.json)
