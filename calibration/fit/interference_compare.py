@@ -10,6 +10,9 @@ kernel and the collective alone, as a Markdown table.
             [-s key=value ...] [--json OUT.json]
     python3 calibration/fit/interference_compare.py MEASUREMENT.json --fit
 
+--fit-attention fits network.interference.attention_sensitivity on the SDPA kernels' slowdowns
+beside the 1 GiB collectives of attention_beside_nccl.py's measurement (the 256 MiB cases and
+the GEMMs held out).
 --fit fits network.interference.kernel_sensitivity on the kernels' slowdowns and then
 collective_sensitivity on the collectives' (each on a grid of 0.05 over its range [0, 1], the
 least mean |log(predicted / measured)|) over the "steady" cases, and prints the table of every
@@ -20,8 +23,10 @@ for the last wave of the kernels launched before it) nothing is left out: --fit 
 steady 2x H200 cases gives kernel_sensitivity 0.5, collective_sensitivity 0.2).
 
 Reads the 2-GPU suite (schema gcsim.calibration.gemm_beside_nccl.v1: GEMMs beside all-reduces,
-"single" and "steady" releases) and the interference suite (gcsim.calibration.interference.v1:
-GEMMs and a bf16 add beside all-reduce, reduce-scatter, all-gather, "steady"). The cluster is
+"single" and "steady" releases), the interference suite (gcsim.calibration.interference.v1:
+GEMMs and a bf16 add beside all-reduce, reduce-scatter, all-gather, "steady") and
+attention_beside_nccl.py's (gcsim.calibration.attention_beside_nccl.v1: cuDNN SDPA forward and
+backward, and GEMMs, beside all-reduce and reduce-scatter, "steady"). The cluster is
 the measured GPU's preset (h100-sxm or h200-sxm), one NVSwitch node, the flow network (NCCL's
 algorithms on the collective engine), rested clocks unless -s cluster.clocks=model.
 """
@@ -46,6 +51,11 @@ def kernel_op(desc, name, rank):
     if desc["kind"] == "gemm":
         return (f"{{name: {name}, rank: {rank}, op: gemm, m: {desc['m']}, n: {desc['n']}, "
                 f"k: {desc['k']}, dtype: bf16}}")
+    if desc["kind"] == "sdpa":  # PyTorch's default SDPA on Hopper: cuDNN's fused kernels
+        return (f"{{name: {name}, rank: {rank}, op: attention, batch: {desc['batch']}, "
+                f"heads: {desc['heads']}, q_len: {desc['seq']}, head_dim: {desc['head_dim']}, "
+                f"causal: {str(desc['causal']).lower()}, pass: {desc['pass']}, kernel: cudnn, "
+                f"dtype: bf16}}")
     return f"{{name: {name}, rank: {rank}, op: elementwise, kind: add, elements: {desc['elements']}, dtype: bf16}}"
 
 
@@ -196,6 +206,20 @@ def fit(gcsim, gpu, world, cases, overrides, exclude):
     return best
 
 
+def fit_attention(gcsim, gpu, world, cases, overrides):
+    """attention_sensitivity on the SDPA kernels' slowdowns beside the 1 GiB collectives (grid
+    of 0.05 over [0, 1], least mean |log error|); the 256 MiB cases are held out."""
+    fit_cases = [c for c in cases if c[0].startswith("sdpa") and "1024MiB" in c[0]]
+    scores = []
+    for v in [round(0.05 * i, 2) for i in range(21)]:
+        ov = overrides + [f"network.interference.attention_sensitivity={v}"]
+        scores.append((log_error(evaluate(gcsim, gpu, world, fit_cases, ov), "kernel"), v))
+    best = min(scores)
+    print(f"fitted attention_sensitivity = {best[1]} (mean |log error| {best[0]:.4f} on "
+          f"{len(fit_cases)} SDPA cases beside 1 GiB collectives)", file=sys.stderr)
+    return best[1]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("measurement")
@@ -203,6 +227,8 @@ def main():
     ap.add_argument("-s", action="append", default=[], dest="overrides")
     ap.add_argument("--json", default=None, help="also write the rows here")
     ap.add_argument("--fit", action="store_true", help="fit the two sensitivities (see above)")
+    ap.add_argument("--fit-attention", action="store_true",
+                    help="fit attention_sensitivity on the SDPA cases beside 1 GiB collectives")
     ap.add_argument("--exclude", action="append", default=[],
                     help="--fit: leave cases whose name contains this out of the fit")
     a = ap.parse_args()
@@ -210,10 +236,15 @@ def main():
         d = json.load(f)
     gpu = preset(d.get("meta", {}))
     world = int(d.get("meta", {}).get("world_size", len(d["ranks"])))
-    cases = cases_interf(d) if d.get("schema", "").endswith("interference.v1") else cases_2gpu(d)
+    schema = d.get("schema", "")
+    cases = (cases_interf(d) if schema.endswith(("interference.v1", "attention_beside_nccl.v1"))
+             else cases_2gpu(d))
     if a.fit:
         best = fit(a.gcsim, gpu, world, cases, a.overrides, a.exclude)
         a.overrides += [f"network.interference.{k}={v}" for k, v in best.items()]
+    if a.fit_attention:
+        v = fit_attention(a.gcsim, gpu, world, cases, a.overrides)
+        a.overrides += [f"network.interference.attention_sensitivity={v}"]
     rows = evaluate(a.gcsim, gpu, world, cases, a.overrides)
 
     def f(x):

@@ -42,6 +42,11 @@ struct InterferenceParams {
   // launch order (0.3 before: the wait for the GEMM's last wave was then
   // charged to the data movement); range [0, 1].
   double collective_sensitivity = 0.2;
+  // kernel_sensitivity's counterpart for fused attention kernels
+  // (KernelDesc::fused_attention), whose operands stay on chip. Fitted
+  // ATTENTION_FIT on 2x H100 cuDNN SDPA beside 1 GiB collectives (range
+  // [0, 1]).
+  double attention_sensitivity = 0.0;
   // Fraction of NCCL's staging traffic (its FIFO written and read back, two
   // HBM accesses per byte on the wire) that reaches HBM rather than staying
   // in L2 (models/cluster/collective_hbm.h); range [0, 1], 1 the algorithm's

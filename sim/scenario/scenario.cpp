@@ -158,6 +158,9 @@ void read_interference(ConfigReader& r, models::gpu::InterferenceParams& p) {
   p.collective_sensitivity = sensitivity(
       "collective_sensitivity", p.collective_sensitivity,
       "a collective's data movement grows by this x the fraction of SMs running compute beside it");
+  p.attention_sensitivity = sensitivity(
+      "attention_sensitivity", p.attention_sensitivity,
+      "kernel_sensitivity for fused attention kernels (operands on chip)");
   p.staging_in_hbm = r.get_double(
       "staging_in_hbm", p.staging_in_hbm,
       "fraction of NCCL's staging traffic (FIFO written and read back) that reaches HBM, not L2");
