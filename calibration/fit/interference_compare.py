@@ -206,10 +206,12 @@ def fit(gcsim, gpu, world, cases, overrides, exclude):
     return best
 
 
-def fit_attention(gcsim, gpu, world, cases, overrides):
+def fit_attention(gcsim, gpu, world, cases, overrides, exclude):
     """attention_sensitivity on the SDPA kernels' slowdowns beside the 1 GiB collectives (grid
-    of 0.05 over [0, 1], least mean |log error|); the 256 MiB cases are held out."""
-    fit_cases = [c for c in cases if c[0].startswith("sdpa") and "1024MiB" in c[0]]
+    of 0.05 over [0, 1], least mean |log error|), less those --exclude names; the 256 MiB cases
+    are held out."""
+    fit_cases = [c for c in cases if c[0].startswith("sdpa") and "1024MiB" in c[0]
+                 and not any(x in c[0] for x in exclude)]
     scores = []
     for v in [round(0.05 * i, 2) for i in range(21)]:
         ov = overrides + [f"network.interference.attention_sensitivity={v}"]
@@ -243,7 +245,7 @@ def main():
         best = fit(a.gcsim, gpu, world, cases, a.overrides, a.exclude)
         a.overrides += [f"network.interference.{k}={v}" for k, v in best.items()]
     if a.fit_attention:
-        v = fit_attention(a.gcsim, gpu, world, cases, a.overrides)
+        v = fit_attention(a.gcsim, gpu, world, cases, a.overrides, a.exclude)
         a.overrides += [f"network.interference.attention_sensitivity={v}"]
     rows = evaluate(a.gcsim, gpu, world, cases, a.overrides)
 

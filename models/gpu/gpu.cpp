@@ -123,8 +123,9 @@ class Gpu::Impl : public sim::EventHandler {
     if (unlanded_ > 0 || !waiting_.empty()) {
       // Behind the kernels launched before it (CTAs of equal-priority grids
       // are dispatched in launch order): served in the pass where the last
-      // of them has landed and started its last wave. Batches wait while a
-      // hold is deferred (start_batch), so that pass is not coalesced away.
+      // of them has landed and started its last wave. While a hold is
+      // deferred, batches leave a tile unstarted (start_batch), so that pass
+      // is not coalesced away.
       deferred_.push_back(Hold{count, std::move(granted), launched_});
       deferred_sms_ += count;
       return;
