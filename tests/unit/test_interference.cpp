@@ -157,10 +157,10 @@ TEST_CASE("interference: kernel waves beside a collective's HBM load", "[gpu][in
     s.run();
     CHECK(us(end) == Approx(2.0 + 11.0 + 13.0).epsilon(1e-9));
   }
-  SECTION("a fused (cuDNN) attention kernel gets the same treatment as a GEMM") {
+  SECTION("a fused (cuDNN) attention kernel: SMs, HBM share, its own sensitivity") {
     // SDPA backward, b 2, h 32, s 4096, d 128, causal: compute-bound tiles
     // (its q, k, v, o and gradients are a small part of each tile's time).
-    // Beside 24 held SMs and a load of B/3 (kernel_sensitivity 0.6) it runs
+    // Beside 24 held SMs and a load of B/3 (attention_sensitivity 0.6) it runs
     // on 108 SMs and every tile's arithmetic takes 1 + 0.6/3 = 1.2x: the
     // waves of 108 tiles are 1.2 x compute + the two per-wave overheads.
     // (B/3 of the preset's own achieved bandwidth.)
@@ -177,7 +177,9 @@ TEST_CASE("interference: kernel waves beside a collective's HBM load", "[gpu][in
     const gpu::TileCost c = gpu::tile_cost(spec, k, 108);
     REQUIRE(c.memory * 2 < c.compute);  // compute-bound even on a third less HBM
     sim::Simulator s;
-    gpu::Gpu g(s, spec, 0, with_interference(0.6));
+    gpu::GpuOptions o = with_interference(0.0);  // GEMMs' sensitivity: not used here
+    o.interference.attention_sensitivity = 0.6;
+    gpu::Gpu g(s, spec, 0, o);
     sim::Time end;
     s.call_at(sim::Time::zero(), [&] {
       g.hold_sms(24);
