@@ -10,17 +10,23 @@ kernel and the collective alone, as a Markdown table.
             [-s key=value ...] [--json OUT.json]
     python3 calibration/fit/interference_compare.py MEASUREMENT.json --fit
 
+--fit-attention fits network.interference.attention_sensitivity on the SDPA kernels' slowdowns
+beside the 1 GiB collectives of attention_beside_nccl.py's measurement (the 256 MiB cases and
+the GEMMs held out).
 --fit fits network.interference.kernel_sensitivity on the kernels' slowdowns and then
 collective_sensitivity on the collectives' (each on a grid of 0.05 over its range [0, 1], the
 least mean |log(predicted / measured)|) over the "steady" cases, and prints the table of every
 case with those values: the "single" cases are held out. --exclude NAME leaves cases out of
-the fit (the 2x H200 fit leaves out gemm8192_ar256MiB: there the all-reduces wait for whole
-8192^3 GEMMs whose queued CTAs take the SMs the all-reduce frees, which the SM model does not
-have, so its slowdowns measure that scheduling, not the memory system).
+the fit (the fit of 2026-11-22 left out gemm8192_ar256MiB, where the all-reduces wait for
+whole 8192^3 GEMMs; since the GPU model dispatches CTAs in launch order (a collective waits
+for the last wave of the kernels launched before it) nothing is left out: --fit on the four
+steady 2x H200 cases gives kernel_sensitivity 0.5, collective_sensitivity 0.2).
 
 Reads the 2-GPU suite (schema gcsim.calibration.gemm_beside_nccl.v1: GEMMs beside all-reduces,
-"single" and "steady" releases) and the interference suite (gcsim.calibration.interference.v1:
-GEMMs and a bf16 add beside all-reduce, reduce-scatter, all-gather, "steady"). The cluster is
+"single" and "steady" releases), the interference suite (gcsim.calibration.interference.v1:
+GEMMs and a bf16 add beside all-reduce, reduce-scatter, all-gather, "steady") and
+attention_beside_nccl.py's (gcsim.calibration.attention_beside_nccl.v1: cuDNN SDPA forward and
+backward, and GEMMs, beside all-reduce and reduce-scatter, "steady"). The cluster is
 the measured GPU's preset (h100-sxm or h200-sxm), one NVSwitch node, the flow network (NCCL's
 algorithms on the collective engine), rested clocks unless -s cluster.clocks=model.
 """
@@ -45,6 +51,11 @@ def kernel_op(desc, name, rank):
     if desc["kind"] == "gemm":
         return (f"{{name: {name}, rank: {rank}, op: gemm, m: {desc['m']}, n: {desc['n']}, "
                 f"k: {desc['k']}, dtype: bf16}}")
+    if desc["kind"] == "sdpa":  # PyTorch's default SDPA on Hopper: cuDNN's fused kernels
+        return (f"{{name: {name}, rank: {rank}, op: attention, batch: {desc['batch']}, "
+                f"heads: {desc['heads']}, q_len: {desc['seq']}, head_dim: {desc['head_dim']}, "
+                f"causal: {str(desc['causal']).lower()}, pass: {desc['pass']}, kernel: cudnn, "
+                f"dtype: bf16}}")
     return f"{{name: {name}, rank: {rank}, op: elementwise, kind: add, elements: {desc['elements']}, dtype: bf16}}"
 
 
@@ -195,6 +206,22 @@ def fit(gcsim, gpu, world, cases, overrides, exclude):
     return best
 
 
+def fit_attention(gcsim, gpu, world, cases, overrides, exclude):
+    """attention_sensitivity on the SDPA kernels' slowdowns beside the 1 GiB collectives (grid
+    of 0.05 over [0, 1], least mean |log error|), less those --exclude names; the 256 MiB cases
+    are held out."""
+    fit_cases = [c for c in cases if c[0].startswith("sdpa") and "1024MiB" in c[0]
+                 and not any(x in c[0] for x in exclude)]
+    scores = []
+    for v in [round(0.05 * i, 2) for i in range(21)]:
+        ov = overrides + [f"network.interference.attention_sensitivity={v}"]
+        scores.append((log_error(evaluate(gcsim, gpu, world, fit_cases, ov), "kernel"), v))
+    best = min(scores)
+    print(f"fitted attention_sensitivity = {best[1]} (mean |log error| {best[0]:.4f} on "
+          f"{len(fit_cases)} SDPA cases beside 1 GiB collectives)", file=sys.stderr)
+    return best[1]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("measurement")
@@ -202,6 +229,8 @@ def main():
     ap.add_argument("-s", action="append", default=[], dest="overrides")
     ap.add_argument("--json", default=None, help="also write the rows here")
     ap.add_argument("--fit", action="store_true", help="fit the two sensitivities (see above)")
+    ap.add_argument("--fit-attention", action="store_true",
+                    help="fit attention_sensitivity on the SDPA cases beside 1 GiB collectives")
     ap.add_argument("--exclude", action="append", default=[],
                     help="--fit: leave cases whose name contains this out of the fit")
     a = ap.parse_args()
@@ -209,10 +238,15 @@ def main():
         d = json.load(f)
     gpu = preset(d.get("meta", {}))
     world = int(d.get("meta", {}).get("world_size", len(d["ranks"])))
-    cases = cases_interf(d) if d.get("schema", "").endswith("interference.v1") else cases_2gpu(d)
+    schema = d.get("schema", "")
+    cases = (cases_interf(d) if schema.endswith(("interference.v1", "attention_beside_nccl.v1"))
+             else cases_2gpu(d))
     if a.fit:
         best = fit(a.gcsim, gpu, world, cases, a.overrides, a.exclude)
         a.overrides += [f"network.interference.{k}={v}" for k, v in best.items()]
+    if a.fit_attention:
+        v = fit_attention(a.gcsim, gpu, world, cases, a.overrides, a.exclude)
+        a.overrides += [f"network.interference.attention_sensitivity={v}"]
     rows = evaluate(a.gcsim, gpu, world, cases, a.overrides)
 
     def f(x):
@@ -228,7 +262,10 @@ def main():
               f"{err(r['gcsim_kernel'], r['measured_kernel'])} | {f(r['measured_comm'])} | "
               f"{f(r['gcsim_comm'])} | {err(r['gcsim_comm'], r['measured_comm'])} |")
     for field in ("kernel", "comm"):
-        print(f"mean |log error| {field}: {log_error(rows, field):.4f}")
+        errs = [abs(r["gcsim_" + field] / r["measured_" + field] - 1) for r in rows
+                if r["gcsim_" + field] and r["measured_" + field]]
+        print(f"mean |log error| {field}: {log_error(rows, field):.4f}; mean |error| "
+              f"{100 * sum(errs) / max(1, len(errs)):.1f}%")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)

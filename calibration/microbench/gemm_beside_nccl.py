@@ -278,7 +278,7 @@ class Bench:
                  torch.empty(n, n, device=self.dev, dtype=BF16)) for _ in range(k)]
 
     def timeline(self, sets=None, n_gemm=0, ar=None, n_ar=0, pg=None, comm=None, kern_fn=None,
-                 comm_fn=None):
+                 comm_fn=None, gate_extra_us=0.0):
         """Release n_ar all-reduces (comm stream) and n_gemm GEMMs (compute stream) at one GPU
         instant t0; return every item's [start, end] in us relative to t0.  kern_fn(i) / comm_fn()
         replace the GEMM / the all-reduce (suite interf); the result keys stay "gemm" / "ar"."""
@@ -287,7 +287,7 @@ class Bench:
         self.host_barrier()
         cur = torch.cuda.current_stream()
         comm = comm if comm is not None else self.comm
-        gate_us = 3000 + 30 * n_gemm + 150 * n_ar
+        gate_us = 3000 + 30 * n_gemm + 150 * n_ar + gate_extra_us
         torch.cuda._sleep(int(gate_us * SLEEP_CYC_PER_US))
         t0 = torch.cuda.Event(enable_timing=True)
         t0.record(cur)
@@ -541,24 +541,29 @@ class Bench:
                            "hbm_bytes_per_kernel": 3 * 2 * e})
         return ks
 
-    def interf_comms(self):
+    def interf_comms(self, ar_sizes=(256 * MIB, 1 * GIB), rs_sizes=(256 * MIB,),
+                     ag_sizes=(256 * MIB,), pg=None, tag=""):
         """name -> (comm_fn(), description).  Sizes as nccl-tests counts them (all-reduce: the
-        buffer; reduce-scatter: its input; all-gather: its output)."""
+        buffer; reduce-scatter: its input; all-gather: its output).  pg: the process group (None:
+        the default one); tag is appended to each name."""
         w = self.world
         cs = {}
-        for S in (256 * MIB, 1 * GIB):
+        for S in ar_sizes:
             buf = torch.zeros(S // 2, device=self.dev, dtype=BF16)
-            cs[f"ar{S // MIB}MiB"] = ((lambda buf=buf: dist.all_reduce(buf)),
-                                      {"op": "all_reduce", "bytes": S, "dtype": "bfloat16"})
-        S = 256 * MIB
-        rs_in = torch.zeros(S // 2, device=self.dev, dtype=BF16)
-        rs_out = torch.zeros(S // 2 // w, device=self.dev, dtype=BF16)
-        cs["rs256MiB"] = ((lambda: dist.reduce_scatter_tensor(rs_out, rs_in)),
-                          {"op": "reduce_scatter", "bytes": S, "dtype": "bfloat16"})
-        ag_in = torch.zeros(S // 2 // w, device=self.dev, dtype=BF16)
-        ag_out = torch.zeros(S // 2, device=self.dev, dtype=BF16)
-        cs["ag256MiB"] = ((lambda: dist.all_gather_into_tensor(ag_out, ag_in)),
-                          {"op": "all_gather", "bytes": S, "dtype": "bfloat16"})
+            cs[f"ar{S // MIB}MiB{tag}"] = ((lambda buf=buf: dist.all_reduce(buf, group=pg)),
+                                           {"op": "all_reduce", "bytes": S, "dtype": "bfloat16"})
+        for S in rs_sizes:
+            rs_in = torch.zeros(S // 2, device=self.dev, dtype=BF16)
+            rs_out = torch.zeros(S // 2 // w, device=self.dev, dtype=BF16)
+            cs[f"rs{S // MIB}MiB{tag}"] = (
+                (lambda o=rs_out, i=rs_in: dist.reduce_scatter_tensor(o, i, group=pg)),
+                {"op": "reduce_scatter", "bytes": S, "dtype": "bfloat16"})
+        for S in ag_sizes:
+            ag_in = torch.zeros(S // 2 // w, device=self.dev, dtype=BF16)
+            ag_out = torch.zeros(S // 2, device=self.dev, dtype=BF16)
+            cs[f"ag{S // MIB}MiB{tag}"] = (
+                (lambda o=ag_out, i=ag_in: dist.all_gather_into_tensor(o, i, group=pg)),
+                {"op": "all_gather", "bytes": S, "dtype": "bfloat16"})
         return cs
 
     def over_budget(self):
@@ -578,7 +583,6 @@ class Bench:
         ks = self.interf_kernels()
         cs = self.interf_comms()
         log(f"[r{self.rank}] buffers ready")
-        target = INTERF_WINDOW_US
         order = [(k, c) for c in ("ar256MiB", "ar1024MiB") for k in
                  ("add_bf16", "gemm8192", "gemm4096", "gemm2048x8192x8192")]
         order += [(k, c) for c in ("rs256MiB", "ag256MiB") for k in
@@ -589,52 +593,7 @@ class Bench:
                 res["skipped"].append(key)
                 continue
             try:
-                if kname not in res["kernel_alone"]:
-                    SECTION["name"] = f"kernel_alone_{kname}"
-                    reps, ok = self.run_reps(2, 1, kern_fn=ks[kname][0], n_gemm=10)
-                    s = pool(reps, "gemm_all")
-                    res["kernel_alone"][kname] = {"desc": ks[kname][1], "per_kernel_us": s,
-                                                  "per_rep": 10, "reps": 2, "gate_ok": ok}
-                    log(f"[r{self.rank}] {kname} alone: median {s['median']:.1f} us "
-                        f"p10 {s['p10']:.1f} p90 {s['p90']:.1f}")
-                if cname not in res["comm_alone"]:
-                    SECTION["name"] = f"comm_alone_{cname}"
-                    fn, desc = cs[cname]
-                    probe, _ = self.run_reps(1, 1, comm_fn=fn, n_ar=3)
-                    n_c = max(3, math.ceil(target / med(pool(probe, "ar_all"))))
-                    reps, ok = self.run_reps(3, 0, comm_fn=fn, n_ar=n_c)
-                    s = pool(reps, "ar_all")
-                    span = stats([r["ar_span"] / n_c for r in reps])
-                    algbw = desc["bytes"] / (span["median"] * 1e-6) / 1e9
-                    res["comm_alone"][cname] = {"desc": desc, "per_op_us": s,
-                                                "span_per_op_us": span, "n_ops": n_c, "reps": 3,
-                                                "gate_ok": ok, "algbw_GBps": algbw}
-                    log(f"[r{self.rank}] {cname} alone: {n_c} back to back, median "
-                        f"{s['median']:.1f} us per op, algbw {algbw:.1f} GB/s")
-                SECTION["name"] = "interf_" + key
-                k_alone = med(res["kernel_alone"][kname]["per_kernel_us"])
-                c_alone = res["comm_alone"][cname]
-                n_c = c_alone["n_ops"]
-                n_k = max(3, math.ceil(target / k_alone))
-                rs, ok = self.run_reps(INTERF_REPS, 1, kern_fn=ks[kname][0], n_gemm=n_k,
-                                       comm_fn=cs[cname][0], n_ar=n_c)
-                ki, ca = pool(rs, "gemm_inside"), pool(rs, "ar_inside")
-                c_ref = med(c_alone["per_op_us"])
-                rec = {"kernel": kname, "comm": cname, "n_kernels": n_k, "n_comms": n_c,
-                       "reps": INTERF_REPS, "gate_ok": ok,
-                       "kernel_alone_us": k_alone, "comm_alone_us": c_ref,
-                       "kernel_inside_comm_us": ki, "comm_inside_kernels_us": ca,
-                       "kernel_all_us": pool(rs, "gemm_all"), "comm_all_us": pool(rs, "ar_all"),
-                       "kernel_span_us": pool(rs, "gemm_span"),
-                       "comm_span_us": pool(rs, "ar_span"), "wall_us": pool(rs, "wall"),
-                       "ratio_kernel": (med(ki) / k_alone) if ki else None,
-                       "ratio_comm": (med(ca) / c_ref) if ca else None}
-                res["interf"][key] = rec
-                log(f"[r{self.rank}] {key}: {n_k} kernels, {n_c} comms | kernel "
-                    f"{k_alone:.1f} -> {med(ki) if ki else float('nan'):.1f} us "
-                    f"(x{rec['ratio_kernel'] or float('nan'):.3f}) | comm {c_ref:.1f} -> "
-                    f"{med(ca) if ca else float('nan'):.1f} us "
-                    f"(x{rec['ratio_comm'] or float('nan'):.3f}) gate_ok {ok}")
+                self.interf_case(kname, ks[kname], cname, cs[cname])
             except Exception:  # noqa: BLE001
                 res["errors"].append({"where": key, "tb": traceback.format_exc()})
                 log(traceback.format_exc())
@@ -642,6 +601,61 @@ class Bench:
         if res["skipped"]:
             log(f"[r{self.rank}] budget spent, skipped: {', '.join(res['skipped'])}")
         SECTION["name"] = "done"
+
+    def interf_case(self, kname, kern, cname, comm, target=INTERF_WINDOW_US, gate_extra_us=0.0):
+        """One kernel x collective pair in "steady" mode: kern = (kern_fn(i), description), comm =
+        (comm_fn(), description).  Each side's alone reference is measured the first time it is
+        needed (same harness); results go to res["kernel_alone"], ["comm_alone"], ["interf"]."""
+        res = self.res
+        key = f"{kname}__{cname}"
+        if kname not in res["kernel_alone"]:
+            SECTION["name"] = f"kernel_alone_{kname}"
+            reps, ok = self.run_reps(2, 1, kern_fn=kern[0], n_gemm=10,
+                                     gate_extra_us=gate_extra_us)
+            s = pool(reps, "gemm_all")
+            res["kernel_alone"][kname] = {"desc": kern[1], "per_kernel_us": s,
+                                          "per_rep": 10, "reps": 2, "gate_ok": ok}
+            log(f"[r{self.rank}] {kname} alone: median {s['median']:.1f} us "
+                f"p10 {s['p10']:.1f} p90 {s['p90']:.1f}")
+        if cname not in res["comm_alone"]:
+            SECTION["name"] = f"comm_alone_{cname}"
+            fn, desc = comm
+            probe, _ = self.run_reps(1, 1, comm_fn=fn, n_ar=3)
+            n_c = max(3, math.ceil(target / med(pool(probe, "ar_all"))))
+            reps, ok = self.run_reps(3, 0, comm_fn=fn, n_ar=n_c)
+            s = pool(reps, "ar_all")
+            span = stats([r["ar_span"] / n_c for r in reps])
+            algbw = desc["bytes"] / (span["median"] * 1e-6) / 1e9
+            res["comm_alone"][cname] = {"desc": desc, "per_op_us": s,
+                                        "span_per_op_us": span, "n_ops": n_c, "reps": 3,
+                                        "gate_ok": ok, "algbw_GBps": algbw}
+            log(f"[r{self.rank}] {cname} alone: {n_c} back to back, median "
+                f"{s['median']:.1f} us per op, algbw {algbw:.1f} GB/s")
+        SECTION["name"] = "interf_" + key
+        k_alone = med(res["kernel_alone"][kname]["per_kernel_us"])
+        c_alone = res["comm_alone"][cname]
+        n_c = c_alone["n_ops"]
+        n_k = max(3, math.ceil(target / k_alone))
+        rs, ok = self.run_reps(INTERF_REPS, 1, kern_fn=kern[0], n_gemm=n_k, comm_fn=comm[0], n_ar=n_c,
+                               gate_extra_us=gate_extra_us)
+        ki, ca = pool(rs, "gemm_inside"), pool(rs, "ar_inside")
+        c_ref = med(c_alone["per_op_us"])
+        rec = {"kernel": kname, "comm": cname, "n_kernels": n_k, "n_comms": n_c,
+               "reps": INTERF_REPS, "gate_ok": ok,
+               "kernel_alone_us": k_alone, "comm_alone_us": c_ref,
+               "kernel_inside_comm_us": ki, "comm_inside_kernels_us": ca,
+               "kernel_all_us": pool(rs, "gemm_all"), "comm_all_us": pool(rs, "ar_all"),
+               "kernel_span_us": pool(rs, "gemm_span"),
+               "comm_span_us": pool(rs, "ar_span"), "wall_us": pool(rs, "wall"),
+               "ratio_kernel": (med(ki) / k_alone) if ki else None,
+               "ratio_comm": (med(ca) / c_ref) if ca else None}
+        res["interf"][key] = rec
+        log(f"[r{self.rank}] {key}: {n_k} kernels, {n_c} comms | kernel "
+            f"{k_alone:.1f} -> {med(ki) if ki else float('nan'):.1f} us "
+            f"(x{rec['ratio_kernel'] or float('nan'):.3f}) | comm {c_ref:.1f} -> "
+            f"{med(ca) if ca else float('nan'):.1f} us "
+            f"(x{rec['ratio_comm'] or float('nan'):.3f}) gate_ok {ok}")
+        return rec
 
     def dump_partial(self):
         p = os.path.join(self.args.partial_dir or self.args.out, f"rank{self.rank}_partial.json")

@@ -164,6 +164,7 @@ KernelDesc fused_attention_kernel(const GpuSpec& spec, const AttentionShape& s) 
   k.name = shape_name(s);
   k.unit = ExecUnit::tensor;
   k.dtype = s.dtype;
+  k.fused_attention = !t.decode;
   k.tiles = t.tiles;
   k.flops_per_tile = attention_flops(s) / static_cast<double>(t.tiles);
   k.bytes_per_tile = io_bytes(s) / static_cast<double>(t.tiles);

@@ -86,6 +86,7 @@ class Gpu::Impl : public sim::EventHandler {
     r.kernel = kernel;
     r.done = std::move(done);
     r.tiles_left = kernel.tiles;
+    r.seq = launched_++;
     const uint32_t run = runs_.add(std::move(r));
     // Kernels land in launch order (holds and wave batching rely on it): one
     // launched while a GEMM before it is still in its setup lands after it.
@@ -119,16 +120,17 @@ class Gpu::Impl : public sim::EventHandler {
                                   std::to_string(promised) + ")");
     }
     if (coalesce_) split_all();
-    if (unlanded_ > 0) {
-      // Behind the kernels launched before it: served in the pass where the
-      // last of them lands (kernels land in launch order, a fixed latency
-      // after it). That pass is due at their arrival, which also bounds
-      // every batch (start_batch), so nothing is coalesced across it.
-      deferred_.push_back(Hold{count, std::move(granted), last_arrival_});
+    if (unlanded_ > 0 || !waiting_.empty()) {
+      // Behind the kernels launched before it (CTAs of equal-priority grids
+      // are dispatched in launch order): served in the pass where the last
+      // of them has landed and started its last wave. While a hold is
+      // deferred, batches leave a tile unstarted (start_batch), so that pass
+      // is not coalesced away.
+      deferred_.push_back(Hold{count, std::move(granted), launched_});
       deferred_sms_ += count;
       return;
     }
-    serve(Hold{count, std::move(granted), sim_.now()});
+    serve(Hold{count, std::move(granted), launched_});
   }
 
   void release(int count) {
@@ -204,6 +206,7 @@ class Gpu::Impl : public sim::EventHandler {
     // Persistent: the SMs it took at its first pass and keeps to its end (0
     // before). Those not running its tiles are reserved in the SM array.
     int kept = 0;
+    uint64_t seq = 0;  // launch order on this GPU
     sim::Time first_start;
     std::vector<uint32_t> waves;  // its waves (and batches) in flight
     // Clock model: the clock fraction it got at its first wave, and what
@@ -213,14 +216,15 @@ class Gpu::Impl : public sim::EventHandler {
   };
   // A hold not yet wholly granted: `owed` SMs still to come. Served (in
   // owed_: its owed SMs are part of the SM array's debt), or deferred behind
-  // kernels launched before it (in deferred_), to be served in the pass at
-  // `due`. Every deferred hold is newer than every served one: a hold asked
-  // for while one is deferred finds the same kernel still unlanded, so is
-  // deferred too, and no later than it.
+  // the kernels launched before it (in deferred_: those with Run::seq below
+  // `behind`), to be served in the first pass after which none of them has
+  // a tile left to start. Every deferred hold is newer than every served
+  // one: a hold asked for while one is deferred finds the same kernels
+  // still pending, so is deferred too, behind at least as many.
   struct Hold {
     int owed = 0;
     std::function<void()> granted;
-    sim::Time due;
+    uint64_t behind = 0;
   };
   // One wave, or with count > 1 a batch: `count` identical back-to-back
   // waves standing for as many of the per-wave schedule's (coalescing
@@ -343,35 +347,56 @@ class Gpu::Impl : public sim::EventHandler {
   }
 
   // The scheduling pass. Persistent kernels between waves restart on the
-  // SMs they keep; persistent kernels about to start take the free SMs they
-  // want in launch order; the rest are split evenly among the other waiting
-  // kernels (earlier launches get the remainder), each bounded by its
-  // unstarted tiles and max_sms; one wave starts per kernel that got SMs.
-  // Then the holds deferred to this instant take what is left.
+  // SMs they keep (a last wave narrower than them gives the rest back), and
+  // grow, in launch order, into SMs that came free (their queued CTAs take
+  // them: measured on 2x H100, a GEMM beside a short all-reduce loses its
+  // SMs only while the all-reduce runs); persistent kernels about to start
+  // take the free SMs they want in launch order; the rest are split evenly
+  // among the other waiting kernels (earlier launches get the remainder),
+  // each bounded by its unstarted tiles and max_sms; one wave starts per
+  // kernel that got SMs. Then the deferred holds that no earlier kernel
+  // keeps waiting take what is left.
   void schedule() {
     schedule_pending_ = false;
     if (coalesce_) split_all();  // none is live here: every pass follows a split
     unlanded_ -= arrived_;       // the kernels that arrived this instant land here
     arrived_ = 0;
-    int left = sms_.free();
     // Scratch vectors kept as members: this runs after every wave.
     std::vector<int>& grant = grant_;
     std::vector<int>& want = want_;
+    std::vector<int>& grow = grow_;
     grant.assign(waiting_.size(), 0);
     want.assign(waiting_.size(), 0);
+    grow.assign(waiting_.size(), 0);
     bool any = false;
     for (size_t i = 0; i < waiting_.size(); ++i) {
-      const Run& r = runs_[waiting_[i]];
+      Run& r = runs_[waiting_[i]];
       if (r.kept > 0) {
-        // Persistent, between waves: its next wave, on its own SMs.
+        // Persistent, between waves: its next wave, on its own SMs. Its
+        // last wave, if narrower, frees the rest (repaying holds first):
+        // the grid has no CTA left to put there.
         if (r.waves_in_flight == 0) {
-          grant[i] = static_cast<int>(std::min<int64_t>(r.kept, r.tiles_left));
+          if (r.tiles_left < r.kept) {
+            const int surplus = r.kept - static_cast<int>(r.tiles_left);
+            grant_repaid(sms_.release_kept(surplus));
+            r.kept -= surplus;
+          }
+          grant[i] = r.kept;
         }
         want[i] = grant[i];
       } else {
         want[i] = static_cast<int>(this->want(r, r.tiles_left));
       }
       any = any || want[i] > 0;
+    }
+    int left = sms_.free();
+    // Persistent kernels restarting grow first, in launch order: they were
+    // launched before anything that has not started.
+    for (size_t i = 0; i < waiting_.size() && left > 0; ++i) {
+      const Run& r = runs_[waiting_[i]];
+      if (r.kept == 0 || grant[i] == 0) continue;
+      grow[i] = growth(r, left);
+      left -= grow[i];
     }
     // A persistent kernel about to start takes what it wants first, in
     // launch order: its CTAs fill whole SMs, and on an H100 a GEMM enqueued
@@ -405,6 +430,9 @@ class Gpu::Impl : public sim::EventHandler {
       Run& r = runs_[waiting_[i]];
       if (r.kept > 0) {
         sms_.resume_tiles(grant[i]);
+        sms_.start_tiles(grow[i]);
+        r.kept += grow[i];
+        grant[i] += grow[i];
       } else {
         sms_.start_tiles(grant[i]);
         if (r.kernel.persistent) r.kept = grant[i];  // its SMs from now to its end
@@ -429,13 +457,30 @@ class Gpu::Impl : public sim::EventHandler {
       schedule_end(add_wave(Wave{run, grant[i], active, now, length, 1, 0, Activity{}, 0.0}), now + length);
     }
     std::erase_if(waiting_, [this](uint32_t run) { return runs_[run].tiles_left == 0; });
-    // Holds that waited for the kernels landing now: after them, in order.
-    while (!deferred_.empty() && deferred_.front().due <= now) {
+    // Holds no earlier kernel keeps waiting any longer: after them, in order.
+    const uint64_t oldest = oldest_pending();
+    while (!deferred_.empty() && deferred_.front().behind <= oldest) {
       Hold h = std::move(deferred_.front());
       deferred_.pop_front();
       deferred_sms_ -= h.owed;
       serve(std::move(h));
     }
+  }
+
+  // SMs a persistent kernel restarting on its kept SMs takes besides, of
+  // `free`: up to its cap and its unstarted tiles beyond the kept SMs.
+  int growth(const Run& r, int free) const {
+    const int64_t room = std::min<int64_t>(cap(r) - r.kept, r.tiles_left - r.kept);
+    return static_cast<int>(std::clamp<int64_t>(room, 0, free));
+  }
+
+  // Launch number of the oldest kernel with tiles not yet started (landed
+  // and waiting, or not yet landed: they land in launch order), or
+  // launched_ when there is none.
+  uint64_t oldest_pending() const {
+    uint64_t oldest = launched_ - static_cast<uint64_t>(unlanded_);
+    for (const uint32_t run : waiting_) oldest = std::min(oldest, runs_[run].seq);
+    return oldest;
   }
 
   // A hold takes the free SMs now; the rest it is owed, after older holds.
@@ -525,7 +570,9 @@ class Gpu::Impl : public sim::EventHandler {
             ? std::min(b, active * r.kernel.bytes_per_tile / own.seconds())
             : 0.0;
     const double fraction = kernel_hbm_fraction(b, active, demand, sms_.held(), hbm_load_);
-    const double stretch = kernel_compute_stretch(b, hbm_load_, interference_.kernel_sensitivity);
+    const double sensitivity = r.kernel.fused_attention ? interference_.attention_sensitivity
+                                                        : interference_.kernel_sensitivity;
+    const double stretch = kernel_compute_stretch(b, hbm_load_, sensitivity);
     return wave_time(spec_, r.kernel, active, r.stretch * stretch, fraction);
   }
 
@@ -667,8 +714,9 @@ class Gpu::Impl : public sim::EventHandler {
       if (o.kept > 0 && o.waves_in_flight == 0) return false;  // a persistent restart due
     }
     if (r.kept > 0) {
-      // Persistent: the pass would restart it on the SMs it keeps.
-      if (width != r.kept) return false;
+      // Persistent: the pass would restart it on the SMs it keeps, unless it
+      // would grow into free SMs.
+      if (width != r.kept || growth(r, sms_.free()) > 0) return false;
     } else if (std::min<int64_t>(want(r, tiles), sms_.free()) != width) {
       return false;
     }
@@ -679,7 +727,11 @@ class Gpu::Impl : public sim::EventHandler {
     int64_t limit = std::min(tiles / width, (sim::Time::max() - now).ps() / length);
     if (!arrivals_.empty()) limit = std::min(limit, (arrivals_.front() - now).ps() / length);
     if (limit < 2) return false;
-    const int64_t count = funded_waves(r, width, now, ended.length, tiles, limit);
+    // A deferred hold is served in the pass that starts the kernel's last
+    // tiles: while one waits, every wave of a batch leaves a tile unstarted
+    // (on any lane), so that the last ones start at a real wave end.
+    const int64_t reserve = deferred_.empty() ? 0 : 1;
+    const int64_t count = funded_waves(r, width, now, ended.length, tiles, limit, reserve);
     if (count < 2) return false;
     if (r.kept > 0) {
       sms_.resume_tiles(width);
@@ -696,13 +748,14 @@ class Gpu::Impl : public sim::EventHandler {
   }
 
   // How many waves of `width` starting at now + k * length (k = 0, 1, ...,
-  // at most `limit`) find `width` tiles unstarted, when the kernel's other
+  // at most `limit`) find `width` tiles unstarted (and `reserve` more left
+  // after them), when the kernel's other
   // lanes also restart at each of their boundaries. The lanes share the
   // tiles in time order; a lane that would find fewer is where the kernel
   // runs short, a real event that splits the rest. Counting every other
   // wave as restarting (even one that will not) only shortens the batch.
   int64_t funded_waves(const Run& r, int width, sim::Time now, sim::Duration length,
-                       int64_t tiles, int64_t limit) const {
+                       int64_t tiles, int64_t limit, int64_t reserve) const {
     // Tiles the other lanes start at boundaries up to and including t.
     auto taken_by_others = [&](sim::Time t) {
       __int128 taken = 0;
@@ -721,10 +774,10 @@ class Gpu::Impl : public sim::EventHandler {
     auto funded = [&](int64_t k) {  // the wave starting at now + k * length
       return static_cast<__int128>(tiles) - static_cast<__int128>(k) * width -
                  taken_by_others(now + length * k) >=
-             width;
+             width + reserve;
     };
-    // funded(0) holds (tiles >= 2 * width) and funded is monotone: find
-    // the last k that is funded.
+    // funded is monotone: find the last k that is funded (none: 0).
+    if (!funded(0)) return 0;
     int64_t lo = 0, hi = limit - 1;
     while (lo < hi) {
       const int64_t mid = lo + (hi - lo + 1) / 2;
@@ -814,7 +867,7 @@ class Gpu::Impl : public sim::EventHandler {
   SlotPool<Wave> waves_;
   SlotPool<Ticket> tickets_;
   std::vector<uint32_t> waiting_;  // runs with unstarted tiles, in launch order
-  std::vector<int> grant_, want_;  // SMs granted / wanted per waiting run
+  std::vector<int> grant_, want_, grow_;  // SMs granted / wanted / grown per waiting run
   bool schedule_pending_ = false;
   // With coalescing: the live batches (wave indices, all of one kernel), and
   // the arrival times of launched kernels not yet arrived, earliest first.
@@ -828,6 +881,7 @@ class Gpu::Impl : public sim::EventHandler {
   // arrived among them: arrived_), and the latest launch's arrival time.
   int64_t unlanded_ = 0, arrived_ = 0;
   sim::Time last_arrival_;
+  uint64_t launched_ = 0;  // kernels launched so far (the next Run::seq)
 };
 
 Gpu::Gpu(sim::Simulator& sim, const GpuSpec& spec, int rank, GpuOptions options)

@@ -1,10 +1,12 @@
 // One GPU: an SM array and an HBM stack shared by the kernels running on it,
 // and an HBM capacity ledger. Kernels run as waves of tiles over the SMs that
 // are free when each wave starts, so wave quantization and the slowdown of a
-// GEMM beside an SM-holding communication kernel both appear. A persistent
-// kernel (KernelDesc::persistent: Hopper cuBLAS GEMMs) keeps the SMs of its
-// first wave until it ends, so a communication kernel asking for SMs
-// meanwhile waits for that end.
+// GEMM beside an SM-holding communication kernel both appear. SMs go to
+// kernels and holds in launch order, as the CUDA work distributor
+// dispatches equal-priority grids: a persistent kernel
+// (KernelDesc::persistent: Hopper cuBLAS GEMMs) keeps its SMs between waves
+// and grows into SMs that come free, and a communication kernel asking for
+// SMs waits for the last wave of the kernels launched before it.
 //
 // Identical consecutive waves of a kernel (same SMs, same HBM share, nothing
 // else changing on the GPU) are coalesced into one simulator event, a batch;
@@ -94,18 +96,21 @@ class Gpu {
   // duration; GEMMs launched meanwhile see fewer free SMs. `granted` is
   // called, from a simulator event at the instant it happens, once all
   // `count` SMs are held (count 0: at once). A hold is served:
-  //  - at once if no compute kernel launched on this GPU before it is still
-  //    on its way (in its launch latency, or arrived and waiting for this
-  //    instant's scheduling pass): it takes the free SMs now;
+  //  - at once if no compute kernel launched on this GPU before it has
+  //    tiles left to start (or is still in its launch latency): it takes
+  //    the free SMs now;
   //  - otherwise at the end of the scheduling pass in which the last of
-  //    those kernels lands, after they have taken their SMs. Measured on
-  //    2x H200 (calibration/measurements/h200-x2): an NCCL all-reduce
-  //    released at the same instant as an 8192^3 cuBLAS GEMM, even one
-  //    enqueued before it, got its SMs only when that GEMM ended.
+  //    those kernels has landed and started its last wave, after they have
+  //    taken their SMs (CTAs of equal-priority grids are dispatched in
+  //    launch order). Measured on 2x H100 (calibration/measurements/h100-x2/
+  //    attention_beside_nccl_2026-11-26): an NCCL all-reduce launched 1-1.5
+  //    ms before the end of an 8192^3 cuBLAS GEMM started at that GEMM's
+  //    last round, 103-121 us before its end.
   // SMs not free when it is served are owed: repaid, holds first come first
   // served, from the next SMs that come free (a compute wave's end, a
-  // persistent kernel's end, a release), before any waiting kernel gets
-  // them. A persistent kernel's SMs come free only at its end. Throws
+  // persistent kernel's last wave or end, a release), before any waiting
+  // kernel gets them. A persistent kernel's SMs come free only when its
+  // last wave leaves them idle or it ends. Throws
   // std::invalid_argument if holds would exceed the GPU's SMs.
   void hold_sms(int count, std::function<void()> granted);
   void hold_sms(int count) { hold_sms(count, nullptr); }

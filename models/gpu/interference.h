@@ -21,7 +21,8 @@
 //    running compute tiles (NCCL's channels are latency-bound copy loops:
 //    Little's law makes their rate fall as the loaded memory latency rises).
 // The two sensitivities are fitted (calibration/fit/interference_compare.py
-// on calibration/measurements/h200-x2/gemm_beside_nccl_2026-11-22.json) and
+// --fit on the four "steady" cases of
+// calibration/measurements/h200-x2/gemm_beside_nccl_2026-11-22.json) and
 // bounded to [0, 1]: 1 would mean a full collective load doubles a GEMM's
 // arithmetic time, or a GPU full of compute tiles doubles the memory latency
 // a channel sees (loaded DRAM latency on Hopper is at most ~2x unloaded).
@@ -37,8 +38,18 @@ struct InterferenceParams {
   // arithmetic time grows by. Fitted 0.5 on 2x H200 (range [0, 1]).
   double kernel_sensitivity = 0.5;
   // Per unit of busy-SM fraction beside it, the fraction a collective's
-  // data movement grows by. Fitted 0.3 on 2x H200 (range [0, 1]).
-  double collective_sensitivity = 0.3;
+  // data movement grows by. Fitted 0.2 on 2x H200 with CTAs dispatched in
+  // launch order (0.3 before: the wait for the GEMM's last wave was then
+  // charged to the data movement); range [0, 1].
+  double collective_sensitivity = 0.2;
+  // kernel_sensitivity's counterpart for fused attention kernels
+  // (KernelDesc::fused_attention), whose operands stay on chip. 0 here (a
+  // Gpu built in code); a scenario's default is the value fitted on 2x
+  // H100, kFittedAttentionSensitivity = 0.1 (sim/scenario/scenario.cpp):
+  // cuDNN SDPA beside 1 GiB collectives ran 1.20-1.22x slower, about its
+  // SMs' share (132/108 = 1.22); range [0, 1]
+  // (calibration/measurements/h100-x2/attention_beside_nccl_2026-11-26/run2).
+  double attention_sensitivity = 0.0;
   // Fraction of NCCL's staging traffic (its FIFO written and read back, two
   // HBM accesses per byte on the wire) that reaches HBM rather than staying
   // in L2 (models/cluster/collective_hbm.h); range [0, 1], 1 the algorithm's

@@ -38,6 +38,12 @@ struct KernelDesc {
   // Paid once after the launch latency, before the first wave (GEMMs:
   // GpuEfficiency::gemm_setup); zero for other kernels.
   sim::Duration setup = sim::Duration::zero();
+  // A fused attention kernel (FlashAttention-2/3, cuDNN; not the split-KV
+  // decode): its query tile stays in shared memory and K/V are reread from
+  // L2 by every query block, so beside a collective's HBM traffic its
+  // arithmetic stretches by InterferenceParams::attention_sensitivity, not
+  // kernel_sensitivity (measured on 2x H100: cuDNN SDPA loses only its SMs).
+  bool fused_attention = false;
   // Added to every wave beside efficiency.tile_overhead (attention tiles:
   // GpuEfficiency::attention_tile_overhead); zero for other kernels.
   sim::Duration extra_wave_overhead = sim::Duration::zero();

@@ -135,6 +135,7 @@ KernelDesc attention_kernel(const GpuSpec& spec, const AttentionShape& s) {
   KernelDesc k;
   k.unit = matmul_unit(spec, s.dtype, "attention");
   k.dtype = s.dtype;
+  k.fused_attention = true;
   k.efficiency = s.backward ? spec.efficiency.attention_backward : spec.efficiency.attention;
   k.extra_wave_overhead = s.backward ? spec.efficiency.attention_backward_tile_overhead
                                      : spec.efficiency.attention_tile_overhead;

@@ -184,9 +184,10 @@ int check_order(const std::vector<Point>& pts, const char* gpu) {
         continue;  // swapped since the interference model (kOrderGap's note)
       }
       // Measured 3.8% apart (269.5 vs 259.7 ms); gcsim puts them within
-      // 0.1% (247.4 vs 247.6) since the flash2 decode refit made the H200's
-      // GEMMs 0.8% faster: TP2xPP2's own -8.2% (its attention class -18%,
-      // the compiled pipeline's sends) decides it. Not held; README Status.
+      // 0.4% (247.4 vs 246.4 ms, in measured order since CTAs are
+      // dispatched in launch order; 247.4 vs 247.6 before): TP2xPP2's own
+      // -8.2% (its attention class -18%, the compiled pipeline's sends)
+      // decides it. Not held; README Status.
       if (std::string(gpu) == kGpuH200 && a.build == "compile" && is_pair("TP2xPP2", "PP2xDP2")) {
         continue;
       }

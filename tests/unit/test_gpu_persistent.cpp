@@ -1,10 +1,13 @@
 // Persistent kernels (KernelDesc::persistent) and holds that wait for SMs
 // (Gpu::hold_sms with a `granted` callback), with hand-computed figures.
-// What they model, measured on 2x H200 (calibration/measurements/h200-x2/):
-// a Hopper cuBLAS GEMM keeps the SMs it started on until it ends, so an
-// NCCL all-reduce released beside it gets its channel SMs only then; a GEMM
-// started while NCCL's 24 channel blocks are resident runs on the other
-// 108 SMs. Every case runs with waves coalesced and one event per wave.
+// What they model, measured on 2x H200 and 2x H100
+// (calibration/measurements/h200-x2/, h100-x2/interference_2026-11-26): CTAs
+// of equal-priority grids are dispatched in launch order, so an NCCL
+// all-reduce launched beside a multi-wave Hopper cuBLAS GEMM gets its
+// channel SMs only as the GEMM's last wave starts; a GEMM started while
+// NCCL's 24 channel blocks are resident runs on the other 108 SMs and takes
+// them back when they are released. Every case runs with waves coalesced
+// and one event per wave.
 //
 // GPU: the H100 SXM datasheet values of test_gpu_runtime.cpp (132 SMs, 989
 // TF/s bf16, 2 us launch latency, tensor efficiency 0.8, 1 us per wave).
@@ -95,7 +98,7 @@ void sample_at(sim::Simulator& s, const gpu::Gpu& g, int64_t when, Sms& out) {
 
 }  // namespace
 
-TEST_CASE("a persistent GEMM keeps its SMs: a hold asked mid-GEMM is granted at its end", "[gpu]") {
+TEST_CASE("a hold asked mid-GEMM waits for the GEMM's last wave", "[gpu]") {
   for (const bool coalesce : {false, true}) {
     INFO((coalesce ? "waves coalesced" : "one event per wave"));
     for (const bool persistent : {true, false}) {
@@ -115,36 +118,32 @@ TEST_CASE("a persistent GEMM keeps its SMs: a hold asked mid-GEMM is granted at 
       sample_at(s, g, 1400 * kUs, in_last_wave);
       sample_at(s, g, kLaunch + 16 * kWave8192 + 1, after_end);
       s.run();
-      if (persistent) {
-        // Alone on all 132 SMs: 16 waves, 2 + 16 W = 1451.103344 us. The
-        // hold gets no SM at any wave boundary, only when the GEMM ends.
-        CHECK(span.end == kLaunch + 16 * kWave8192);
-        CHECK(span.end == 1'451'103'344);
-        CHECK(granted == span.end);
-        CHECK(after_wave1 == Sms{0, 132, 0, 0});
-        // Last wave, 2 + 15 W = 1360.534385 us on: 68 tiles run, and the
-        // GEMM keeps its 64 idle SMs (cuBLAS's persistent CTAs with no
-        // tile left wait for the kernel's end).
-        CHECK(in_last_wave == Sms{0, 68, 0, 64});
-        CHECK(after_end == Sms{108, 0, 24, 0});
-      } else {
-        // The first wave's end (2 + W = 92.568959 us) repays the hold
-        // before the GEMM's next wave, which runs on the other 108 SMs:
-        // 132 + 17 x 108 + 80 tiles, 19 waves, 2 + 19 W = 1722.810221 us.
-        CHECK(granted == kLaunch + kWave8192);
-        CHECK(after_wave1 == Sms{0, 108, 24, 0});
-        CHECK(span.end == kLaunch + 19 * kWave8192);
-      }
+      // Persistent or not, the GEMM launched first has its CTAs dispatched
+      // first: alone on all 132 SMs, 16 waves, 2 + 16 W = 1451.103344 us.
+      // The hold gets no SM at the first 15 wave boundaries; the last wave
+      // (2 + 15 W = 1360.534385 us) runs 68 tiles and the hold takes 24 of
+      // the 64 SMs the grid has no CTA left for.
+      CHECK(span.end == kLaunch + 16 * kWave8192);
+      CHECK(span.end == 1'451'103'344);
+      CHECK(granted == kLaunch + 15 * kWave8192);
+      CHECK(granted == 1'360'534'385);
+      CHECK(after_wave1 == Sms{0, 132, 0, 0});
+      CHECK(in_last_wave == Sms{40, 68, 24, 0});
+      CHECK(after_end == Sms{108, 0, 24, 0});
     }
   }
 }
 
-TEST_CASE("a persistent GEMM launched beside 24 held SMs runs 19 waves on 108 SMs", "[gpu]") {
-  // 2048 tiles on 132 - 24 = 108 SMs: ceil(2048/108) = 19 waves (18 of 108
-  // and one of 104) instead of 16: 2 + 19 W = 1722.810221 us. The hold is
-  // released at 500 us, mid-GEMM: a persistent GEMM does not take the 24
-  // SMs that come free (its grid is resident on 108), so it still ends at
-  // 1722.810221 us; a GEMM of one CTA per tile widens to 132 and ends sooner.
+TEST_CASE("a persistent GEMM launched beside 24 held SMs takes them back when released", "[gpu]") {
+  // 2048 tiles on 132 - 24 = 108 SMs: ceil(2048/108) = 19 waves if the hold
+  // stayed. It is released at 500 us, inside the GEMM's 6th wave (2 + 5 W =
+  // 454.844795 to 2 + 6 W = 545.413754 us): a persistent GEMM's queued CTAs
+  // take the 24 SMs at that wave's end, 6 x 108 = 648 tiles in; the other
+  // 1400 run on 132 SMs, 10 waves of 132 and one of 80: 2 + 17 W =
+  // 1541.672303 us. A GEMM of one CTA per tile widens at the release itself
+  // (a second lane of 24 SMs, 45 us earlier): 672 tiles by 500 us, 132 a
+  // wave after, its 56 last tiles start on the 108-SM lane at 2 + 16 W, so
+  // it too ends at 2 + 17 W.
   for (const bool coalesce : {false, true}) {
     INFO((coalesce ? "waves coalesced" : "one event per wave"));
     Span lane[2];
@@ -164,14 +163,14 @@ TEST_CASE("a persistent GEMM launched beside 24 held SMs runs 19 waves on 108 SM
       CHECK(gpu::wave_count(spec, gemm, 108) == 19);
       if (persistent) {
         CHECK(lane[1].start == kLaunch);
-        CHECK(lane[1].end == kLaunch + 19 * kWave8192);
-        CHECK(lane[1].end == 1'722'810'221);
-        CHECK(mid == Sms{24, 108, 0, 0});  // the released SMs stay free
+        CHECK(lane[1].end == kLaunch + 17 * kWave8192);
+        CHECK(lane[1].end == 1'541'672'303);
+        CHECK(mid == Sms{0, 132, 0, 0});  // grown back at 545.413754 us
       } else {
         CHECK(mid.busy == 132);
       }
     }
-    CHECK(lane[0].end < lane[1].end);
+    CHECK(lane[0].end == lane[1].end);
   }
 }
 
@@ -303,12 +302,13 @@ TEST_CASE("a persistent kernel keeps its first SMs: no re-sharing at wave bounda
         CHECK(at_50us == Sms{0, 132, 0, 0});
       }
     }
-    SECTION("landing on few free SMs, it stays that narrow") {
+    SECTION("landing on few free SMs, it grows into SMs that come free") {
       // 100 SMs held at 0; a persistent kernel of 320 tiles lands at 2 us
-      // on the 32 free ones and keeps exactly those when the hold goes at
-      // 20 us: 10 waves of 11 us, ends at 112 us. (A persistent grid that
-      // is only partly resident would, on a real GPU, get the rest of its
-      // CTAs as SMs come free; the model keeps the width it started with.)
+      // on the 32 free ones (waves of 11 us: 2-13, 13-24 us). The hold goes
+      // at 20 us, mid-wave; at 24 us (64 tiles in) the kernel restarts on
+      // its 32 SMs and grows by the 100 free ones (its queued CTAs): 132
+      // tiles 24-35 us, then the last 124 (the 8 SMs it has no tile for come
+      // free) 35-46 us.
       sim::Simulator s;
       gpu::Gpu g(s, h100_datasheet(), 0, coalescing(coalesce));
       Span k;
@@ -320,8 +320,8 @@ TEST_CASE("a persistent kernel keeps its first SMs: no re-sharing at wave bounda
       sample_at(s, g, 50 * kUs, at_50us);
       s.run();
       CHECK(granted == 0);
-      CHECK(k.end == 112 * kUs);
-      CHECK(at_50us == Sms{100, 32, 0, 0});
+      CHECK(k.end == 46 * kUs);
+      CHECK(at_50us == Sms{132, 0, 0, 0});
     }
   }
 }
@@ -334,16 +334,16 @@ TEST_CASE("releasing: held SMs go to the oldest owed hold, the excess cancels th
   // a hold cancelled before any SM reached it never calls back.
   const gpu::GpuSpec spec = h100_datasheet();
   SECTION("released SMs complete an older hold") {
-    // a (30) is granted at 0; a kernel of 408 tiles of 10 us runs on the
-    // other 102 SMs from 2 us (waves ending at 13, 24, 35, 46 us); b (40)
-    // is owed from 5 us. a's release at 7 us hands its 30 SMs to b; the
-    // wave ending at 13 us repays b's last 10.
+    // a (30) is granted at 0; a kernel of 102 tiles of 10 us runs on the
+    // other 102 SMs, one wave, 2 to 13 us; b (40), asked at 5 us when the
+    // kernel has every tile started, is owed. a's release at 7 us hands its
+    // 30 SMs to b; the wave ending at 13 us repays b's last 10.
     sim::Simulator s;
     gpu::Gpu g(s, spec, 0);
     Span k;
     int64_t a = -1, b = -1;
     hold_at(s, g, 0, 30, a);
-    launch_at(s, g, 0, tiles_of(408, 10.0, false), k);
+    launch_at(s, g, 0, tiles_of(102, 10.0, false), k);
     hold_at(s, g, 5 * kUs, 40, b);
     s.call_at(at_ps(7 * kUs), [&g] { g.release_sms(30); });
     Sms at_9us;
@@ -355,20 +355,27 @@ TEST_CASE("releasing: held SMs go to the oldest owed hold, the excess cancels th
     CHECK(g.held_sms() == 40);
   }
   SECTION("releasing a hold not yet granted cancels it") {
-    // All 132 SMs run 10 us tiles from 2 us; b (40) is owed from 5 us, c
-    // (10) from 6 us. Nothing is held at 7 us, so release_sms(10) cancels
-    // c, the newest; the wave ending at 13 us grants b.
-    sim::Simulator s;
-    gpu::Gpu g(s, spec, 0);
-    Span k;
-    int64_t b = -1, c = -1;
-    launch_at(s, g, 0, tiles_of(132 * 4, 10.0, false), k);
-    hold_at(s, g, 5 * kUs, 40, b);
-    hold_at(s, g, 6 * kUs, 10, c);
-    s.call_at(at_ps(7 * kUs), [&g] { g.release_sms(10); });
-    s.run();
-    CHECK(b == 13 * kUs);
-    CHECK(c == -1);
-    CHECK(g.held_sms() == 40);
+    // All 132 SMs run 10 us tiles from 2 us: one wave (2-13 us), or four
+    // (to 13, 24, 35, 46 us). b (40) is asked at 5 us, c (10) at 6 us: owed
+    // behind the single wave, deferred behind the kernel with waves to go.
+    // Nothing is held at 7 us, so release_sms(10) cancels c, the newest.
+    // b is granted at the end of the single wave (13 us); deferred, it is
+    // served as the last wave starts (35 us), finds no SM free, and is
+    // granted at that wave's end (46 us).
+    for (const int waves : {1, 4}) {
+      INFO(waves << " waves");
+      sim::Simulator s;
+      gpu::Gpu g(s, spec, 0);
+      Span k;
+      int64_t b = -1, c = -1;
+      launch_at(s, g, 0, tiles_of(132 * waves, 10.0, false), k);
+      hold_at(s, g, 5 * kUs, 40, b);
+      hold_at(s, g, 6 * kUs, 10, c);
+      s.call_at(at_ps(7 * kUs), [&g] { g.release_sms(10); });
+      s.run();
+      CHECK(b == (waves == 1 ? 13 : 46) * kUs);
+      CHECK(c == -1);
+      CHECK(g.held_sms() == 40);
+    }
   }
 }

@@ -189,18 +189,23 @@ TEST_CASE("a GEMM beside 20 held SMs runs ceil(tiles/112) waves", "[gpu]") {
   CHECK((after.end - t1).ps() == 1'451'103'344);
 }
 
-TEST_CASE("a hold on a busy GPU is repaid by the next finishing wave", "[gpu]") {
+TEST_CASE("a hold on a busy GPU waits for the running kernel's last wave", "[gpu]") {
+  // CTAs of equal-priority grids are dispatched in launch order: the GEMM
+  // launched first keeps all 132 SMs until its 16th and last wave (68
+  // tiles, from 2 + 15 W = 1360.534385 us), where the hold takes 20 of the
+  // 64 SMs left; the GEMM is not slowed (2 + 16 W = 1451.103344 us).
   const gpu::GpuSpec h100 = h100_datasheet();
   const gpu::KernelDesc gemm = gpu::gemm_kernel(h100, {8192, 8192, 8192, 1, gpu::Dtype::bf16});
   sim::Simulator s;
   gpu::Gpu g(s, h100, 0);
   Span span;
   launch_at(s, g, sim::Time::zero(), gemm, span);
-  int held_at_10us = -1, held_after_wave1 = -1, busy_after_wave1 = -1;
+  int held_at_10us = -1, held_after_wave1 = -1, busy_after_wave1 = -1, held_last = -1;
   s.call_at(sim::Time::zero() + sim::us(int64_t{10}), [&] {
-    g.hold_sms(20);  // all 132 SMs busy: 20 become a debt
+    g.hold_sms(20);  // deferred behind the GEMM's unstarted tiles
     held_at_10us = g.held_sms();
   });
+  s.call_at(sim::Time::from_ps(1'360'534'385 + 1), [&] { held_last = g.held_sms(); });
   // First wave: 2 us to 92.568959 us; sample just after.
   s.call_at(sim::Time::from_ps(92'568'959 + 1), [&] {
     held_after_wave1 = g.held_sms();
@@ -208,11 +213,10 @@ TEST_CASE("a hold on a busy GPU is repaid by the next finishing wave", "[gpu]") 
   });
   s.run();
   CHECK(held_at_10us == 0);
-  CHECK(held_after_wave1 == 20);
-  CHECK(busy_after_wave1 == 112);
-  // 132 tiles, then 1916 on 112 SMs: 17 full waves + 12 = 18; 19 waves in
-  // all, the same 1722.810221 us as holding from the start.
-  CHECK(span.end.ps() == 1'722'810'221);
+  CHECK(held_after_wave1 == 0);
+  CHECK(busy_after_wave1 == 132);
+  CHECK(held_last == 20);
+  CHECK(span.end.ps() == 1'451'103'344);
 }
 
 TEST_CASE("the SM array refuses holds beyond the GPU and tracks debt", "[gpu]") {

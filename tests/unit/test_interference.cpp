@@ -9,10 +9,12 @@
 
 #include "catch.h"
 #include "gpu_test_specs.h"
+#include "preset_fixtures.h"
 #include "models/cluster/collective_hbm.h"
 #include "models/gpu/gpu.h"
 #include "models/gpu/hbm.h"
 #include "models/gpu/interference.h"
+#include "models/gpu/kernel_cost_model.h"
 #include "sim/engine/simulator.h"
 
 namespace gpu = gcsim::models::gpu;
@@ -154,6 +156,44 @@ TEST_CASE("interference: kernel waves beside a collective's HBM load", "[gpu][in
     s.call_at(sim::Time::zero() + sim::us(int64_t{5}), [&] { g.add_hbm_load(kB / 3); });
     s.run();
     CHECK(us(end) == Approx(2.0 + 11.0 + 13.0).epsilon(1e-9));
+  }
+  SECTION("a fused (cuDNN) attention kernel: SMs, HBM share, its own sensitivity") {
+    // SDPA backward, b 2, h 32, s 4096, d 128, causal: compute-bound tiles
+    // (its q, k, v, o and gradients are a small part of each tile's time).
+    // Beside 24 held SMs and a load of B/3 (attention_sensitivity 0.6) it runs
+    // on 108 SMs and every tile's arithmetic takes 1 + 0.6/3 = 1.2x: the
+    // waves of 108 tiles are 1.2 x compute + the two per-wave overheads.
+    // (B/3 of the preset's own achieved bandwidth.)
+    gpu::AttentionShape a;
+    a.batch = 2;
+    a.heads = 32;
+    a.q_len = 4096;
+    a.causal = true;
+    a.backward = true;
+    a.family = gpu::AttentionFamily::cudnn;
+    const gpu::GpuSpec spec = gcsim::test::gpu_preset("h100-sxm");  // its fitted cuDNN figures
+    const gpu::KernelDesc k = gpu::attention_kernel(spec, a);
+    REQUIRE(k.unit == gpu::ExecUnit::tensor);
+    const gpu::TileCost c = gpu::tile_cost(spec, k, 108);
+    REQUIRE(c.memory * 2 < c.compute);  // compute-bound even on a third less HBM
+    sim::Simulator s;
+    gpu::GpuOptions o = with_interference(0.0);  // GEMMs' sensitivity: not used here
+    o.interference.attention_sensitivity = 0.6;
+    gpu::Gpu g(s, spec, 0, o);
+    sim::Time end;
+    s.call_at(sim::Time::zero(), [&] {
+      g.hold_sms(24);
+      g.add_hbm_load(gpu::achieved_hbm_bandwidth(spec).bytes_per_s() / 3);
+      g.launch(k, [&](sim::Time, sim::Time e) { end = e; });
+    });
+    s.run();
+    const int64_t waves = gpu::wave_count(spec, k, 108);
+    const double wave_us = us(sim::Time::zero() + c.compute) * 1.2 +
+                           us(sim::Time::zero() + spec.efficiency.tile_overhead) +
+                           us(sim::Time::zero() + k.extra_wave_overhead);
+    CHECK(us(end) == Approx(us(sim::Time::zero() + spec.kernel_launch_latency + k.setup) +
+                            static_cast<double>(waves) * wave_us)
+                         .epsilon(1e-6));
   }
   SECTION("off: the same load changes nothing") {
     sim::Simulator s;
