@@ -43,13 +43,12 @@ struct InterferenceParams {
   // charged to the data movement); range [0, 1].
   double collective_sensitivity = 0.2;
   // kernel_sensitivity's counterpart for fused attention kernels
-  // (KernelDesc::fused_attention), whose operands stay on chip. 0 here (a
-  // Gpu built in code); a scenario's default is the value fitted on 2x
-  // H100, kFittedAttentionSensitivity = 0.1 (sim/scenario/scenario.cpp):
+  // (KernelDesc::fused_attention), whose operands stay on chip. Fitted 0.1
+  // on 2x H100 (calibration/fit/interference_compare.py --fit-attention):
   // cuDNN SDPA beside 1 GiB collectives ran 1.20-1.22x slower, about its
   // SMs' share (132/108 = 1.22); range [0, 1]
   // (calibration/measurements/h100-x2/attention_beside_nccl_2026-11-26/run2).
-  double attention_sensitivity = 0.0;
+  double attention_sensitivity = 0.1;
   // Fraction of NCCL's staging traffic (its FIFO written and read back, two
   // HBM accesses per byte on the wire) that reaches HBM rather than staying
   // in L2 (models/cluster/collective_hbm.h); range [0, 1], 1 the algorithm's

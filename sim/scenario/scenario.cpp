@@ -164,14 +164,10 @@ void read_interference(ConfigReader& r, models::gpu::InterferenceParams& p) {
   p.collective_sensitivity = sensitivity(
       "collective_sensitivity", p.collective_sensitivity,
       "a collective's data movement grows by this x the fraction of SMs running compute beside it");
-  // Fitted on 2x H100 (calibration/fit/interference_compare.py
-  // --fit-attention on the eight cuDNN SDPA cases beside 1 GiB collectives
-  // of calibration/measurements/h100-x2/attention_beside_nccl_2026-11-26/
-  // run2; 0.05 without the one whose gcsim schedule phase-locks, 0 leaves
-  // the SDPA kernels 1-3% fast).
-  constexpr double kFittedAttentionSensitivity = 0.1;
+  // 0.05 without the one case whose gcsim schedule phase-locks; 0 leaves
+  // the SDPA kernels 1-3% fast (models/gpu/interference.h).
   p.attention_sensitivity = sensitivity(
-      "attention_sensitivity", kFittedAttentionSensitivity,
+      "attention_sensitivity", p.attention_sensitivity,
       "kernel_sensitivity for fused attention kernels (operands on chip)");
   p.staging_in_hbm = r.get_double(
       "staging_in_hbm", p.staging_in_hbm,
