@@ -10,6 +10,23 @@
 namespace gcsim::models::gpu {
 
 namespace {
+
+// One GPU under the clock model on its own simulator, run for `seconds`;
+// the loops measure over the second half, as the bench does.
+struct GovernedRun {
+  GovernedRun(const GpuSpec& spec, double seconds)
+      : gpu(sim, spec, 0, clock_model()),
+        end(sim::Time::zero() + sim::Duration::from_seconds(seconds)),
+        half(sim::Time::zero() + sim::Duration::from_seconds(seconds / 2)) {}
+  static GpuOptions clock_model() {
+    GpuOptions o;
+    o.clock_model = true;
+    return o;
+  }
+  sim::Simulator sim;
+  Gpu gpu;
+  sim::Time end, half;
+};
 KernelDesc gemm(const GpuSpec& spec, int64_t m, int64_t n, int64_t k, Dtype dtype) {
   return gemm_kernel(spec, GemmShape{m, n, k, 1, dtype});
 }
@@ -92,12 +109,10 @@ double governed_burst_speed(const GpuSpec& spec, const KernelDesc& kernel, doubl
   if (!(period_s > 0.0) || per_burst < 1 || !(seconds > period_s)) {
     throw std::invalid_argument("governed_burst_speed needs a period, kernels per burst and time for bursts");
   }
-  sim::Simulator s;
-  GpuOptions options;
-  options.clock_model = true;
-  Gpu g(s, spec, 0, options);
-  const sim::Time end = sim::Time::zero() + sim::Duration::from_seconds(seconds);
-  const sim::Time half = sim::Time::zero() + sim::Duration::from_seconds(seconds / 2);
+  GovernedRun run(spec, seconds);
+  sim::Simulator& s = run.sim;
+  Gpu& g = run.gpu;
+  const sim::Time end = run.end, half = run.half;
   const sim::Duration period = sim::Duration::from_seconds(period_s);
   double busy_s = 0.0;  // summed kernel time in the second half
   int counted = 0;
@@ -130,12 +145,10 @@ double governed_burst_speed(const GpuSpec& spec, const KernelDesc& kernel, doubl
 
 double governed_loop_clock(const GpuSpec& spec, const std::vector<KernelDesc>& loop, double seconds) {
   if (loop.empty() || !(seconds > 0.0)) throw std::invalid_argument("governed_loop_clock needs kernels and time");
-  sim::Simulator s;
-  GpuOptions options;
-  options.clock_model = true;
-  Gpu g(s, spec, 0, options);
-  const sim::Time end = sim::Time::zero() + sim::Duration::from_seconds(seconds);
-  const sim::Time half = sim::Time::zero() + sim::Duration::from_seconds(seconds / 2);
+  GovernedRun run(spec, seconds);
+  sim::Simulator& s = run.sim;
+  Gpu& g = run.gpu;
+  const sim::Time end = run.end, half = run.half;
   double weighted = 0, total = 0;
   size_t i = 0;
   std::function<void()> next = [&] {
