@@ -22,7 +22,9 @@ every decode token, the last prefill token), the logit shards all-gathered, then
 fp32 softmax and argmax. TP4 uses all 4 GPUs; TP2 runs two replicas side by side, GPUs {0,1} and
 {2,3} (both time the same shapes; rank 0's replica is reported first, every rank's numbers kept).
 
-Per layer: RMSNorm; QKV GEMM; rotary (rotate-half, cos/sin gathered at each token's position);
+Per step: the embedding, cos/sin gathered at each token's position (once, as Hugging Face's
+LlamaRotaryEmbedding does), the layers, the sampler.
+Per layer: RMSNorm; QKV GEMM; rotary (rotate-half with those cos/sin);
 KV-cache write (slice copy into a contiguous cache [batch, kv_heads, kv_len, 128]); attention via
 F.scaled_dot_product_attention with enable_gqa=True (decode: 1 query over the whole cache, no
 mask; prefill: causal over the chunk's own K/V, batch 1); output GEMM; all-reduce; residual add;
@@ -179,7 +181,7 @@ class Shard:
         e.masked_fill_(mask.unsqueeze(-1), 0.0)
         return self.all_reduce(e)
 
-    def layer(self, L, x, pos, batch, q_len, kv_len, decode):
+    def layer(self, L, x, cos, sin, batch, q_len, kv_len, decode):
         d, eps = self.m["head_dim"], self.m["eps"]
         t = x.shape[0]
         y = rms_norm(x, L["n1"], eps)
@@ -188,8 +190,6 @@ class Shard:
         q = q.view(batch, q_len, self.hq, d).transpose(1, 2)
         k = k.view(batch, q_len, self.hkv, d).transpose(1, 2)
         v = v.view(batch, q_len, self.hkv, d).transpose(1, 2)
-        cos = self.cos[pos].view(batch, 1, q_len, d)
-        sin = self.sin[pos].view(batch, 1, q_len, d)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         kc = L["kc"][:batch * self.hkv * kv_len * d].view(batch, self.hkv, kv_len, d)
@@ -222,8 +222,12 @@ class Shard:
 
     def step(self, ids, pos, batch, q_len, kv_len, decode):
         x = self.embed(ids)
+        # cos/sin at each token's position, once per step (Hugging Face's LlamaRotaryEmbedding)
+        d = self.m["head_dim"]
+        cos = self.cos[pos].view(batch, 1, q_len, d)
+        sin = self.sin[pos].view(batch, 1, q_len, d)
         for L in self.layers:
-            x = self.layer(L, x, pos, batch, q_len, kv_len, decode)
+            x = self.layer(L, x, cos, sin, batch, q_len, kv_len, decode)
         return self.sample(x, batch if decode else 1)
 
 
