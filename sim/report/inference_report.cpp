@@ -7,6 +7,7 @@
 #include "sim/scenario/gpu_spec_loader.h"
 #include "sim/report/network_report.h"
 #include "sim/report/report_parts.h"
+#include "sim/report/serving_step_classes.h"
 #include "sim/engine/trace_writer.h"
 
 namespace gcsim::cli {
@@ -86,6 +87,8 @@ Json build_inference_summary(const InferenceFigures& f) {
                    {"prompt_tokens", m.prompt_tokens},
                    {"output_tokens", m.output_tokens}};
   j["preemptions"] = f.outcome.preemptions;
+  j["framework"] = inf::serving_framework_name(c.framework);
+  j["breakdown"] = serving_step_classes_json(f.outcome.steps);
   int64_t queried = 0, hits = 0;
   for (const auto& r : f.outcome.replicas) {
     queried += r.prefix_queried_tokens;
@@ -220,6 +223,7 @@ std::string build_inference_report(const InferenceFigures& f) {
       << fmt("%.1f%%", r.blocks_total > 0 ? 100.0 * r.peak_used_blocks / r.blocks_total : 0) << " | "
       << r.preemptions << " |\n";
   }
+  o << serving_step_classes_markdown(f.outcome.steps);
   const auto mem = [&](const char* title, const inf::MemoryPlan& p) {
     o << "\n## Memory per GPU, " << title << "\n\n| | |\n|---|---:|\n";
     o << "| HBM x gpu_memory_utilization | " << gib(p.budget.as_double()) << " |\n";

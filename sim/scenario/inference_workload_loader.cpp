@@ -201,6 +201,32 @@ void check_parallel(ConfigReader& sv, const ModelSpec& m, const inf::ParallelSha
   if (p.pp > m.layers) sv.fail("pp", "more pipeline stages than the model's layers");
 }
 
+// workload.framework and the host's issue cost (serving_framework.h).
+void read_framework(ConfigReader& w, inf::ServingConfig& c) {
+  const std::string name = w.get_choice(
+      "framework", {"vllm", "pytorch-eager"}, std::string("vllm"),
+      "software stack: vllm (fused kernels, CUDA-graph decode) or pytorch-eager (every "
+      "elementwise op a kernel, each kernel issued by the host)");
+  c.framework = *inf::parse_serving_framework(name);
+  if (c.framework == inf::ServingFramework::pytorch_eager) {
+    if (c.model.attention == workloads::models::AttentionKind::mla) {
+      w.fail("framework", "pytorch-eager serving models dense GQA / MHA layers; this model uses MLA");
+    }
+    if (c.model.is_moe()) {
+      w.fail("framework", "pytorch-eager serving models dense layers; this model has experts");
+    }
+  }
+  const double fitted = c.framework == inf::ServingFramework::pytorch_eager
+                            ? inf::eager_serving_host_us_per_kernel()
+                            : 0.0;
+  const sim::Duration host = w.get_duration(
+      "host_overhead", sim::us(fitted),
+      "host time per launched kernel of a step that does not replay a CUDA graph (default: "
+      "pytorch-eager's fitted value; vllm 0: the host never holds the GPU back)");
+  if (host < sim::Duration::zero()) w.fail("host_overhead", "must be >= 0");
+  c.host_per_kernel = host;
+}
+
 }  // namespace
 
 std::shared_ptr<InferenceSetup> load_inference_workload(ConfigReader& w, const ClusterConfig& cluster,
@@ -210,6 +236,10 @@ std::shared_ptr<InferenceSetup> load_inference_workload(ConfigReader& w, const C
   inf::ServingConfig& c = setup->serving;
   c.model = read_model(w);
   const ModelSpec& m = c.model;
+  // Before the `serving` child: a child's resolved section lives inside its
+  // parent's, which a later key of the parent may move.
+  read_framework(w, c);
+  c.attention_kernel = read_attention_kernel(w, cluster.gpu);
 
   ConfigReader sv = w.child("serving", "the deployment: replicas, parallelism, vLLM engine");
   c.parallel.tp = static_cast<int>(sv.get_int_in("tp", 1, "tensor-parallel GPUs per replica", 1, 1024));
@@ -236,13 +266,14 @@ std::shared_ptr<InferenceSetup> load_inference_workload(ConfigReader& w, const C
               std::string(models::gpu::dtype_name(d)) + " is not supported by " + cluster.gpu.name);
     }
   }
-  c.attention_kernel = read_attention_kernel(w, cluster.gpu);
   c.non_torch_memory = sv.get_bytes(
       "non_torch_memory", sim::GiB(1),
       "memory outside PyTorch's allocator per GPU (NCCL and custom all-reduce buffers, CUDA "
       "graphs, cuBLAS workspace); vLLM logs report 0.2-2 GiB");
   c.swap_space = sv.get_bytes("swap_space", sim::GiB(4), "CPU swap space per GPU (V0 swap preemption)");
-  c.cuda_graphs = sv.get_bool("cuda_graphs", true, "CUDA graphs: pad small steps to capture sizes");
+  c.cuda_graphs = sv.get_bool("cuda_graphs", c.framework == inf::ServingFramework::vllm,
+                               "CUDA graphs: small steps replay graphs padded to capture sizes "
+                               "(default: true for vllm, false for pytorch-eager)");
   c.step_overhead = sv.get_duration("step_overhead", sim::Duration::zero(),
                                     "host time per engine step the GPUs wait for");
   const std::string router = sv.get_choice(

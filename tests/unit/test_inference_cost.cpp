@@ -150,7 +150,8 @@ TEST_CASE("step collectives are timed by the executor, once per distinct size",
 
 TEST_CASE("TP8 decode: two all-reduces per layer over the fabric", "[inference][cost]") {
   // Llama-2-70B at TP8, batch 1: each layer's two all-reduces of 1 token x
-  // 8,192 x 2 B = 16 KiB, plus the vocabulary-parallel embedding's: 161.
+  // 8,192 x 2 B = 16 KiB, plus the vocabulary-parallel embedding's: 161;
+  // and the logits' all-gather.
   sim::Simulator scratch(1);
   models::cluster::ClusterModelConfig cc;
   cc.gpu = h100();
@@ -169,7 +170,12 @@ TEST_CASE("TP8 decode: two all-reduces per layer over the fabric", "[inference][
   const StepCost sc = cost.cost(decode_batch(1, 1024));
   const sim::Duration one =
       timer.collective(workloads::CollectiveKind::all_reduce, sim::KiB(16), c.ranks);
-  CHECK(sc.communication == one * 161);
+  // and the head's all-gather of the sampled row's logits: 32,000 x 2 B.
+  const sim::Duration gather =
+      timer.collective(workloads::CollectiveKind::all_gather, sim::Bytes(64'000), c.ranks);
+  CHECK(sc.communication == one * 161 + gather);
+  CHECK(sc.classes.of(workloads::training::KernelClass::communication) ==
+        Approx((one * 161 + gather).seconds()));
   CHECK(sc.total > sc.compute);
   // Weights per GPU (17.25 GB) over 3,350 GB/s is the floor of the compute.
   CHECK(sc.compute.seconds() > 17.246e9 / 3350e9);

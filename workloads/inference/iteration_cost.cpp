@@ -15,6 +15,7 @@ using gpu::MemoryOpKind;
 using gpu::MemoryOpShape;
 using models::AttentionKind;
 using models::MlpKind;
+using training::KernelClass;
 
 namespace {
 
@@ -55,7 +56,13 @@ int64_t IterationCost::padded_tokens(const StepShape& shape) const {
   return ceil_div(t, 8) * 8;
 }
 
-std::vector<KernelDesc> IterationCost::layer_kernels(int64_t t, bool moe) const {
+bool IterationCost::replays_graph(const StepShape& shape) const {
+  if (!config_.cuda_graphs || shape.tokens > config_.max_capture_size) return false;
+  return config_.pad_mixed_steps || shape.pure_decode();
+}
+
+std::vector<IterationCost::LayerKernel> IterationCost::layer_program(int64_t t, bool moe) const {
+  if (config_.framework == ServingFramework::pytorch_eager) return eager_layer_program(t);
   const auto& m = config_.model;
   const auto& g = config_.gpu;
   const int64_t tp = config_.parallel.tp;
@@ -65,9 +72,13 @@ std::vector<KernelDesc> IterationCost::layer_kernels(int64_t t, bool moe) const 
   const auto kvb = static_cast<int64_t>(gpu::dtype_bytes(config_.kv_dtype));
   const MemoryOpKind norm = m.norm == models::NormKind::rms_norm ? MemoryOpKind::rms_norm
                                                                  : MemoryOpKind::layer_norm;
-  std::vector<KernelDesc> k;
+  std::vector<LayerKernel> k;
   const auto gemm = [&](int64_t mm, int64_t n, int64_t kk, int64_t batch = 1) {
-    k.push_back(gpu::gemm_kernel(g, GemmShape{mm, n, kk, batch, w}));
+    k.push_back({gpu::gemm_kernel(g, GemmShape{mm, n, kk, batch, w}), KernelClass::gemm});
+  };
+  const auto slot = [&](Slot which) {
+    k.push_back({KernelDesc{}, which == Slot::attention ? KernelClass::attention : KernelClass::communication,
+                 which});
   };
   const auto rows = [&](MemoryOpKind kind, int64_t r, int64_t c) {
     MemoryOpShape s;
@@ -75,7 +86,7 @@ std::vector<KernelDesc> IterationCost::layer_kernels(int64_t t, bool moe) const 
     s.rows = r;
     s.cols = c;
     s.dtype = act;
-    k.push_back(gpu::memory_kernel(g, s));
+    k.push_back({gpu::memory_kernel(g, s), KernelClass::norm});
   };
   const auto elementwise = [&](int64_t elements, int inputs, double flops) {
     MemoryOpShape s;
@@ -84,14 +95,14 @@ std::vector<KernelDesc> IterationCost::layer_kernels(int64_t t, bool moe) const 
     s.inputs = inputs;
     s.flops_per_element = flops;
     s.dtype = act;
-    k.push_back(gpu::memory_kernel(g, s));
+    k.push_back({gpu::memory_kernel(g, s), KernelClass::elementwise});
   };
   const auto copy_bytes = [&](int64_t bytes) {
     MemoryOpShape s;
     s.kind = MemoryOpKind::memcpy;
     s.elements = bytes;
     s.dtype = gpu::Dtype::int8;
-    k.push_back(gpu::memory_kernel(g, s));
+    k.push_back({gpu::memory_kernel(g, s), KernelClass::elementwise});
   };
 
   rows(norm, t, h);
@@ -112,8 +123,9 @@ std::vector<KernelDesc> IterationCost::layer_kernels(int64_t t, bool moe) const 
     // Decode runs the absorbed form: queries into the latent space and the
     // attention output back out, per head.
     gemm(t, a.kv_lora_rank, a.qk_nope_head_dim, heads);
-    gemm(t, a.v_head_dim, a.kv_lora_rank, heads);
     copy_bytes(t * (a.kv_lora_rank + a.qk_rope_head_dim) * kvb);
+    slot(Slot::attention);
+    gemm(t, a.v_head_dim, a.kv_lora_rank, heads);
     gemm(t, h, heads * a.v_head_dim);
   } else {
     const int64_t kvh = kv_heads_per_gpu(m, config_.parallel.tp);
@@ -122,8 +134,10 @@ std::vector<KernelDesc> IterationCost::layer_kernels(int64_t t, bool moe) const 
       elementwise(t * (heads + kvh) * m.head_dim, 1, 4);
     }
     copy_bytes(t * 2 * kvh * m.head_dim * kvb);
+    slot(Slot::attention);
     gemm(t, h, heads * m.head_dim);
   }
+  slot(Slot::all_reduce);
   rows(norm, t, h);
   const int64_t up = m.mlp == MlpKind::swiglu ? 2 : 1;
   const int act_inputs = m.mlp == MlpKind::swiglu ? 2 : 1;
@@ -132,6 +146,7 @@ std::vector<KernelDesc> IterationCost::layer_kernels(int64_t t, bool moe) const 
     gemm(t, up * f, h);
     elementwise(t * f, act_inputs, 4);
     gemm(t, h, f);
+    slot(Slot::all_reduce);
     return k;
   }
   const auto& e = m.moe;
@@ -159,20 +174,83 @@ std::vector<KernelDesc> IterationCost::layer_kernels(int64_t t, bool moe) const 
     elementwise(t * fs, act_inputs, 4);
     gemm(t, h, fs);
   }
+  slot(Slot::all_reduce);
   return k;
 }
 
-sim::Duration IterationCost::layer_token_kernels(int64_t tokens, bool moe) {
+// The pytorch-eager layer (Hugging Face Llama in bf16, serving_framework.h):
+// dense GQA / MHA layers only (the loader refuses MLA and MoE models).
+std::vector<IterationCost::LayerKernel> IterationCost::eager_layer_program(int64_t t) const {
+  const auto& m = config_.model;
+  const auto& g = config_.gpu;
+  const int64_t tp = config_.parallel.tp;
+  const int64_t h = m.hidden;
+  const gpu::Dtype w = config_.dtype;
+  const int64_t heads = std::max<int64_t>(1, m.heads / tp);
+  const int64_t kvh = kv_heads_per_gpu(m, config_.parallel.tp);
+  const int64_t f = m.ffn_hidden / tp;
+  const int64_t up = m.mlp == MlpKind::swiglu ? 2 : 1;
+  std::vector<LayerKernel> k;
+  const auto gemm = [&](int64_t n, int64_t kk) {
+    k.push_back({gpu::gemm_kernel(g, GemmShape{t, n, kk, 1, w}), KernelClass::gemm});
+  };
+  const auto passes = [&](const EagerServingPasses::Passes& ps, KernelClass cls) {
+    for (const auto& p : ps) k.push_back({gpu::memory_kernel(g, eager_profile_.shape(p)), cls});
+  };
+  const auto slot = [&](Slot which) {
+    k.push_back({KernelDesc{}, which == Slot::attention ? KernelClass::attention : KernelClass::communication,
+                 which});
+  };
+  passes(EagerServingPasses::rms_norm(t, h), KernelClass::norm);
+  gemm(heads * m.head_dim + 2 * kvh * m.head_dim, h);
+  if (m.position == models::PositionKind::rotary) {
+    passes(EagerServingPasses::rope(t * heads * m.head_dim, t * kvh * m.head_dim), KernelClass::elementwise);
+  }
+  passes(EagerServingPasses::kv_write(t * kvh * m.head_dim), KernelClass::elementwise);
+  slot(Slot::attention);
+  gemm(h, heads * m.head_dim);
+  slot(Slot::all_reduce);
+  passes(EagerServingPasses::residual_add(t * h), KernelClass::elementwise);
+  passes(EagerServingPasses::rms_norm(t, h), KernelClass::norm);
+  gemm(up * f, h);
+  if (m.mlp == MlpKind::swiglu) {
+    passes(EagerServingPasses::swiglu(t * f), KernelClass::elementwise);
+  } else {
+    MemoryOpShape s;  // GELU: one vectorized pass
+    s.kind = MemoryOpKind::elementwise;
+    s.elements = t * f;
+    s.dtype = activation_dtype(w);
+    k.push_back({gpu::memory_kernel(g, s), KernelClass::elementwise});
+  }
+  gemm(h, f);
+  slot(Slot::all_reduce);
+  passes(EagerServingPasses::residual_add(t * h), KernelClass::elementwise);
+  return k;
+}
+
+const IterationCost::Program& IterationCost::layer_launches(int64_t tokens, bool moe) {
   auto& cache = moe ? token_moe_ : token_dense_;
   auto it = cache.find(tokens);
   if (it != cache.end()) return it->second;
-  sim::Duration d = sim::Duration::zero();
-  for (const auto& k : layer_kernels(tokens, moe)) d += kernel_time(k);
-  cache.emplace(tokens, d);
-  return d;
+  Program p;
+  for (const auto& k : layer_program(tokens, moe)) {
+    p.push_back({k.cls, k.slot == Slot::kernel ? kernel_time(k.desc) : sim::Duration::zero(), k.slot});
+  }
+  return cache.emplace(tokens, std::move(p)).first->second;
 }
 
-sim::Duration IterationCost::attention_time(const StepShape& shape) {
+sim::Duration IterationCost::pass_time(const training::FrameworkPass& p) const {
+  return kernel_time(gpu::memory_kernel(config_.gpu, eager_profile_.shape(p)));
+}
+
+void IterationCost::add_passes(Program& out, const EagerServingPasses::Passes& passes,
+                               KernelClass cls) const {
+  for (const auto& p : passes) out.push_back({cls, pass_time(p)});
+}
+
+// One duration per attention kernel of the step: one per prefill chunk, one
+// for all the decodes.
+std::vector<sim::Duration> IterationCost::attention_launches(const StepShape& shape) {
   const auto& m = config_.model;
   const auto& g = config_.gpu;
   const int64_t tp = config_.parallel.tp;
@@ -180,7 +258,7 @@ sim::Duration IterationCost::attention_time(const StepShape& shape) {
   const bool mla = m.attention == AttentionKind::mla;
   const int64_t kvh = kv_heads_per_gpu(m, config_.parallel.tp);
   const gpu::Dtype adt = config_.kv_dtype;
-  sim::Duration d = sim::Duration::zero();
+  std::vector<sim::Duration> out;
   for (const auto& [q, kv] : shape.prefills) {
     auto it = prefill_attention_.find({q, kv});
     if (it == prefill_attention_.end()) {
@@ -210,7 +288,7 @@ sim::Duration IterationCost::attention_time(const StepShape& shape) {
       t += kernel_time(gpu::attention_kernel(g, a));
       it = prefill_attention_.emplace(std::make_pair(q, kv), t).first;
     }
-    d += it->second;
+    out.push_back(it->second);
   }
   if (shape.decodes > 0) {
     const int64_t kv_len = ceil_div(shape.decode_kv_tokens, shape.decodes);
@@ -237,9 +315,9 @@ sim::Duration IterationCost::attention_time(const StepShape& shape) {
       if (decode_attention_.size() > 1'000'000) decode_attention_.clear();
       it = decode_attention_.emplace(key, kernel_time(gpu::attention_kernel(g, a))).first;
     }
-    d += it->second;
+    out.push_back(it->second);
   }
-  return d;
+  return out;
 }
 
 sim::Duration IterationCost::tp_all_reduce(int stage, int64_t tokens) {
@@ -252,95 +330,196 @@ sim::Duration IterationCost::tp_all_reduce(int stage, int64_t tokens) {
   return comm_.collective(CollectiveKind::all_reduce, sim::Bytes(bytes), group);
 }
 
-sim::Duration IterationCost::embedding_time(int64_t tokens) {
+// The first stage's lookup: vLLM's one gather kernel, or the eager list.
+// Vocabulary-parallel: each rank looks up its slice (an all-reduce then sums
+// the slices; cost() adds it).
+const IterationCost::Program& IterationCost::embedding_launches(int64_t tokens) {
   auto it = embedding_.find(tokens);
   if (it != embedding_.end()) return it->second;
   const auto& m = config_.model;
-  MemoryOpShape s;
-  s.kind = MemoryOpKind::memcpy;
-  s.elements = static_cast<int64_t>(static_cast<double>(tokens * m.hidden) *
-                                    gpu::dtype_bytes(activation_dtype(config_.dtype)));
-  s.dtype = gpu::Dtype::int8;
-  // Vocabulary-parallel: each rank looks up its slice (an all-reduce then
-  // sums the slices; cost() counts it with the communication).
-  const sim::Duration d = kernel_time(gpu::memory_kernel(config_.gpu, s));
-  embedding_.emplace(tokens, d);
-  return d;
+  Program p;
+  if (config_.framework == ServingFramework::pytorch_eager) {
+    add_passes(p, EagerServingPasses::embedding(tokens, m.hidden, config_.parallel.tp), KernelClass::elementwise);
+  } else {
+    MemoryOpShape s;
+    s.kind = MemoryOpKind::memcpy;
+    s.elements = static_cast<int64_t>(static_cast<double>(tokens * m.hidden) *
+                                      gpu::dtype_bytes(activation_dtype(config_.dtype)));
+    s.dtype = gpu::Dtype::int8;
+    p.push_back({KernelClass::elementwise, kernel_time(gpu::memory_kernel(config_.gpu, s))});
+  }
+  return embedding_.emplace(tokens, std::move(p)).first->second;
 }
 
-sim::Duration IterationCost::head_time(int64_t tokens, int64_t sampled) {
+// pytorch-eager: cos and sin gathered at the step's positions, once per
+// stage (vLLM's rotary kernel reads its cache itself).
+const IterationCost::Program& IterationCost::rope_table_launches(int64_t tokens) {
+  auto it = rope_tables_.find(tokens);
+  if (it != rope_tables_.end()) return it->second;
+  Program p;
+  if (config_.framework == ServingFramework::pytorch_eager &&
+      config_.model.position == models::PositionKind::rotary) {
+    add_passes(p, EagerServingPasses::rope_tables(tokens, config_.model.head_dim), KernelClass::elementwise);
+  }
+  return rope_tables_.emplace(tokens, std::move(p)).first->second;
+}
+
+// The last stage's head: the final norm over the step's tokens, the logits
+// GEMM for the rows that sample, their all-gather over TP, the sampler.
+const IterationCost::Program& IterationCost::head_launches(int64_t tokens, int64_t sampled) {
   const int64_t key = tokens * (int64_t{1} << 24) + sampled;
   auto it = head_.find(key);
   if (it != head_.end()) return it->second;
   const auto& m = config_.model;
   const auto& g = config_.gpu;
   const int tp = config_.parallel.tp;
+  const bool eager = config_.framework == ServingFramework::pytorch_eager;
   const gpu::Dtype act = activation_dtype(config_.dtype);
-  MemoryOpShape norm;
-  norm.kind = m.norm == models::NormKind::rms_norm ? MemoryOpKind::rms_norm : MemoryOpKind::layer_norm;
-  norm.rows = tokens;
-  norm.cols = m.hidden;
-  norm.dtype = act;
-  sim::Duration d = kernel_time(gpu::memory_kernel(g, norm));
+  Program p;
+  if (eager) {
+    add_passes(p, EagerServingPasses::rms_norm(tokens, m.hidden), KernelClass::norm);
+  } else {
+    MemoryOpShape norm;
+    norm.kind = m.norm == models::NormKind::rms_norm ? MemoryOpKind::rms_norm : MemoryOpKind::layer_norm;
+    norm.rows = tokens;
+    norm.cols = m.hidden;
+    norm.dtype = act;
+    p.push_back({KernelClass::norm, kernel_time(gpu::memory_kernel(g, norm))});
+  }
   if (sampled > 0) {
     const int64_t vocab = ceil_div(m.vocab, tp);
-    d += kernel_time(gpu::gemm_kernel(g, GemmShape{sampled, vocab, m.hidden, 1, config_.dtype}));
+    p.push_back({KernelClass::gemm,
+                 kernel_time(gpu::gemm_kernel(g, GemmShape{sampled, vocab, m.hidden, 1, config_.dtype}))});
     if (tp > 1) {
       const int last = config_.parallel.pp - 1;
       const auto first = config_.ranks.begin() + static_cast<ptrdiff_t>(last) * tp;
       const std::vector<int> group(first, first + tp);
       const auto bytes = static_cast<int64_t>(static_cast<double>(sampled * vocab * tp) *
                                               gpu::dtype_bytes(act));
-      d += comm_.collective(CollectiveKind::all_gather, sim::Bytes(bytes), group);
+      p.push_back({KernelClass::communication,
+                   comm_.collective(CollectiveKind::all_gather, sim::Bytes(bytes), group)});
     }
+    if (eager) add_passes(p, EagerServingPasses::sampler(sampled, vocab * tp, tp), KernelClass::elementwise);
     MemoryOpShape soft;
     soft.kind = MemoryOpKind::softmax;
     soft.rows = sampled;
     soft.cols = m.vocab;
     soft.dtype = gpu::Dtype::fp32;
-    d += kernel_time(gpu::memory_kernel(g, soft));
+    p.push_back({KernelClass::norm, kernel_time(gpu::memory_kernel(g, soft))});
+    if (eager) add_passes(p, EagerServingPasses::argmax(sampled, vocab * tp), KernelClass::elementwise);
   }
-  head_.emplace(key, d);
-  return d;
+  return head_.emplace(key, std::move(p)).first->second;
 }
+
+// One stage's GPU stream as its host issues it: each launch waits for the
+// one before it on the GPU and, when the host pays `issue` per launch, for
+// its own issue (the host runs ahead of the GPU, never behind).
+class IterationCost::Timeline {
+ public:
+  explicit Timeline(sim::Duration issue) : issue_(issue) {}
+
+  void run(const Launch& l, training::KernelClassTimes& classes) {
+    host_ += issue_;
+    gpu_ = std::max(gpu_, host_) + l.time;
+    busy_ += l.time;
+    if (l.cls == KernelClass::communication) comm_ += l.time;
+    classes.seconds[static_cast<size_t>(l.cls)] += l.time.seconds();
+    classes.kernels += 1;
+  }
+  // `count` runs of `body` in a row; without host cost in closed form (the
+  // same durations again, back to back).
+  template <typename Body>
+  void repeat(int count, Body&& body, training::KernelClassTimes& classes) {
+    if (count <= 0) return;
+    if (issue_ > sim::Duration::zero()) {
+      for (int i = 0; i < count; ++i) body(classes);
+      return;
+    }
+    training::KernelClassTimes one;
+    const sim::Duration gpu0 = gpu_, busy0 = busy_, comm0 = comm_;
+    body(one);
+    gpu_ += (gpu_ - gpu0) * (count - 1);
+    busy_ += (busy_ - busy0) * (count - 1);
+    comm_ += (comm_ - comm0) * (count - 1);
+    for (size_t c = 0; c < one.seconds.size(); ++c) classes.seconds[c] += one.seconds[c] * count;
+    classes.kernels += one.kernels * count;
+  }
+  sim::Duration end() const { return gpu_; }           // the stage's last kernel ends
+  sim::Duration busy() const { return busy_; }         // kernels and collectives, summed
+  sim::Duration communication() const { return comm_; }
+
+ private:
+  sim::Duration issue_;
+  sim::Duration host_ = sim::Duration::zero();
+  sim::Duration gpu_ = sim::Duration::zero();
+  sim::Duration busy_ = sim::Duration::zero();
+  sim::Duration comm_ = sim::Duration::zero();
+};
 
 StepCost IterationCost::cost(const StepShape& shape) {
   StepCost c;
   c.compute = sim::Duration::zero();
   c.communication = sim::Duration::zero();
+  c.host_wait = sim::Duration::zero();
+  c.graph = replays_graph(shape);
   const int pp = config_.parallel.pp;
   const int tp = config_.parallel.tp;
   const int64_t t = padded_tokens(shape);
-  const sim::Duration attention = attention_time(shape);
+  const std::vector<sim::Duration> attention = attention_launches(shape);
   const auto act_bytes = gpu::dtype_bytes(activation_dtype(config_.dtype));
+  const sim::Duration issue = c.graph ? sim::Duration::zero() : config_.host_per_kernel;
   c.total = sim::Duration::zero();
   for (int s = 0; s < pp; ++s) {
     const int dense = layers_of_stage_dense_[static_cast<size_t>(s)];
     const int moe = layers_of_stage_moe_[static_cast<size_t>(s)];
     const sim::Duration ar = tp_all_reduce(s, t);
-    sim::Duration compute = sim::Duration::zero();
-    if (dense > 0) compute += (layer_token_kernels(t, false) + attention) * dense;
-    if (moe > 0) compute += (layer_token_kernels(t, true) + attention) * moe;
-    sim::Duration comm = ar * (2 * static_cast<int64_t>(dense + moe));
+    Timeline line(issue);
+    training::KernelClassTimes classes;
+    const auto run_all = [&](const Program& p, training::KernelClassTimes& into) {
+      for (const Launch& l : p) line.run(l, into);
+    };
     if (s == 0) {
-      compute += embedding_time(t);
-      comm += ar;
+      run_all(embedding_launches(t), classes);
+      if (tp > 1) line.run({KernelClass::communication, ar}, classes);
     }
-    if (s == pp - 1) compute += head_time(t, shape.sampled);
+    run_all(rope_table_launches(t), classes);
+    const auto layer = [&](const Program& p) {
+      return [&](training::KernelClassTimes& into) {
+        for (const Launch& l : p) {
+          if (l.slot == Slot::attention) {
+            for (const sim::Duration a : attention) line.run({KernelClass::attention, a}, into);
+          } else if (l.slot == Slot::all_reduce) {
+            if (tp > 1) line.run({KernelClass::communication, ar}, into);
+          } else {
+            line.run(l, into);
+          }
+        }
+      };
+    };
+    if (dense > 0) line.repeat(dense, layer(layer_launches(t, false)), classes);
+    if (moe > 0) line.repeat(moe, layer(layer_launches(t, true)), classes);
+    if (s == pp - 1) run_all(head_launches(t, shape.sampled), classes);
     if (s + 1 < pp) {
       // Hidden states and residual to the next stage, rank i to rank i.
       const int src = config_.ranks[static_cast<size_t>(s * tp)];
       const int dst = config_.ranks[static_cast<size_t>((s + 1) * tp)];
-      comm += comm_.p2p(src, dst,
-                        sim::Bytes(static_cast<int64_t>(2.0 * static_cast<double>(t * config_.model.hidden) * act_bytes)));
+      line.run({KernelClass::communication,
+                comm_.p2p(src, dst,
+                          sim::Bytes(static_cast<int64_t>(2.0 * static_cast<double>(t * config_.model.hidden) *
+                                                          act_bytes)))},
+               classes);
     }
-    sim::Duration stage = compute + comm;
+    sim::Duration stage = line.end();
+    c.host_wait += line.end() - line.busy();
+    c.communication += line.communication();
+    c.compute += line.busy() - line.communication();
     if (s == 0) stage += config_.step_overhead;
     c.stages.push_back(stage);
     c.total += stage;
-    c.compute += compute;
-    c.communication += comm;
+    for (size_t k = 0; k < classes.seconds.size(); ++k) c.classes.seconds[k] += classes.seconds[k];
+    c.classes.kernels += classes.kernels;
   }
+  c.classes.host_wait_s = c.host_wait.seconds();
   return c;
 }
 

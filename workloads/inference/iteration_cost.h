@@ -10,6 +10,13 @@
 // that sample, their all-gather and the sampler's softmax on the last; a
 // send of the hidden states between pipeline stages.
 //
+// `framework` (serving_framework.h) chooses the kernels besides GEMMs,
+// attention and collectives: vLLM's fused ones, or plain PyTorch's unfused
+// elementwise lists. A pytorch-eager step that does not replay a CUDA graph
+// is issued kernel by kernel by a host that spends `host_per_kernel` on
+// each: a kernel starts no earlier than its issue, so a launch-bound step
+// takes about its kernels x that cost (each stage's own host).
+//
 // Kernel times are the GPU model's isolated times (models/gpu: one stream,
 // one kernel at a time, exactly what the Gpu runtime reproduces); collective
 // and send times come from a CommTimer (the fabric). With CUDA graphs the
@@ -32,7 +39,9 @@
 #include "models/gpu/kernel.h"
 #include "workloads/inference/comm_timer.h"
 #include "workloads/inference/kv_capacity.h"
+#include "workloads/inference/serving_framework.h"
 #include "workloads/models/model_spec.h"
+#include "workloads/training/kernel_classes.h"
 
 namespace gcsim::workloads::inference {
 
@@ -62,6 +71,10 @@ struct IterationCostConfig {
   bool pad_mixed_steps = true;  // V1: mixed steps are padded too (piecewise graphs)
   // Host time per step the GPU waits for (scheduling, input preparation).
   sim::Duration step_overhead;
+  ServingFramework framework = ServingFramework::vllm;
+  // Host time to issue one kernel or collective of a step that does not
+  // replay a CUDA graph (zero: the host never holds the GPU back).
+  sim::Duration host_per_kernel;
 };
 
 // Per-layer breakdown of a step, for reports and tests.
@@ -70,6 +83,11 @@ struct StepCost {
   std::vector<sim::Duration> stages;  // each stage's time (its last adds the head)
   sim::Duration compute;              // kernels, all stages
   sim::Duration communication;        // TP collectives and stage sends, all stages
+  sim::Duration host_wait;            // GPU idle waiting for the host's issue, all stages
+  bool graph = false;                 // replays a CUDA graph (padded to a capture size)
+  // Kernel durations by class summed over all stages, as torch.profiler's
+  // table (communication: collectives and sends); `kernels`: launches.
+  training::KernelClassTimes classes;
 };
 
 class IterationCost {
@@ -77,30 +95,53 @@ class IterationCost {
   IterationCost(IterationCostConfig config, CommTimer& comm);
 
   StepCost cost(const StepShape& shape);
-  // Kernel time of one layer's token-dependent kernels (GEMMs, norms,
-  // activations, KV write) for `tokens` tokens: dense or MoE layer.
-  sim::Duration layer_token_kernels(int64_t tokens, bool moe);
   // The padded token count the GEMMs see.
   int64_t padded_tokens(const StepShape& shape) const;
-  // The kernels of one dense layer's token part (names and shapes), for
-  // describing a step in the trace.
-  std::vector<gpu::KernelDesc> layer_kernels(int64_t tokens, bool moe) const;
+  // Whether the step replays a CUDA graph: graphs on and the step padded to
+  // a capture size (V1: any step that small; V0: pure decodes).
+  bool replays_graph(const StepShape& shape) const;
+
+  // One launch of a stage's program: a kernel, or where the layer's
+  // attention kernels or a TP all-reduce go.
+  enum class Slot { kernel, attention, all_reduce };
+  struct LayerKernel {
+    gpu::KernelDesc desc;
+    training::KernelClass cls = training::KernelClass::elementwise;
+    Slot slot = Slot::kernel;
+  };
+  // One layer's program for `tokens` tokens (dense or MoE), in issue order,
+  // with the attention and all-reduce slots in place.
+  std::vector<LayerKernel> layer_program(int64_t tokens, bool moe) const;
   const IterationCostConfig& config() const { return config_; }
 
  private:
+  struct Launch {
+    training::KernelClass cls = training::KernelClass::elementwise;
+    sim::Duration time;
+    Slot slot = Slot::kernel;
+  };
+  using Program = std::vector<Launch>;
+  class Timeline;
+
   sim::Duration kernel_time(const gpu::KernelDesc& k) const;
-  sim::Duration attention_time(const StepShape& shape);
+  std::vector<LayerKernel> eager_layer_program(int64_t tokens) const;
+  sim::Duration pass_time(const training::FrameworkPass& p) const;
+  void add_passes(Program& out, const EagerServingPasses::Passes& passes, training::KernelClass cls) const;
+  const Program& layer_launches(int64_t tokens, bool moe);
+  std::vector<sim::Duration> attention_launches(const StepShape& shape);
   sim::Duration tp_all_reduce(int stage, int64_t tokens);
-  sim::Duration head_time(int64_t tokens, int64_t sampled);
-  sim::Duration embedding_time(int64_t tokens);
+  const Program& head_launches(int64_t tokens, int64_t sampled);
+  const Program& embedding_launches(int64_t tokens);
+  const Program& rope_table_launches(int64_t tokens);
 
   IterationCostConfig config_;
   CommTimer& comm_;
+  training::FrameworkProfile eager_profile_{training::Framework::pytorch_eager};
   std::vector<int> layers_of_stage_dense_, layers_of_stage_moe_;
-  std::unordered_map<int64_t, sim::Duration> token_dense_, token_moe_;
+  std::unordered_map<int64_t, Program> token_dense_, token_moe_;
   std::map<std::pair<int64_t, int64_t>, sim::Duration> prefill_attention_;
   std::map<std::tuple<int64_t, int64_t, int64_t>, sim::Duration> decode_attention_;
-  std::unordered_map<int64_t, sim::Duration> head_, embedding_;
+  std::unordered_map<int64_t, Program> head_, embedding_, rope_tables_;
 };
 
 }  // namespace gcsim::workloads::inference

@@ -175,6 +175,8 @@ void Replica::start_step() {
     rec.swap_blocks = b->plan.swap_in_blocks + b->plan.swap_out_blocks;
     rec.compute = cost.compute;
     rec.communication = cost.communication;
+    rec.host_wait = cost.host_wait;
+    rec.classes = cost.classes;
     hooks_.on_step(rec);
   }
   sim_.call_at(end, [this, b] { finish(b); }, kFinishPriority);

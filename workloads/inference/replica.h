@@ -38,6 +38,8 @@ struct StepRecord {
   int preempted = 0;
   int64_t swap_blocks = 0;
   sim::Duration compute, communication;
+  sim::Duration host_wait;              // GPUs idle waiting for the host's issue
+  training::KernelClassTimes classes;   // kernel time per class, all stages (iteration_cost.h)
 };
 
 struct ReplicaHooks {

@@ -14,6 +14,7 @@
 #include "workloads/inference/kv_capacity.h"
 #include "workloads/inference/request_generator.h"
 #include "workloads/inference/scheduler.h"
+#include "workloads/inference/serving_framework.h"
 #include "workloads/models/model_spec.h"
 
 namespace gcsim::workloads::inference {
@@ -71,6 +72,11 @@ struct ServingConfig {
   bool cuda_graphs = true;
   int64_t max_capture_size = 512;
   sim::Duration step_overhead;             // host time per step
+  // workload.framework: the kernels a step launches besides GEMMs,
+  // attention and collectives, and the host's cost per launch outside a
+  // CUDA graph (workload.host_overhead).
+  ServingFramework framework = ServingFramework::vllm;
+  sim::Duration host_per_kernel;
   RouterKind router = RouterKind::round_robin;
   RequestsConfig requests;
   RateSearch rate_search;

@@ -62,6 +62,8 @@ std::unique_ptr<Replica> ServingSystem::make_replica(int index, ReplicaRole role
   c.max_capture_size = config_.max_capture_size;
   c.pad_mixed_steps = config_.scheduler.mode == SchedulerMode::v1;
   c.step_overhead = config_.step_overhead;
+  c.framework = config_.framework;
+  c.host_per_kernel = config_.host_per_kernel;
   std::unique_ptr<IterationCost> draft;
   const SpeculativeConfig& spec = config_.speculative;
   const bool speculates = spec.enabled() && role != ReplicaRole::prefill;

@@ -1,0 +1,123 @@
+#include "workloads/inference/serving_framework.h"
+
+namespace gcsim::workloads::inference {
+
+namespace {
+
+using training::FrameworkPass;
+using training::PassAccess;
+using Passes = EagerServingPasses::Passes;
+
+// Bytes per element: bf16 activations, fp32 inside the norm and the
+// sampler, int64 token ids and bool masks.
+constexpr double kF32 = 4, kB16 = 2, kI64 = 8, kBool = 1;
+// A per-row value (the norm's variance and rsqrt): one fp32 read and written.
+constexpr double kRowScalar = 2 * kF32;
+constexpr PassAccess kGeneric = PassAccess::generic;
+constexpr PassAccess kVectorized = PassAccess::vectorized;
+// SiLU: an exponential and a reciprocal per element.
+constexpr double kSigmoid = 2;
+
+// Not fitted yet (the serving_step measurement is pending): zero, so a
+// pytorch-eager step is its kernels alone until workload.host_overhead is set.
+constexpr double kEagerServingHostUsPerKernel = 0.0;
+
+}  // namespace
+
+const char* serving_framework_name(ServingFramework f) {
+  switch (f) {
+    case ServingFramework::vllm: return "vllm";
+    case ServingFramework::pytorch_eager: return "pytorch-eager";
+  }
+  return "?";
+}
+
+std::optional<ServingFramework> parse_serving_framework(const std::string& s) {
+  if (s == "vllm") return ServingFramework::vllm;
+  if (s == "pytorch-eager") return ServingFramework::pytorch_eager;
+  return std::nullopt;
+}
+
+double eager_serving_host_us_per_kernel() { return kEagerServingHostUsPerKernel; }
+
+Passes EagerServingPasses::rms_norm(int64_t rows, int64_t cols) {
+  const int64_t n = rows * cols;
+  // x.to(float32), x.pow(2), .mean(-1), var + eps, rsqrt, x * rsqrt (a
+  // per-row broadcast), .to(bf16), weight * x (a per-column broadcast).
+  return {{" cast fp32", n, kB16 + kF32, kGeneric},
+          {" pow", n, kF32 + kF32},
+          {" mean", n, kF32},
+          {" add eps", rows, kRowScalar},
+          {" rsqrt", rows, kRowScalar, kVectorized, 1},
+          {" mul rsqrt", n, kF32 + kF32, kGeneric},
+          {" cast bf16", n, kF32 + kB16},
+          {" mul weight", n, kB16 + kB16, kGeneric}};
+}
+
+Passes EagerServingPasses::rope(int64_t q_elements, int64_t k_elements) {
+  // rotate_half(x) = cat(-x2, x1) on the heads' halves, then x * cos +
+  // rotate_half(x) * sin: the half views, the cat and cos/sin broadcast over
+  // the heads take the generic path; bf16 throughout.
+  Passes out;
+  for (const auto& [which, n] : {std::pair<const char*, int64_t>{" q", q_elements}, {" k", k_elements}}) {
+    const std::string w = which;
+    out.push_back({w + " neg", n / 2, 2 * kB16, kGeneric});
+    out.push_back({w + " cat", n, 2 * kB16, kGeneric});
+    out.push_back({w + " mul cos", n, 2 * kB16, kGeneric});
+    out.push_back({w + " mul sin", n, 2 * kB16, kGeneric});
+    out.push_back({w + " add", n, 3 * kB16});
+  }
+  return out;
+}
+
+Passes EagerServingPasses::rope_tables(int64_t tokens, int64_t head_dim) {
+  const int64_t n = tokens * head_dim;
+  // cos[positions], sin[positions]: an index gather each.
+  return {{" cos gather", n, 2 * kB16, kGeneric}, {" sin gather", n, 2 * kB16, kGeneric}};
+}
+
+Passes EagerServingPasses::kv_write(int64_t kv_elements) {
+  // cache[..., slot] = k and = v: strided copies of the heads-first views.
+  return {{" k copy", kv_elements, 2 * kB16, kGeneric}, {" v copy", kv_elements, 2 * kB16, kGeneric}};
+}
+
+Passes EagerServingPasses::residual_add(int64_t elements) {
+  return {{" add", elements, 3 * kB16}};
+}
+
+Passes EagerServingPasses::swiglu(int64_t elements) {
+  // gate and up are the two halves of one GEMM output (strided views).
+  return {{" silu", elements, 2 * kB16, kGeneric, kSigmoid}, {" mul", elements, 3 * kB16, kGeneric}};
+}
+
+Passes EagerServingPasses::embedding(int64_t tokens, int64_t hidden, int tp) {
+  const int64_t n = tokens * hidden;
+  Passes out;
+  if (tp > 1) {
+    // mask = (ids < start) | (ids >= end); local = (ids - start).masked_fill(mask, 0)
+    out.push_back({" ids lt", tokens, kI64 + kBool});
+    out.push_back({" ids ge", tokens, kI64 + kBool});
+    out.push_back({" mask or", tokens, 3 * kBool});
+    out.push_back({" ids sub", tokens, 2 * kI64});
+    out.push_back({" ids masked_fill", tokens, 2 * kI64 + kBool});
+  }
+  out.push_back({" gather", n, 2 * kB16});
+  // rows outside this rank's range zeroed (a per-row mask, broadcast)
+  if (tp > 1) out.push_back({" masked_fill", n, 2 * kB16, kGeneric});
+  return out;
+}
+
+Passes EagerServingPasses::sampler(int64_t rows, int64_t vocab, int tp) {
+  const int64_t n = rows * vocab;
+  Passes out;
+  // [tp, rows, vocab / tp] -> [rows, vocab]
+  if (tp > 1) out.push_back({" logits permute", n, 2 * kB16, kGeneric});
+  out.push_back({" logits fp32", n, kB16 + kF32, kGeneric});
+  return out;
+}
+
+Passes EagerServingPasses::argmax(int64_t rows, int64_t vocab) {
+  return {{" argmax", rows * vocab, kF32}};
+}
+
+}  // namespace gcsim::workloads::inference
