@@ -98,3 +98,14 @@ TEST_CASE("bad inference input: attention_kernel not a family", "[cli][inference
   expect_bad({"infer_attention_kernel.yaml", "infer_attention_kernel.yaml:6",
               "workload.attention_kernel", {"fa2", "cudnn"}});
 }
+
+TEST_CASE("bad inference input: workload.framework and host_overhead", "[cli][inference]") {
+  expect_bad({"infer_framework.yaml", "infer_framework.yaml:5", "workload.framework",
+              {"'megatron' is not one of vllm | pytorch-eager"}});
+  expect_bad({"infer_framework_moe.yaml", "infer_framework_moe.yaml:5", "workload.framework",
+              {"pytorch-eager", "experts"}});
+  expect_bad({"infer_framework_mla.yaml", "infer_framework_mla.yaml:5", "workload.framework",
+              {"pytorch-eager", "MLA"}});
+  expect_bad({"infer_host_overhead.yaml", "infer_host_overhead.yaml:6", "workload.host_overhead",
+              {"must not be negative"}});
+}

@@ -1,0 +1,111 @@
+// workload.framework for serving (serving_framework.h): the launches a step
+// issues under vllm and pytorch-eager, counted by hand from the layer code;
+// a host that issues each kernel at a cost bounds an eager step outside a
+// CUDA graph and not inside one.
+#include "catch.h"
+#include "test_inference_fixtures.h"
+#include "workloads/inference/iteration_cost.h"
+#include "workloads/inference/serving_framework.h"
+
+using namespace gcsim;
+using namespace gcsim::workloads::inference;
+using workloads::training::KernelClass;
+
+namespace {
+
+// serving_step_bench.py's model: Llama-2-70B's layer, 8 layers, at TP4.
+IterationCostConfig bench_tp4(ServingFramework f) {
+  IterationCostConfig c;
+  c.model = test::llama2_70b();
+  c.model.layers = 8;
+  c.gpu = test::h100();
+  c.parallel = {4, 1, 1};
+  c.ranks = {0, 1, 2, 3};
+  c.framework = f;
+  c.cuda_graphs = false;
+  return c;
+}
+
+StepShape decode(int64_t batch, int64_t kv_len) {
+  StepShape s;
+  s.tokens = batch;
+  s.decodes = batch;
+  s.decode_kv_tokens = batch * kv_len;
+  s.sampled = batch;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("serving launches per step: vllm's fused kernels, eager PyTorch's passes",
+          "[inference][framework]") {
+  test::NoComm comm;
+  // vllm, per layer: norm, QKV, rotary, KV write, attention, output, all-reduce,
+  // norm, gate+up, SiLU-and-mul, down, all-reduce = 12; embedding + its
+  // all-reduce 2; head: norm, logits GEMM, all-gather, softmax 4: 2 + 96 + 4.
+  IterationCost vllm(bench_tp4(ServingFramework::vllm), comm);
+  CHECK(vllm.cost(decode(8, 1024)).classes.kernels == 102);
+  // pytorch-eager, per layer: RMSNorm 8, QKV 1, rotary 2 x 5, K and V copies 2,
+  // attention 1, output 1, all-reduce 1, residual add 1, RMSNorm 8, gate+up 1,
+  // SiLU and product 2, down 1, all-reduce 1, residual add 1 = 39; embedding:
+  // 5 id-mask kernels, the gather, the row mask, the all-reduce = 8; cos/sin
+  // gathers 2; head: RMSNorm 8, GEMM, all-gather, permute, fp32 cast, softmax,
+  // argmax = 14: 8 + 2 + 312 + 14.
+  IterationCost eager(bench_tp4(ServingFramework::pytorch_eager), comm);
+  const StepCost e = eager.cost(decode(8, 1024));
+  CHECK(e.classes.kernels == 336);
+  // The same GEMMs and attention kernels under both.
+  const StepCost v = vllm.cost(decode(8, 1024));
+  CHECK(e.classes.of(KernelClass::gemm) == Approx(v.classes.of(KernelClass::gemm)));
+  CHECK(e.classes.of(KernelClass::attention) == Approx(v.classes.of(KernelClass::attention)));
+  // The unfused passes cost more than the fused kernels they replace.
+  CHECK(e.classes.of(KernelClass::elementwise) + e.classes.of(KernelClass::norm) >
+        2 * (v.classes.of(KernelClass::elementwise) + v.classes.of(KernelClass::norm)));
+  // No host cost: the step is its launches back to back.
+  CHECK(e.host_wait == sim::Duration::zero());
+  CHECK(e.total == e.compute + e.communication);
+}
+
+TEST_CASE("an eager step outside a CUDA graph waits for its host's issue", "[inference][framework]") {
+  test::NoComm comm;
+  // 200 us per launch is longer than any kernel of a batch-1 decode here (the
+  // largest, gate+up, reads 235 MB of weights: ~80 us), so every kernel starts
+  // at its own issue: the step ends at 336 x 200 us plus the last kernel.
+  IterationCostConfig c = bench_tp4(ServingFramework::pytorch_eager);
+  c.host_per_kernel = sim::us(int64_t{200});
+  IterationCost host_bound(c, comm);
+  const StepCost s = host_bound.cost(decode(1, 512));
+  const double issue_all = 336 * 200e-6;
+  CHECK(s.total.seconds() > issue_all);
+  CHECK(s.total.seconds() < issue_all + 200e-6);
+  CHECK(s.host_wait == s.total - s.compute - s.communication);
+  CHECK(s.host_wait.seconds() > issue_all - s.compute.seconds() - 1e-9);
+  CHECK_FALSE(s.graph);
+
+  // The same step replayed from a CUDA graph (padded to capture size 1):
+  // no host issue, the kernels back to back.
+  c.cuda_graphs = true;
+  IterationCost graphed(c, comm);
+  const StepCost g = graphed.cost(decode(1, 512));
+  CHECK(g.graph);
+  CHECK(g.host_wait == sim::Duration::zero());
+  CHECK(g.total == g.compute + g.communication);
+  CHECK(g.total == s.compute + s.communication);
+}
+
+TEST_CASE("eager RMSNorm in bf16: eight passes and their bytes", "[inference][framework]") {
+  // fp32 cast 2+4, pow 4+4, mean 4, add eps and rsqrt 8 per row each, x *
+  // rsqrt 4+4, cast back 4+2, weight * x 2+2: 36 B per element + 16 per row.
+  const auto p = EagerServingPasses::rms_norm(3, 8192);
+  REQUIRE(p.size() == 8);
+  double bytes = 0;
+  int generic = 0;
+  for (const auto& x : p) {
+    bytes += static_cast<double>(x.elements) * x.bytes_per_element;
+    generic += x.access == workloads::training::PassAccess::generic ? 1 : 0;
+  }
+  CHECK(bytes == Approx(3 * 8192 * 36.0 + 3 * 16.0));
+  CHECK(generic == 3);  // the bf16 -> fp32 cast and the two broadcasts
+  CHECK(parse_serving_framework("pytorch-eager") == ServingFramework::pytorch_eager);
+  CHECK_FALSE(parse_serving_framework("megatron").has_value());
+}
