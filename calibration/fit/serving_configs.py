@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Writes calibration/validation/serving/*.yaml: one gcsim config per point that
+calibration/microbench/serving_step_bench.py measures (issue 16's serving validation).
+
+    python3 calibration/fit/serving_configs.py          # rewrites the configs
+
+Each config is serving_step_bench.py's model (Llama-2-70B's layer, 8 layers, vocabulary 32000) at
+TP4 or TP2 on 4 H100 SXM of one NVSwitch node, under `workload.framework: pytorch-eager` without
+CUDA graphs (the bench's eager build; `-s workload.serving.cuda_graphs=true` is its graph build)
+and a burst of requests that makes exactly the measured step under vLLM V0's scheduler (prefill-only
+or decode-only steps; CUDA graphs, when on, for pure decodes only: the bench's builds):
+  decode (batch B, KV length L after the step's token): B requests of L - 1 prompt tokens and 2
+      output tokens, prefilled in steps of at most 16384 tokens, then one pure decode step of B
+      sequences at KV length L: the run's only decode step, summary.json's
+      breakdown.decode_steps (mean_step_s and kernel_classes_s);
+  prefill (S tokens): one request of S prompt tokens and 1 output token: the run's only step,
+      breakdown.prefill_steps (= ttft_s.mean).
+"""
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "..", "validation", "serving")
+
+# serving_step_bench.py's DECODE_CORE + DECODE_MORE and PREFILL_CORE + PREFILL_MORE
+DECODE = [(1, 512), (1, 8192), (32, 2048), (64, 8192), (256, 512), (256, 2048),
+          (8, 2048), (32, 8192), (128, 4096), (128, 512)]
+PREFILL = [512, 2048, 8192, 1024, 4096]
+
+MODEL = ("{name: llama2_70b_shape_L8, layers: 8, hidden: 8192, heads: 64, kv_heads: 8, head_dim: 128, "
+         "ffn_hidden: 28672, vocab: 32000, seq_len: 16384, attention: gqa, mlp: swiglu, norm: rms_norm, "
+         "position: rotary, tied_embeddings: false, linear_bias: false, dropout: 0.0}")
+
+
+def config(tp, kind, batch, kv):
+    if kind == "decode":
+        what = "decode of %d sequences at KV length %d (after the step's token)" % (batch, kv)
+        requests = "{count: %d, arrival: {kind: burst}, prompt_len: %d, output_len: 2}" % (batch, kv - 1)
+        read = "breakdown.decode_steps"
+    else:
+        what = "prefill of one %d-token prompt" % kv
+        requests = "{count: 1, arrival: {kind: burst}, prompt_len: %d, output_len: 1}" % kv
+        read = "breakdown.prefill_steps"
+    return """# serving_step_bench.py's TP%d %s (calibration/fit/serving_configs.py wrote this;
+# compare with calibration/measurements/h100-x4/serving_step_2026-11-26, tests/scenario/
+# test_serving_measured.cpp). The step is read from summary.json's %s.
+#   gcsim run THIS.yaml                                      (eager PyTorch, as measured)
+#   gcsim run THIS.yaml -s workload.serving.cuda_graphs=true  (the decode step in a CUDA graph)
+#   gcsim run THIS.yaml -s workload.framework=vllm            (vLLM's fused kernels)
+cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 4, scale_up: {kind: nvswitch}, scale_out: {topology: none}}
+workload:
+  kind: inference
+  framework: pytorch-eager
+  model: %s
+  serving:
+    tp: %d
+    cuda_graphs: false
+    scheduler: {mode: vllm-v0, max_num_batched_tokens: 16384, max_num_seqs: 256, max_model_len: 16384}
+  requests: %s
+simulation: {seed: 1}
+""" % (tp, what, read, MODEL, tp, requests)
+
+
+def name(tp, kind, batch, kv):
+    if kind == "decode":
+        return "tp%d_decode_b%d_kv%d.yaml" % (tp, batch, kv)
+    return "tp%d_prefill_s%d.yaml" % (tp, kv)
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    n = 0
+    for tp in (4, 2):
+        for b, kv in DECODE:
+            with open(os.path.join(OUT, name(tp, "decode", b, kv)), "w") as f:
+                f.write(config(tp, "decode", b, kv))
+            n += 1
+        for s in PREFILL:
+            with open(os.path.join(OUT, name(tp, "prefill", 1, s)), "w") as f:
+                f.write(config(tp, "prefill", 1, s))
+            n += 1
+    print("wrote %d configs to %s" % (n, os.path.normpath(OUT)))
+
+
+if __name__ == "__main__":
+    main()
