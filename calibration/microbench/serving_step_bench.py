@@ -255,6 +255,8 @@ def class_of(name):
 def profile_steps(step, nsteps):
     from torch.profiler import ProfilerActivity, profile
     torch.cuda.synchronize()
+    if dist.is_initialized():
+        dist.barrier(device_ids=[torch.cuda.current_device()])
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(nsteps):
             step()
@@ -314,7 +316,18 @@ def gather(x):
 
 
 def steps_for(est_us, lo, hi, target_us=400_000.0):
-    return int(max(lo, min(hi, target_us / max(est_us, 1.0))))
+    """Steps to time, from rank 0's estimate: every rank must run the same number of steps (each
+    step's collectives pair up across ranks)."""
+    n = torch.tensor([int(max(lo, min(hi, target_us / max(est_us, 1.0))))], device="cuda")
+    dist.broadcast(n, 0)
+    return int(n.item())
+
+
+def all_ok(ok):
+    """True on every rank when it is true on every rank."""
+    t = torch.tensor([1 if ok else 0], device="cuda")
+    dist.all_reduce(t, op=dist.ReduceOp.MIN)
+    return bool(t.item())
 
 
 def run_point(sh, tp, kind, batch, kv_len, builds):
@@ -354,6 +367,7 @@ def run_point(sh, tp, kind, batch, kv_len, builds):
     rank0_kernels = {"eager": kernels}
     if decode and "graph" in builds:
         err = None
+        graph = None
         try:
             s = torch.cuda.Stream()
             s.wait_stream(torch.cuda.current_stream())
@@ -370,6 +384,15 @@ def run_point(sh, tp, kind, batch, kv_len, builds):
             cap_s = time.time() - t
             graph.replay()
             torch.cuda.synchronize()
+            ok = True
+        except Exception as ex:  # noqa: BLE001
+            err = {"error": repr(ex)[:2000], "traceback": traceback.format_exc()[-4000:]}
+            mine["graph_error"] = err
+            print("rank %d graph capture FAILED %s b%d kv%d: %r" % (dist.get_rank(), kind, batch, kv_len, ex),
+                  flush=True)
+            ok = False
+        # replay only where every rank captured (a replay's collectives pair up across ranks)
+        if all_ok(ok):
             probe = timed_steps(graph.replay, 3)
             times = timed_steps(graph.replay, steps_for(statistics.median(probe), 20, 100))
             # not profiled: a graph replays the eager kernels (profiling replays risks CUPTI trouble)
@@ -377,12 +400,8 @@ def run_point(sh, tp, kind, batch, kv_len, builds):
                              "classes": mine["eager"]["classes"],
                              "kernels_per_step": mine["eager"]["kernels_per_step"],
                              "kernel_sum_us": mine["eager"]["kernel_sum_us"]}
-            del graph
-        except Exception as ex:  # noqa: BLE001
-            err = {"error": repr(ex)[:2000], "traceback": traceback.format_exc()[-4000:]}
-            mine["graph_error"] = err
-            print("rank %d graph FAILED %s b%d kv%d: %r" % (dist.get_rank(), kind, batch, kv_len, ex), flush=True)
-            torch.cuda.synchronize()
+        del graph
+        torch.cuda.synchronize()
     ranks = gather(mine)
     rec["ranks"] = ranks
     rec["rank0_kernels"] = rank0_kernels
@@ -468,6 +487,8 @@ def main():
     except Exception as ex:  # noqa: BLE001
         doc["sdpa_probe"] = {"error": repr(ex)[:500]}
     log("sdpa probe: %s" % doc["sdpa_probe"])
+    # CUPTI's first start is slow and differs per rank: warm the profiler up once, before any point
+    profile_steps(lambda: torch.cuda._sleep(1000), 1)
     t = time.time()
     shards[4] = Shard(m, 4, rank, dist.group.WORLD, MAX_CACHE_TOKENS)
     shards[2] = Shard(m, 2, rank % 2, tp2_groups[rank // 2], MAX_CACHE_TOKENS)
