@@ -8,6 +8,7 @@
 #include "sim/config/input_file.h"
 #include "sim/config/unit_parse.h"
 #include "workloads/models/model_formulas.h"
+#include "workloads/training/framework_profile.h"
 
 namespace gcsim::cli {
 
@@ -216,15 +217,31 @@ void read_framework(ConfigReader& w, inf::ServingConfig& c) {
       w.fail("framework", "pytorch-eager serving models dense layers; this model has experts");
     }
   }
-  const double fitted = c.framework == inf::ServingFramework::pytorch_eager
-                            ? inf::eager_serving_host_us_per_kernel()
-                            : 0.0;
+  const bool eager = c.framework == inf::ServingFramework::pytorch_eager;
+  workloads::training::FrameworkTraits& t = c.eager_traits;
+  t = inf::eager_serving_traits();
   const sim::Duration host = w.get_duration(
-      "host_overhead", sim::us(fitted),
+      "host_overhead", sim::us(eager ? t.host_us_per_kernel : 0.0),
       "host time per launched kernel of a step that does not replay a CUDA graph (default: "
       "pytorch-eager's fitted value; vllm 0: the host never holds the GPU back)");
   if (host < sim::Duration::zero()) w.fail("host_overhead", "must be >= 0");
   c.host_per_kernel = host;
+  if (!eager) return;
+  t.elementwise_bandwidth = w.get_double(
+      "elementwise_bandwidth", t.elementwise_bandwidth,
+      "pytorch-eager: fraction of the achieved HBM bandwidth its vectorized elementwise passes "
+      "reach (default: fitted)");
+  if (!(t.elementwise_bandwidth > 0.0 && t.elementwise_bandwidth <= 1.0)) {
+    w.fail("elementwise_bandwidth", "must be in (0, 1]");
+  }
+  t.generic_ops_per_element = w.get_double(
+      "generic_ops_per_element", t.generic_ops_per_element,
+      "pytorch-eager: SM operations per element of its non-vectorised elementwise passes "
+      "(broadcasts, strided views, casts to fp32, cat), at the GPU's vector rate (default: the "
+      "training eager profile's fitted value)");
+  if (!(t.generic_ops_per_element > 0.0 && t.generic_ops_per_element <= 1e4)) {
+    w.fail("generic_ops_per_element", "must be in (0, 10000]");
+  }
 }
 
 }  // namespace

@@ -29,7 +29,9 @@ gpu::Dtype activation_dtype(gpu::Dtype d) {
 }  // namespace
 
 IterationCost::IterationCost(IterationCostConfig config, CommTimer& comm)
-    : config_(std::move(config)), comm_(comm) {
+    : config_(std::move(config)),
+      comm_(comm),
+      eager_profile_(training::Framework::pytorch_eager, config_.eager_traits) {
   const auto& m = config_.model;
   const int pp = config_.parallel.pp;
   const int per = stage_layers(m, pp);

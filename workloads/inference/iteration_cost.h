@@ -75,6 +75,9 @@ struct IterationCostConfig {
   // Host time to issue one kernel or collective of a step that does not
   // replay a CUDA graph (zero: the host never holds the GPU back).
   sim::Duration host_per_kernel;
+  // pytorch-eager: what its passes cost (bandwidth fraction, SM work per
+  // element of the generic ones); its host_us_per_kernel is not used (above).
+  training::FrameworkTraits eager_traits = eager_serving_traits();
 };
 
 // Per-layer breakdown of a step, for reports and tests.
@@ -136,7 +139,7 @@ class IterationCost {
 
   IterationCostConfig config_;
   CommTimer& comm_;
-  training::FrameworkProfile eager_profile_{training::Framework::pytorch_eager};
+  training::FrameworkProfile eager_profile_;
   std::vector<int> layers_of_stage_dense_, layers_of_stage_moe_;
   std::unordered_map<int64_t, Program> token_dense_, token_moe_;
   std::map<std::pair<int64_t, int64_t>, sim::Duration> prefill_attention_;

@@ -77,6 +77,7 @@ struct ServingConfig {
   // CUDA graph (workload.host_overhead).
   ServingFramework framework = ServingFramework::vllm;
   sim::Duration host_per_kernel;
+  training::FrameworkTraits eager_traits = eager_serving_traits();  // pytorch-eager's passes
   RouterKind router = RouterKind::round_robin;
   RequestsConfig requests;
   RateSearch rate_search;

@@ -18,9 +18,13 @@ constexpr PassAccess kVectorized = PassAccess::vectorized;
 // SiLU: an exponential and a reciprocal per element.
 constexpr double kSigmoid = 2;
 
-// Not fitted yet (the serving_step measurement is pending): zero, so a
-// pytorch-eager step is its kernels alone until workload.host_overhead is set.
+// Fitted by calibration/fit/serving_fit.py (serving_fit_2026-11-26.md):
+// the host cost per launch from the eager decode steps' host enqueue time
+// over their kernels per step at the fit points; the vectorized passes'
+// bandwidth fraction by bisection on the elementwise + norm class of the
+// fit prefill. Not fitted yet: see below.
 constexpr double kEagerServingHostUsPerKernel = 0.0;
+constexpr double kEagerServingElementwiseBandwidth = 0.739;
 
 }  // namespace
 
@@ -38,7 +42,12 @@ std::optional<ServingFramework> parse_serving_framework(const std::string& s) {
   return std::nullopt;
 }
 
-double eager_serving_host_us_per_kernel() { return kEagerServingHostUsPerKernel; }
+training::FrameworkTraits eager_serving_traits() {
+  training::FrameworkTraits t = training::framework_traits(training::Framework::pytorch_eager);
+  t.host_us_per_kernel = kEagerServingHostUsPerKernel;
+  t.elementwise_bandwidth = kEagerServingElementwiseBandwidth;
+  return t;
+}
 
 Passes EagerServingPasses::rms_norm(int64_t rows, int64_t cols) {
   const int64_t n = rows * cols;

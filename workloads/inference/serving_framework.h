@@ -39,11 +39,17 @@ enum class ServingFramework { vllm, pytorch_eager };
 const char* serving_framework_name(ServingFramework f);
 std::optional<ServingFramework> parse_serving_framework(const std::string& s);
 
-// Host time to issue one kernel of a pytorch-eager serving step (no
-// autograd: torch's dispatcher and the CUDA launch, NCCL's enqueue for the
-// collectives), fitted on calibration/measurements/h100-x4/
-// serving_step_2026-11-26 (calibration/fit/serving_fit_2026-11-26.md).
-double eager_serving_host_us_per_kernel();
+// The pytorch-eager serving profile's fitted quantities (calibration/fit/
+// serving_fit.py on calibration/measurements/h100-x4/serving_step_2026-11-26;
+// calibration/fit/serving_fit_2026-11-26.md): host_us_per_kernel, the host
+// time to issue one kernel of an inference step (no autograd: torch's
+// dispatcher and the CUDA launch, NCCL's enqueue for the collectives);
+// elementwise_bandwidth, the fraction of the achieved HBM bandwidth its
+// vectorized passes reach; generic_ops_per_element, the training eager
+// profile's (the same PyTorch kernels). workload.host_overhead,
+// workload.elementwise_bandwidth and workload.generic_ops_per_element
+// override them.
+training::FrameworkTraits eager_serving_traits();
 
 // The pytorch-eager lists of one bf16 serving step, as FrameworkPasses of
 // the training profile (costed by its `shape`).

@@ -64,6 +64,7 @@ std::unique_ptr<Replica> ServingSystem::make_replica(int index, ReplicaRole role
   c.step_overhead = config_.step_overhead;
   c.framework = config_.framework;
   c.host_per_kernel = config_.host_per_kernel;
+  c.eager_traits = config_.eager_traits;
   std::unique_ptr<IterationCost> draft;
   const SpeculativeConfig& spec = config_.speculative;
   const bool speculates = spec.enabled() && role != ReplicaRole::prefill;
