@@ -108,4 +108,6 @@ TEST_CASE("bad inference input: workload.framework and host_overhead", "[cli][in
               {"pytorch-eager", "MLA"}});
   expect_bad({"infer_host_overhead.yaml", "infer_host_overhead.yaml:6", "workload.host_overhead",
               {"must not be negative"}});
+  expect_bad({"infer_elementwise_bandwidth.yaml", "infer_elementwise_bandwidth.yaml:6",
+              "workload.elementwise_bandwidth", {"must be in (0, 1]"}});
 }
