@@ -7,9 +7,8 @@ error at every measured point, before (gcsim's vLLM kernels, no host cost: the m
         --measurement calibration/measurements/h100-x4/serving_step_2026-11-26/serving_step.json
 
 Fitted, each on its own points (everything else is held out):
-  * host_overhead (host µs per launched kernel, outside CUDA graphs): the measured host enqueue
-    time of an eager decode step (the GPU kept busy, so nothing waits) over its kernels per step
-    (torch.profiler's count, memsets included), averaged over FIT_HOST;
+  * host_overhead (host µs per launched kernel, outside CUDA graphs): bisection on gcsim's eager
+    step at each FIT_HOST decode point (host-bound) against the measured step, averaged;
   * elementwise_bandwidth (the vectorized passes' fraction of the achieved HBM bandwidth, <= 1):
     bisection on gcsim's elementwise + norm class of the FIT_BANDWIDTH prefill against the measured
     elementwise + norm + other kernels (generic_ops_per_element stays the training eager profile's).
@@ -64,15 +63,27 @@ def run_gcsim(gcsim, cfg, kind, overrides):
                         "elementwise+norm": c["elementwise"] + c["norm"], "communication": c["communication"]}}
 
 
-def fit_host(points):
+def fit_host(gcsim, points):
+    """Bisection on gcsim's eager step at each FIT_HOST point against the measured one (host-bound:
+    the step is its launches x the cost), averaged. The bench's host_us is not used: its 5 steps
+    behind a 60 ms GPU sleep filled CUDA's launch queue, so the host waited for the GPU (~17 ms per
+    step, more than the steps themselves)."""
     per = []
     for k in FIT_HOST:
         r = points.get(k)
-        if r and "eager" in r["builds"] and r["builds"]["eager"].get("host_us"):
-            e = r["builds"]["eager"]
-            per.append(e["host_us"] / e["kernels_per_step"])
-            print("host fit point TP%d %s b%d kv%d: %.0f us over %.0f kernels = %.2f us per kernel" % (
-                k + (e["host_us"], e["kernels_per_step"], per[-1])))
+        if not (r and "eager" in r["builds"]):
+            continue
+        want = r["builds"]["eager"]["step_us"]
+        cfg = config_of(*k)
+        lo, hi = 0.0, 200.0
+        for _ in range(30):
+            mid = 0.5 * (lo + hi)
+            if run_gcsim(gcsim, cfg, k[1], ["workload.host_overhead=%.4fus" % mid])["step_us"] > want:
+                hi = mid
+            else:
+                lo = mid
+        per.append(lo)
+        print("host fit point TP%d %s b%d kv%d: measured eager step %.0f us -> %.3f us per launch" % (k + (want, lo)))
     return statistics.mean(per) if per else None
 
 
@@ -116,7 +127,7 @@ def main():
     with open(a.measurement) as f:
         doc = json.load(f)
     points = {key(r): r for r in doc["results"]}
-    host = a.host_us if a.host_us is not None else fit_host(points)
+    host = a.host_us if a.host_us is not None else fit_host(a.gcsim, points)
     bw = a.bandwidth if a.bandwidth is not None else fit_bandwidth(gcsim=a.gcsim, points=points, host_us=host)
     print("\nfitted: host_overhead %.3f us per kernel, elementwise_bandwidth %.4f\n" % (host, bw))
     after = ["workload.host_overhead=%.3fus" % host, "workload.elementwise_bandwidth=%.6f" % bw]

@@ -18,13 +18,19 @@ constexpr PassAccess kVectorized = PassAccess::vectorized;
 // SiLU: an exponential and a reciprocal per element.
 constexpr double kSigmoid = 2;
 
-// Fitted by calibration/fit/serving_fit.py (serving_fit_2026-11-26.md):
-// the host cost per launch from the eager decode steps' host enqueue time
-// over their kernels per step at the fit points; the vectorized passes'
-// bandwidth fraction by bisection on the elementwise + norm class of the
-// fit prefill. Not fitted yet: see below.
-constexpr double kEagerServingHostUsPerKernel = 0.0;
-constexpr double kEagerServingElementwiseBandwidth = 0.739;
+// Fitted by calibration/fit/serving_fit.py on calibration/measurements/
+// h100-x4/serving_step_2026-11-26 (calibration/fit/serving_fit_2026-11-26.md).
+// The host cost per launch: bisection on the eager decode step (host-bound)
+// at TP4 batch 1 KV 512 (34.33 us) and batch 256 KV 2048 (44.90 us),
+// averaged: that machine's CPU (64 cores, one Python process per GPU); the
+// training eager profile's 48.6 us (autograd included) was the H200
+// machine's. The vectorized passes' fraction of the achieved HBM bandwidth:
+// bisection on the elementwise + norm class of the TP4 8192-token prefill,
+// which stays above the measured one (+6%) even at 1.0: capped at 1 (those
+// passes stream 67M-element tensors at 3.0 TB/s, the training profile's 0.739
+// was fitted on smaller ones).
+constexpr double kEagerServingHostUsPerKernel = 39.61;
+constexpr double kEagerServingElementwiseBandwidth = 1.0;
 
 }  // namespace
 
