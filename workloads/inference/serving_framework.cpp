@@ -21,7 +21,7 @@ constexpr double kSigmoid = 2;
 // Fitted by calibration/fit/serving_fit.py on calibration/measurements/
 // h100-x4/serving_step_2026-11-26 (calibration/fit/serving_fit_2026-11-26.md).
 // The host cost per launch: bisection on the eager decode step (host-bound)
-// at TP4 batch 1 KV 512 (34.33 us) and batch 256 KV 2048 (44.90 us),
+// at TP4 batch 1 KV 512 (34.33 us) and batch 256 KV 2048 (44.91 us),
 // averaged: that machine's CPU (64 cores, one Python process per GPU); the
 // training eager profile's 48.6 us (autograd included) was the H200
 // machine's. The vectorized passes' fraction of the achieved HBM bandwidth:
@@ -29,7 +29,7 @@ constexpr double kSigmoid = 2;
 // which stays above the measured one (+6%) even at 1.0: capped at 1 (those
 // passes stream 67M-element tensors at 3.0 TB/s, the training profile's 0.739
 // was fitted on smaller ones).
-constexpr double kEagerServingHostUsPerKernel = 39.61;
+constexpr double kEagerServingHostUsPerKernel = 39.62;
 constexpr double kEagerServingElementwiseBandwidth = 1.0;
 
 }  // namespace
