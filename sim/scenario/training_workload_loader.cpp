@@ -71,11 +71,17 @@ void read_parallelism(ConfigReader& w, TrainingConfig& c, int gpus, bool strateg
   } catch (const std::invalid_argument& e) {
     p.fail("order", e.what());
   }
-  par.dp_bucket_bytes =
-      p.get_bytes("dp_bucket", sim::Bytes(80'000'000),
-                  "gradient bytes per DP reduce bucket (Megatron: 40M parameters)")
-          .count();
-  if (par.dp_bucket_bytes <= 0) p.fail("dp_bucket", "must be positive");
+  const char* bucket_doc =
+      "gradient bytes per DP reduce bucket, or auto: the framework's (PyTorch DDP 25 MiB after a "
+      "1 MiB first bucket; Megatron max(40M, 1M x dp) parameters, pipeline rank 0's first chunk "
+      "only)";
+  const YAML::Node bucket = p.raw("dp_bucket", bucket_doc);
+  if (!bucket.IsDefined() || bucket.IsNull() || (bucket.IsScalar() && bucket.Scalar() == "auto")) {
+    p.resolve("dp_bucket", "auto");
+  } else {
+    par.dp_bucket_bytes = p.get_bytes("dp_bucket", std::nullopt, bucket_doc).count();
+    if (*par.dp_bucket_bytes <= 0) p.fail("dp_bucket", "must be positive (a size such as 25MiB, or auto)");
+  }
   par.overlap_grad_reduce = p.get_bool(
       "overlap_grad_reduce", true,
       "reduce DP gradients bucket by bucket during the backward (DDP); false: one reduce of the "

@@ -87,6 +87,24 @@ TEST_CASE("training bad input: optimizer settings", "[cli][training]") {
               {"zero_stage 0 or 1", "ZeRO-2/3"}});
 }
 
+TEST_CASE("training bad input: DP gradient bucket size", "[cli][training][buckets]") {
+  expect_bad({"train_dp_bucket_zero.yaml", 10, "workload.parallelism.dp_bucket",
+              {"must be positive", "auto"}});
+  expect_bad({"train_dp_bucket_negative.yaml", 10, "workload.parallelism.dp_bucket",
+              {"must not be negative"}});
+  expect_bad({"train_dp_bucket_word.yaml", 10, "workload.parallelism.dp_bucket",
+              {"'big' is not a byte size"}});
+  // Set from the command line: the message names the -s option.
+  TempDir tmp;
+  const auto r = run_gcsim({"run", source_path("calibration/validation/strategy_step/dp4.yaml"), "-s",
+                            "workload.parallelism.dp_bucket=0B", "-o", (tmp / "out").string(), "-q"});
+  INFO(r.err);
+  CHECK(r.exit_status == 2);
+  CHECK(r.err.find("-s workload.parallelism.dp_bucket=0B") != std::string::npos);
+  CHECK(r.err.find("must be positive") != std::string::npos);
+  CHECK_FALSE(fs::exists(tmp / "out" / "summary.json"));
+}
+
 TEST_CASE("training bad input: framework profile", "[cli][training][framework]") {
   expect_bad({"train_framework.yaml", 11, "workload.framework",
               {"pytorch", "megatron", "pytorch-eager", "torch-compile"}});

@@ -73,6 +73,16 @@ TEST_CASE("training scale: op counts before generation match the generated step"
     c.parallel.schedule = Schedule::dualpipe;
     expect_close(c, true);
   }
+  SECTION("plain PyTorch's DDP: a bucket and a copy per weight, one micro-batch") {
+    // DP 4, eager: per layer its buckets and six copies into them, once
+    // per step, which the one micro-batch makes a tenth of the step's ops
+    // (estimated 896.5, generated 836).
+    c.framework = Framework::pytorch_eager;
+    c.optimizer.grad_bytes = 4.0;
+    c.parallel.dp = 4;
+    c.batch = {4, 1};
+    expect_close(c, true);
+  }
   SECTION("GPipe with CP 2") {
     c.parallel.pp = 2;
     c.parallel.cp = 2;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "models/gpu/dtype.h"
+#include "workloads/training/grad_buckets.h"
 #include "workloads/training/memory_model.h"
 #include "workloads/training/pipeline_schedule.h"
 #include "workloads/training/rank_grid.h"
@@ -205,13 +206,14 @@ std::vector<CommRow> estimate_training_comm(const wt::TrainingConfig& c, const L
   auto dp_rows = [&](const std::string& dim, int n, double params) {
     if (n <= 1 || params <= 0) return;
     const double grads = params * c.optimizer.grad_bytes;
-    const double buckets = std::max(1.0, std::ceil(grads / static_cast<double>(p.dp_bucket_bytes)));
+    const double bucket = wt::grad_bucket_bytes(c);
+    const double buckets = std::max(1.0, std::ceil(grads / bucket));
     // ZeRO-2/3 shard the gradients, so each micro-batch's are reduced as
     // they are made (never accumulated whole), as the generator does.
     const double times = zs >= 2 ? mb : 1.0;
     add(dim, grad_op, n, buckets * times, grads / buckets,
         "gradients " + num(params) + " params x " + num(c.optimizer.grad_bytes) + " B in " + num(buckets) +
-            " buckets of <= " + num(static_cast<double>(p.dp_bucket_bytes)) + " B" +
+            " buckets of <= " + num(bucket) + " B" +
             (zs >= 2 ? ", every micro-batch (" + num(mb) + "): ZeRO-" + std::to_string(zs) + " shards them" : ""));
     const double w = params * c.optimizer.weight_bytes;
     if (zs == 1 || zs == 2) {

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "workloads/models/model_formulas.h"
+
 namespace gcsim::workloads::training {
 
 using gcsim::models::gpu::AttentionShape;
@@ -215,6 +217,7 @@ void LayerKernels::norm_backward_site(OpEmitter& e, const std::string& site, uin
   if (framework_passes(e, site, fw_.norm_backward(norm_rows_, h_), {after}) == kNoOp) {
     e.kernel(site + " bwd", norm_backward(norm_rows_ * h_), OpCategory::compute, {after});
   }
+  grad_ready(norm_params(), false, true);
   framework_passes(e, site, fw_.tp_piece_backward(norm_rows_ * h_, t_));
 }
 
@@ -249,10 +252,19 @@ void LayerKernels::add_weight(OpEmitter& e, WeightGrads& g, const std::string& n
   deps.erase(std::remove(deps.begin(), deps.end(), kNoOp), deps.end());
   if (g.defer) {
     g.w.gemms.emplace_back(name, shape);
+    g.w.expert.push_back(g.expert ? 1 : 0);
     g.w.deps.insert(g.w.deps.end(), deps.begin(), deps.end());
     return;
   }
   g.last = e.kernel(name, shape, OpCategory::compute, std::move(deps));
+}
+
+double LayerKernels::norm_params() const { return models::count_params(c_.model).final_norm; }
+
+void LayerKernels::grad_ready(double params, bool expert, bool closes_region) const {
+  if (!grad_hook_) return;
+  const bool compiled = fw_.framework() == Framework::torch_compile;
+  grad_hook_({params, expert, compiled && !(t_ > 1 && closes_region)});
 }
 
 // ---------------------------------------------------------------------------
@@ -352,6 +364,7 @@ uint32_t LayerKernels::linear_backward(OpEmitter& e, const std::string& p, const
     const uint32_t cast = framework_passes(
         e, p + " " + l.name, fw_.weight_grad_cast(l.in * l.out * l.batch, accumulating_));
     if (cast != kNoOp) g.last = cast;
+    grad_ready(static_cast<double>(l.in * l.out * l.batch), g.expert, !g.region_open);
   }
   if (grad_reduce && !overlap) coll = input_grad_collective(e, p + grad_reduce);
   return coll;
@@ -368,7 +381,9 @@ void LayerKernels::mlp_block_forward(OpEmitter& e, const std::string& p, const M
 
 uint32_t LayerKernels::mlp_block_backward(OpEmitter& e, const std::string& p, const Mlp& m,
                                           WeightGrads& g, bool tp_input) const {
+  g.region_open = true;  // fc2 and fc1: one compiled piece under TP
   linear_backward(e, p, m.fc2, g);
+  g.region_open = false;
   if (!swiglu_passes(e, p + " " + m.act_bwd, true, m.act_elements)) {
     e.kernel(p + " " + m.act_bwd, activation(m.act_elements, true), OpCategory::compute);
   }
@@ -425,6 +440,7 @@ uint32_t LayerKernels::head_backward(OpEmitter& e, const std::string& p, bool de
   if (framework_passes(e, p + " final norm", fw_.norm_backward(norm_rows_, h_), {coll}) == kNoOp) {
     e.kernel(p + " final norm bwd", norm_backward(norm_rows_ * h_), OpCategory::compute, {coll});
   }
+  grad_ready(norm_params(), false, true);
   if (defer) deferred.push_back(std::move(w));
   return g.last;
 }
@@ -445,8 +461,10 @@ uint32_t LayerKernels::embedding_backward(OpEmitter& e, const std::string& p, bo
 uint32_t LayerKernels::emit_weights(OpEmitter& e, const DeferredWeights& w) const {
   uint32_t last = kNoOp;
   for (size_t i = 0; i < w.gemms.size(); ++i) {
-    last = e.kernel(w.gemms[i].first, w.gemms[i].second, OpCategory::compute,
+    const GemmShape& s = w.gemms[i].second;
+    last = e.kernel(w.gemms[i].first, s, OpCategory::compute,
                     i == 0 ? w.deps : std::vector<uint32_t>{});
+    grad_ready(static_cast<double>(s.m * s.n * s.batch), w.expert[i] != 0, true);
   }
   return last;
 }
@@ -581,9 +599,11 @@ void LayerKernels::mlp_backward(OpEmitter& e, int layer, const std::string& p,
   const Moe x = moe_linears(layer);
   e.kernel(p + " unpermute bwd", elementwise(tokens_ * moe.top_k * h_, 2, 2), OpCategory::compute);
   const uint32_t combined = ep_all_to_all(e, p + " combine bwd", layer, EpExchange::combine_bwd, true);
+  g.expert = true;
   for (const ExpertGroup& group : x.experts) {
     mlp_block_backward(e, p + group.prefix, group.mlp, g, false);
   }
+  g.expert = false;
   const uint32_t dispatch =
       ep_all_to_all(e, p + " dispatch bwd", layer, EpExchange::dispatch_bwd, false,
                     x.experts.empty() ? std::vector<uint32_t>{combined} : std::vector<uint32_t>{});
@@ -653,6 +673,7 @@ uint32_t LayerKernels::layer_backward(OpEmitter& e, int layer, const std::string
   // Attention block.
   if (dropout_) e.kernel(p + " dropout add1 bwd", elementwise(norm_rows_ * h_, 2, 1), OpCategory::compute);
   tp_forward_gather(e, p + " attn grad gather");
+  g.region_open = true;  // the attention's linears: one compiled piece under TP
   linear_backward(e, p, l.proj, g);
   if (c_.recompute == Recompute::selective && !flash_) {
     attention_forward(e, "R" + p.substr(1), true);  // re-run the core attention only
@@ -674,11 +695,14 @@ uint32_t LayerKernels::layer_backward(OpEmitter& e, int layer, const std::string
     if (a.q_lora_rank > 0) {
       linear_backward(e, p, l.q_up, g);
       e.kernel(p + " q norm bwd", norm_backward(tokens_ * a.q_lora_rank), OpCategory::compute);
+      g.region_open = false;
       coll = linear_backward(e, p, l.q_down, g, {gathered}, " attn grad reduce");
     } else {
+      g.region_open = false;
       coll = linear_backward(e, p, l.q_proj, g, {gathered}, " attn grad reduce");
     }
   } else {
+    g.region_open = false;
     coll = linear_backward(e, p, l.qkv, g, {gathered}, " attn grad reduce");
   }
   norm_backward_site(e, p + " norm1", coll);

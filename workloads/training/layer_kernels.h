@@ -12,6 +12,7 @@
 // and DualPipe run them later as a weight pass).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,10 +28,23 @@ namespace gcsim::workloads::training {
 struct DeferredWeights {
   int layer = 0;  // kHeadLayer / kEmbeddingLayer for those
   std::vector<std::pair<std::string, gcsim::models::gpu::GemmShape>> gemms;
+  std::vector<uint8_t> expert;  // per GEMM: a routed expert's weights
   std::vector<uint32_t> deps;  // e.g. SP all-gathers of the inputs
 };
 inline constexpr int kHeadLayer = -2;
 inline constexpr int kEmbeddingLayer = -1;
+
+// A parameter's gradient complete on this GPU, where DDP's autograd hook
+// (or Megatron's grad-ready hook) fires: after the last op emitted.
+struct GradReady {
+  double params = 0;    // this GPU's shard
+  bool expert = false;  // a routed expert's (the expert-parallel buffer)
+  // Inside a torch.compile'd region, whose backward hands its gradients to
+  // autograd only when it ends: ready with the next one not held (then the
+  // region's gradients come out in registration order, forward order).
+  bool hold = false;
+};
+using GradReadyHook = std::function<void(const GradReady&)>;
 
 class LayerKernels {
  public:
@@ -76,6 +90,10 @@ class LayerKernels {
   uint32_t ddp_bucket_copy(OpEmitter& e, const std::string& site, double params, uint32_t after) const;
   uint32_t ddp_copy_back(OpEmitter& e, const std::string& site, double params, uint32_t after) const;
 
+  // Called as each weight's gradient completes in a backward or weight
+  // pass (linear layers, norms; the embedding's is its backward's end).
+  void set_grad_hook(GradReadyHook hook) { grad_hook_ = std::move(hook); }
+
   // Tokens of one micro-batch on this GPU (b x s / cp).
   int64_t tokens() const { return tokens_; }
 
@@ -120,6 +138,8 @@ class LayerKernels {
     DeferredWeights& w;
     bool defer;
     uint32_t last = kNoOp;
+    bool expert = false;       // the linears now emitted are routed experts'
+    bool region_open = false;  // more linears of this compiled region follow
   };
 
   gcsim::models::gpu::GemmShape gemm(int64_t m, int64_t n, int64_t k, bool low_precision = true,
@@ -195,6 +215,11 @@ class LayerKernels {
   uint32_t sp_regather(OpEmitter& e, const std::string& p) const;
   void add_weight(OpEmitter& e, WeightGrads& g, const std::string& name,
                   gcsim::models::gpu::GemmShape shape, std::vector<uint32_t> deps) const;
+  // Reports a gradient complete (set_grad_hook); `closes_region`: the last
+  // of its torch.compile'd region under TP (without TP a whole layer, and
+  // the head with its norm, is one region: every gradient is held).
+  void grad_ready(double params, bool expert, bool closes_region) const;
+  double norm_params() const;  // one norm's weights (and bias)
 
   const TrainingConfig& c_;
   FrameworkProfile fw_;
@@ -208,6 +233,7 @@ class LayerKernels {
   const EpRouting* ep_;
   int ep_index_;
   bool accumulating_ = false;  // set_accumulating()
+  GradReadyHook grad_hook_;
 };
 
 }  // namespace gcsim::workloads::training

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "workloads/models/model_formulas.h"
+#include "workloads/training/grad_buckets.h"
 
 namespace gcsim::workloads::training {
 
@@ -249,7 +250,7 @@ MemoryBreakdown rank_memory(const TrainingConfig& c, const PipelinePlan& plan, i
     const double layer = std::max(counts.dense_layer.total(), counts.moe_layer.total()) / p.tp;
     mem.communication_buffers += 2.0 * layer * c.optimizer.weight_bytes;
   }
-  if (p.dp > 1 && stage >= 2) mem.communication_buffers += 2.0 * static_cast<double>(p.dp_bucket_bytes);
+  if (p.dp > 1 && stage >= 2) mem.communication_buffers += 2.0 * grad_bucket_bytes(c);
   if (p.pp > 1) {
     // Activation and gradient receive buffers, double-buffered.
     mem.communication_buffers += 4.0 * kAct * x.tokens * static_cast<double>(c.model.hidden) / x.t;

@@ -45,7 +45,10 @@ struct ParallelConfig {
   // Rank placement, innermost first: tp varies fastest between consecutive
   // global ranks, so tp groups sit inside a node.
   std::vector<std::string> order{"tp", "cp", "ep", "dp", "pp"};
-  int64_t dp_bucket_bytes = 40'000'000 * 2;  // gradient bucket (Megatron: 40M params)
+  // Gradient bytes per DP reduce bucket (parallelism.dp_bucket); nullopt:
+  // the framework's default (grad_buckets.h: DDP 25 MiB after a 1 MiB first
+  // bucket, Megatron max(40M, 1M x dp) parameters).
+  std::optional<int64_t> dp_bucket_bytes;
   // Whether the DP gradient reduce overlaps the backward bucket by bucket
   // (PyTorch DDP, Megatron's overlap_grad_reduce) or runs as one reduce of
   // the whole gradient buffer after the pipeline flush (Megatron-LM's

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <climits>
 #include <deque>
 #include <map>
 #include <set>
 #include <tuple>
 
 #include "workloads/models/model_formulas.h"
+#include "workloads/training/grad_buckets.h"
 #include "workloads/training/host_issue.h"
 #include "workloads/training/layer_kernels.h"
 #include "workloads/training/optimizer_step.h"
@@ -58,10 +60,6 @@ struct GradUnit {
   double dense = 0, expert = 0;
 };
 
-struct Bucket {
-  double dense = 0, expert = 0;
-};
-
 // Everything one program's emission needs.
 class ProgramBuilder {
  public:
@@ -83,7 +81,10 @@ class ProgramBuilder {
     const int pp = plan.ranks;
     next_ = (pr + 1) % pp;
     prev_ = (pr + pp - 1) % pp;
+    kernels_.set_grad_hook([this](const GradReady& r) { grad_ready(r); });
   }
+  ProgramBuilder(const ProgramBuilder&) = delete;  // the grad hook holds `this`
+  ProgramBuilder& operator=(const ProgramBuilder&) = delete;
 
   void build() {
     if (o_.memory_ops) {
@@ -92,7 +93,7 @@ class ProgramBuilder {
       em_->memory("model states and buffers", static_cast<int64_t>(std::llround(fixed)), {});
     }
     post_receives();
-    plan_buckets();
+    plan_reduce_passes();
     std::vector<uint32_t> barrier;
     for (const Pass& p : plan_.passes[static_cast<size_t>(pr_)]) {
       std::vector<uint32_t> ends;
@@ -314,13 +315,13 @@ class ProgramBuilder {
     const uint32_t start = em_->size();
     std::vector<DeferredWeights> deferred;
     kernels_.set_accumulating(w.micro > 0);
-    const bool reduce = reduces_after(w);
-    auto done_unit = [&](int layer, uint32_t wgrad) {
-      if (!defer && reduce) reduce_unit(layer, wgrad, p);
-    };
+    // The gradients reduced after this pass: bucketed as they complete.
+    if (!defer && reduces_after(w)) start_buckets(w.stage, p);
     uint32_t incoming = kNoOp;
     if (w.stage == plan_.model_stages - 1) {
-      done_unit(kHeadLayer, kernels_.head_backward(*em_, p, defer, deferred));
+      begin_unit(kHeadLayer);
+      kernels_.head_backward(*em_, p, defer, deferred);
+      end_unit();
     } else {
       incoming = ext(recvs_.at({true, w.stage + 1, w.micro}));
       kernels_.pipeline_gather(*em_, p, incoming);
@@ -330,14 +331,20 @@ class ProgramBuilder {
     for (int l = s.first + s.count - 1; l >= s.first; --l) {
       const uint32_t gathered = gather_layer(l, p, prev_first);
       const uint32_t first = em_->size();
-      const uint32_t wgrad = kernels_.layer_backward(*em_, l, p, defer, deferred);
+      begin_unit(l);
+      kernels_.layer_backward(*em_, l, p, defer, deferred);
+      end_unit();
       if (gathered != kNoOp) em_->depend(first, gathered);
       if (incoming != kNoOp) em_->depend(first, incoming);
       incoming = kNoOp;
       prev_first = first;
-      done_unit(l, wgrad);
     }
-    if (w.stage == 0) done_unit(kEmbeddingLayer, kernels_.embedding_backward(*em_, p, defer, deferred));
+    if (w.stage == 0) {
+      begin_unit(kEmbeddingLayer);
+      kernels_.embedding_backward(*em_, p, defer, deferred);
+      end_unit();
+    }
+    finish_buckets();
     if (w.stage > 0) send({true, w.stage, w.micro}, plan_.rank_of(w.stage - 1, w.micro), p);
     if (defer) {
       pending_.push_back({w, std::move(deferred)});
@@ -357,12 +364,17 @@ class ProgramBuilder {
     auto item = std::move(pending_.front());
     pending_.pop_front();
     const std::string p = prefix('W', item.first);
-    const bool reduce = reduces_after(item.first);
+    if (reduces_after(item.first)) start_buckets(item.first.stage, p);
     for (const DeferredWeights& d : item.second) {
-      const uint32_t last = kernels_.emit_weights(*em_, d);
-      if (reduce) reduce_unit(d.layer, last, p);
+      begin_unit(d.layer);
+      kernels_.emit_weights(*em_, d);
+      end_unit();
     }
-    if (item.first.stage == 0 && reduce) reduce_unit(kEmbeddingLayer, em_->cursor(), p);
+    if (item.first.stage == 0) {  // its gradient was made in the B pass
+      begin_unit(kEmbeddingLayer);
+      end_unit();
+    }
+    finish_buckets();
     if (o_.memory_ops) {
       em_->memory(p + " free", -static_cast<int64_t>(std::llround(stage_bytes_[item.first.stage])),
                 {em_->cursor()});
@@ -394,30 +406,11 @@ class ProgramBuilder {
     return u;
   }
 
-  // Buckets close in backward order once they hold dp_bucket_bytes of
-  // gradients (Megatron-LM's DDP buckets).
-  void plan_buckets() {
-    const double g = c_.optimizer.grad_bytes;
+  // The pass after which each stage's gradients are reduced: every one
+  // with ZeRO-2/3 (gradients are sharded, so never accumulated whole), else
+  // the last that completes its weight gradients.
+  void plan_reduce_passes() {
     for (int k : plan_.stages_of(pr_)) {
-      std::vector<int> order;
-      if (k == plan_.model_stages - 1) order.push_back(kHeadLayer);
-      const StageLayers& s = stages_[static_cast<size_t>(k)];
-      for (int l = s.first + s.count - 1; l >= s.first; --l) order.push_back(l);
-      if (k == 0) order.push_back(kEmbeddingLayer);
-      Bucket b;
-      for (size_t i = 0; i < order.size(); ++i) {
-        const GradUnit u = unit(order[i]);
-        b.dense += u.dense;
-        b.expert += u.expert;
-        if ((b.dense + b.expert) * g >= static_cast<double>(c_.parallel.dp_bucket_bytes) ||
-            i + 1 == order.size()) {
-          buckets_[{k, order[i]}] = b;
-          b = {};
-        }
-      }
-      // The pass after which stage k's gradients are reduced: every one
-      // with ZeRO-2/3 (gradients are sharded, so never accumulated whole),
-      // else the last that completes its weight gradients.
       for (const Pass& p : plan_.passes[static_cast<size_t>(pr_)]) {
         const bool weights = p.kind == PassKind::backward || p.kind == PassKind::weight ||
                              p.kind == PassKind::forward_backward;
@@ -439,42 +432,80 @@ class ProgramBuilder {
     return it != last_weight_micro_.end() && it->second == w.micro;
   }
 
-  void reduce_unit(int layer, uint32_t after, const std::string& p) {
-    int stage = -1;
-    for (int k : plan_.stages_of(pr_)) {
-      const StageLayers& s = stages_[static_cast<size_t>(k)];
-      if ((layer >= s.first && layer < s.first + s.count) ||
-          (layer == kHeadLayer && k == plan_.model_stages - 1) ||
-          (layer == kEmbeddingLayer && k == 0)) {
-        stage = k;
-        break;
-      }
-    }
-    if (c_.optimizer.zero_stage == 0 && dp_full_ > 1) {
-      // DDP (plain PyTorch): the unit's gradients into their bucket, on the
-      // compute stream as the backward produces them.
-      const GradUnit u = unit(layer);
-      const uint32_t copy = kernels_.ddp_bucket_copy(*em_, p + " " + unit_name(layer), u.dense, after);
-      if (copy != kNoOp) after = copy;
+  // A pass whose gradients are reduced: stage `stage`'s buckets open
+  // (grad_buckets.h), filled as its gradients complete (grad_ready, at each
+  // unit's end what no hook named) and flushed when the pass ends.
+  void start_buckets(int stage, const std::string& p) {
+    collecting_ = true;
+    bucket_prefix_ = p;
+    buckets_closed_ = 0;
+    buckets_ = GradBucketFiller(grad_bucket_rule(c_, pr_, stage, plan_.stages_of(pr_).front()),
+                                c_.optimizer.grad_bytes);
+  }
+  void begin_unit(int layer) {
+    if (!collecting_) return;
+    unit_ = layer;
+    unit_left_ = unit(layer);
+    unit_pieces_ = 0;
+  }
+  // A gradient complete (LayerKernels' hook): its parameters taken from
+  // what the unit has left (a tied head's logits GEMM makes the
+  // embedding's gradient, which completes with the embedding).
+  void grad_ready(const GradReady& r) {
+    if (!collecting_ || unit_ == kNoUnit) return;
+    double& left = r.expert ? unit_left_.expert : unit_left_.dense;
+    const double params = std::min(left, r.params);
+    left -= params;
+    held_grads_.push_back(r.expert ? GradUnit{unit_, 0, params} : GradUnit{unit_, params, 0});
+    if (!r.hold) release_grads();
+  }
+  void end_unit() {
+    if (!collecting_) return;
+    if (unit_left_.dense > 0 || unit_left_.expert > 0) held_grads_.push_back(unit_left_);
+    release_grads();
+    unit_ = kNoUnit;
+  }
+  // The held gradients: a compiled region's come out together, in the
+  // order autograd hands them out (grad_buckets.h) of the order its forward
+  // used them, the reverse of the backward order the hook named them in.
+  void release_grads() {
+    std::reverse(held_grads_.begin(), held_grads_.end());
+    for (size_t i : autograd_ready_order(held_grads_.size())) bucket_grad(held_grads_[i]);
+    held_grads_.clear();
+  }
+  void bucket_grad(const GradUnit& u) {
+    if (u.dense <= 0 && u.expert <= 0) return;
+    if (c_.optimizer.zero_stage == 0 && dp_full_ > 1 && u.dense > 0) {
+      // DDP (plain PyTorch): the gradient scaled into its bucket by its
+      // autograd hook, on the compute stream.
+      kernels_.ddp_bucket_copy(*em_, bucket_prefix_ + " " + unit_name(u.layer) + " g" +
+                                         std::to_string(unit_pieces_++),
+                               u.dense, kNoOp);
     }
     if (!c_.parallel.overlap_grad_reduce) return;  // reduce_after_flush() does it
-    auto it = buckets_.find({stage, layer});
-    if (it == buckets_.end()) return;
+    emit_bucket(buckets_.add(u.dense, u.expert));
+  }
+  void finish_buckets() {
+    if (!collecting_) return;
+    if (c_.parallel.overlap_grad_reduce) emit_bucket(buckets_.flush());
+    collecting_ = false;
+  }
+  // A closed bucket's reduce, beside the chain from its last gradient on.
+  void emit_bucket(const GradBucket& b) {
+    if (b.dense <= 0 && b.expert <= 0) return;
     const double g = c_.optimizer.grad_bytes;
     const CollectiveKind kind =
         c_.optimizer.zero_stage == 0 ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
-    const std::string name = p + " grad " + unit_name(layer);
-    const uint32_t saved = em_->cursor();
-    if (it->second.dense > 0 && dp_full_ > 1) {
-      last_dp_ = em_->collective(name, kind, static_cast<int64_t>(std::ceil(it->second.dense * g)),
-                               kSlotDp, em_->streams().dp, OpCategory::dp, {after}, false);
+    const std::string name = bucket_prefix_ + " grad bucket " + std::to_string(buckets_closed_++);
+    if (b.dense > 0 && dp_full_ > 1) {
+      last_dp_ = em_->collective(name, kind, static_cast<int64_t>(std::ceil(b.dense * g)), kSlotDp,
+                                 em_->streams().dp, OpCategory::dp, {}, false);
     }
-    if (it->second.expert > 0 && edp_full_ > 1) {
+    if (b.expert > 0 && edp_full_ > 1) {
       last_dp_ = em_->collective(name + " experts", kind,
-                               static_cast<int64_t>(std::ceil(it->second.expert * g)),
-                               kSlotExpertDp, em_->streams().dp, OpCategory::dp, {after}, false);
+                                 static_cast<int64_t>(std::ceil(b.expert * g)), kSlotExpertDp,
+                                 em_->streams().dp, OpCategory::dp, {}, false);
     }
-    em_->set_cursor(saved);
   }
 
   // Without overlap (Megatron-LM's "local" DDP of 2021,
@@ -582,8 +613,17 @@ class ProgramBuilder {
   std::map<Message, uint32_t> recvs_;
   uint32_t lane_cursor_[2] = {kNoOp, kNoOp};
   std::deque<std::pair<Work, std::vector<DeferredWeights>>> pending_;
-  std::map<std::pair<int, int>, Bucket> buckets_;  // (stage, closing unit) -> bucket
-  std::map<int, int> last_weight_micro_;           // stage -> micro-batch
+  std::map<int, int> last_weight_micro_;  // stage -> micro-batch
+  // The DP buckets of the pass being emitted (start_buckets()).
+  static constexpr int kNoUnit = INT32_MIN;
+  bool collecting_ = false;
+  std::string bucket_prefix_;
+  int buckets_closed_ = 0;
+  GradBucketFiller buckets_;
+  int unit_ = kNoUnit;  // the layer (or head, embedding) whose gradients complete now
+  GradUnit unit_left_;  // its parameters no completed gradient has taken yet
+  int unit_pieces_ = 0;
+  std::vector<GradUnit> held_grads_;  // complete, held in a compiled region
   uint32_t last_dp_ = kNoOp;
   bool hold_sends_ = false;
   std::vector<std::tuple<Message, int, std::string>> held_;

@@ -1,9 +1,12 @@
 #include "workloads/training/training_scale.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <vector>
 
+#include "workloads/models/model_formulas.h"
+#include "workloads/training/grad_buckets.h"
 #include "workloads/training/layer_kernels.h"
 #include "workloads/training/memory_model.h"
 
@@ -72,6 +75,17 @@ TrainingScale estimate_training_scale(const TrainingConfig& c, bool mirrored, in
   // activation alloc/free around its layers, forward and backward.
   constexpr double kPerStageVisit = 8;
   const double mb = static_cast<double>(s.micro_batches);
+  // Once per step, per layer: its DP buckets (grad_buckets.h: at most one
+  // per weight, each with an expert half) and, under plain PyTorch's DDP,
+  // each weight's copy into its bucket.
+  constexpr double kWeightsPerLayer = 6;  // two norms, QKV, output, FC1, FC2
+  const auto counts = models::count_params(m);
+  const double layer_grads = std::max(counts.dense_layer.total(), counts.moe_layer.total()) /
+                             p.tp * c.optimizer.grad_bytes;
+  const double buckets =
+      std::clamp(std::ceil(layer_grads / grad_bucket_bytes(c)), 1.0, kWeightsPerLayer);
+  const double copies =
+      c.framework != Framework::megatron && c.optimizer.zero_stage == 0 ? kWeightsPerLayer : 0.0;
   for (int r = 0; r < p.pp; ++r) {
     const std::vector<int> held = shape.stages_of(r);
     // DualPipe sends half the micro-batches each way: each visits one of
@@ -83,7 +97,7 @@ TrainingScale estimate_training_scale(const TrainingConfig& c, bool mirrored, in
       layers += share * n;
       per_micro += share * (n * s.ops_per_layer + kPerStageVisit +
                             (k == 0 || k == shape.model_stages - 1 ? ends / 2 : 0.0));
-      tail += 2 * n;  // gradient buckets and their expert halves
+      tail += n * (2 * buckets + copies);
     }
     s.max_layers_per_rank = std::max(s.max_layers_per_rank, layers);
     s.program_ops += mb * per_micro + tail + 16;  // + optimizer passes and syncs
