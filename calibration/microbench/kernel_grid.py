@@ -483,6 +483,8 @@ def main():
                 group[:24], m, n, k, layout, rec["time_us"], rec["cold_median_us"], rec["tflops"],
                 rec["clock"].get("sm_mhz_median"), kname[:90]))
     doc["profile_cost"] = dict(PROFILE_COST)
+    if not isinstance(doc["meta"].get("cublaslt_version"), int):  # cuBLAS loads at the first GEMM
+        doc["meta"].update(library_versions())
     save(True)
     for op, rows, cols, dtype in softmax_points():
         if elapsed() > min(a.softmax_until, a.budget_s):
