@@ -17,13 +17,18 @@ struct KernelComparison {
   std::string label;  // "gemm bf16 8192x8192x8192"
   double measured_us = 0;
   double predicted_us = 0;
+  double sm_mhz = 0;  // the clock the kept measurement ran at (0: not recorded)
   // Signed relative error of the prediction: (predicted − measured) / measured.
   double error() const { return (predicted_us - measured_us) / measured_us; }
 };
 
-// `runs` are one or more result files of the same script on the same GPU;
-// each case's measurement is the lowest median across runs (the rested,
-// unthrottled GPU: large GEMMs lose 5–15% to the power cap when hot).
+// `runs` are result files of torch_kernels.py or kernel_grid.py on the same
+// GPU. A record's time is its back-to-back spacing (time_us: the kernel in a
+// stream of work, what gcsim's kernel time stands for) where it has one, else
+// its event-pair median (torch_kernels.py: ~1-2 us of event overhead on top,
+// which only the smallest kernels feel); each case keeps its lowest time
+// across runs, and is predicted at the SM clock that run recorded for it
+// (kernel_grid.py's NVML median; unrecorded: the spec's clock).
 std::vector<KernelComparison> compare_with_measurements(const models::gpu::GpuSpec& spec,
                                                         const std::vector<nlohmann::json>& runs);
 

@@ -18,6 +18,10 @@ struct Measurement {
   std::string shape_class;   // the class errors are reported by (see class_of)
   std::string label;         // unique within a set, e.g. "gemm bf16 TN 8192x8192x8192"
   double time_us = 0;        // back-to-back spacing of the kernel (time_us of the record)
+  // The SM clock the kernel ran at (MHz, NVML's median over its timing), 0 =
+  // not recorded: then the spec's clock. Predictions stretch the arithmetic
+  // by the spec's clock over this one (kernel_cost_model.h, isolated_time).
+  double sm_mhz = 0;
   // Left out of fitting and validation, with the reason: the GPU was
   // throttled (SM clock < 90% of its maximum after the case), the stream was
   // not back-logged, or the record has no model op.
@@ -34,7 +38,10 @@ struct MeasurementSet {
   double launch_us = 0;      // empty-kernel back-to-back spacing, 0 if not measured
 };
 
-// Loads gcsim.microbench.v1 files. Throws std::runtime_error naming the
+// Loads gcsim.microbench.v1 files and gcsim.calibration.kernel_grid.v1 ones
+// (calibration/microbench/kernel_grid.py: its GEMMs and eager softmax
+// forward/backward; the compiled loss points are framework passes, read by
+// calibration/fit/reduction_fit.py). Throws std::runtime_error naming the
 // file for an unreadable file, a wrong schema or a record without the keys
 // its kind needs.
 MeasurementSet load_measurements(const std::vector<std::string>& paths);
@@ -43,5 +50,12 @@ void add_measurements(MeasurementSet& set, const nlohmann::json& doc, const std:
 
 // The kernel the cost model runs for a measurement on `spec`.
 models::gpu::KernelDesc kernel_for(const models::gpu::GpuSpec& spec, const Measurement& m);
+// The spec's SM clock over the one the measurement ran at (1 when unknown).
+double compute_stretch(const models::gpu::GpuSpec& spec, const Measurement& m);
+// models::gpu::isolated_time on all SMs with every wave's arithmetic
+// stretched by `compute_stretch` (a kernel measured at another SM clock;
+// launch, setup and the bytes do not follow the clock), in us.
+double isolated_us_at(const models::gpu::GpuSpec& spec, const models::gpu::KernelDesc& k,
+                      double compute_stretch);
 
 }  // namespace gcsim::calibration

@@ -85,7 +85,9 @@ void add_wave(Row& row, const GpuSpec& s, const KernelDesc& k, const Measurement
               double count, double tile_factor) {
   row.a[kOverhead] += count;
   if (m.attention) row.a[m.attention->backward ? kAttBwdOverhead : kAttOverhead] += count;
-  const models::gpu::TileCost cost = models::gpu::tile_cost(s, k, active);
+  models::gpu::TileCost cost = models::gpu::tile_cost(s, k, active);
+  // At the measured clock: the arithmetic stretches, the bytes do not.
+  cost.compute = cost.compute.scaled(compute_stretch(s, m));
   if (cost.memory_bound()) {
     // The memory time at e_hbm (and e_row) = 1.
     const double at_one = cost.memory.microseconds() * s.efficiency.hbm * k.bandwidth_efficiency;
@@ -263,8 +265,7 @@ GpuSpec fit_with_headroom(GpuSpec s, const std::vector<const Measurement*>& case
 }  // namespace
 
 double predicted_us(const GpuSpec& spec, const Measurement& m) {
-  const KernelDesc k = kernel_for(spec, m);
-  return models::gpu::isolated_time(spec, k, spec.sm_count).microseconds();
+  return isolated_us_at(spec, kernel_for(spec, m), compute_stretch(spec, m));
 }
 
 FitResult fit_profile(const GpuSpec& base, const std::vector<const Measurement*>& cases) {

@@ -26,6 +26,15 @@ tests/unit/test_framework_profile.cpp):
                              a block-level combine (5 shuffle steps and 2 barriers, ~300 cycles)
                              plus an HBM round trip for the next row's first loads (~1-1.5 us,
                              2000-3000 cycles at 1.98 GHz) not hidden at all.
+A third value, the reductions' bandwidth (the fraction of the achieved HBM bandwidth their bytes
+reach: plain contiguous Triton loops, which alone stream at 0.9-1.0 of it), is fitted with
+--kernels on the log-softmax backward at the same two shapes, bound by its bytes on an H100 (gcsim:
+launch + bytes / (achieved x f) + tile overhead, from the preset and its profile); range [0.6, 1.0]:
+a contiguous streaming loop reaches no less than the framework's worst vectorized fraction and no
+more than the achieved bandwidth. It is built in (framework_profile.cpp, kCompileReductionBandwidth,
+no workload key); the table runs gcsim with the built-in value.
+--held-out takes kernel_grid.py's measurement (its `loss` points: other shapes, another H100) and
+adds its kernels to the table as held out.
 --kernels takes compiled_kernels.py's measurement (one GPU, kernels alone, L2 flushed); --step
 takes framework_step.py's (the kernels inside a training step). Every other measured kernel with
 a gcsim counterpart is held out: the log-softmax forward at other row counts, its backward, the
@@ -34,14 +43,16 @@ RMSNorm forward over hidden 2048-8192, SiLU x gate, and the pure add's achieved 
 import argparse
 import json
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 from framework_fit import run_gcsim  # noqa: E402
 
 BASE = "llama_h2048_L4_s2048_b2"  # seq 2048: rows = 2048 x batch
-OPS_RANGE, CYCLES_RANGE = (8.0, 400.0), (0.0, 4000.0)
+OPS_RANGE, CYCLES_RANGE, BANDWIDTH_RANGE = (8.0, 400.0), (0.0, 4000.0), (0.6, 1.0)
 FIT_SHAPES = [(4096, 32000), (4096, 128256)]
 FIT_KINDS = ("ce_fwd",)
 
@@ -76,28 +87,35 @@ PASS = {"ce_fwd": "cross entropy logsumexp", "ce_bwd": "cross entropy bwd", "ce_
 OP_PREFIX = {"cross_entropy": "ce_", "rms_norm": "norm_", "swiglu": "swiglu_"}
 
 
+def kernel_points(path):
+    """(gpu, [(kind, shape dict, measured µs, kernel name)]) of compiled_kernels.py's (or
+    kernel_grid.py's loss) points."""
+    pts = []
+    doc = json.load(open(path))
+    gpu = gpu_preset(doc["meta"]["device_name"])
+    for r in doc["results"]:
+        if r.get("build") != "compile":
+            continue
+        for k in r["kernels"]:
+            kind = kernel_kind(k["name"])
+            if kind is None or not kind.startswith(OP_PREFIX.get(r["op"], "-")):
+                continue  # e.g. softmax's own online-softmax kernel: no gcsim pass stands for it
+            sh = dict(r["shape"])
+            if kind == "norm_fwd":
+                sh = {"rows": sh["rows"], "hidden": sh["hidden"]}
+            elif kind in ("ce_fwd", "ce_bwd", "ce_nll"):
+                sh = {"rows": sh["rows"], "vocab": sh["vocab"]}
+            elif kind == "swiglu_fwd":
+                sh = {"rows": sh["rows"], "ffn": sh["ffn"]}
+            pts.append((kind, sh, k["mean_us"], k["name"]))
+    return gpu, mean_of_repeats(pts)
+
+
 def measured_points(args):
     """[(kind, shape dict, measured µs)] from either measurement."""
-    pts = []
     if args.kernels:
-        doc = json.load(open(args.kernels))
-        gpu = gpu_preset(doc["meta"]["device_name"])
-        for r in doc["results"]:
-            if r["build"] != "compile":
-                continue
-            for k in r["kernels"]:
-                kind = kernel_kind(k["name"])
-                if kind is None or not kind.startswith(OP_PREFIX.get(r["op"], "-")):
-                    continue  # e.g. softmax's own online-softmax kernel: no gcsim pass stands for it
-                sh = dict(r["shape"])
-                if kind == "norm_fwd":
-                    sh = {"rows": sh["rows"], "hidden": sh["hidden"]}
-                elif kind in ("ce_fwd", "ce_bwd", "ce_nll"):
-                    sh = {"rows": sh["rows"], "vocab": sh["vocab"]}
-                elif kind == "swiglu_fwd":
-                    sh = {"rows": sh["rows"], "ffn": sh["ffn"]}
-                pts.append((kind, sh, k["mean_us"], k["name"]))
-        return gpu, mean_of_repeats(pts)
+        return kernel_points(args.kernels)
+    pts = []
     doc = json.load(open(args.step))
     gpu = gpu_preset(doc["meta"]["device_name"])
     for r in doc["results"]:
@@ -174,6 +192,42 @@ def fit(gcsim, gpu, pts):
     return (say * sbb - sby * sab) / det, (saa * sby - sab * say) / det
 
 
+def spec_numbers(gpu):
+    """(launch us, tile overhead us, achieved HBM GB/s) of the preset with its default profile."""
+    def grab(path, pattern):
+        m = re.search(pattern, open(os.path.join(REPO, path)).read(), re.M)
+        if not m:
+            raise SystemExit("no %r in %s" % (pattern, path))
+        return m.group(1)
+
+    def us(text):
+        v = float(re.match(r"[0-9.]+", text).group(0))
+        return v / 1000.0 if text.endswith("ns") else v
+    profile = "calibration/profiles/%s.yaml" % gpu
+    launch = us(grab(profile, r"^kernel_launch_latency: (\S+)"))
+    overhead = us(grab(profile, r"^  tile_overhead: (\S+)"))
+    hbm = float(grab(profile, r"^  hbm: ([0-9.]+)"))
+    peak = float(grab("configs/hardware/%s.yaml" % gpu, r"bandwidth: ([0-9.]+)GB/s"))
+    return launch, overhead, peak * hbm
+
+
+def fit_bandwidth(gpu, pts):
+    """kCompileReductionBandwidth on the log-softmax backward at FIT_SHAPES: bound by its bytes on
+    an H100, gcsim's pass takes launch + one wave of (bytes / (achieved x f) + tile overhead);
+    least squares on the relative errors in u = 1/f."""
+    launch, overhead, achieved = spec_numbers(gpu)
+    eqs = []
+    for kind, sh, y, _ in pts:
+        if kind != "ce_bwd" or (sh["rows"], sh["vocab"]) not in FIT_SHAPES:
+            continue
+        byte_us = sh["rows"] * sh["vocab"] * 4 / (achieved * 1e3)  # 2 bytes read + 2 written per element
+        eqs.append((byte_us / y, (y - launch - overhead) / y))
+    if not eqs:
+        raise SystemExit("the bandwidth fit needs the log-softmax backward at %s" % (FIT_SHAPES,))
+    u = sum(a * b for a, b in eqs) / sum(a * a for a, _ in eqs)
+    return 1.0 / u
+
+
 def direct_checks(path):
     """What the measurement says without gcsim: the SFU rate of the exp chain (SFU-bound at depth
     32, HBM-bound at 8), and the plain add's bandwidth (the streaming reference)."""
@@ -202,6 +256,7 @@ def main():
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--kernels", help="compiled_kernels.py's JSON")
     src.add_argument("--step", help="framework_step.py's JSON")
+    ap.add_argument("--held-out", help="kernel_grid.py's JSON: its compiled loss kernels, held out")
     ap.add_argument("--json", help="write the fitted values and the table here")
     args = ap.parse_args()
     gpu, pts = measured_points(args)
@@ -213,23 +268,41 @@ def main():
         for line in direct_checks(args.kernels):
             print("- " + line)
     fitted = ["workload.reduction_ops_per_element=%.4f" % ops, "workload.reduction_cycles_per_row=%.2f" % cyc]
+    bandwidth = None
+    if args.kernels:
+        bandwidth = fit_bandwidth(gpu, pts)
+        inside = inside and BANDWIDTH_RANGE[0] <= bandwidth <= BANDWIDTH_RANGE[1]
+        print("reduction bandwidth %.4f (range %s), fitted on the backward at the same shapes; gcsim's "
+              "table below runs with the value built in (framework_profile.cpp, kCompileReductionBandwidth)" % (
+                  bandwidth, BANDWIDTH_RANGE))
+    held_pts = []
+    if args.held_out:
+        held_gpu, held_pts = kernel_points(args.held_out)
+        if held_gpu != gpu:
+            raise SystemExit("--held-out is of %s, the fit of %s" % (held_gpu, gpu))
     rows = []
     print("\n| kernel | shape | role | measured µs | gcsim µs | err |\n|---|---|---|---:|---:|---:|")
     seen = set()
-    for kind, sh, t, name in pts:
-        key = (kind, json.dumps(sh, sort_keys=True))
+    for source, (kind, sh, t, name) in [("", p) for p in pts] + [("kernel_grid, ", p) for p in held_pts]:
+        key = (source, kind, json.dumps(sh, sort_keys=True))
         if key in seen:
             continue
         seen.add(key)
+        if sh["rows"] % 2048:
+            print("| %s | %s | %sheld out | %.1f | (rows not a multiple of the config's 2048-token sequence) | |" % (
+                kind, " ".join("%s %d" % kv for kv in sh.items()), source, t))
+            continue
         g = simulated_us(args.gcsim, gpu, kind, sh, fitted)
-        role = "fit" if kind in FIT_KINDS and (sh["rows"], sh.get("vocab")) in FIT_SHAPES else "held out"
+        fit_kinds = FIT_KINDS + ("ce_bwd",) if bandwidth is not None else FIT_KINDS
+        role = source + ("fit" if not source and kind in fit_kinds and (sh["rows"], sh.get("vocab")) in FIT_SHAPES
+                         else "held out")
         rows.append({"kind": kind, "shape": sh, "role": role, "measured_us": t, "gcsim_us": g, "kernel": name})
         print("| %s | %s | %s | %.1f | %.1f | %+.1f%% |" % (kind, " ".join("%s %d" % kv for kv in sh.items()), role,
                                                          t, g, 100.0 * (g - t) / t))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"gpu": gpu, "reduction_ops_per_element": ops, "cycles_per_row": cyc, "rows": rows}, f,
-                      indent=1)
+            json.dump({"gpu": gpu, "reduction_ops_per_element": ops, "cycles_per_row": cyc,
+                       "reduction_bandwidth": bandwidth, "rows": rows}, f, indent=1)
     return 0 if inside else 1
 
 

@@ -166,3 +166,42 @@ TEST_CASE("a written profile reads back as the fitted spec and its measurements"
   CHECK(read.items[0].time_us == Approx(set.items[0].time_us).epsilon(1e-6));
   std::filesystem::remove(path);
 }
+
+TEST_CASE("kernel_grid.py's records are predicted at the SM clock they ran at", "[calibration]") {
+  const auto s = truth();
+  json gemm_at = {{"kind", "gemm"},    {"group", "grid"}, {"m", 8192},       {"n", 8192},
+                  {"k", 8192},         {"layout", "tn"},  {"dtype", "bf16"}, {"time_us", 1000.0},
+                  {"backlog_ok", true}, {"clock", {{"n", 5}, {"sm_mhz_median", 0.0}}}};
+  auto load = [](const json& record) {
+    MeasurementSet set;
+    calibration::add_measurements(
+        set, {{"schema", "gcsim.calibration.kernel_grid.v1"}, {"meta", json::object()}, {"results", {record}}},
+        "grid.json");
+    return set;
+  };
+  // Spec clock 1.98 GHz (the preset's); the record's clock unknown, then half of it.
+  auto spec = s;
+  spec.sm_clock_ghz = 1.98;
+  const MeasurementSet unknown = load(gemm_at);
+  REQUIRE(unknown.items.size() == 1);
+  CHECK(unknown.items[0].shape_class == "gemm large");
+  CHECK(unknown.items[0].label == "gemm bf16 TN 8192x8192x8192");
+  gemm_at["clock"]["sm_mhz_median"] = 990.0;
+  const MeasurementSet half = load(gemm_at);
+  CHECK(half.items[0].sm_mhz == 990.0);
+  // 16 compute-bound waves of 71.51 us (test above) become 143.02 us each;
+  // launch, setup and the per-wave overhead stay.
+  const double tile = 2.0 * 128 * 256 * 8192 / (989e12 * 0.8 / 132) * 1e6;
+  CHECK(calibration::predicted_us(spec, unknown.items[0]) == Approx(2.0 + 1.5 + 16 * (tile + 1.0)).epsilon(1e-6));
+  CHECK(calibration::predicted_us(spec, half.items[0]) == Approx(2.0 + 1.5 + 16 * (2 * tile + 1.0)).epsilon(1e-6));
+  // A record without its time names the file and the record.
+  json bad = gemm_at;
+  bad.erase("time_us");
+  try {
+    load(bad);
+    FAIL("a GEMM record without time_us loaded");
+  } catch (const std::runtime_error& e) {
+    CHECK(std::string(e.what()).find("grid.json: results[0]") != std::string::npos);
+    CHECK(std::string(e.what()).find("time_us") != std::string::npos);
+  }
+}

@@ -216,6 +216,13 @@ TEST_CASE("framework profile: which passes carry transcendentals and row reducti
   CHECK(s.reduction_rows == tokens);
   CHECK(s.cycles_per_row == compiled.traits().cycles_per_row);
   CHECK(compiled.shape(norm[0]).reduction_rows == 0);
+  // Their bytes at their own fitted fraction of the achieved bandwidth
+  // (the loss backward alone, reduction_fit.py): inside [0.6, 1] and above
+  // the step-fitted vectorized fraction the norms keep.
+  CHECK(s.bandwidth_efficiency >= 0.6);
+  CHECK(s.bandwidth_efficiency <= 1.0);
+  CHECK(s.bandwidth_efficiency > compiled.traits().elementwise_bandwidth);
+  CHECK(compiled.shape(norm[0]).bandwidth_efficiency == compiled.traits().elementwise_bandwidth);
 }
 
 TEST_CASE("framework profile: generic passes are bound by the SMs, vectorized ones by HBM",

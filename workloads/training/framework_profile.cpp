@@ -47,6 +47,16 @@ constexpr double kCompileGenericOpsPerElement = 135.9;
 // H200's training steps gives 61.15 and 2157.
 constexpr double kCompileReductionOpsPerElement = 61.50;
 constexpr double kCompileCyclesPerRow = 1549.0;
+// The fraction of the achieved HBM bandwidth those reductions' bytes reach:
+// plain contiguous Triton loops, which alone stream at 0.9-1.0 of it, above
+// the step-fitted fraction of the vectorized passes (their backward, bound by
+// its bytes on an H100, was +7 .. +12% at that fraction). Fitted by
+// reduction_fit.py on the same run's log-softmax backward at 4096 rows of
+// 32000 and 128256; held out on its other row counts and kernel_grid.py's
+// loss shapes (calibration/fit/reduction_kernels_2026-11-26.md). Range
+// [0.6, 1]: no slower than the framework's worst vectorized fraction, no
+// faster than the achieved bandwidth.
+constexpr double kCompileReductionBandwidth = 0.9127;
 // Both builds run the same eager foreach AdamW: one fraction for its passes
 // (0.899 fitted with the eager build, 0.895 with the compiled one).
 constexpr double kForeachOptimizerBandwidth = 0.90;
@@ -143,7 +153,9 @@ models::gpu::MemoryOpShape FrameworkProfile::shape(const FrameworkPass& p) const
   s.flops_per_element = p.access == PassAccess::generic     ? traits_.generic_ops_per_element
                         : p.access == PassAccess::reduction ? traits_.reduction_ops_per_element
                                                             : 1.0;
-  s.bandwidth_efficiency = traits_.elementwise_bandwidth;
+  s.bandwidth_efficiency = p.access == PassAccess::reduction && f_ == Framework::torch_compile
+                               ? kCompileReductionBandwidth
+                               : traits_.elementwise_bandwidth;
   s.transcendentals_per_element = p.transcendentals;
   if (p.access == PassAccess::reduction && p.rows > 0) {
     s.reduction_rows = p.rows;
