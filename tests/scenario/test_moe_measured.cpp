@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "catch.h"
 #include "scenario/run_gcsim.h"
@@ -73,18 +74,46 @@ std::string moe_yaml(const nlohmann::ordered_json& r, const char* pass, int gpus
               : "    - {name: moe, " + layer + ", pass: fwd}\n");
 }
 
+// The point's pass times as moe_host_timeline.py measured them: per round
+// the slowest rank's pass, the median over every round of the point's
+// `plain` blocks (3 x 20 rounds: one block is no figure for a host-bound
+// pass, calibration/measurements/h100-x4/moe_host_timeline_2026-11-26).
+double pooled_plain_us(const nlohmann::ordered_json& r, const char* pass) {
+  std::vector<double> rounds;
+  const std::string key = std::string(pass) + "_us";
+  for (const auto& b : r["blocks"]) {
+    if (b["mode"] != "plain") continue;
+    const auto& ranks = b["per_rank"];
+    for (size_t i = 0; i < ranks[0][key].size(); ++i) {
+      double slowest = 0;
+      for (const auto& rank : ranks) slowest = std::max(slowest, rank[key][i].get<double>());
+      rounds.push_back(slowest);
+    }
+  }
+  std::sort(rounds.begin(), rounds.end());
+  const size_t n = rounds.size();
+  return n % 2 ? rounds[n / 2] : 0.5 * (rounds[n / 2 - 1] + rounds[n / 2]);
+}
+
 std::vector<Point> points(const char* file, int gpus, const std::string& gpu = "h200-sxm",
                           const std::string& host = "h200") {
   const auto doc = read_json(source_path(file));
   std::vector<Point> out;
   for (const auto& r : doc["results"]) {
+    const bool timeline = r.contains("blocks");  // moe_host_timeline.py's file
+    // Its last point repeats the first (drift over the run): not a point of its own.
+    if (timeline && r["name"].get<std::string>().find("_again") != std::string::npos) continue;
     Point p{r["name"].get<std::string>(), r["hidden"].get<int>(), r["experts"].get<int>(),
             r["tokens_per_rank"].get<int>(),
             r["skew"].get<double>(), {0, 0}, {0, 0}};
     const char* passes[] = {"fwd", "bwd"};
     for (int i = 0; i < 2; ++i) {
-      for (const auto& rank : r["plain_us_per_rank"]) {
-        p.measured_us[i] = std::max(p.measured_us[i], rank[passes[i]].get<double>());
+      if (timeline) {
+        p.measured_us[i] = pooled_plain_us(r, passes[i]);
+      } else {
+        for (const auto& rank : r["plain_us_per_rank"]) {
+          p.measured_us[i] = std::max(p.measured_us[i], rank[passes[i]].get<double>());
+        }
       }
       const auto s = run_summary(moe_yaml(r, passes[i], gpus, gpu, host));
       p.simulated_us[i] = s["moe"].back()["layer_time_s"].get<double>() * 1e6;
@@ -174,24 +203,53 @@ TEST_CASE("moe layer on 4 H200s: each point and the ratio within 10%", "[moe][me
 
 // Another GPU and another host: 4 H100s, three shapes (the two above and a
 // top-4 layer with 8 small experts per rank), 4K-32K tokens, with the
-// H100 machine's own host (cluster.host: h100). >= 16K tokens every point
-// -4.8% .. +2.5%, ratios -1.7% .. +5.4%; 8K -5.5% .. +16.9%, ratios
-// -15.5% .. +7.5%; 4K -6.1% .. +38.8%, ratios -21.5% .. +8.8%. The loop's
-// per-call cost (26.3 us against the former 32.8) took the top-4 layer's
-// 4K backward from +49.6% to +30.4% (ratios -31 -> -21%); its fixed cost
-// took the hidden-2048 forward (2 experts per rank) from +30.1% to +38.8%
-// (that point measured faster than rank 0's own host issue of it).
+// H100 machine's own host (cluster.host: h100). The `h100` host is now read
+// from the later host-timeline run's plain passes (below), 0.5-0.65x the
+// first reading (this file's back-logged host_us_rank0), with the slowest
+// of the 4 ranks setting the pace (x1.177). >= 16K tokens every point
+// -9.3% .. +2.4%, ratios -0.5% .. +7.6%; 4K-8K: the hidden-2048 balanced
+// forward +38.8 -> +9.6% (4K), +16.9 -> +4.6% (8K); the top-4 layer's 4K
+// balanced backward +30.4 -> -0.8%, its ratios -20.3 / -20.9 -> +4.8 /
+// +4.0%; new misses where this file's balanced forward measured slower
+// than the later run's (top-4 4K 2,473 against 1,980-2,662 µs there, its
+// blocks seconds apart; hidden-4096 4K 2,330 against 2,053-2,440): the
+// host-bound balanced passes vary up to 1.64x between blocks of one run.
 TEST_CASE("moe layer on 4 H100s: each point and the ratio within 10%", "[moe][measured]") {
   check_points(points("calibration/measurements/h100-x4/moe_ep_2026-11-26/moe_ep.json", 4, "h100-sxm",
                       "h100"),
                36,
-               {{"h2048_f1408_e8_k2_t4096_s0.0", "fwd", 39, 1},
-                {"h2048_f1408_e8_k2_t4096_s0.8", "fwd", 11, 21},
-                {"h2048_f1408_e8_k2_t4096_s1.5", "fwd", 10, 22},
-                {"h2048_f1408_e8_k2_t8192_s0.0", "fwd", 17, 1},
-                {"h2048_f1408_e8_k2_t8192_s0.8", "fwd", 2, 16},
-                {"h2048_f1408_e8_k2_t8192_s1.5", "fwd", 2, 14},
-                {"h2048_f1024_e32_k4_t4096_s0.0", "bwd", 31, 1},
-                {"h2048_f1024_e32_k4_t4096_s0.8", "bwd", 5, 21},
+               {{"h2048_f1408_e8_k2_t4096_s0.8", "fwd", 4, 13},
+                {"h2048_f1408_e8_k2_t4096_s1.5", "fwd", 2, 11},
+                {"h2048_f1408_e8_k2_t8192_s0.8", "fwd", 9, 13},
+                {"h4096_f2048_e16_k2_t4096_s0.0", "fwd", 16, 1},
+                {"h4096_f2048_e16_k2_t4096_s0.8", "fwd", 5, 14},
+                {"h4096_f2048_e16_k2_t4096_s1.5", "fwd", 5, 13},
+                {"h2048_f1024_e32_k4_t4096_s0.0", "fwd", 24, 1},
+                {"h2048_f1024_e32_k4_t4096_s0.8", "fwd", 6, 25},
+                {"h2048_f1024_e32_k4_t4096_s1.5", "fwd", 5, 25},
+                {"h2048_f1024_e32_k4_t8192_s0.0", "fwd", 12, 1},
+                {"h2048_f1024_e32_k4_t8192_s0.8", "fwd", 3, 11}});
+}
+
+// The same machine kind, later (moe_host_timeline.py, 22:12 UTC): the three
+// shapes at 4K-16K tokens, each pass the median over three blocks of 20
+// rounds (the slowest rank's pass per round). The `h100` host is read from
+// this file's hidden-2048 / 8-expert points' host stamps (its per-call
+// costs and the slowest rank's pace); the 32-expert top-4 and hidden-4096
+// points are held out. Every point and ratio within 10% but the top-4
+// layer's 4K ones: its balanced passes -10.4% (forward) and -13.9%
+// (backward: host-bound on the slowest rank, GPU-bound in gcsim), so the
+// ratios +11.0 .. +20.8%; in those blocks the slowest rank issued 1.26-1.59x
+// the ranks' median (1.177 modelled).
+TEST_CASE("moe layer on 4 H100s, host timeline run: each point and the ratio within 10%",
+          "[moe][measured]") {
+  check_points(points("calibration/measurements/h100-x4/moe_host_timeline_2026-11-26/moe_host_timeline.json", 4,
+                      "h100-sxm", "h100"),
+               27,
+               {{"h2048_f1024_e32_k4_t4096_s0.0", "fwd", 11, 1},
+                {"h2048_f1024_e32_k4_t4096_s0.0", "bwd", 15, 1},
+                {"h2048_f1024_e32_k4_t4096_s0.8", "fwd", 1, 12},
+                {"h2048_f1024_e32_k4_t4096_s0.8", "bwd", 5, 22},
+                {"h2048_f1024_e32_k4_t4096_s1.5", "fwd", 1, 12},
                 {"h2048_f1024_e32_k4_t4096_s1.5", "bwd", 4, 21}});
 }

@@ -73,6 +73,9 @@ TEST_CASE("moe: host profiles' costs lie in their physical ranges", "[moe][fit]"
     CHECK(h->collective_us <= kHostNcclMaxUs);
     CHECK(h->sync_us >= kHostSyncMinUs);
     CHECK(h->sync_us <= kHostSyncMaxUs);
+    // The slowest rank's pace: no faster than a typical rank, under 2x.
+    CHECK(h->slowest_rank >= 1.0);
+    CHECK(h->slowest_rank <= kHostSlowestRankMax);
   }
   CHECK(eager_host_cost().profile == "h200");
   CHECK(host_profile("h300") == nullptr);
