@@ -10,20 +10,19 @@
 // Nothing here is fitted to these layer times: the eager-kernel
 // efficiencies were fitted on the 2-H200 file's phases (workloads/moe/
 // moe_layer.h), and each machine's host costs (cluster.host: h200, h100)
-// are read from that machine's host timings (calibration/fit/
-// moe_host_costs.py). Every point and every skewed/balanced ratio is held
-// to 10%, but for the points listed as not met (kNotMet below, README's
-// "MoE expert parallelism"), which are printed and held to their own
-// figure so that they cannot get worse unseen. All but the 16K one are
-// host-bound (4K and 8K tokens). The expert loop's host cost is a fixed
-// part per pass plus one per call (calibration/measurements/h100-x2/
-// moe_host_shapes_2026-11-26: the same for every layer shape at the same
-// number of local experts), which the model now has; what is left is the
-// host's own spread, which no cost per call follows: the H100 host's issue
-// time of one kind of call varies 0.64-1.66x between points of one run and
-// its ranks' issue of one pass by up to 1.85x, the 2-GPU hidden-2048
-// backward measured 13% slower at skew 0.8 than at 0, and on one GPU the
-// same loop ran 1.3-1.6x slower on CPU 0 than on CPU 1.
+// are read from that machine's host timings (h200: calibration/fit/
+// moe_host_costs.py; h100: the host-timeline run's plain-pass stamps,
+// calibration/fit/moe_host_timeline_read.py, on its hidden-2048 /
+// 8-expert points, with the slowest of 4 ranks setting the pace). Every
+// point and every skewed/balanced ratio is held to 10%, but for the points
+// listed as not met (README's "MoE expert parallelism"), which are printed
+// and held to their own figure so that they cannot get worse unseen. All
+// but the 2-H200 16K one are host-bound balanced passes (4K and 8K tokens)
+// or ratios over them: on the H100 machine such a pass measures up to
+// 1.64x apart between blocks of 20 rounds seconds apart (stalls in every
+// rank, a different slow rank each block: calibration/measurements/
+// h100-x4/moe_host_timeline_2026-11-26), which a deterministic host at the
+// median pace does not follow.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
