@@ -13,7 +13,7 @@ namespace moe = workloads::moe;
 namespace {
 
 const char* const kDoc =
-    "the machine's host: a profile (h200, h100) or a map of `profile` and per-call costs";
+    "the machine's host: a profile (h200, h100, h100-fast) or a map of `profile` and per-call costs";
 
 EagerHostCost named(ConfigReader& r, const std::string& key) {
   const std::string name = r.get_choice(key, moe::host_profile_names(), std::nullopt, kDoc);

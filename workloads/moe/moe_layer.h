@@ -130,7 +130,7 @@ inline constexpr double kHostLoopMaxUs = 1000;
 inline constexpr double kHostSlowestRankMax = 2;
 // The named profiles (calibration/fit/moe_host_costs.py, note
 // calibration/fit/moe_host_2026-11-26.md): "h200", the H200 machines'
-// host; "h100", the 4-H100 machine's host.
+// host; "h100" and "h100-fast", two 4-H100 machines' hosts.
 const std::vector<std::string>& host_profile_names();
 const EagerHostCost* host_profile(const std::string& name);
 // The default host (no cluster.host): the H200 machines' profile.
