@@ -22,7 +22,8 @@ A call's host time is the median over a block's rounds of the time since the pre
 calls' sum over their number, per rank and block (expert: the loop's calls after its first
 expert).
 
---profile: gcsim's `cluster.host: h100` (workloads/moe/moe_layer.cpp) as read from the file: each
+--profile: a gcsim `cluster.host` profile (workloads/moe/moe_layer.cpp: `h100` from
+moe_host_timeline_4k_2026-11-26, `h100-fast` from moe_host_timeline_2026-11-26) as read from the file: each
 kind's cost the median over the plain blocks' ranks (sync: over the events blocks') of the fit
 points (hidden 2048 / FFN 1408 / 8 experts, every token count; the other two shapes and
 calibration/measurements/h100-x4/moe_ep_2026-11-26 are held out), and `slowest_rank`, the
@@ -174,7 +175,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("file")
     ap.add_argument("--costs", action="store_true", help="only the per-kind cost summary")
-    ap.add_argument("--profile", action="store_true", help="the h100 host profile read from the fit points")
+    ap.add_argument("--profile", action="store_true", help="the host profile read from the fit points")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     doc = json.load(open(a.file))
@@ -183,7 +184,7 @@ def main():
         if a.json:
             print(json.dumps(p, indent=1))
             return
-        print("h100 host from %d plain blocks of the fit points (hidden 2048 / FFN 1408 / 8 experts):" % p["plain_blocks"])
+        print("host profile from %d plain blocks of the fit points (hidden 2048 / FFN 1408 / 8 experts):" % p["plain_blocks"])
         for n in ("router", "permute", "launch", "nccl", "sync", "expert", "loop_fwd", "loop_bwd"):
             print("  %-9s %6.1f us" % (n, p[n]))
         print("  slowest_rank %.3f (per block %.2f-%.2f)" % ((p["slowest_rank"],) + p["slowest_rank_range"]))
