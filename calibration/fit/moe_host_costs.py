@@ -25,7 +25,10 @@ FFN-1408 cases alone it predicts the other shapes' cases (held out) within a few
 machine's per-call cost c then comes from that machine's own loop readings as reading / (k L + F)
 (k = 4 forward, 9 backward), and its loop costs are F x c.
 
-The 4-H100 machine ("h100"): calibration/measurements/h100-x4/moe_ep_2026-11-26, `host_us_rank0`:
+The 4-H100 machine ("h100", the first reading; gcsim's `h100` and `h100-fast` are now read from two later
+machines' plain passes by calibration/fit/moe_host_timeline_read.py --profile; this reading was
+near the slow one's, `h100`):
+calibration/measurements/h100-x4/moe_ep_2026-11-26, `host_us_rank0`:
 time.perf_counter around each phase's Python call with the GPU back-logged (no launch waits for
 the GPU), 36 points; each kind is the median over the points of its phases' host time per call
 (expert: of both passes' loop readings / (k L + F)).

@@ -103,7 +103,8 @@ Json host_json(const workloads::moe::EagerHostCost& h) {
   if (!h.modelled) return {{"profile", "none"}};
   return {{"profile", h.profile}, {"router_us", h.router_us}, {"permute_us", h.permute_us},
           {"launch_us", h.launch_us}, {"nccl_us", h.collective_us}, {"sync_us", h.sync_us},
-          {"expert_us", h.expert_us}, {"loop_fwd_us", h.loop_fwd_us}, {"loop_bwd_us", h.loop_bwd_us}};
+          {"expert_us", h.expert_us}, {"loop_fwd_us", h.loop_fwd_us}, {"loop_bwd_us", h.loop_bwd_us},
+          {"slowest_rank", h.slowest_rank}};
 }
 
 }  // namespace

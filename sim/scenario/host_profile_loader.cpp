@@ -13,7 +13,7 @@ namespace moe = workloads::moe;
 namespace {
 
 const char* const kDoc =
-    "the machine's host: a profile (h200, h100) or a map of `profile` and per-call costs";
+    "the machine's host: a profile (h200, h100, h100-fast) or a map of `profile` and per-call costs";
 
 EagerHostCost named(ConfigReader& r, const std::string& key) {
   const std::string name = r.get_choice(key, moe::host_profile_names(), std::nullopt, kDoc);
@@ -58,7 +58,15 @@ EagerHostCost read_host_profile(ConfigReader& cluster) {
             "the forward expert loop's fixed cost per pass");
   read_cost(r, "loop_bwd", c.loop_bwd_us, 0, moe::kHostLoopMaxUs,
             "the backward expert loop's fixed cost per pass");
-  for (const char* k : {"router", "permute", "launch", "nccl", "sync", "expert", "loop_fwd", "loop_bwd"}) {
+  if (r.has("slowest_rank")) {
+    c.slowest_rank = r.get_double("slowest_rank", std::nullopt,
+                                  "the group's slowest host over a typical rank (a layer's pace)");
+    if (!(c.slowest_rank >= 1 && c.slowest_rank <= moe::kHostSlowestRankMax)) {
+      r.fail("slowest_rank", "must be between 1 and " + fmt("%g", moe::kHostSlowestRankMax));
+    }
+  }
+  for (const char* k : {"router", "permute", "launch", "nccl", "sync", "expert", "loop_fwd", "loop_bwd",
+                        "slowest_rank"}) {
     if (r.has(k)) {
       c.profile = base + " (edited)";
       break;

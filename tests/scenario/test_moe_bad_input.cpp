@@ -131,4 +131,7 @@ TEST_CASE("moe bad input: cluster.host", "[cli][moe]") {
   expect_bad_host("\n    profile: h200\n    expert: 1us\n", 6, ".expert", {"between 3 and 200 us"});
   expect_bad_host("\n    loop_fwd: 2ms\n", 5, ".loop_fwd", {"between 0 and 1000 us"});
   expect_bad_host("\n    loop_bwd: slow\n", 5, ".loop_bwd", {});
+  expect_bad_host("\n    profile: h100\n    slowest_rank: 0.8\n", 6, ".slowest_rank", {"between 1 and 2"});
+  expect_bad_host("\n    slowest_rank: 3\n", 5, ".slowest_rank", {"between 1 and 2"});
+  expect_bad_host("\n    slowest_rank: fast\n", 5, ".slowest_rank", {});
 }

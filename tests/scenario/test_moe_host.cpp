@@ -63,6 +63,29 @@ TEST_CASE("moe host: the layer takes the host's launches and its sync", "[moe][h
   CHECK(layer_s("fwd", ", host: none", "host") == 0.0);
 }
 
+TEST_CASE("moe host: a layer on several ranks issues at its slowest host's pace", "[moe][host]") {
+  // slowest_rank 1.5: every launch and the sync of the 2-rank layer cost
+  // 1.5x, so the forward's 3,340 us of host become 5,010 us.
+  const std::string paced = kSlowHost.substr(0, kSlowHost.size() - 1) + ", slowest_rank: 1.5}";
+  CHECK(layer_s("fwd", "", "host", paced) == Approx(1.5 * 3340e-6).epsilon(1e-9));
+  CHECK(layer_s("bwd", "", "host", paced) == Approx(1.5 * 3340e-6).epsilon(1e-9));
+  // One rank has no peer to wait for: the same layer on one GPU keeps its
+  // host time whatever the pace.
+  const auto one_rank = [&](const std::string& host) {
+    return run_summary("cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1" + host + "}\n"
+                       "workload:\n  kind: graph\n  ops:\n"
+                       "    - {name: moe, op: moe, tokens: 64, hidden: 256, expert_ffn: 256, experts: 4,"
+                       " top_k: 2, pass: fwd}\n")["moe"][0]["per_rank"][0]["busy_s"]["host"]
+        .get<double>();
+  };
+  CHECK(one_rank(paced) == Approx(one_rank(kSlowHost)).epsilon(1e-12));
+  // The summary records the pace used.
+  const auto s = run_summary("cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 2, host: h100}\n"
+                             "workload:\n  kind: graph\n  ops:\n"
+                             "    - {name: moe, op: moe, tokens: 64, hidden: 256, expert_ffn: 256, experts: 4}\n");
+  CHECK(s["moe"][0]["host"]["slowest_rank"].get<double>() == Approx(1.071));
+}
+
 TEST_CASE("moe host: the launches hide under long kernels except after the sync", "[moe][host]") {
   // With the fitted host, a layer whose kernels are long takes its GPU time
   // plus what the host exposes: at least the first launch, the counts'

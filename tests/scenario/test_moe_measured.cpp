@@ -10,25 +10,25 @@
 // Nothing here is fitted to these layer times: the eager-kernel
 // efficiencies were fitted on the 2-H200 file's phases (workloads/moe/
 // moe_layer.h), and each machine's host costs (cluster.host: h200, h100)
-// are read from that machine's host timings (calibration/fit/
-// moe_host_costs.py). Every point and every skewed/balanced ratio is held
-// to 10%, but for the points listed as not met (kNotMet below, README's
-// "MoE expert parallelism"), which are printed and held to their own
-// figure so that they cannot get worse unseen. All but the 16K one are
-// host-bound (4K and 8K tokens). The expert loop's host cost is a fixed
-// part per pass plus one per call (calibration/measurements/h100-x2/
-// moe_host_shapes_2026-11-26: the same for every layer shape at the same
-// number of local experts), which the model now has; what is left is the
-// host's own spread, which no cost per call follows: the H100 host's issue
-// time of one kind of call varies 0.64-1.66x between points of one run and
-// its ranks' issue of one pass by up to 1.85x, the 2-GPU hidden-2048
-// backward measured 13% slower at skew 0.8 than at 0, and on one GPU the
-// same loop ran 1.3-1.6x slower on CPU 0 than on CPU 1.
+// are read from that machine's host timings (h200: calibration/fit/
+// moe_host_costs.py; h100: the host-timeline run's plain-pass stamps,
+// calibration/fit/moe_host_timeline_read.py, on its hidden-2048 /
+// 8-expert points, with the slowest of 4 ranks setting the pace). Every
+// point and every skewed/balanced ratio is held to 10%, but for the points
+// listed as not met (README's "MoE expert parallelism"), which are printed
+// and held to their own figure so that they cannot get worse unseen. All
+// but the 2-H200 16K one are host-bound balanced passes (4K and 8K tokens)
+// or ratios over them: on the H100 machine such a pass measures up to
+// 1.64x apart between blocks of 20 rounds seconds apart (stalls in every
+// rank, a different slow rank each block: calibration/measurements/
+// h100-x4/moe_host_timeline_2026-11-26), which a deterministic host at the
+// median pace does not follow.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "catch.h"
 #include "scenario/run_gcsim.h"
@@ -73,18 +73,46 @@ std::string moe_yaml(const nlohmann::ordered_json& r, const char* pass, int gpus
               : "    - {name: moe, " + layer + ", pass: fwd}\n");
 }
 
+// The point's pass times as moe_host_timeline.py measured them: per round
+// the slowest rank's pass, the median over every round of the point's
+// `plain` blocks (3 x 20 rounds: one block is no figure for a host-bound
+// pass, calibration/measurements/h100-x4/moe_host_timeline_2026-11-26).
+double pooled_plain_us(const nlohmann::ordered_json& r, const char* pass) {
+  std::vector<double> rounds;
+  const std::string key = std::string(pass) + "_us";
+  for (const auto& b : r["blocks"]) {
+    if (b["mode"] != "plain") continue;
+    const auto& ranks = b["per_rank"];
+    for (size_t i = 0; i < ranks[0][key].size(); ++i) {
+      double slowest = 0;
+      for (const auto& rank : ranks) slowest = std::max(slowest, rank[key][i].get<double>());
+      rounds.push_back(slowest);
+    }
+  }
+  std::sort(rounds.begin(), rounds.end());
+  const size_t n = rounds.size();
+  return n % 2 ? rounds[n / 2] : 0.5 * (rounds[n / 2 - 1] + rounds[n / 2]);
+}
+
 std::vector<Point> points(const char* file, int gpus, const std::string& gpu = "h200-sxm",
                           const std::string& host = "h200") {
   const auto doc = read_json(source_path(file));
   std::vector<Point> out;
   for (const auto& r : doc["results"]) {
+    const bool timeline = r.contains("blocks");  // moe_host_timeline.py's file
+    // Its last point repeats the first (drift over the run): not a point of its own.
+    if (timeline && r["name"].get<std::string>().find("_again") != std::string::npos) continue;
     Point p{r["name"].get<std::string>(), r["hidden"].get<int>(), r["experts"].get<int>(),
             r["tokens_per_rank"].get<int>(),
             r["skew"].get<double>(), {0, 0}, {0, 0}};
     const char* passes[] = {"fwd", "bwd"};
     for (int i = 0; i < 2; ++i) {
-      for (const auto& rank : r["plain_us_per_rank"]) {
-        p.measured_us[i] = std::max(p.measured_us[i], rank[passes[i]].get<double>());
+      if (timeline) {
+        p.measured_us[i] = pooled_plain_us(r, passes[i]);
+      } else {
+        for (const auto& rank : r["plain_us_per_rank"]) {
+          p.measured_us[i] = std::max(p.measured_us[i], rank[passes[i]].get<double>());
+        }
       }
       const auto s = run_summary(moe_yaml(r, passes[i], gpus, gpu, host));
       p.simulated_us[i] = s["moe"].back()["layer_time_s"].get<double>() * 1e6;
@@ -173,25 +201,61 @@ TEST_CASE("moe layer on 4 H200s: each point and the ratio within 10%", "[moe][me
 }
 
 // Another GPU and another host: 4 H100s, three shapes (the two above and a
-// top-4 layer with 8 small experts per rank), 4K-32K tokens, with the
-// H100 machine's own host (cluster.host: h100). >= 16K tokens every point
-// -4.8% .. +2.5%, ratios -1.7% .. +5.4%; 8K -5.5% .. +16.9%, ratios
-// -15.5% .. +7.5%; 4K -6.1% .. +38.8%, ratios -21.5% .. +8.8%. The loop's
-// per-call cost (26.3 us against the former 32.8) took the top-4 layer's
-// 4K backward from +49.6% to +30.4% (ratios -31 -> -21%); its fixed cost
-// took the hidden-2048 forward (2 experts per rank) from +30.1% to +38.8%
-// (that point measured faster than rank 0's own host issue of it).
+// top-4 layer with 8 small experts per rank), 4K-32K tokens, with an
+// H100 machine's host (cluster.host: h100, read from a later machine's
+// plain passes: calibration/measurements/h100-x4/
+// moe_host_timeline_4k_2026-11-26; this file's own back-logged reading was
+// near it). >= 16K tokens every point -5.5% .. +2.4%, ratios -1.3% ..
+// +5.8%. The misses are this run's: its hidden-2048 balanced forward
+// measured as fast as the fast machine's (1,113 us at 4K, the later slow
+// machine 1,318-1,450), the top-4 balanced 4K backward 1,899 us (the slow
+// machine 2,364-2,434), so the points +31.3 / +32.6% and the ratios over
+// them -12 .. -22%.
 TEST_CASE("moe layer on 4 H100s: each point and the ratio within 10%", "[moe][measured]") {
   check_points(points("calibration/measurements/h100-x4/moe_ep_2026-11-26/moe_ep.json", 4, "h100-sxm",
                       "h100"),
                36,
-               {{"h2048_f1408_e8_k2_t4096_s0.0", "fwd", 39, 1},
-                {"h2048_f1408_e8_k2_t4096_s0.8", "fwd", 11, 21},
-                {"h2048_f1408_e8_k2_t4096_s1.5", "fwd", 10, 22},
-                {"h2048_f1408_e8_k2_t8192_s0.0", "fwd", 17, 1},
-                {"h2048_f1408_e8_k2_t8192_s0.8", "fwd", 2, 16},
-                {"h2048_f1408_e8_k2_t8192_s1.5", "fwd", 2, 14},
-                {"h2048_f1024_e32_k4_t4096_s0.0", "bwd", 31, 1},
-                {"h2048_f1024_e32_k4_t4096_s0.8", "bwd", 5, 21},
+               {{"h2048_f1408_e8_k2_t4096_s0.0", "fwd", 32, 1},
+                {"h2048_f1408_e8_k2_t4096_s0.8", "fwd", 8, 19},
+                {"h2048_f1408_e8_k2_t4096_s1.5", "fwd", 8, 19},
+                {"h2048_f1408_e8_k2_t8192_s0.0", "fwd", 15, 1},
+                {"h2048_f1408_e8_k2_t8192_s0.8", "fwd", 3, 16},
+                {"h2048_f1408_e8_k2_t8192_s1.5", "fwd", 1, 13},
+                {"h2048_f1024_e32_k4_t4096_s0.0", "bwd", 33, 1},
+                {"h2048_f1024_e32_k4_t4096_s0.8", "bwd", 5, 22},
+                {"h2048_f1024_e32_k4_t4096_s1.5", "bwd", 4, 23}});
+}
+
+// The 22:12 machine (moe_host_timeline.py): the three shapes at 4K-16K
+// tokens, each pass the median over three blocks of 20 rounds (the slowest
+// rank's pass per round), with its own host, `h100-fast`, read from its
+// hidden-2048 / 8-expert points' host stamps (per-call costs and the
+// slowest rank's pace); the 32-expert top-4 and hidden-4096 points are held
+// out. Every point and ratio within 10% but the top-4 layer's 4K ones: its
+// balanced passes -10.4% (forward) and -13.9% (backward: host-bound on the
+// slowest rank, GPU-bound in gcsim), so the ratios +11.0 .. +20.8%; in
+// those blocks the slowest rank issued 1.26-1.59x the ranks' median (1.177
+// modelled).
+TEST_CASE("moe layer on 4 H100s, host timeline run: each point and the ratio within 10%",
+          "[moe][measured]") {
+  check_points(points("calibration/measurements/h100-x4/moe_host_timeline_2026-11-26/moe_host_timeline.json", 4,
+                      "h100-sxm", "h100-fast"),
+               27,
+               {{"h2048_f1024_e32_k4_t4096_s0.0", "fwd", 11, 1},
+                {"h2048_f1024_e32_k4_t4096_s0.0", "bwd", 15, 1},
+                {"h2048_f1024_e32_k4_t4096_s0.8", "fwd", 1, 12},
+                {"h2048_f1024_e32_k4_t4096_s0.8", "bwd", 5, 22},
+                {"h2048_f1024_e32_k4_t4096_s1.5", "fwd", 1, 12},
                 {"h2048_f1024_e32_k4_t4096_s1.5", "bwd", 4, 21}});
+}
+
+// The 23:13 machine (moe_host_timeline.py, the 4K points, five blocks
+// each): `h100` is read from its hidden-2048 / 8-expert points; the top-4
+// and hidden-4096 points are held out. Every point -1.5% .. +5.6%, every
+// ratio -1.0% .. +3.8%.
+TEST_CASE("moe layer on 4 H100s, 4K host timeline run: each point and the ratio within 10%",
+          "[moe][measured]") {
+  check_points(points("calibration/measurements/h100-x4/moe_host_timeline_4k_2026-11-26/moe_host_timeline_4k.json",
+                      4, "h100-sxm", "h100"),
+               9, {});
 }

@@ -49,7 +49,7 @@ TEST_CASE("moe: fitted eager kernel efficiencies lie in their physical ranges", 
 // device-to-host copy and a stream synchronize's wake-up (2 µs at least),
 // at most 200 µs.
 TEST_CASE("moe: host profiles' costs lie in their physical ranges", "[moe][fit]") {
-  REQUIRE(host_profile_names().size() == 2);
+  REQUIRE(host_profile_names().size() == 3);
   for (const std::string& name : host_profile_names()) {
     INFO(name);
     const EagerHostCost* h = host_profile(name);
@@ -73,6 +73,9 @@ TEST_CASE("moe: host profiles' costs lie in their physical ranges", "[moe][fit]"
     CHECK(h->collective_us <= kHostNcclMaxUs);
     CHECK(h->sync_us >= kHostSyncMinUs);
     CHECK(h->sync_us <= kHostSyncMaxUs);
+    // The slowest rank's pace: no faster than a typical rank, under 2x.
+    CHECK(h->slowest_rank >= 1.0);
+    CHECK(h->slowest_rank <= kHostSlowestRankMax);
   }
   CHECK(eager_host_cost().profile == "h200");
   CHECK(host_profile("h300") == nullptr);

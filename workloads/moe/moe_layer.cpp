@@ -50,8 +50,9 @@ struct LoopCost {
   double expert, fwd, bwd;  // µs: per loop kernel call; per forward, backward loop
 };
 EagerHostCost profile(const char* name, double router, double permute, double launch,
-                      double nccl, double sync, LoopCost loop) {
+                      double nccl, double sync, LoopCost loop, double slowest_rank = 1) {
   EagerHostCost c;
+  c.slowest_rank = slowest_rank;
   c.profile = name;
   c.router_us = router;
   c.permute_us = permute;
@@ -72,9 +73,22 @@ const std::vector<EagerHostCost>& profiles() {
       // the loop costs what one in it does, no reading telling them apart);
       // NCCL call and .tolist() split as the H100 host splits the counts phase.
       profile("h200", 36.3, 54.4, 25.8, 118.8, 53.4, {25.8, 147.7, 105.8}),
-      // The 4-H100 machine: its own host timings (host_us_rank0, the GPU
-      // back-logged), medians over 36 points.
-      profile("h100", 77.3, 66.8, 32.1, 129.9, 58.4, {26.3, 150.2, 107.7}),
+      // The 4-H100 machines: every call's host stamp in the plain passes
+      // (calibration/microbench/moe_host_timeline.py, calibration/fit/
+      // moe_host_timeline_read.py --profile): per kind its calls' time over
+      // their number, the median over the ranks and blocks of the
+      // hidden-2048 / 8-expert points (the other shapes held out); sync:
+      // the .tolist()'s return after the exchange's end on the GPU (CUDA
+      // events); slowest_rank: the slowest of the 4 ranks' loop cost per
+      // call over the ranks' median, the median over the blocks. The host's
+      // speed is the machine's: "h100", two of three machines measured
+      // (calibration/measurements/h100-x4/moe_host_timeline_4k_2026-11-26,
+      // steady; the first machine's back-logged reading, 77.3, 66.8, 32.1,
+      // 129.9, 58.4, {26.3, 150.2, 107.7}, was near it); "h100-fast", the
+      // 22:12 machine (moe_host_timeline_2026-11-26), 0.6-0.75x as long per
+      // call, with stalls and a slow rank per block.
+      profile("h100", 58.4, 61.9, 30.5, 124.6, 67.4, {25.1, 89.4, 92.2}, 1.071),
+      profile("h100-fast", 44.9, 41.5, 19.7, 72.6, 45.2, {17.1, 67.0, 59.2}, 1.177),
   };
   return all;
 }
@@ -227,10 +241,11 @@ class RankEmitter {
   // The op added last (for a host sync after it).
   size_t last() const { return ops_.size() - 1; }
   // The ops, with the host's timeline interleaved when `host.modelled`.
+  // `pace`: every host cost x this (the group's slowest host, >= 1).
   std::vector<Op> take(const EagerHostCost& host, uint16_t host_stream,
-                       const std::vector<size_t>& syncs_after) {
+                       const std::vector<size_t>& syncs_after, double pace) {
     if (!host.modelled) return std::move(ops_);
-    const auto us = [](double v) { return sim::Duration::from_seconds(v * 1e-6); };
+    const auto us = [pace](double v) { return sim::Duration::from_seconds(v * pace * 1e-6); };
     std::vector<training::HostSync> syncs;
     for (size_t i : syncs_after) syncs.push_back({i, us(host.sync_us)});
     // Each kind's delays under their own name ("host launch router", ...).
@@ -421,7 +436,8 @@ std::vector<std::vector<Op>> build_moe_layer(WorkloadGraph& g, const MoeLayerSpe
       e.gemm(MoeRole::router, "router dgrad", t, h, e_all, dt);
       e.gemm(MoeRole::router, "router wgrad", e_all, h, t, dt);
     }
-    out.push_back(e.take(spec.host, host_stream, syncs));
+    // A layer on several ranks issues at its slowest host's pace.
+    out.push_back(e.take(spec.host, host_stream, syncs, n > 1 ? spec.host.slowest_rank : 1.0));
   }
   return out;
 }

@@ -105,6 +105,15 @@ struct EagerHostCost {
   double expert_us = 0;
   double loop_fwd_us = 0;
   double loop_bwd_us = 0;
+  // The pace of a layer on several ranks: its slowest rank's host time per
+  // call over a typical rank's (>= 1). Every all-to-all waits for the last
+  // rank's launch, so a layer's host-bound parts run at its slowest host's
+  // pace; each rank's Python, measured alone, is at times 1.2-1.8x slower
+  // than its peers for a tenth of a second or more (calibration/
+  // measurements/h100-x4/moe_host_timeline_2026-11-26: the median over
+  // blocks of 20 passes of the slowest of 4 ranks). Every call and sync of
+  // a layer on more than one rank costs this much more; one rank: 1.
+  double slowest_rank = 1;
   double call_us(HostCall c) const;
 };
 // Physical range of each cost (µs): a Python call that launches one CUDA
@@ -115,9 +124,13 @@ struct EagerHostCost {
 inline constexpr double kHostCallMinUs = 3, kHostCallMaxUs = 200;
 inline constexpr double kHostNcclMaxUs = 400, kHostSyncMinUs = 2, kHostSyncMaxUs = 200;
 inline constexpr double kHostLoopMaxUs = 1000;
+// A group's slowest host: no faster than its typical rank, and a rank
+// issuing at under half its peers' pace is a broken machine, not spread
+// (measured per block of passes: 1.02-1.80 on 4 ranks).
+inline constexpr double kHostSlowestRankMax = 2;
 // The named profiles (calibration/fit/moe_host_costs.py, note
 // calibration/fit/moe_host_2026-11-26.md): "h200", the H200 machines'
-// host; "h100", the 4-H100 machine's host.
+// host; "h100" and "h100-fast", two 4-H100 machines' hosts.
 const std::vector<std::string>& host_profile_names();
 const EagerHostCost* host_profile(const std::string& name);
 // The default host (no cluster.host): the H200 machines' profile.
