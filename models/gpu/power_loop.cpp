@@ -14,13 +14,14 @@ namespace {
 // One GPU under the clock model on its own simulator, run for `seconds`;
 // the loops measure over the second half, as the bench does.
 struct GovernedRun {
-  GovernedRun(const GpuSpec& spec, double seconds)
-      : gpu(sim, spec, 0, clock_model()),
+  GovernedRun(const GpuSpec& spec, double seconds, double pinned = 0.0)
+      : gpu(sim, spec, 0, clock_model(pinned)),
         end(sim::Time::zero() + sim::Duration::from_seconds(seconds)),
         half(sim::Time::zero() + sim::Duration::from_seconds(seconds / 2)) {}
-  static GpuOptions clock_model() {
+  static GpuOptions clock_model(double pinned) {
     GpuOptions o;
     o.clock_model = true;
+    o.pinned_clock = pinned;
     return o;
   }
   sim::Simulator sim;
@@ -141,6 +142,42 @@ double governed_burst_speed(const GpuSpec& spec, const KernelDesc& kernel, doubl
   // The kernel at full clock: pinned, back to back (its launch latency excluded, as CUDA events do).
   const double full_s = pinned_kernel_activity(spec, kernel, 1.0).duration_s;
   return full_s * counted / busy_s;
+}
+
+double loop_pass_seconds(const GpuSpec& spec, const std::vector<KernelDesc>& loop, double seconds,
+                         double pinned) {
+  if (loop.empty() || !(seconds > 0.0)) throw std::invalid_argument("loop_pass_seconds needs kernels and time");
+  GovernedRun run(spec, seconds, pinned);
+  sim::Simulator& s = run.sim;
+  Gpu& g = run.gpu;
+  const sim::Time end = run.end, half = run.half;
+  size_t i = 0;
+  int passes = 0;  // whole passes that started in the second half
+  sim::Time pass_start, first_start, last_end;
+  std::function<void()> next = [&] {
+    if (i % loop.size() == 0) {
+      if (s.now() >= end) return;
+      pass_start = s.now();
+    }
+    const bool last = (i + 1) % loop.size() == 0;
+    g.launch(loop[i++ % loop.size()], [&, last](sim::Time, sim::Time stop) {
+      if (last && pass_start >= half) {
+        if (passes++ == 0) first_start = pass_start;
+        last_end = stop;
+      }
+      next();
+    });
+  };
+  s.call_at(sim::Time::zero(), next);
+  s.run();
+  if (passes == 0) throw std::invalid_argument("loop_pass_seconds: no whole pass in the second half");
+  return (last_end - first_start).seconds() / passes;
+}
+
+double governed_loop_speed(const GpuSpec& spec, const std::vector<KernelDesc>& loop, double seconds) {
+  // The rested pass: a few passes at f_max are enough (every pass is alike).
+  const double rested = loop_pass_seconds(spec, loop, 0.05, 1.0);
+  return rested / loop_pass_seconds(spec, loop, seconds);
 }
 
 double governed_loop_clock(const GpuSpec& spec, const std::vector<KernelDesc>& loop, double seconds) {

@@ -46,6 +46,15 @@ KernelActivity pinned_kernel_activity(const GpuSpec& spec, const KernelDesc& ker
 // fraction over the second half, as NVML's samples of a running loop read.
 double governed_loop_clock(const GpuSpec& spec, const std::vector<KernelDesc>& loop, double seconds);
 
+// `loop` run back to back from rest for `seconds` with the governor: its
+// passes per second over the second half over those of the same loop with
+// the clock held at f_max, as sustained_gemm.py's cycles measure it (its
+// rested rate is the median of the first cycles, at full clock). The
+// `pinned` form holds the clock at `pinned` of f_max throughout (1: rested).
+double governed_loop_speed(const GpuSpec& spec, const std::vector<KernelDesc>& loop, double seconds);
+double loop_pass_seconds(const GpuSpec& spec, const std::vector<KernelDesc>& loop, double seconds,
+                         double pinned = 0.0);
+
 // Bursts of `per_burst` back-to-back `kernel`s, one starting every
 // `period_s` (or as soon as the previous burst ends, if later), the GPU
 // idle in between, from rest for `seconds`, with the governor: the
