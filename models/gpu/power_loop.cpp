@@ -57,7 +57,17 @@ std::vector<NamedKernel> power_bench_kernels(const GpuSpec& spec) {
           {"mul", elementwise(spec, 1)},  // a tensor times a scalar
           {"gemm_wide", gemm(spec, 16384, 16384, 4096, Dtype::bf16)},
           {"gemm_fp32", gemm(spec, 8192, 8192, 8192, Dtype::fp32)},
-          {"gemm_decode", gemm(spec, 256, 8192, 8192, Dtype::bf16)}};  // --set bursts' decode pattern
+          {"gemm_decode", gemm(spec, 256, 8192, 8192, Dtype::bf16)},  // --set bursts' decode pattern
+          // --set mix's roofline sweep: M x 8192 @ 8192 x 8192, the weights streamed from HBM
+          {"gemm_m8", gemm(spec, 8, 8192, 8192, Dtype::bf16)},
+          {"gemm_m32", gemm(spec, 32, 8192, 8192, Dtype::bf16)},
+          {"gemm_m64", gemm(spec, 64, 8192, 8192, Dtype::bf16)},
+          {"gemm_m128", gemm(spec, 128, 8192, 8192, Dtype::bf16)},
+          {"gemm_m256", gemm(spec, 256, 8192, 8192, Dtype::bf16)},
+          {"gemm_m512", gemm(spec, 512, 8192, 8192, Dtype::bf16)},
+          {"gemm_m1024", gemm(spec, 1024, 8192, 8192, Dtype::bf16)},
+          {"gemm_m2048", gemm(spec, 2048, 8192, 8192, Dtype::bf16)},
+          {"gemm_m8192", gemm(spec, 8192, 8192, 8192, Dtype::bf16)}};
 }
 
 KernelDesc power_bench_kernel(const GpuSpec& spec, const std::string& name) {
@@ -94,6 +104,7 @@ KernelActivity pinned_kernel_activity(const GpuSpec& spec, const KernelDesc& ker
         sum.activity.tensor += (now.tensor - at_launch.tensor) / length;
         sum.activity.vector += (now.vector - at_launch.vector) / length;
         sum.activity.hbm += (now.hbm - at_launch.hbm) / length;
+        sum.activity.hbm_unshared += (now.hbm_unshared - at_launch.hbm_unshared) / length;
       }
       if (done < runs) next();
     });
@@ -102,7 +113,8 @@ KernelActivity pinned_kernel_activity(const GpuSpec& spec, const KernelDesc& ker
   s.run();
   const double n = runs - 1;
   return KernelActivity{sum.duration_s / n, sum.launch_gap_s / n,
-                        Activity{sum.activity.tensor / n, sum.activity.vector / n, sum.activity.hbm / n}};
+                        Activity{sum.activity.tensor / n, sum.activity.vector / n, sum.activity.hbm / n,
+                                 sum.activity.hbm_unshared / n}};
 }
 
 double governed_burst_speed(const GpuSpec& spec, const KernelDesc& kernel, double period_s, int per_burst,

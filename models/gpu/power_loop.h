@@ -6,8 +6,9 @@
 // The kernels are those of calibration/microbench/power_clock_bench.py:
 // bf16 8192^3 GEMMs, 1 GiB copies, sigmoid/add/mul over 512 MiB bf16
 // tensors, for the held-out set bf16 16384x4096 @ 4096x16384 GEMMs and
-// fp32 8192^3 GEMMs on the CUDA cores, and for the bursts set's decode
-// pattern bf16 256x8192 @ 8192x8192 GEMMs.
+// fp32 8192^3 GEMMs on the CUDA cores, for the bursts set's decode
+// pattern bf16 256x8192 @ 8192x8192 GEMMs, and for the mix set's roofline
+// sweep bf16 M x 8192 @ 8192 x 8192 (gemm_m8 ... gemm_m8192).
 #pragma once
 
 #include <string>
