@@ -10,7 +10,7 @@ nlohmann::json power_activity_table(const models::gpu::GpuSpec& spec) {
   for (int i = 50; i <= 100; ++i) clocks.push_back(i / 100.0);
   nlohmann::json kernels = nlohmann::json::object();
   for (const gpu::NamedKernel& k : gpu::power_bench_kernels(spec)) {
-    nlohmann::json d = nlohmann::json::array(), gap = d, t = d, v = d, h = d;
+    nlohmann::json d = nlohmann::json::array(), gap = d, t = d, v = d, h = d, u = d;
     for (const auto& r : clocks) {
       const gpu::KernelActivity a = gpu::pinned_kernel_activity(spec, k.kernel, r.get<double>());
       d.push_back(a.duration_s);
@@ -18,8 +18,10 @@ nlohmann::json power_activity_table(const models::gpu::GpuSpec& spec) {
       t.push_back(a.activity.tensor);
       v.push_back(a.activity.vector);
       h.push_back(a.activity.hbm);
+      u.push_back(a.activity.hbm_unshared);
     }
-    kernels[k.name] = {{"duration_s", d}, {"launch_gap_s", gap}, {"tensor", t}, {"vector", v}, {"hbm", h}};
+    kernels[k.name] = {{"duration_s", d}, {"launch_gap_s", gap}, {"tensor", t}, {"vector", v}, {"hbm", h},
+                       {"hbm_unshared", u}};
   }
   return {{"gpu", spec.name},
           {"sm_clock_mhz", spec.sm_clock_ghz * 1e3},

@@ -32,6 +32,26 @@ periods 20, 50, 100 and 200 ms at duties 25, 50 and 75%, and a decode-like patte
 linears, every 10 ms with the host idle in between). NVML is sampled as fast as the thread
 manages (--nvml-period, 2 ms here).
 
+--set mix measures what a training step's mix of kernels and a GEMM's roofline position do to the
+clock (issue 16: the model lets memory-bound kernels recover the clock; decode-like GEMMs that
+stream their weights draw less than tensor + HBM power added):
+
+  idle, gemm        as above (short)
+  cycle_gemm        one GPT layer's four bf16 GEMMs (h 4096, 8192 tokens: QKV, out, up, down)
+                    back to back, attention left out
+  cycle_mixed       the same GEMMs with the layer's memory-bound kernels between them, in a
+                    forward layer's order (layer norm, QKV, out, residual add, layer norm, up,
+                    GELU, down, residual add); every kernel has its own CUDA events, so each
+                    kind's steady rate shows which kernels the clock slows
+  cycle_mixed_t2048 the same at 2048 tokens (short memory-bound kernels of 16-64 MiB)
+  step_s4096_b2     four GPT layers fwd+bwd (tp_step_bench.py's TpLayer, h 4096, flash SDPA,
+  step_s2048_b1     batch 2 x 4096 and 1 x 2048 tokens): three single steps each after 1.5 s idle
+                    (from rest), then steps back to back (sustained), one event pair per step
+  gemm_m{M}         bf16 M x 8192 @ 8192 x 8192 back to back, the weights (two 128 MiB sets,
+                    used in turn) streamed from HBM: M = 8 .. 8192 runs from weight-streaming
+                    (decode-like) to compute-bound
+  decode            the bursts set's decode pattern again (96 M = 256 GEMMs every 10 ms)
+
 Samples: `nvidia-smi --query-gpu=timestamp,power.draw,[power.draw.instant,]power.limit,clocks.sm,
 clocks.mem,temperature.gpu,clocks_throttle_reasons.active --format=csv,noheader,nounits -lms 50`
 in a background process, and, when pynvml imports, NVML in a thread every 10 ms (SM clock, power
@@ -40,7 +60,7 @@ by CUDA events whose times are mapped onto the host clock (a reference event rec
 stream), so each kernel's achieved TFLOP/s or GB/s lines up with the samples. Inputs are
 torch.randn; operands (>= 128 MiB each) never fit the 50 MB L2. GPU settings are never changed.
 
-    python3 power_clock_bench.py -o OUT.json [--scale 1.0] [--set fit|heldout|bursts]
+    python3 power_clock_bench.py -o OUT.json [--scale 1.0] [--set fit|heldout|bursts|mix]
 
 The GPU is torch's device 0; nvidia-smi and NVML (which ignore CUDA_VISIBLE_DEVICES) read the
 device whose index CUDA_VISIBLE_DEVICES names first (0 when unset), and the JSON records both
@@ -69,6 +89,8 @@ SMI_FIELDS = ["timestamp", "power.draw", "power.draw.instant", "power.limit", "c
 N = 8192
 MIB = 1 << 20
 DECODE_M = 256  # tokens of the decode pattern's GEMMs (a batch of decode steps)
+LAYER_H, LAYER_TOKENS = 4096, 8192  # --set mix: the h4096 s4096 b2 step's layer
+ROOFLINE_M = (8, 32, 64, 128, 256, 512, 1024, 2048, 8192)  # --set mix: rows of the M x 8192 GEMMs
 
 
 def smi_index():
@@ -261,6 +283,16 @@ class KernelLog:
             out["t_s"].append(round(self.t_ref + self.ref.elapsed_time(s) / 1000.0, 5))
             out["dur_us"].append(round(s.elapsed_time(e) * 1000.0, 1))
         return out
+
+
+def busy_fraction(table):
+    """Kernel time over wall time in the second half of a phase (1: back to back, no idle gaps)."""
+    t, d = table["t_s"], table["dur_us"]
+    if len(t) < 4:
+        return None
+    half = len(t) // 2
+    span = t[-1] + d[-1] * 1e-6 - t[half]
+    return round(sum(d[half:]) * 1e-6 / span, 4) if span > 0 else None
 
 
 def rates(table, work):
@@ -456,13 +488,161 @@ def run_bursts(phase, ops, work, state, out):
         out["errors"].append({"phase": "decode setup", "error": traceback.format_exc()})
 
 
+def layer_cycle(work, t=LAYER_TOKENS, suffix=""):
+    """One GPT layer's kernels (h = LAYER_H, t tokens, bf16), attention left out: returns (GEMMs only,
+    the forward layer's order with its memory-bound kernels) as (kind + suffix, fn) lists, and fills
+    `work` (FLOPs of each GEMM, HBM bytes of each memory-bound kernel)."""
+    import torch.nn.functional as F
+    bf = torch.bfloat16
+    h = LAYER_H
+    r = lambda *shape: torch.randn(*shape, device="cuda", dtype=bf)  # noqa: E731
+    e = lambda *shape: torch.empty(*shape, device="cuda", dtype=bf)  # noqa: E731
+    x, attn = r(t, h), r(t, h)  # the layer's input; a stand-in for attention's output
+    w_qkv, w_o, w_up, w_down = r(h, 3 * h) * h ** -0.5, r(h, h) * h ** -0.5, r(h, 4 * h) * h ** -0.5, \
+        r(4 * h, h) * (4 * h) ** -0.5
+    ln_w, ln_b = torch.ones(h, device="cuda", dtype=bf), torch.zeros(h, device="cuda", dtype=bf)
+    qkv, o, y, up, down, x2 = e(t, 3 * h), e(t, h), e(t, h), e(t, 4 * h), e(t, h), e(t, h)
+    held = {"xn": e(t, h), "yn": e(t, h), "g": e(t, 4 * h)}
+
+    def ln(src, key):
+        return lambda: held.__setitem__(key, F.layer_norm(src, (h,), ln_w, ln_b))
+
+    gemm = {"gemm_qkv": lambda: torch.matmul(held["xn"], w_qkv, out=qkv),
+            "gemm_o": lambda: torch.matmul(attn, w_o, out=o),
+            "gemm_up": lambda: torch.matmul(held["yn"], w_up, out=up),
+            "gemm_down": lambda: torch.matmul(held["g"], w_down, out=down)}
+    for kind, (m, n, k) in {"gemm_qkv": (t, 3 * h, h), "gemm_o": (t, h, h), "gemm_up": (t, 4 * h, h),
+                            "gemm_down": (t, h, 4 * h)}.items():
+        work[kind + suffix] = 2.0 * m * n * k
+    work["layer_norm" + suffix] = 2.0 * t * h * 2
+    work["gelu" + suffix] = 2.0 * t * 4 * h * 2
+    work["add" + suffix] = 3.0 * t * h * 2
+    only = [(k + suffix, gemm[k]) for k in ("gemm_qkv", "gemm_o", "gemm_up", "gemm_down")]
+    mixed = [("layer_norm", ln(x, "xn")), ("gemm_qkv", gemm["gemm_qkv"]), ("gemm_o", gemm["gemm_o"]),
+             ("add", lambda: torch.add(x, o, out=y)), ("layer_norm", ln(y, "yn")),
+             ("gemm_up", gemm["gemm_up"]), ("gelu", lambda: held.__setitem__("g", F.gelu(up))),
+             ("gemm_down", gemm["gemm_down"]), ("add", lambda: torch.add(y, down, out=x2))]
+    mixed = [(kind + suffix, fn) for kind, fn in mixed]
+    for _, fn in mixed:  # warm-up: cuBLAS heuristics, allocator
+        fn()
+    torch.cuda.synchronize()
+    return only, mixed
+
+
+def phase_cycle(kl, seconds, seq):
+    """`seq` ((kind, fn) pairs) over and over, each kernel inside its own events."""
+    t_end = time.perf_counter() + seconds
+    while time.perf_counter() < t_end:
+        for _ in range(4):
+            for kind, fn in seq:
+                kl.run(kind, fn)
+        kl.throttle_host(behind=96)
+
+
+def gpt_step(batch, seq):
+    """tp_step_bench.py's four TpLayers (h 4096, 32 heads, ffn 16384, flash SDPA) without TP: a
+    fwd+bwd step function, warmed up."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from tp_step_bench import TpLayer  # TP size 1: no collectives
+    torch.manual_seed(1)
+    stack = [TpLayer(LAYER_H, 32, 4 * LAYER_H, 1) for _ in range(4)]
+    x = torch.randn(batch, seq, LAYER_H, device="cuda", dtype=torch.bfloat16)
+    g = torch.randn(batch, seq, LAYER_H, device="cuda", dtype=torch.bfloat16)
+    params = [p for layer in stack for p in layer.params()]
+
+    def step():
+        for p in params:
+            p.grad = None
+        y = x
+        for layer in stack:
+            y = layer.forward(y)
+        y.backward(g)
+    for _ in range(2):
+        step()
+    torch.cuda.synchronize()
+    return step
+
+
+def phase_steps(kl, seconds, step, rested=3, rest_s=1.5):
+    """`rested` single steps, each after rest_s idle ("step_rested"), then steps back to back for
+    `seconds` ("step"), the host at most two steps ahead."""
+    import torch_timing as tt  # gpt_step put this folder on sys.path
+    for _ in range(rested):
+        torch.cuda.synchronize()
+        time.sleep(rest_s)
+        tt.backlog(20_000)  # a 20 ms sleep kernel: the host gets ahead before the step starts
+        kl.run("step_rested", step)
+    torch.cuda.synchronize()
+    t_end = time.perf_counter() + seconds
+    ends = []
+    while time.perf_counter() < t_end:
+        ends.append(kl.run("step", step))
+        if len(ends) > 2:
+            ends[-3].synchronize()
+
+
+def run_mix(phase, ops, work, state, out):
+    """--set mix: the layer cycles, two GPT steps, the M sweep and the decode pattern; each guarded."""
+    rec = phase("gemm", 3.0, lambda kl, s: phase_gemm(kl, s, ops, state))
+    if rec and "gemm" in rec["rates"]:
+        state["gemm_steady_s"] = rec["rates"]["gemm"]["steady_us"] * 1e-6
+    try:
+        only, mixed = layer_cycle(work)
+        phase("cycle_gemm", 5.0, lambda kl, s: phase_cycle(kl, s, only), rest_s=1.5)
+        phase("cycle_mixed", 5.0, lambda kl, s: phase_cycle(kl, s, mixed), rest_s=1.5)
+        del only, mixed
+        # The same layer at 2048 tokens: its memory-bound kernels (16-64 MiB) short and partly
+        # L2-resident, as in the GPT-3 TP8 layer of sustained_gemm.py.
+        _, small = layer_cycle(work, 2048, "_t2048")
+        phase("cycle_mixed_t2048", 5.0, lambda kl, s: phase_cycle(kl, s, small), rest_s=1.5)
+        del small
+    except Exception:  # noqa: BLE001
+        out["errors"].append({"phase": "layer cycle setup", "error": traceback.format_exc()})
+    torch.cuda.empty_cache()
+    for batch, seq in ((2, 4096), (1, 2048)):
+        name = "step_s%d_b%d" % (seq, batch)
+        try:
+            step = gpt_step(batch, seq)
+            work["step"] = work["step_rested"] = 1.0  # steps per second
+            phase(name, 6.0, lambda kl, s: phase_steps(kl, s, step), rest_s=0.5)
+            del step
+        except Exception:  # noqa: BLE001
+            out["errors"].append({"phase": name + " setup", "error": traceback.format_exc()})
+        torch.cuda.empty_cache()
+    for m in ROOFLINE_M:
+        name = "gemm_m%d" % m
+        try:
+            a = torch.randn(m, N, device="cuda", dtype=torch.bfloat16)
+            sweep = [(a, b, torch.empty(m, N, device="cuda", dtype=torch.bfloat16)) for _, b, _ in ops]
+            for x, b, c in sweep:
+                torch.matmul(x, b, out=c)
+            work[name] = 2.0 * m * N * N
+            phase(name, 2.5 if m <= 256 else 3.0, lambda kl, s, sw=sweep, n=name: phase_gemm_set(kl, s, sw, n),
+                  rest_s=1.0, keep_kernels=False)
+            del a, sweep
+        except Exception:  # noqa: BLE001
+            out["errors"].append({"phase": name + " setup", "error": traceback.format_exc()})
+    try:
+        x = torch.randn(DECODE_M, N, device="cuda", dtype=torch.bfloat16)
+        dec = [(x, b, torch.empty(DECODE_M, N, device="cuda", dtype=torch.bfloat16)) for _, b, _ in ops]
+        for a, b, c in dec:
+            torch.matmul(a, b, out=c)
+        work["gemm_decode"] = 2.0 * DECODE_M * N * N
+        phase("decode", 3.0, lambda kl, s: phase_burst(kl, s, dec, 0.01, 96, "gemm_decode"), rest_s=1.5,
+              keep_kernels=False)
+    except Exception:  # noqa: BLE001
+        out["errors"].append({"phase": "decode setup", "error": traceback.format_exc()})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("-o", required=True)
     ap.add_argument("--scale", type=float, default=1.0, help="multiplies every phase's length")
-    ap.add_argument("--set", choices=("fit", "heldout", "bursts"), default="fit",
+    ap.add_argument("--set", choices=("fit", "heldout", "bursts", "mix"), default="fit",
                     help="fit: the phases power_fit.py fits on; heldout: other shapes, ratios and bursts; "
-                         "bursts: 20-200 ms bursts at 25-75%% and a decode pattern (the fast limiter)")
+                         "bursts: 20-200 ms bursts at 25-75%% and a decode pattern (the fast limiter); "
+                         "mix: a layer's GEMMs with and without its memory-bound kernels, two GPT steps "
+                         "from rest and sustained, an M x 8192 x 8192 GEMM sweep")
     ap.add_argument("--nvml-period", type=float, help="seconds between NVML samples (10 ms; 2 ms for bursts)")
     args = ap.parse_args()
     sc = args.scale
@@ -504,7 +684,7 @@ def main():
     gemm_work = 2.0 * N ** 3
     work = {"gemm": gemm_work}
 
-    def phase(name, seconds, body, rest_s=2.0):
+    def phase(name, seconds, body, rest_s=2.0, keep_kernels=True):
         section["name"] = name + " rest"
         torch.cuda.synchronize()
         time.sleep(rest_s)
@@ -515,7 +695,8 @@ def main():
             body(kl, seconds * sc)
             tab = kl.table()
             rec = {"phase": name, "t_start_s": round(t_start, 4), "t_end_s": round(time.time() - T0, 4),
-                   "kernels": tab, "rates": rates(tab, work)}
+                   "kernels": tab if keep_kernels else {"kinds": tab["kinds"], "count": len(tab["kind"])},
+                   "rates": rates(tab, work), "busy_fraction_second_half": busy_fraction(tab)}
             out["phases"].append(rec)
             summary = ", ".join("%s %.4g->%.4g /s (%d)" % (k, v["rested_rate"], v["steady_rate"], v["count"])
                                 for k, v in rec["rates"].items())
@@ -551,8 +732,11 @@ def main():
     work["mul"] = 2.0 * x.numel() * 2
 
     section["name"] = "idle"
-    time.sleep((2.0 if args.set == "bursts" else 3.0) * sc)
-    if args.set == "bursts":
+    time.sleep((2.0 if args.set in ("bursts", "mix") else 3.0) * sc)
+    if args.set == "mix":
+        run_mix(phase, ops, work, state, out)
+        bursts = ()
+    elif args.set == "bursts":
         run_bursts(phase, ops, work, state, out)
         bursts = ()
     elif args.set == "fit":

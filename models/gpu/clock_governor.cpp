@@ -18,6 +18,7 @@ void relax(Activity& avg, const Activity& in, double keep) {
   avg.tensor = in.tensor + (avg.tensor - in.tensor) * keep;
   avg.vector = in.vector + (avg.vector - in.vector) * keep;
   avg.hbm = in.hbm + (avg.hbm - in.hbm) * keep;
+  avg.hbm_unshared = in.hbm_unshared + (avg.hbm_unshared - in.hbm_unshared) * keep;
 }
 }  // namespace
 
@@ -29,32 +30,35 @@ void ClockGovernor::advance(sim::Time now) {
   activity_s_.tensor += running_.tensor * dt;
   activity_s_.vector += running_.vector * dt;
   activity_s_.hbm += running_.hbm * dt;
+  activity_s_.hbm_unshared += running_.hbm_unshared * dt;
   relax(averaged_, running_, std::exp(-dt / params_.time_constant.seconds()));
   if (params_.fast_loop()) relax(averaged_fast_, running_, std::exp(-dt / params_.fast_time_constant.seconds()));
   last_ = now;
 }
 
-void ClockGovernor::add(sim::Time now, const Activity& a, double dynamic_w) {
+void ClockGovernor::add(sim::Time now, const Activity& a, double arithmetic_w) {
   advance(now);
   running_.tensor += a.tensor;
   running_.vector += a.vector;
   running_.hbm += a.hbm;
-  dynamic_w_ += dynamic_w;
+  running_.hbm_unshared = unshared_hbm(running_);
+  arithmetic_w_ += arithmetic_w;
   ++pieces_;
 }
 
-void ClockGovernor::remove(sim::Time now, const Activity& a, double dynamic_w) {
+void ClockGovernor::remove(sim::Time now, const Activity& a, double arithmetic_w) {
   advance(now);
   if (--pieces_ <= 0) {
     pieces_ = 0;
     running_ = Activity{};
-    dynamic_w_ = 0.0;
+    arithmetic_w_ = 0.0;
     return;
   }
   running_.tensor = std::max(0.0, running_.tensor - a.tensor);
   running_.vector = std::max(0.0, running_.vector - a.vector);
   running_.hbm = std::max(0.0, running_.hbm - a.hbm);
-  dynamic_w_ = std::max(0.0, dynamic_w_ - dynamic_w);
+  running_.hbm_unshared = unshared_hbm(running_);
+  arithmetic_w_ = std::max(0.0, arithmetic_w_ - arithmetic_w);
 }
 
 double ClockGovernor::clock(sim::Time now) {
@@ -72,7 +76,7 @@ void ClockGovernor::pin(double fraction) {
 Activity ClockGovernor::activity_seconds(sim::Time until) const {
   const double dt = until > last_ ? (until - last_).seconds() : 0.0;
   return Activity{activity_s_.tensor + running_.tensor * dt, activity_s_.vector + running_.vector * dt,
-                  activity_s_.hbm + running_.hbm * dt};
+                  activity_s_.hbm + running_.hbm * dt, activity_s_.hbm_unshared + running_.hbm_unshared * dt};
 }
 
 double ClockGovernor::energy_j(sim::Time until) const {

@@ -26,10 +26,13 @@ class ClockGovernor {
   // activity of the work before it for one already running.
   ClockGovernor(const PowerParams& params, sim::Time start, const Activity& averaged);
 
-  // Work starts or ends now: activity `a` and dynamic power `dynamic_w`
-  // (board power above idle) are added to or removed from what runs.
-  void add(sim::Time now, const Activity& a, double dynamic_w);
-  void remove(sim::Time now, const Activity& a, double dynamic_w);
+  // Work starts or ends now: activity `a` and its arithmetic's power
+  // `arithmetic_w` (W_tensor a_tensor + W_vector a_vector at its clock) are
+  // added to or removed from what runs. The memory path's power follows
+  // from the running sums (memory_power_w: HBM traffic beside arithmetic
+  // shares its on-chip part), so a.hbm_unshared is ignored here.
+  void add(sim::Time now, const Activity& a, double arithmetic_w);
+  void remove(sim::Time now, const Activity& a, double arithmetic_w);
   // The clock fraction (of f_max) for work starting now.
   double clock(sim::Time now);
   // Holds the clock at `fraction` of f_max whatever the activity (the
@@ -43,7 +46,7 @@ class ClockGovernor {
 
   // Board power now (W) and energy (J) from the start to `until` (>= the
   // last update).
-  double power_w() const { return params_.idle_w + dynamic_w_; }
+  double power_w() const { return params_.idle_w + arithmetic_w_ + memory_power_w(params_, running_); }
   double energy_j(sim::Time until) const;
   const Activity& averaged() const { return averaged_; }
   const Activity& averaged_fast() const { return averaged_fast_; }
@@ -55,8 +58,8 @@ class ClockGovernor {
   sim::Time last_;
   Activity averaged_;
   Activity averaged_fast_;  // over fast_time_constant (used when params_.fast_loop())
-  Activity running_;     // summed over what runs now
-  double dynamic_w_ = 0.0;
+  Activity running_;     // summed over what runs now (hbm_unshared: of those sums)
+  double arithmetic_w_ = 0.0;
   int pieces_ = 0;       // work items running: at 0 the sums reset to exact zeros
   double energy_j_ = 0.0;
   Activity activity_s_;  // running activity integrated over time (s)

@@ -242,7 +242,7 @@ class Gpu::Impl : public sim::EventHandler {
     uint32_t ticket = 0;  // its pending end event
     // Clock model: what it adds to the GPU's activity and board power.
     Activity activity;
-    double dynamic_w = 0.0;
+    double arithmetic_w = 0.0;  // its arithmetic's power at its clock (W)
     // The collective HBM load it started under (load_epoch_: a batch
     // restarts a wave only under the same load) and the HBM bytes/s its
     // tiles would move without interference.
@@ -532,7 +532,7 @@ class Gpu::Impl : public sim::EventHandler {
     }
     if (gov_) {
       charge(w);
-      gov_->add(sim_.now(), w.activity, w.dynamic_w);
+      gov_->add(sim_.now(), w.activity, w.arithmetic_w);
       report_power();
     }
     const uint32_t wave = waves_.add(w);
@@ -547,7 +547,7 @@ class Gpu::Impl : public sim::EventHandler {
       if (--live_waves_ == 0) live_demand_ = 0.0;  // no rounding residue left
     }
     if (gov_) {
-      gov_->remove(sim_.now(), waves_[wave].activity, waves_[wave].dynamic_w);
+      gov_->remove(sim_.now(), waves_[wave].activity, waves_[wave].arithmetic_w);
       report_power();
     }
     std::erase(runs_[waves_[wave].run].waves, wave);
@@ -585,14 +585,14 @@ class Gpu::Impl : public sim::EventHandler {
     hbm_load_ = load_count_ == 0 ? 0.0 : std::max(0.0, hbm_load_ + sign * bytes_per_s);
     if (gov_) {
       // The collective's HBM traffic draws power (its SMs' copy loops are
-      // not counted: their arithmetic is small).
+      // not counted: their arithmetic is small); the governor prices it
+      // with whatever arithmetic runs beside it.
       Activity a;
       a.hbm = bytes_per_s / spec_.hbm_bandwidth.bytes_per_s();
-      const double w = spec_.power.hbm_w * a.hbm;
       if (sign > 0) {
-        gov_->add(sim_.now(), a, w);
+        gov_->add(sim_.now(), a, 0.0);
       } else {
-        gov_->remove(sim_.now(), a, w);
+        gov_->remove(sim_.now(), a, 0.0);
       }
       report_power();
     }
@@ -630,8 +630,9 @@ class Gpu::Impl : public sim::EventHandler {
     a.hbm = std::min(1.0, w.sms * r.kernel.bytes_per_tile / length / spec_.hbm_bandwidth.bytes_per_s());
     const PowerParams& p = spec_.power;
     w.activity = a;
-    w.dynamic_w = (p.tensor_w * a.tensor + p.vector_w * a.vector) * dynamic_scale(p, r.clock) +
-                  p.hbm_w * a.hbm;
+    // The memory path's power the governor takes from the sum of what runs
+    // (its on-chip part is shared with arithmetic beside it).
+    w.arithmetic_w = (p.tensor_w * a.tensor + p.vector_w * a.vector) * dynamic_scale(p, r.clock);
   }
 
   // Tells the listener the clock and board power now, when either moved by

@@ -14,13 +14,14 @@ namespace {
 // One GPU under the clock model on its own simulator, run for `seconds`;
 // the loops measure over the second half, as the bench does.
 struct GovernedRun {
-  GovernedRun(const GpuSpec& spec, double seconds)
-      : gpu(sim, spec, 0, clock_model()),
+  GovernedRun(const GpuSpec& spec, double seconds, double pinned = 0.0)
+      : gpu(sim, spec, 0, clock_model(pinned)),
         end(sim::Time::zero() + sim::Duration::from_seconds(seconds)),
         half(sim::Time::zero() + sim::Duration::from_seconds(seconds / 2)) {}
-  static GpuOptions clock_model() {
+  static GpuOptions clock_model(double pinned) {
     GpuOptions o;
     o.clock_model = true;
+    o.pinned_clock = pinned;
     return o;
   }
   sim::Simulator sim;
@@ -56,7 +57,17 @@ std::vector<NamedKernel> power_bench_kernels(const GpuSpec& spec) {
           {"mul", elementwise(spec, 1)},  // a tensor times a scalar
           {"gemm_wide", gemm(spec, 16384, 16384, 4096, Dtype::bf16)},
           {"gemm_fp32", gemm(spec, 8192, 8192, 8192, Dtype::fp32)},
-          {"gemm_decode", gemm(spec, 256, 8192, 8192, Dtype::bf16)}};  // --set bursts' decode pattern
+          {"gemm_decode", gemm(spec, 256, 8192, 8192, Dtype::bf16)},  // --set bursts' decode pattern
+          // --set mix's roofline sweep: M x 8192 @ 8192 x 8192, the weights streamed from HBM
+          {"gemm_m8", gemm(spec, 8, 8192, 8192, Dtype::bf16)},
+          {"gemm_m32", gemm(spec, 32, 8192, 8192, Dtype::bf16)},
+          {"gemm_m64", gemm(spec, 64, 8192, 8192, Dtype::bf16)},
+          {"gemm_m128", gemm(spec, 128, 8192, 8192, Dtype::bf16)},
+          {"gemm_m256", gemm(spec, 256, 8192, 8192, Dtype::bf16)},
+          {"gemm_m512", gemm(spec, 512, 8192, 8192, Dtype::bf16)},
+          {"gemm_m1024", gemm(spec, 1024, 8192, 8192, Dtype::bf16)},
+          {"gemm_m2048", gemm(spec, 2048, 8192, 8192, Dtype::bf16)},
+          {"gemm_m8192", gemm(spec, 8192, 8192, 8192, Dtype::bf16)}};
 }
 
 KernelDesc power_bench_kernel(const GpuSpec& spec, const std::string& name) {
@@ -93,6 +104,7 @@ KernelActivity pinned_kernel_activity(const GpuSpec& spec, const KernelDesc& ker
         sum.activity.tensor += (now.tensor - at_launch.tensor) / length;
         sum.activity.vector += (now.vector - at_launch.vector) / length;
         sum.activity.hbm += (now.hbm - at_launch.hbm) / length;
+        sum.activity.hbm_unshared += (now.hbm_unshared - at_launch.hbm_unshared) / length;
       }
       if (done < runs) next();
     });
@@ -101,7 +113,8 @@ KernelActivity pinned_kernel_activity(const GpuSpec& spec, const KernelDesc& ker
   s.run();
   const double n = runs - 1;
   return KernelActivity{sum.duration_s / n, sum.launch_gap_s / n,
-                        Activity{sum.activity.tensor / n, sum.activity.vector / n, sum.activity.hbm / n}};
+                        Activity{sum.activity.tensor / n, sum.activity.vector / n, sum.activity.hbm / n,
+                                 sum.activity.hbm_unshared / n}};
 }
 
 double governed_burst_speed(const GpuSpec& spec, const KernelDesc& kernel, double period_s, int per_burst,
@@ -141,6 +154,42 @@ double governed_burst_speed(const GpuSpec& spec, const KernelDesc& kernel, doubl
   // The kernel at full clock: pinned, back to back (its launch latency excluded, as CUDA events do).
   const double full_s = pinned_kernel_activity(spec, kernel, 1.0).duration_s;
   return full_s * counted / busy_s;
+}
+
+double loop_pass_seconds(const GpuSpec& spec, const std::vector<KernelDesc>& loop, double seconds,
+                         double pinned) {
+  if (loop.empty() || !(seconds > 0.0)) throw std::invalid_argument("loop_pass_seconds needs kernels and time");
+  GovernedRun run(spec, seconds, pinned);
+  sim::Simulator& s = run.sim;
+  Gpu& g = run.gpu;
+  const sim::Time end = run.end, half = run.half;
+  size_t i = 0;
+  int passes = 0;  // whole passes that started in the second half
+  sim::Time pass_start, first_start, last_end;
+  std::function<void()> next = [&] {
+    if (i % loop.size() == 0) {
+      if (s.now() >= end) return;
+      pass_start = s.now();
+    }
+    const bool last = (i + 1) % loop.size() == 0;
+    g.launch(loop[i++ % loop.size()], [&, last](sim::Time, sim::Time stop) {
+      if (last && pass_start >= half) {
+        if (passes++ == 0) first_start = pass_start;
+        last_end = stop;
+      }
+      next();
+    });
+  };
+  s.call_at(sim::Time::zero(), next);
+  s.run();
+  if (passes == 0) throw std::invalid_argument("loop_pass_seconds: no whole pass in the second half");
+  return (last_end - first_start).seconds() / passes;
+}
+
+double governed_loop_speed(const GpuSpec& spec, const std::vector<KernelDesc>& loop, double seconds) {
+  // The rested pass: a few passes at f_max are enough (every pass is alike).
+  const double rested = loop_pass_seconds(spec, loop, 0.05, 1.0);
+  return rested / loop_pass_seconds(spec, loop, seconds);
 }
 
 double governed_loop_clock(const GpuSpec& spec, const std::vector<KernelDesc>& loop, double seconds) {

@@ -6,8 +6,9 @@
 // The kernels are those of calibration/microbench/power_clock_bench.py:
 // bf16 8192^3 GEMMs, 1 GiB copies, sigmoid/add/mul over 512 MiB bf16
 // tensors, for the held-out set bf16 16384x4096 @ 4096x16384 GEMMs and
-// fp32 8192^3 GEMMs on the CUDA cores, and for the bursts set's decode
-// pattern bf16 256x8192 @ 8192x8192 GEMMs.
+// fp32 8192^3 GEMMs on the CUDA cores, for the bursts set's decode
+// pattern bf16 256x8192 @ 8192x8192 GEMMs, and for the mix set's roofline
+// sweep bf16 M x 8192 @ 8192 x 8192 (gemm_m8 ... gemm_m8192).
 #pragma once
 
 #include <string>
@@ -45,6 +46,15 @@ KernelActivity pinned_kernel_activity(const GpuSpec& spec, const KernelDesc& ker
 // for `seconds` with the governor: the time-weighted mean SM clock
 // fraction over the second half, as NVML's samples of a running loop read.
 double governed_loop_clock(const GpuSpec& spec, const std::vector<KernelDesc>& loop, double seconds);
+
+// `loop` run back to back from rest for `seconds` with the governor: its
+// passes per second over the second half over those of the same loop with
+// the clock held at f_max, as sustained_gemm.py's cycles measure it (its
+// rested rate is the median of the first cycles, at full clock). The
+// `pinned` form holds the clock at `pinned` of f_max throughout (1: rested).
+double governed_loop_speed(const GpuSpec& spec, const std::vector<KernelDesc>& loop, double seconds);
+double loop_pass_seconds(const GpuSpec& spec, const std::vector<KernelDesc>& loop, double seconds,
+                         double pinned = 0.0);
 
 // Bursts of `per_burst` back-to-back `kernel`s, one starting every
 // `period_s` (or as soon as the previous burst ends, if later), the GPU

@@ -31,7 +31,11 @@ std::string num(double v) {
 //    acts); its window from the driver's sampling period (~1 ms) to 50 ms,
 //    and shorter than the slow one's (else it is not the faster loop);
 //  - clock share: all of a tile's time scales with the SM clock (1), or a
-//    part waits on the L2/HBM domain that keeps its clock (below 1).
+//    part waits on the L2/HBM domain that keeps its clock (below 1);
+//  - HBM device share: a copy's whole path costs hbm_w / peak bandwidth,
+//    ~18 pJ/bit on an H100 (490 W at 3.35 TB/s); HBM3 stacks and their
+//    PHYs take ~3-7 pJ/bit, so 0.15-0.4 of it; 1 (no sharing) is allowed
+//    as the additive model's limit.
 std::string PowerParams::check() const {
   auto bad = [](const char* key, double v, Range r) {
     return std::string(key) + " = " + num(v) + " lies outside its physical range [" + num(r.lo) +
@@ -52,6 +56,9 @@ std::string PowerParams::check() const {
   }
   const double tau_ms = time_constant.seconds() * 1e3;
   if (!kTimeConstantMsRange.holds(tau_ms)) return bad("time_constant (ms)", tau_ms, kTimeConstantMsRange);
+  if (!kHbmDeviceShareRange.holds(hbm_device_share)) {
+    return bad("hbm_device_share", hbm_device_share, kHbmDeviceShareRange);
+  }
   if (!kClockShareRange.holds(clock_bound_share)) {
     return bad("clock_bound_share", clock_bound_share, kClockShareRange);
   }
@@ -79,9 +86,22 @@ double dynamic_scale(const PowerParams& p, double r) {
   return compute_speed(p, r) * v * v;
 }
 
+double unshared_hbm(const Activity& a) {
+  return std::max(0.0, a.hbm - std::min(1.0, a.tensor + a.vector));
+}
+
+Activity with_unshared(Activity a) {
+  a.hbm_unshared = unshared_hbm(a);
+  return a;
+}
+
+double memory_power_w(const PowerParams& p, const Activity& a) {
+  return p.hbm_w * (p.hbm_device_share * a.hbm + (1.0 - p.hbm_device_share) * a.hbm_unshared);
+}
+
 double board_power_w(const PowerParams& p, const Activity& a, double r) {
   return p.idle_w + (p.tensor_w * a.tensor + p.vector_w * a.vector) * dynamic_scale(p, r) +
-         p.hbm_w * a.hbm;
+         memory_power_w(p, a);
 }
 
 double cap_clock(const PowerParams& p, const Activity& a) { return cap_clock(p, a, p.cap_w); }

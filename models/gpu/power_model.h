@@ -1,7 +1,8 @@
 // Board power of a GPU from what its SMs and HBM are doing, and the SM clock
 // a power-capped GPU settles at (issue 16, "clocks from a power model").
 //
-//   P(a, f) = P_idle + (W_tensor a_tensor + W_vector a_vector) phi(f) + W_mem a_hbm
+//   P(a, f) = P_idle + (W_tensor a_tensor + W_vector a_vector) phi(f)
+//             + W_mem (sigma a_hbm + (1 - sigma) a_hbm_unshared)
 //   phi(f)  = speed(f) (V(f) / V(f_max))^2                (dynamic CMOS power)
 //   V(f)    = V_min for f <= f_knee, rising linearly to V(f_max) above it
 //
@@ -14,7 +15,18 @@
 // bandwidth. W_mem is the whole path of that traffic (HBM stacks, PHYs, L2
 // and the on-chip network) at full bandwidth; memory-bound loops keep the
 // full SM clock (measured), so its share that follows the clock cannot be
-// told apart and is taken as fixed. The driver lowers the SM clock
+// told apart and is taken as fixed. Only a share sigma
+// (hbm_device_share) of W_mem is the DRAM stacks, their PHYs and memory
+// controllers, paid for every byte; the rest is the on-chip path (L2
+// slices, crossbar, the SMs' load/store pipes) that a copy keeps busy but
+// an SM doing arithmetic already keeps busy with its own operand traffic
+// (a GEMM tile streams its operands through L2 and shared memory far above
+// HBM's rate, whether they come from HBM or hit in L2). So that part is
+// paid only for HBM traffic beside no arithmetic: a_hbm_unshared =
+// max(0, a_hbm - min(1, a_tensor + a_vector)) of what runs at once. A
+// weight-streaming GEMM (decode-like: both at ~0.85) then draws about its
+// tensor power plus the devices' share of the memory power, not both in
+// full. sigma = 1 is the additive model. The driver lowers the SM clock
 // until the power averaged over a time constant stays under the board cap;
 // cap_clock() is the clock at which a given (averaged) activity draws
 // exactly the cap. A second, faster loop (fast_cap_w over
@@ -41,7 +53,17 @@ struct Activity {
   double tensor = 0.0;  // SM-time in tensor-core arithmetic
   double vector = 0.0;  // SM-time in CUDA-core arithmetic
   double hbm = 0.0;     // HBM bytes per second over the peak bandwidth
+  // HBM traffic beside no arithmetic: max(0, hbm - min(1, tensor + vector))
+  // of everything running at once (a time fraction like the others once
+  // averaged). unshared() gives it for one piece of work alone; the clock
+  // governor derives it from its running sums.
+  double hbm_unshared = 0.0;
 };
+
+// `a`'s HBM traffic beside no arithmetic, `a` running alone.
+double unshared_hbm(const Activity& a);
+// `a` with hbm_unshared set to unshared_hbm(a).
+Activity with_unshared(Activity a);
 
 struct PowerParams {
   double cap_w = 0.0;              // board power limit (W); 0: no power model
@@ -49,6 +71,7 @@ struct PowerParams {
   double tensor_w = 0.0;           // tensor pipes busy on the whole GPU, at max clock (W)
   double vector_w = 0.0;           // CUDA cores busy on the whole GPU, at max clock (W)
   double hbm_w = 0.0;              // memory traffic at full HBM bandwidth (W)
+  double hbm_device_share = 1.0;   // sigma: share of hbm_w in the DRAM devices and PHYs
   double min_voltage_ratio = 0.7;  // V_min / V(f_max)
   double knee_fraction = 0.6;      // f_knee / f_max
   double min_clock_fraction = 0.5; // lowest clock the cap drives the SMs to, over f_max
@@ -80,13 +103,18 @@ inline constexpr Range kTimeConstantMsRange{5.0, 2000.0};  // ms
 inline constexpr Range kFastCapRatioRange{1.0, 1.5};        // fast_cap_w over cap_w
 inline constexpr Range kFastTimeConstantMsRange{1.0, 50.0}; // ms, and below time_constant
 inline constexpr Range kClockShareRange{0.2, 1.0};
+inline constexpr Range kHbmDeviceShareRange{0.15, 1.0};
+// The memory path's part of board power (W), which the clock leaves alone:
+// W_mem (sigma a_hbm + (1 - sigma) a_hbm_unshared).
+double memory_power_w(const PowerParams& p, const Activity& a);
 
 // V(f) / V(f_max) at clock fraction r = f / f_max.
 double voltage_ratio(const PowerParams& p, double r);
 // phi(r) = compute_speed(r) V(r)^2: arithmetic's dynamic power at clock
 // fraction r over that at f_max.
 double dynamic_scale(const PowerParams& p, double r);
-// Board power (W) of activity `a` at clock fraction r.
+// Board power (W) of activity `a` at clock fraction r (a.hbm_unshared as
+// given: with_unshared() for one kernel alone).
 double board_power_w(const PowerParams& p, const Activity& a, double r);
 // The highest clock fraction in [min_clock_fraction, 1] whose power for `a`
 // stays at or under `cap_w` (min_clock_fraction when none does); the first

@@ -16,7 +16,8 @@ namespace {
 Activity back_to_back(const GpuSpec& spec, const KernelDesc& k, double clock) {
   const KernelActivity a = pinned_kernel_activity(spec, k, clock);
   const double busy = a.duration_s / (a.duration_s + a.launch_gap_s);
-  return Activity{a.activity.tensor * busy, a.activity.vector * busy, a.activity.hbm * busy};
+  return Activity{a.activity.tensor * busy, a.activity.vector * busy, a.activity.hbm * busy,
+                  a.activity.hbm_unshared * busy};
 }
 }  // namespace
 

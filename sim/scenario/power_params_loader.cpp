@@ -37,6 +37,9 @@ PowerParams read_power_params(ConfigReader& gpu, const PowerParams& base) {
   p.vector_w = in_range(r, "vector_w", base.vector_w, g::kVectorRange,
                         "CUDA cores busy on every SM at max clock, W");
   p.hbm_w = in_range(r, "hbm_w", base.hbm_w, g::kHbmRange, "HBM at full bandwidth, W");
+  p.hbm_device_share = in_range(r, "hbm_device_share", base.hbm_device_share, g::kHbmDeviceShareRange,
+                                "share of hbm_w in the DRAM stacks and PHYs (the rest, the on-chip path, "
+                                "is shared with arithmetic beside the traffic; 1: none shared)");
   p.min_voltage_ratio = in_range(r, "min_voltage_ratio", base.min_voltage_ratio,
                                  g::kVoltageRatioRange, "core voltage at the knee over that at max clock");
   p.knee_fraction = in_range(r, "knee_fraction", base.knee_fraction, g::kKneeRange,

@@ -86,8 +86,8 @@ ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes,
       "clocks", {"model", "sustained", "rested", "auto"}, std::string("auto"),
       "SM clocks: model (the power cap's governor sets each kernel's clock from the GPU's "
       "averaged activity), sustained (tensor efficiencies x the GPU's "
-      "sustained_tensor_fraction), rested (isolated kernels), auto (sustained for training, "
-      "rested otherwise)");
+      "sustained_tensor_fraction), rested (isolated kernels), auto (sustained for training; "
+      "the model, from rest, for every other workload, rested where the GPU has no power model)");
   topology = read_topology(c, cluster);
   cluster.stragglers = read_stragglers(c, cluster.nodes, cluster.gpus_per_node);
   cluster.host = read_host_profile(c);
@@ -103,11 +103,15 @@ ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes,
 
 namespace {
 
-// A training step is minutes of back-to-back GEMMs, so its GPUs run at the
-// clock their power limit allows; a hand-written graph or a serving
-// iteration starts on a rested GPU. Under `model` the governor moves the
-// clock kernel by kernel; a training step starts from the steady state of
-// back-to-back GEMMs (the steps before it), serving and graphs from rest.
+// Under `model` the governor moves the clock kernel by kernel; a training
+// step starts from the steady state of back-to-back GEMMs (the steps before
+// it), everything else from rest. `auto`, the default, takes the model for
+// graphs, serving, collectives and Chakra replays (from rest) and the fixed
+// sustained fraction for training: measured steps hold their GEMMs at the
+// back-to-back rate through their memory-bound kernels, waits and pipeline
+// bubbles, where the model's averaged power lets the clock recover
+// (README, "Clocks from a power model": 3 of 11 H200 steps beyond their
+// bars under the model, none under sustained).
 void apply_clocks(Scenario& s) {
   ClusterConfig& c = s.cluster;
   const bool training = s.workload_kind == "training";
@@ -115,7 +119,8 @@ void apply_clocks(Scenario& s) {
     s.notes.push_back("cluster.clocks: model needs the GPU's power parameters (`power:` in the "
                       "preset); " + c.gpu.name + " has none, so clocks follow cluster.clocks: auto");
   }
-  if (c.clocks == "model" && c.gpu.power.enabled()) {
+  const bool model = c.clocks == "model" || (c.clocks == "auto" && !training);
+  if (model && c.gpu.power.enabled()) {
     namespace g = models::gpu;
     c.clock_model = true;
     const g::SteadyState gemm = g::steady_state(c.gpu, g::reference_gemm(c.gpu));

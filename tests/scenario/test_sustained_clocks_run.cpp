@@ -1,6 +1,7 @@
 // cluster.clocks through the command line: a training step runs its tensor
-// work at the GPU's sustained (power-capped) clocks by default, a graph at
-// rested clocks, and either can be chosen; bad values are exit-2 errors.
+// work at the GPU's sustained (power-capped) clocks by default, a graph
+// under the power model from rest, and any can be chosen; bad values are
+// exit-2 errors.
 #include <string>
 #include <vector>
 
@@ -33,9 +34,9 @@ TEST_CASE("a GEMM at sustained clocks takes 1/0.854 of its rested tile time", "[
   const auto rested = run_summary(kGemm);
   const auto forced_rested = run_summary(kGemm, {"-s", "cluster.clocks=rested"});
   CHECK(rested["ops"][0]["end_s"] == forced_rested["ops"][0]["end_s"]);
-  // The default is still `auto` (README: the model is not the default yet);
-  // under `model` a graph starts on a rested GPU, so one GEMM runs at full
-  // clock, as `rested` does.
+  // The default is `auto`: the power model for a graph (README, "Clocks
+  // from a power model"), which starts on a rested GPU, so one GEMM runs at
+  // full clock, as `rested` does.
   CHECK(rested["config"]["cluster"]["clocks"] == "auto");
   const auto model = run_summary(kGemm, {"-s", "cluster.clocks=model"});
   CHECK(model["ops"][0]["end_s"] == rested["ops"][0]["end_s"]);
@@ -117,6 +118,11 @@ TEST_CASE("power parameters outside their physical ranges are exit-2 errors nami
   // A -s override names itself.
   err = run_bad(with_power("{idle_w: 120}"), {"-s", "cluster.gpu.power.clock_bound_share=3"});
   CHECK(err.find("clock_bound_share") != std::string::npos);
+  err = run_bad(with_power("{hbm_device_share: 0.05}"), {});
+  CHECK(err.find("hbm_device_share") != std::string::npos);
+  CHECK(err.find("physical range") != std::string::npos);
+  err = run_bad(with_power("{idle_w: 120}"), {"-s", "cluster.gpu.power.hbm_device_share=abc"});
+  CHECK(err.find("hbm_device_share") != std::string::npos);
 }
 
 TEST_CASE("a training step under the power model reports its energy and clock counters",

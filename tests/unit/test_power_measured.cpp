@@ -24,9 +24,11 @@
 // out); held out too: h200-x1/sustained_gemm_2026-11-22.json, bf16 8192^3
 // back to back at 1470 MHz, 0.830 of the rested rate.
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "catch.h"
+#include "models/gpu/kernel_cost_model.h"
 #include "models/gpu/power_loop.h"
 #include "models/gpu/power_steady_state.h"
 #include "preset_fixtures.h"
@@ -99,14 +101,66 @@ TEST_CASE("power model: H200 GEMM, copy and mixed loop clocks within 5% of measu
   CHECK(gemm_mhz == Approx(1485).epsilon(0.01));  // fitted
   CHECK(gemm_mhz == Approx(1470).epsilon(0.05));  // held out: another H200
   CHECK(copy_mhz == Approx(1980).epsilon(0.05));
-  CHECK(mixed_mhz == Approx(1635).epsilon(0.05));  // held out: 1650 MHz, +0.9%
+  CHECK(mixed_mhz == Approx(1635).epsilon(0.05));  // held out: 1648 MHz, +0.8%
   CHECK(mixed_mhz > gemm_mhz * 1.05);
   const gpu::SteadyState gemm = gpu::steady_state(h200, gpu::reference_gemm(h200));
   CHECK(gemm.clock * 1980 == Approx(1485).epsilon(0.02));
   CHECK(gemm.clock * 1980 == Approx(gemm_mhz).epsilon(0.002));  // the runtime's clock
-  // Held out: the other H200's 0.830 of the rested rate (0.842 in the
-  // fitted run): 0.863, +4.0%.
-  CHECK(gemm.speed == Approx(0.830).epsilon(0.05));
+  // The GEMMs' throughput at that clock: 0.842 of the rested rate in the
+  // fitted run (clock_bound_share from its back-to-back GEMM phase alone:
+  // 0.844, 1%); held out, the other H200's 0.830 (+1.7%). With the share
+  // fitted on burst windows too (NVML's clock lags bursts) it was 0.863,
+  // +2.5% and +4.0%, and every H200 training step ran that much faster.
+  CHECK(gemm.speed == Approx(0.842).epsilon(0.01));
+  CHECK(gemm.speed == Approx(0.830).epsilon(0.03));
+}
+
+namespace {
+
+// One GPT-3 175B TP8 layer's fp16 GEMMs (b*s 2048, h 12288), alone or each
+// followed by the memory-bound kernels of sustained_gemm.py's
+// memory_ops(): a layer norm over 2048 x 12288, GELU over 2048 x 6144 and a
+// residual add over 2048 x 12288.
+std::vector<gpu::KernelDesc> layer_cycle(const gpu::GpuSpec& spec, bool memory_bound) {
+  gpu::MemoryOpShape norm{.kind = gpu::MemoryOpKind::layer_norm, .rows = 2048, .cols = 12288, .dtype = gpu::Dtype::fp16};
+  gpu::MemoryOpShape gelu{.kind = gpu::MemoryOpKind::elementwise, .elements = 2048 * 6144, .dtype = gpu::Dtype::fp16};
+  gpu::MemoryOpShape add{.kind = gpu::MemoryOpKind::elementwise, .elements = 2048 * 12288, .inputs = 2,
+                         .dtype = gpu::Dtype::fp16};
+  std::vector<gpu::KernelDesc> loop;
+  for (auto [m, n, k] : {std::tuple{2048, 4608, 12288}, {2048, 6144, 12288}, {2048, 12288, 6144}}) {
+    loop.push_back(gpu::gemm_kernel(spec, gpu::GemmShape{m, n, k, 1, gpu::Dtype::fp16}));
+    if (!memory_bound) continue;
+    for (const auto& op : {norm, gelu, add}) loop.push_back(gpu::memory_kernel(spec, op));
+  }
+  return loop;
+}
+
+}  // namespace
+
+// Held out (nothing of the power fit came from these runs): back-to-back
+// cycles of a layer's GEMMs, alone and with memory-bound kernels after each,
+// from rest for 20-30 s, the cycles' throughput over the second half over
+// the first 20 cycles' (calibration/microbench/sustained_gemm.py;
+// calibration/measurements/h200-x1/sustained_gemm_2026-11-22.json and
+// h100-sxm/sustained_gemm{,_mixed}_2026-11-22.json). H200: 0.831 alone,
+// 0.857 with the memory-bound kernels; H100: 0.854 and 0.878. gcsim: H200
+// 0.831 (0.0%) and 0.886 (+3.4%), H100 0.837 (-2.0%) and 0.899 (+2.3%).
+// The mixed cycle is where the model is weakest: it lets the clock recover
+// while the memory-bound kernels run, so the GEMMs speed up; measured, the
+// cycle holds what a fixed GEMM fraction gives (0.862 and 0.886), the GEMMs
+// no faster than alone (README, "Clocks from a power model"). The bar is
+// the issue's 5%.
+TEST_CASE("power model: a layer's GEMM cycle with and without memory-bound kernels (held out)",
+          "[gpu][power][measured]") {
+  for (const auto& [preset, alone, mixed] : {std::tuple{"h200-sxm", 0.831, 0.857}, {"h100-sxm", 0.854, 0.878}}) {
+    const gpu::GpuSpec spec = as_run(preset);
+    const double gemm_only = gpu::governed_loop_speed(spec, layer_cycle(spec, false), 3.0);
+    const double with_memory = gpu::governed_loop_speed(spec, layer_cycle(spec, true), 3.0);
+    INFO(preset << ": GEMM cycle " << gemm_only << " (measured " << alone << "), with memory-bound kernels "
+                << with_memory << " (measured " << mixed << ")");
+    CHECK(gemm_only == Approx(alone).epsilon(0.05));
+    CHECK(with_memory == Approx(mixed).epsilon(0.05));
+  }
 }
 
 TEST_CASE("power model: held-out H100 loops of other shapes and ratios within 5% of measured",

@@ -1,7 +1,8 @@
 // The power model and the power cap's clock governor
 // (models/gpu/power_model.h, clock_governor.h), against hand-computed
-// figures: P = idle + W a phi(f) + W_hbm a_hbm, the cap's clock, the
-// first-order averaging and the energy integral.
+// figures: P = idle + W a phi(f) + W_hbm (sigma a_hbm + (1 - sigma)
+// a_unshared), the cap's clock, the first-order averaging and the energy
+// integral.
 #include <cmath>
 
 #include "catch.h"
@@ -71,6 +72,40 @@ TEST_CASE("power model: board power and the clock that meets the cap", "[gpu][po
   CHECK(gpu::compute_speed(p, 0.5) == Approx(0.5));
 }
 
+TEST_CASE("power model: HBM traffic beside arithmetic pays only the devices' share of its path",
+          "[gpu][power]") {
+  gpu::PowerParams p = flat_voltage();
+  p.hbm_device_share = 0.3;
+  // A copy (no arithmetic): its whole path, as before: 100 + 200.
+  const gpu::Activity copy = gpu::with_unshared({0.0, 0.0, 1.0});
+  CHECK(copy.hbm_unshared == 1.0);
+  CHECK(gpu::board_power_w(p, copy, 1.0) == Approx(300.0));
+  // A weight-streaming GEMM, tensor 0.85 and HBM 0.87 at once: 0.02 of the
+  // traffic beside no arithmetic. 100 + 850 + 200 (0.3 x 0.87 + 0.7 x 0.02)
+  // = 1005 W, where the additive model (sigma 1) says 100 + 850 + 174.
+  const gpu::Activity decode = gpu::with_unshared({0.85, 0.0, 0.87});
+  CHECK(decode.hbm_unshared == Approx(0.02));
+  CHECK(gpu::board_power_w(p, decode, 1.0) == Approx(1005.0));
+  gpu::PowerParams additive = p;
+  additive.hbm_device_share = 1.0;
+  CHECK(gpu::board_power_w(additive, decode, 1.0) == Approx(1124.0));
+  // The governor prices what runs at once: a GEMM wave (tensor 0.9, HBM
+  // 0.1) and a collective's HBM stream (0.3) beside it share the on-chip
+  // path: memory 200 x 0.3 x 0.4 = 24 W; the stream alone 200 x 0.3 = 60 W.
+  gpu::ClockGovernor g(p, sim::Time::zero(), gpu::Activity{});
+  gpu::Activity stream;
+  stream.hbm = 0.3;
+  g.add(sim::Time::zero(), stream, 0.0);
+  CHECK(g.power_w() == Approx(160.0));
+  g.add(sim::Time::zero(), gpu::Activity{0.9, 0.0, 0.1}, 900.0);
+  CHECK(g.power_w() == Approx(100.0 + 900.0 + 24.0));
+  // Over 1 s the unshared traffic integrates to 0.
+  CHECK(g.activity_seconds(sim::Time::zero() + sim::ms(int64_t{1000})).hbm_unshared == Approx(0.0));
+  g.remove(sim::Time::zero() + sim::ms(int64_t{1000}), gpu::Activity{0.9, 0.0, 0.1}, 900.0);
+  CHECK(g.power_w() == Approx(160.0));
+  CHECK(g.activity_seconds(sim::Time::zero() + sim::ms(int64_t{1500})).hbm_unshared == Approx(0.15));
+}
+
 TEST_CASE("power model: parameters outside their physical ranges are named", "[gpu][power]") {
   gpu::PowerParams p = flat_voltage();
   CHECK(p.check().empty());
@@ -82,6 +117,11 @@ TEST_CASE("power model: parameters outside their physical ranges are named", "[g
   p = flat_voltage();
   p.clock_bound_share = 0.05;  // below 0.2
   CHECK(p.check().find("clock_bound_share") != std::string::npos);
+  p = flat_voltage();
+  p.hbm_device_share = 0.1;  // below 0.15: DRAM stacks cheaper than ~3 pJ/bit
+  CHECK(p.check().find("hbm_device_share") != std::string::npos);
+  p.hbm_device_share = 1.2;
+  CHECK(p.check().find("hbm_device_share") != std::string::npos);
   // The fast loop: a cap below the board cap, above 1.5x it, a window
   // outside 1-50 ms or not below the slow one.
   p = flat_voltage();
@@ -135,9 +175,10 @@ TEST_CASE("clock governor: averaged activity, clock and energy from rest", "[gpu
   gpu::ClockGovernor g(p, t0, gpu::Activity{});
   // Rested: full clock.
   CHECK(g.clock(t0) == 1.0);
-  // Back-to-back tensor work (activity 1, HBM 0.25) drawing 800 W dynamic.
+  // Back-to-back tensor work (activity 1, HBM 0.25) drawing 800 W dynamic:
+  // 750 W of arithmetic, and the governor's 200 x 0.25 W of memory traffic.
   const gpu::Activity gemm{1.0, 0.0, 0.25};
-  g.add(t0, gemm, 800.0);
+  g.add(t0, gemm, 750.0);
   // After one time constant the average holds 1 - 1/e of it.
   const sim::Time tau = t0 + sim::ms(int64_t{100});
   const double clock_at_tau = g.clock(tau);
@@ -151,7 +192,7 @@ TEST_CASE("clock governor: averaged activity, clock and energy from rest", "[gpu
   // Settled (10 tau): the clock that holds the work itself at the cap.
   CHECK(g.clock(t0 + sim::ms(int64_t{1000})) == Approx(0.55).epsilon(1e-4));
   // Idle recovers the clock: after 10 tau without work, full clock again.
-  g.remove(t0 + sim::ms(int64_t{1000}), gemm, 800.0);
+  g.remove(t0 + sim::ms(int64_t{1000}), gemm, 750.0);
   CHECK(g.power_w() == Approx(100.0));
   CHECK(g.clock(t0 + sim::ms(int64_t{2000})) == 1.0);
   CHECK(g.energy_j(t0 + sim::ms(int64_t{2000})) == Approx(900.0 + 100.0));
