@@ -173,7 +173,9 @@ FusedAttentionTerms fused_attention_terms(const GpuSpec& spec, const AttentionSh
   t.waves = ceil_div(t.tiles, spec.sm_count);
   const double tiles = static_cast<double>(t.tiles);
   t.mma_s = mma_flops / tiles / mma_rate;
-  t.exp_s = exps / tiles / sfu_rate;
+  // A spec without an SM clock (datasheet fixtures) has no SFU rate: no
+  // exponential term rather than an infinite one.
+  t.exp_s = sfu_rate > 0.0 ? exps / tiles / sfu_rate : 0.0;
   return t;
 }
 
