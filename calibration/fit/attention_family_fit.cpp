@@ -140,6 +140,22 @@ void solve_pass(const GpuSpec& spec, const std::vector<const AttentionPoint*>& p
   pass.wave_overhead = sim::Duration::from_seconds(x[3]);
 }
 
+// Puts a pass's parameters where the family's kernel reads them
+// (fused_attention_pass()).
+void set_pass(GpuSpec& spec, AttentionFamily family, bool backward, const FusedAttentionPass& pass) {
+  if (family == AttentionFamily::flash2) {
+    auto& e = spec.efficiency;
+    (backward ? e.attention_backward : e.attention) = pass.efficiency;
+    (backward ? e.attention_backward_tile_overhead : e.attention_tile_overhead) = pass.wave_overhead;
+    auto& f = backward ? e.flash2_prefill.backward : e.flash2_prefill.forward;
+    f.wide_head = pass.wide_head;
+    f.softmax_exposed = pass.softmax_exposed;
+    return;
+  }
+  auto& fam = spec.efficiency.fused_attention(family);
+  (backward ? fam.backward : fam.forward) = pass;
+}
+
 // Solves, then drops the points the fitted model calls memory-bound and
 // solves again, until the set stops changing (at most 5 rounds).
 void fit_pass(const GpuSpec& spec, AttentionFamily family,
@@ -154,8 +170,7 @@ void fit_pass(const GpuSpec& spec, AttentionFamily family,
   for (int round = 0; round < 5; ++round) {
     solve_pass(spec, used, pass, any_wide);
     GpuSpec trial = spec;
-    auto& fam = trial.efficiency.fused_attention(family);
-    (backward ? fam.backward : fam.forward) = pass;
+    set_pass(trial, family, backward, pass);
     std::vector<const AttentionPoint*> next;
     for (const AttentionPoint* p : pts) {
       if (!memory_bound(trial, *p)) next.push_back(p);
@@ -334,6 +349,39 @@ FusedAttentionParams fit_attention_family(const GpuSpec& spec, AttentionFamily f
   fit_pass(spec, family, bwd, true, p.backward, name + " backward", notes);
   fit_decode(spec, family, dec, p, name, notes);
   return p;
+}
+
+Flash2PrefillFit fit_flash2_prefill(const GpuSpec& spec, const std::vector<AttentionPoint>& points,
+                                    std::vector<std::string>& notes) {
+  Flash2PrefillFit fit{models::gpu::fused_attention_pass(spec, AttentionFamily::flash2, false),
+                       models::gpu::fused_attention_pass(spec, AttentionFamily::flash2, true)};
+  std::vector<const AttentionPoint*> fwd, bwd;
+  for (const auto& pt : points) {
+    if (pt.heldout || pt.backend != "FLASH_ATTENTION" || is_decode(pt.shape)) continue;
+    (pt.shape.backward ? bwd : fwd).push_back(&pt);
+  }
+  fit_pass(spec, AttentionFamily::flash2, fwd, false, fit.forward, "flash2 forward", notes);
+  fit_pass(spec, AttentionFamily::flash2, bwd, true, fit.backward, "flash2 backward", notes);
+  return fit;
+}
+
+void apply_flash2_prefill(GpuSpec& spec, const Flash2PrefillFit& fit) {
+  set_pass(spec, AttentionFamily::flash2, false, fit.forward);
+  set_pass(spec, AttentionFamily::flash2, true, fit.backward);
+}
+
+std::string flash2_prefill_yaml(const Flash2PrefillFit& fit) {
+  std::ostringstream o;
+  auto ns = [](sim::Duration d) { return std::to_string(std::llround(d.seconds() * 1e9)) + "ns"; };
+  o << std::setprecision(4) << "  attention: " << fit.forward.efficiency
+    << "\n  attention_backward: " << fit.backward.efficiency
+    << "\n  attention_tile_overhead: " << ns(fit.forward.wave_overhead)
+    << "\n  attention_backward_tile_overhead: " << ns(fit.backward.wave_overhead)
+    << "\n    flash2:\n      forward: {wide_head: " << fit.forward.wide_head
+    << ", softmax_exposed: " << fit.forward.softmax_exposed
+    << "}\n      backward: {wide_head: " << fit.backward.wide_head
+    << ", softmax_exposed: " << fit.backward.softmax_exposed << "}\n";
+  return o.str();
 }
 
 models::gpu::Flash2DecodeParams fit_flash2_decode(const GpuSpec& spec,

@@ -55,6 +55,23 @@ models::gpu::FusedAttentionParams fit_attention_family(const models::gpu::GpuSpe
                                                        const std::vector<AttentionPoint>& points,
                                                        std::vector<std::string>& notes);
 
+// Fits flash2's prefill (FlashAttention-2's tiles, attention_kernel_model.h)
+// on the FLASH_ATTENTION forward and backward points that are not held
+// out, the same way as a fused family's passes: per pass the MMA efficiency
+// and per-wave overhead (GpuEfficiency::attention, attention_backward,
+// attention(_backward)_tile_overhead) and flash2_prefill's wide_head and
+// softmax_exposed. Without points a pass keeps `spec`'s values.
+struct Flash2PrefillFit {
+  models::gpu::FusedAttentionPass forward;
+  models::gpu::FusedAttentionPass backward;
+};
+Flash2PrefillFit fit_flash2_prefill(const models::gpu::GpuSpec& spec,
+                                    const std::vector<AttentionPoint>& points,
+                                    std::vector<std::string>& notes);
+void apply_flash2_prefill(models::gpu::GpuSpec& spec, const Flash2PrefillFit& fit);
+// The preset lines: efficiency.attention* and attention_families.flash2's passes.
+std::string flash2_prefill_yaml(const Flash2PrefillFit& fit);
+
 // Fits flash2's decode (models/gpu/attention_flash2_decode.h) on the
 // FLASH_ATTENTION decode points that are not held out: each wave of CTAs
 // costs max(MMA time / efficiency, memory time at the HBM peak / bandwidth)

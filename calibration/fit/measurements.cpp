@@ -139,6 +139,10 @@ void add_record(MeasurementSet& set, const json& r, const json& meta, const std:
     if (s.q_len <= models::gpu::kDecodeMaxQueryLen && m.excluded.empty()) {
       m.excluded = "decode: fitted apart (attention_family_fit)";
     }
+    // flash2's prefill parameters (efficiency.attention*, flash2_prefill)
+    // are fitted on head dims 64-192 by attention_family_fit; this run (head
+    // dim 128) validates them, another day and host.
+    m.validation_only = true;
     m.label = "attention " + pass + " b" + std::to_string(s.batch) + " h" +
               std::to_string(s.heads) + "/" + std::to_string(s.kv_heads) + " q" +
               std::to_string(s.q_len) + " kv" + std::to_string(s.kv_len) + " d" +

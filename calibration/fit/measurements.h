@@ -26,6 +26,9 @@ struct Measurement {
   // throttled (SM clock < 90% of its maximum after the case), the stream was
   // not back-logged, or the record has no model op.
   std::string excluded;
+  // Fitted elsewhere with parameters of its own (flash2's prefill:
+  // attention_family_fit.h): checked against the profile, never fitted by it.
+  bool validation_only = false;
   std::optional<models::gpu::GemmShape> gemm;
   std::optional<models::gpu::MemoryOpShape> memory;
   std::optional<models::gpu::AttentionShape> attention;

@@ -301,8 +301,17 @@ FitResult fit_profile(const GpuSpec& base, const std::vector<const Measurement*>
   note(tf32, "tensor.tf32");
   note(fp8, "tensor.fp8");
   note(fp32, "vector");
-  note(att, "attention");
-  note(att_bwd, "attention_backward");
+  // flash2's prefill (attention, attention_backward, their tile overheads)
+  // is fitted apart on head dims 64-192 (attention_family_fit.h); the
+  // profile validates it on its own attention run.
+  if (!att && !att_bwd) {
+    best.notes.push_back(
+        "attention, attention_backward, attention(_backward)_tile_overhead: flash2 prefill, "
+        "fitted apart (attention_family_fit); preset values");
+  } else {
+    note(att, "attention");
+    note(att_bwd, "attention_backward");
+  }
   note(row, "row_reduction");
   best.notes.push_back("tensor.int8: not measured; preset value kept");
   return best;

@@ -68,6 +68,10 @@ std::vector<Split> split_measurements(const MeasurementSet& set) {
       splits[i] = Split::excluded;
       continue;
     }
+    if (set.items[i].validation_only) {
+      splits[i] = Split::heldout;
+      continue;
+    }
     by_class[set.items[i].shape_class].push_back(i);
   }
   for (auto& [cls, idx] : by_class) {

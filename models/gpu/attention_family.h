@@ -73,6 +73,24 @@ struct FusedAttentionParams {
   sim::Duration decode_split_overhead = sim::Duration::zero();
 };
 
+// FlashAttention-2's prefill (flash2, forward and backward) beyond the MMA
+// efficiency and per-wave overhead that GpuEfficiency::attention,
+// attention_backward and attention(_backward)_tile_overhead carry: the
+// same two terms as a fused family's pass (FusedAttentionPass), on FA2's
+// own tile shapes and occupancy (attention_kernel_model.h).
+struct Flash2PrefillPass {
+  // Multiplier on efficiency at V head dim 192 (as FusedAttentionPass), in (0, 1].
+  double wide_head = 1.0;
+  // Fraction of the exponentials' SFU time not hidden under the MMAs, in
+  // [0, 1]: FA2 runs softmax and mma.sync in the same warps, one after the
+  // other; only the other CTA's warps on the SM can fill the gap.
+  double softmax_exposed = 0.0;
+};
+struct Flash2PrefillParams {
+  Flash2PrefillPass forward;
+  Flash2PrefillPass backward;
+};
+
 // FlashAttention-2's decode (flash2, q_len <= 16; attention_flash2_decode.h):
 // a split-KV kernel (64 query rows per CTA) when the heads leave SMs idle,
 // else the plain forward kernel (128 query rows per CTA); either runs its

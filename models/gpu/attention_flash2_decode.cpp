@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/gpu/attention_kernel_model.h"
+#include "models/gpu/kernel_cost_model.h"
 
 namespace gcsim::models::gpu {
 
@@ -94,9 +95,10 @@ KernelDesc flash2_decode_kernel(const GpuSpec& spec, const AttentionShape& s,
   const double keys = static_cast<double>(ceil_div(kv, key_block(s.head_dim)) * key_block(s.head_dim));
   const double executed = static_cast<double>(g.row_blocks * g.block_m) * keys * 2.0 * (d + dv);
   const double useful = attention_flops(s);
-  const double bytes = (static_cast<double>(s.batch * s.heads * s.q_len) +
-                        static_cast<double>(s.batch * kv_heads * kv)) *
-                       (d + dv) * dtype_bytes(s.dtype);
+  // Q read and O written per query row; K and V per key (once if shared).
+  const double bytes = (static_cast<double>(s.batch * s.heads * s.q_len) * (d + dv) +
+                        static_cast<double>(s.batch * kv_heads * kv) * attention_kv_width(s)) *
+                       dtype_bytes(s.dtype);
   k.tiles = g.ctas();
   k.flops_per_tile = useful / static_cast<double>(k.tiles);
   k.bytes_per_tile = bytes / static_cast<double>(k.tiles);

@@ -39,13 +39,15 @@ std::string shape_name(const AttentionShape& s) {
          (s.causal ? " causal " : " ") + std::string(dtype_name(s.dtype));
 }
 
-// HBM bytes of Q, K, V, O (and their gradients backward), each moved once.
+// HBM bytes of Q, K, V, O (and their gradients backward), each moved once
+// (K and V once together when V is a slice of K).
 double io_bytes(const AttentionShape& s) {
   const double b = static_cast<double>(s.batch), h = static_cast<double>(s.heads),
                hkv = static_cast<double>(kv_heads_of(s)), q = static_cast<double>(s.q_len),
                kv = static_cast<double>(kv_len_of(s)),
                dsum = static_cast<double>(s.head_dim + dv_of(s));
-  const double once = (b * h * q + b * hkv * kv) * dsum * dtype_bytes(s.dtype);
+  const double once =
+      (b * h * q * dsum + b * hkv * kv * attention_kv_width(s)) * dtype_bytes(s.dtype);
   return s.backward ? 2.0 * once : once;
 }
 
@@ -59,6 +61,18 @@ int64_t decode_tiles(const GpuSpec& spec, const AttentionShape& s) {
 }  // namespace
 
 AttentionTile attention_tile(AttentionFamily family, int64_t d, bool backward) {
+  if (family == AttentionFamily::flash2) {
+    if (backward) {
+      if (d <= 64) return {128, 128, 8};
+      if (d <= 128) return {64, 128, 8};
+      return {64, 64, 8};
+    }
+    if (d <= 64) return {128, 128, 4};
+    if (d <= 128) return {128, 64, 4};
+    if (d <= 160) return {128, 32, 4};
+    if (d <= 224) return {128, 64, 8};
+    return {64, 64, 4};
+  }
   if (family == AttentionFamily::flash3) {
     if (d <= 64) return backward ? AttentionTile{128, 128} : AttentionTile{192, 128};
     if (d <= 128) return backward ? AttentionTile{64, 128} : AttentionTile{128, 128};
@@ -69,6 +83,18 @@ AttentionTile attention_tile(AttentionFamily family, int64_t d, bool backward) {
   // half-width key blocks above; backward 64-row query blocks.
   if (d <= 128) return backward ? AttentionTile{64, 128} : AttentionTile{128, 128};
   return backward ? AttentionTile{64, 64} : AttentionTile{128, 64};
+}
+
+int64_t attention_ctas_per_sm(AttentionFamily family, AttentionTile tile, int64_t d,
+                              bool backward) {
+  if (family != AttentionFamily::flash2) return 1;
+  constexpr int64_t kRegistersPerSm = 65536, kRegistersPerThread = 255;
+  constexpr int64_t kSmemPerSm = 228 * 1024;  // bytes, Hopper
+  const int64_t by_registers = kRegistersPerSm / (tile.warps * 32 * kRegistersPerThread);
+  // Forward: Q (m rows) and double-buffered-free K and V (n rows each), bf16.
+  const int64_t smem = (tile.m + 2 * tile.n) * ((d + 31) / 32 * 32) * 2;
+  const int64_t by_smem = backward ? 1 : kSmemPerSm / smem;
+  return std::max<int64_t>(1, std::min(by_registers, by_smem));
 }
 
 double executed_pairs(const AttentionShape& s, AttentionTile t) {
@@ -128,32 +154,53 @@ FusedAttentionTerms fused_attention_terms(const GpuSpec& spec, const AttentionSh
   const double d = static_cast<double>(s.head_dim), dv = static_cast<double>(dv_of(s));
   t.wide = std::clamp(dv / 64.0 - 2.0, 0.0, 2.0);
   double mma_flops = 0.0, exps = 0.0;
-  if (s.q_len <= kDecodeMaxQueryLen) {
+  // flash2's decode is its own kernel (attention_flash2_decode.h); its
+  // backward at a few query rows runs the prefill tiles.
+  if (s.q_len <= kDecodeMaxQueryLen && s.family != AttentionFamily::flash2) {
     t.decode = true;
-    t.tiles = decode_tiles(spec, s);
+    t.tiles = t.ctas = decode_tiles(spec, s);
     mma_flops = attention_flops(s);
     exps = bh * attention_pairs(s);
   } else {
     const AttentionTile tile = attention_tile(s.family, s.head_dim, s.backward);
-    t.tiles = s.batch * s.heads * ceil_div(s.backward ? kv_len_of(s) : s.q_len,
-                                           s.backward ? tile.n : tile.m);
+    t.ctas = s.batch * s.heads * ceil_div(s.backward ? kv_len_of(s) : s.q_len,
+                                          s.backward ? tile.n : tile.m);
+    // CTAs that share an SM run as one tile of their summed work.
+    t.tiles = ceil_div(t.ctas, attention_ctas_per_sm(s.family, tile, s.head_dim, s.backward));
     exps = bh * executed_pairs(s, tile);
     mma_flops = exps * (s.backward ? 2.0 * (3.0 * d + 2.0 * dv) : 2.0 * (d + dv));
   }
   t.waves = ceil_div(t.tiles, spec.sm_count);
   const double tiles = static_cast<double>(t.tiles);
   t.mma_s = mma_flops / tiles / mma_rate;
-  t.exp_s = exps / tiles / sfu_rate;
+  // A spec without an SM clock (datasheet fixtures) has no SFU rate: no
+  // exponential term rather than an infinite one.
+  t.exp_s = sfu_rate > 0.0 ? exps / tiles / sfu_rate : 0.0;
   return t;
 }
 
+FusedAttentionPass fused_attention_pass(const GpuSpec& spec, AttentionFamily family, bool backward) {
+  if (family == AttentionFamily::flash2) {
+    const GpuEfficiency& e = spec.efficiency;
+    const Flash2PrefillPass& f = backward ? e.flash2_prefill.backward : e.flash2_prefill.forward;
+    return FusedAttentionPass{backward ? e.attention_backward : e.attention, f.wide_head,
+                              f.softmax_exposed,
+                              backward ? e.attention_backward_tile_overhead : e.attention_tile_overhead};
+  }
+  const FusedAttentionParams& p = spec.efficiency.fused_attention(family);
+  return backward ? p.backward : p.forward;
+}
+
 KernelDesc fused_attention_kernel(const GpuSpec& spec, const AttentionShape& s) {
-  if (s.family != AttentionFamily::flash3 && s.family != AttentionFamily::cudnn) {
-    throw std::invalid_argument("fused_attention_kernel: family must be flash3 or cudnn");
+  if (s.family == AttentionFamily::unfused) {
+    throw std::invalid_argument("fused_attention_kernel: unfused is not a fused family");
+  }
+  if (s.family == AttentionFamily::flash2 && s.q_len <= kDecodeMaxQueryLen && !s.backward) {
+    throw std::invalid_argument("fused_attention_kernel: flash2's decode is flash2_decode_kernel");
   }
   const FusedAttentionTerms t = fused_attention_terms(spec, s);
   const FusedAttentionParams& p = spec.efficiency.fused_attention(s.family);
-  const FusedAttentionPass& pass = s.backward ? p.backward : p.forward;
+  const FusedAttentionPass pass = fused_attention_pass(spec, s.family, s.backward);
   if (!(pass.efficiency > 0.0 && pass.efficiency <= 1.0) ||
       !(pass.wide_head > 0.0 && pass.wide_head <= 1.0) ||
       !(pass.softmax_exposed >= 0.0 && pass.softmax_exposed <= 1.0)) {

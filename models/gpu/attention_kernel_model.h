@@ -1,13 +1,12 @@
 // The cost of attention by kernel family (attention_family.h), as tile grids
 // the GPU model runs (kernel.h).
 //
-// flash2 is kernel_cost_model.cpp's FlashAttention-2 model: query blocks of
-// 128 rows, one fitted efficiency and per-wave overhead per pass.
-//
-// flash3 and cudnn, the Hopper-class fused kernels: a forward CTA owns M
+// flash2 (FlashAttention-2's prefill, forward and backward), flash3 and
+// cudnn are tile grids of the same form: a forward CTA owns M
 // query rows and loops over the keys in blocks of N; a backward CTA owns N
 // keys and loops over the queries in blocks of M (tile shapes per family and
-// head dim: attention_tile()). A tile's time is
+// head dim: attention_tile(); FA2 puts 2 CTAs of 4 warps on an SM where
+// registers allow, attention_ctas_per_sm()). A tile's time is
 //   executed MMA flops / (SM tensor rate x efficiency [x wide_head, dv > 128])
 //   + softmax_exposed x exponentials / SM SFU rate,
 // where executed work counts whole blocks: causal diagonal blocks run in
@@ -22,7 +21,13 @@
 // (S recomputed, dP, dV, dQ, dK: 2.5x the forward at d = dv), with one
 // exponential per score in each pass (backward recomputes P).
 //
-// Decode (q_len <= 16) is split-KV (flash-decoding) for every fused family:
+// flash2 takes its efficiency and wave overhead from GpuEfficiency::attention
+// (attention_backward, attention(_backward)_tile_overhead) and the other two
+// terms from GpuEfficiency::flash2_prefill: at head dim 64 a 128 x 128 FA2
+// forward tile runs 2 CTAs a SM and its exponentials are a quarter of the
+// MMA time at full rate; at 192 one 8-warp CTA a SM, its O accumulator 1.5x.
+//
+// Decode (q_len <= 16) of flash3 and cudnn is split-KV (flash-decoding):
 // b x kv_heads x splits CTAs (decode_kv_splits) reading the KV cache at
 // decode_bandwidth of the HBM peak, plus decode_wave_overhead per wave and,
 // when the keys are split, decode_split_overhead once for the kernel that
@@ -46,13 +51,31 @@
 
 namespace gcsim::models::gpu {
 
-// One CTA's block: m query rows by n keys.
+// One CTA's block: m query rows by n keys, run by `warps` warps.
 struct AttentionTile {
   int64_t m = 128, n = 128;
+  int64_t warps = 4;
 };
-// flash3: FlashAttention-3's Hopper tile shapes (hopper/tile_size.h);
-// cudnn: not published, taken alike (128 x 128 forward up to d = 128).
+// flash2: the kernel traits PyTorch's FlashAttention-2 launches on sm_90
+// without dropout (aten/src/ATen/native/transformers/cuda/flash_attn/
+// flash_fwd_launch_template.h, flash_bwd_launch_template.h, run_mha_*_hdimD;
+// the head dim rounds up to 32, 64, 96, 128, 160, 192, 224 or 256): forward
+// 128 x 128 (d <= 64), 128 x 64 (d <= 128), 128 x 32 (160), 128 x 64 with 8
+// warps (192, 224), 64 x 64 (256, Hopper's choice: 2 CTAs a SM); backward
+// (one CTA per key block) 128 x 128 (d <= 64), 64 x 128 (d <= 128), 64 x 64
+// above, all 8 warps. flash3: FlashAttention-3's Hopper tile shapes
+// (hopper/tile_size.h); cudnn: not published, taken alike (128 x 128 forward
+// up to d = 128).
 AttentionTile attention_tile(AttentionFamily family, int64_t head_dim, bool backward);
+
+// CTAs of `tile` that run on one SM at a time. flash2: FA2's kernels take
+// close to the 255-register limit a thread (mma.sync accumulators of S and
+// O in registers), so the 64K-register file of sm_80/sm_90 holds two 4-warp
+// CTAs or one 8-warp CTA; its forward's shared memory ((m + 2n) x d bf16:
+// 48-96 KiB) fits twice in Hopper's 228 KiB. flash3 and cudnn: one
+// (warp-specialised CTAs sized to the SM).
+int64_t attention_ctas_per_sm(AttentionFamily family, AttentionTile tile, int64_t head_dim,
+                              bool backward);
 
 // (query, key) pairs one (batch, head) computes with whole blocks of `tile`
 // (forward: query blocks of tile.m over key blocks of tile.n; backward: key
@@ -69,10 +92,12 @@ double exp_rate(const GpuSpec& spec);
 AttentionFamily resolve_attention_family(std::optional<AttentionFamily> choice,
                                          const GpuSpec& spec, bool decode);
 
-// The parts of one fused-family kernel the fit needs: how many CTAs and
-// waves on all SMs, and per CTA the tensor time at efficiency 1 and the
-// exponentials' time at softmax_exposed 1.
+// The parts of one fused-family kernel the fit needs: how many tiles (an
+// SM's co-resident CTAs, attention_ctas_per_sm() of them) and waves on all
+// SMs, and per tile the tensor time at efficiency 1 and the exponentials'
+// time at softmax_exposed 1.
 struct FusedAttentionTerms {
+  int64_t ctas = 0;
   int64_t tiles = 0;
   int64_t waves = 0;
   double mma_s = 0.0;  // seconds per tile at efficiency 1
@@ -85,7 +110,14 @@ struct FusedAttentionTerms {
 };
 FusedAttentionTerms fused_attention_terms(const GpuSpec& spec, const AttentionShape& shape);
 
+// The pass parameters a fused-family kernel runs with: flash3's or cudnn's
+// own, flash2's assembled from GpuEfficiency::attention(_backward),
+// attention(_backward)_tile_overhead and flash2_prefill.
+FusedAttentionPass fused_attention_pass(const GpuSpec& spec, AttentionFamily family, bool backward);
+
 // Kernels by family. Each throws std::invalid_argument on an impossible shape.
+// fused_attention_kernel: flash3, cudnn, and flash2 except its decode
+// (attention_flash2_decode.h).
 KernelDesc fused_attention_kernel(const GpuSpec& spec, const AttentionShape& shape);
 KernelDesc unfused_attention_kernel(const GpuSpec& spec, const AttentionShape& shape);
 

@@ -22,8 +22,10 @@ struct GpuEfficiency {
   std::array<double, 6> tensor{0.8, 0.8, 0.8, 0.8, 0.8, 0.8};
   double vector = 0.7;          // CUDA-core (non-tensor) arithmetic
   double hbm = 0.9;             // large streaming copy / datasheet bandwidth
-  double attention = 0.65;      // flash-attention forward vs tensor peak
-  double attention_backward = 0.25;  // flash-attention backward vs tensor peak
+  // FlashAttention-2 (flash2) prefill: MMA fraction of the tensor peak on
+  // its executed tiles (attention_kernel_model.h), forward and backward.
+  double attention = 0.65;
+  double attention_backward = 0.25;
   // Row-wise reductions (layer/RMS norm, softmax) reach this fraction of the
   // streaming bandwidth: per-row synchronisation and lower occupancy.
   double row_reduction = 0.7;
@@ -51,7 +53,10 @@ struct GpuEfficiency {
   // (calibration/fit/attention_family_fit.h).
   FusedAttentionParams cudnn_attention;
   FusedAttentionParams flash3_attention;
-  // flash2's decode kernels (attention_flash2_decode.h), fitted like the above.
+  // flash2's prefill head-dim terms (attention_kernel_model.h; its
+  // efficiency and per-wave overhead are the attention fields above) and its
+  // decode kernels (attention_flash2_decode.h), fitted like the above.
+  Flash2PrefillParams flash2_prefill;
   Flash2DecodeParams flash2_decode;
   double tensor_for(Dtype d) const { return tensor[static_cast<size_t>(d)]; }
   // The parameters of a fused family (flash3 or cudnn).

@@ -80,6 +80,10 @@ struct AttentionShape {
   AttentionFamily family = AttentionFamily::flash2;
   // Head dim of V (and O) when it differs from Q/K's (MLA: 192 vs 128); 0 = head_dim.
   int64_t head_dim_v = 0;
+  // V is the first head_dim_v columns of K, one tensor read once (MLA's
+  // absorbed decode: every head attends over the one latent per token, its
+  // kv_lora_rank columns as V).
+  bool kv_shared = false;
 };
 
 enum class MemoryOpKind { elementwise, layer_norm, rms_norm, softmax, memcpy };

@@ -107,13 +107,17 @@ double attention_pairs(const AttentionShape& s) {
   return kv * (kv + 1.0) / 2.0;  // the first q - kv rows see no key
 }
 
+double attention_kv_width(const AttentionShape& s) {
+  const int64_t dv = s.head_dim_v > 0 ? s.head_dim_v : s.head_dim;
+  return static_cast<double>(s.kv_shared ? std::max(s.head_dim, dv) : s.head_dim + dv);
+}
+
 KernelDesc attention_kernel(const GpuSpec& spec, const AttentionShape& s) {
   require_positive(s.batch, "attention", "batch");
   require_positive(s.heads, "attention", "heads");
   require_positive(s.q_len, "attention", "q_len");
   require_positive(s.head_dim, "attention", "head_dim");
   const int64_t kv_heads = s.kv_heads > 0 ? s.kv_heads : s.heads;
-  const int64_t kv_len = s.kv_len > 0 ? s.kv_len : s.q_len;
   if (s.heads % kv_heads != 0) {
     throw std::invalid_argument("attention: heads (" + std::to_string(s.heads) +
                                 ") must be a multiple of kv_heads (" + std::to_string(kv_heads) +
@@ -123,47 +127,11 @@ KernelDesc attention_kernel(const GpuSpec& spec, const AttentionShape& s) {
     throw std::invalid_argument("attention: head_dim_v must be >= 0, got " +
                                 std::to_string(s.head_dim_v));
   }
-  switch (s.family) {
-    case AttentionFamily::flash3:
-    case AttentionFamily::cudnn: return fused_attention_kernel(spec, s);
-    case AttentionFamily::unfused: return unfused_attention_kernel(spec, s);
-    case AttentionFamily::flash2: break;  // below
-  }
-  if (s.q_len <= kDecodeMaxQueryLen && !s.backward) {
+  if (s.family == AttentionFamily::unfused) return unfused_attention_kernel(spec, s);
+  if (s.family == AttentionFamily::flash2 && s.q_len <= kDecodeMaxQueryLen && !s.backward) {
     return flash2_decode_kernel(spec, s, spec.efficiency.flash2_decode);
   }
-  KernelDesc k;
-  k.unit = matmul_unit(spec, s.dtype, "attention");
-  k.dtype = s.dtype;
-  k.fused_attention = true;
-  k.efficiency = s.backward ? spec.efficiency.attention_backward : spec.efficiency.attention;
-  k.extra_wave_overhead = s.backward ? spec.efficiency.attention_backward_tile_overhead
-                                     : spec.efficiency.attention_tile_overhead;
-
-  // MLA's Q/K and V head dims differ: the matmuls and tensors average them.
-  const double dv = static_cast<double>(s.head_dim_v > 0 ? s.head_dim_v : s.head_dim);
-  const double b = static_cast<double>(s.batch), h = static_cast<double>(s.heads),
-               hkv = static_cast<double>(kv_heads),
-               d = (static_cast<double>(s.head_dim) + dv) / 2.0, q = static_cast<double>(s.q_len),
-               kv = static_cast<double>(kv_len);
-  // Forward: S = QK^T and O = PV, 2 flops per multiply-add each.
-  double flops = 4.0 * b * h * d * attention_pairs(s);
-  // Backward recomputes S and does dV, dP, dQ, dK: 5 matmuls against 2.
-  if (s.backward) flops *= 2.5;
-  // Q, O (and dO, dQ) have `heads`; K, V (and dK, dV) only `kv_heads` (GQA).
-  const double q_side = b * h * q * d, kv_side = b * hkv * kv * d;
-  const double tensors = s.backward ? 4.0 : 2.0;
-  const double bytes = tensors * (q_side + kv_side) * dtype_bytes(s.dtype);
-
-  k.tiles = s.batch * s.heads * ceil_div(s.q_len, kAttentionQueryBlock);
-  k.flops_per_tile = flops / static_cast<double>(k.tiles);
-  k.bytes_per_tile = bytes / static_cast<double>(k.tiles);
-  k.name = std::string(s.backward ? "attention bwd " : "attention fwd ") + "b" +
-           std::to_string(s.batch) + " h" + std::to_string(s.heads) + "/" +
-           std::to_string(kv_heads) + " q" + std::to_string(s.q_len) + " kv" +
-           std::to_string(kv_len) + " d" + std::to_string(s.head_dim) +
-           (s.causal ? " causal " : " ") + std::string(dtype_name(s.dtype));
-  return k;
+  return fused_attention_kernel(spec, s);
 }
 
 int64_t decode_kv_splits(const GpuSpec& spec, int64_t heads_total, int64_t kv_len) {

@@ -37,14 +37,16 @@ KernelDesc gemm_kernel(const GpuSpec& spec, const GemmShape& shape);
 // Unmasked (query, key) pairs per (batch, head): q_len*kv_len, or causal with
 // queries aligned to the end of the keys (row i sees kv_len - q_len + i + 1).
 double attention_pairs(const AttentionShape& shape);
-// The kernel of shape.family: flash2 here (FlashAttention-2: query blocks of
-// 128 rows, GpuEfficiency::attention / attention_backward); flash3, cudnn
-// and unfused in attention_kernel_model.h.
+// Elements of K and V per KV head and key: head_dim + head_dim_v, or the
+// wider of the two when V is a slice of K (AttentionShape::kv_shared).
+double attention_kv_width(const AttentionShape& shape);
+// The kernel of shape.family (attention_kernel_model.h): flash2's prefill,
+// flash3 and cudnn as tile grids (FlashAttention-2's tiles: GpuEfficiency::
+// attention / attention_backward and flash2_prefill), unfused as its parts.
 // flash2's decode (q_len <= 16, forward) is attention_flash2_decode.h:
 // FlashAttention-2's own split rule and padded query tiles; the fused
 // families in attention_kernel_model.h split by decode_kv_splits.
 inline constexpr int64_t kDecodeMaxQueryLen = 16;
-inline constexpr int64_t kAttentionQueryBlock = 128;  // query rows per prefill tile
 inline constexpr int64_t kDecodeMinKeysPerSplit = 256;
 KernelDesc attention_kernel(const GpuSpec& spec, const AttentionShape& shape);
 

@@ -92,7 +92,19 @@ void read_attention_families(ConfigReader& efficiency, GpuEfficiency& eff) {
                        "decode: cost of combining split-KV partial results (a second kernel)");
     r.finish();
   }
-  ConfigReader flash2 = all.child("flash2", "FlashAttention-2 (its prefill uses efficiency.attention)");
+  ConfigReader flash2 = all.child(
+      "flash2", "FlashAttention-2 (its prefill's efficiency and wave overhead: efficiency.attention)");
+  for (bool backward : {false, true}) {
+    models::gpu::Flash2PrefillPass& p =
+        backward ? eff.flash2_prefill.backward : eff.flash2_prefill.forward;
+    ConfigReader r = flash2.child(backward ? "backward" : "forward",
+                                  backward ? "prefill backward pass" : "prefill forward pass");
+    p.wide_head = in_range(r, "wide_head", p.wide_head, 0.0, true, 1.0,
+                           "multiplier on efficiency for head dims above 128");
+    p.softmax_exposed = in_range(r, "softmax_exposed", p.softmax_exposed, 0.0, false, 1.0,
+                                 "fraction of the exponentials' SFU time not hidden by the MMAs");
+    r.finish();
+  }
   ConfigReader decode = flash2.child("decode", "decode kernels (models/gpu/attention_flash2_decode.h)");
   read_flash2_decode(decode, eff.flash2_decode);
   decode.finish();
@@ -113,7 +125,12 @@ Json attention_families_json(const GpuEfficiency& eff) {
              {"decode_split_overhead", sim::format_duration(p.decode_split_overhead)}};
   }
   const models::gpu::Flash2DecodeParams& f = eff.flash2_decode;
-  j["flash2"] = Json{{"decode",
+  auto prefill = [](const models::gpu::Flash2PrefillPass& p) {
+    return Json{{"wide_head", p.wide_head}, {"softmax_exposed", p.softmax_exposed}};
+  };
+  j["flash2"] = Json{{"forward", prefill(eff.flash2_prefill.forward)},
+                     {"backward", prefill(eff.flash2_prefill.backward)},
+                     {"decode",
                       Json{{"efficiency", f.efficiency},
                            {"bandwidth", f.bandwidth},
                            {"wave_overhead", sim::format_duration(f.wave_overhead)},

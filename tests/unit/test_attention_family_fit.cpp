@@ -5,10 +5,16 @@
 // within the errors stated in calibration/fit/attention_families_2026-11-26.md.
 // Refit and rewrite that report with
 //   GCSIM_FIT_REPORT=out.md build/tests/gcsim_tests "[.fit][attention]"
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
+#include <map>
+#include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "calibration/fit/attention_family_fit.h"
@@ -93,6 +99,44 @@ TEST_CASE("attention fit: recovers the parameters that made the times", "[attent
   CHECK(calibration::attention_params_out_of_range(fit).empty());
 }
 
+TEST_CASE("attention fit: flash2's prefill parameters come back from its own times",
+          "[attention][fit]") {
+  gpu::GpuSpec truth = test::gpu_preset("h100-sxm");
+  auto& e = truth.efficiency;
+  e.attention = 0.42;
+  e.attention_backward = 0.3;
+  e.attention_tile_overhead = sim::us(4.0);
+  e.attention_backward_tile_overhead = sim::us(15.0);
+  e.flash2_prefill.forward = {0.9, 0.5};
+  e.flash2_prefill.backward = {0.85, 0.2};
+  std::vector<AttentionPoint> points;
+  for (auto p : grid(truth)) {
+    if (p.shape.q_len <= gpu::kDecodeMaxQueryLen) continue;
+    p.backend = "FLASH_ATTENTION";
+    p.shape.family = gpu::AttentionFamily::flash2;
+    p.time_us = calibration::attention_predicted_us(truth, p);
+    points.push_back(p);
+  }
+  gpu::GpuSpec start = truth;
+  start.efficiency.attention = start.efficiency.attention_backward = 0.3;
+  start.efficiency.flash2_prefill = {};
+  std::vector<std::string> notes;
+  const auto fit = calibration::fit_flash2_prefill(start, points, notes);
+  // As the cudnn case: 1 ps rounding of each tile's time, 1e-3 relative.
+  CHECK(fit.forward.efficiency == Approx(0.42).epsilon(1e-3));
+  CHECK(fit.forward.wide_head == Approx(0.9).epsilon(1e-3));
+  CHECK(fit.forward.softmax_exposed == Approx(0.5).epsilon(1e-2));
+  CHECK(fit.forward.wave_overhead.microseconds() == Approx(4.0).epsilon(1e-2));
+  CHECK(fit.backward.efficiency == Approx(0.3).epsilon(1e-3));
+  CHECK(fit.backward.wide_head == Approx(0.85).epsilon(1e-3));
+  CHECK(fit.backward.softmax_exposed == Approx(0.2).epsilon(1e-2));
+  CHECK(fit.backward.wave_overhead.microseconds() == Approx(15.0).epsilon(1e-2));
+  gpu::GpuSpec applied = start;
+  calibration::apply_flash2_prefill(applied, fit);
+  CHECK(applied.efficiency.attention == fit.forward.efficiency);
+  CHECK(applied.efficiency.flash2_prefill.backward.softmax_exposed == fit.backward.softmax_exposed);
+}
+
 TEST_CASE("attention fit: bounds hold when the data asks for more than physics allows",
           "[attention][fit]") {
   // Times 40% below what efficiency 1 with no exposed softmax allows: the
@@ -136,6 +180,35 @@ std::vector<AttentionPoint> earlier_flash2_decode(const gpu::GpuSpec& spec, cons
   return out;
 }
 
+// flash2 prefill (FLASH_ATTENTION fwd, bwd) errors by pass, head dim and
+// set, as markdown rows "| pass | d | set | n | median | worst | case |".
+std::string flash2_by_head_dim(const gpu::GpuSpec& spec, const std::vector<AttentionPoint>& points) {
+  std::map<std::tuple<bool, int64_t, bool>, std::vector<std::pair<double, std::string>>> groups;
+  for (const auto& p : points) {
+    if (p.backend != "FLASH_ATTENTION" || p.shape.q_len <= gpu::kDecodeMaxQueryLen) continue;
+    const double e = std::abs(calibration::attention_predicted_us(spec, p) - p.time_us) / p.time_us;
+    groups[{p.shape.backward, p.shape.head_dim, p.heldout}].push_back({e, p.label});
+  }
+  std::ostringstream o;
+  o << "| pass | head dim | set | n | median | worst | worst case |\n|---|---:|---|---:|---:|---:|---|\n";
+  for (const auto& [key, v] : groups) {
+    std::vector<double> e;
+    double worst = 0;
+    std::string label;
+    for (const auto& [err, l] : v) {
+      e.push_back(err);
+      if (err >= worst) { worst = err; label = l; }
+    }
+    std::sort(e.begin(), e.end());
+    const size_t n = e.size();
+    const double median = n % 2 ? e[n / 2] : 0.5 * (e[n / 2 - 1] + e[n / 2]);
+    o << "| " << (std::get<0>(key) ? "bwd" : "fwd") << " | " << std::get<1>(key) << " | "
+      << (std::get<2>(key) ? "held out" : "fitted") << " | " << n << " | " << std::fixed
+      << std::setprecision(1) << 100 * median << "% | " << 100 * worst << "% | " << label << " |\n";
+  }
+  return o.str();
+}
+
 gpu::GpuSpec calibrated(const std::string& name) {
   gpu::GpuSpec spec = test::gpu_preset(name);
   auto nowhere = test::nowhere_reader();
@@ -155,12 +228,24 @@ TEST_CASE("attention fit: run it (hidden; prints the profile block, writes GCSIM
     const auto fit =
         calibration::fit_attention_family(spec, gpu::AttentionFamily::cudnn, points, notes);
     const auto flash2 = calibration::fit_flash2_decode(spec, points, notes);
+    const auto prefill = calibration::fit_flash2_prefill(spec, points, notes);
+    // Head dims held out: flash2's prefill fitted on head dims 64 and 128
+    // only (the fitted sequence lengths), 192 predicted from FA2's tiles.
+    std::vector<AttentionPoint> by_dim = points;
+    for (auto& p : by_dim) p.heldout = p.heldout || p.shape.head_dim > 128;
+    std::vector<std::string> dim_notes;
+    const auto prefill_64_128 = calibration::fit_flash2_prefill(spec, by_dim, dim_notes);
     const gpu::GpuSpec before = spec;
     spec.efficiency.cudnn_attention = fit;
     spec.efficiency.flash2_decode = flash2;
+    calibration::apply_flash2_prefill(spec, prefill);
+    gpu::GpuSpec dim_spec = spec;
+    calibration::apply_flash2_prefill(dim_spec, prefill_64_128);
     std::cout << "== " << m.gpu << " (" << points.size() << " points)\n"
               << calibration::attention_params_yaml(gpu::AttentionFamily::cudnn, fit)
-              << calibration::flash2_decode_yaml(flash2);
+              << calibration::flash2_decode_yaml(flash2) << calibration::flash2_prefill_yaml(prefill)
+              << "  (fitted on head dims 64 and 128 only:)\n"
+              << calibration::flash2_prefill_yaml(prefill_64_128);
     for (const auto& n : notes) std::cout << "  note: " << n << "\n";
     report += "## " + std::string(m.gpu) + " (" + m.file + ")\n\n";
     report += calibration::attention_errors_markdown(calibration::attention_errors(spec, points));
@@ -173,6 +258,11 @@ TEST_CASE("attention fit: run it (hidden; prints the profile block, writes GCSIM
       if (p.shape.head_dim_v > 0) continue;  // MLA: flash2 refuses unequal head dims
       as_flash2.push_back(p);
     }
+    report += "\nflash2 prefill by head dim (fitted on 512/2K/8K/32K tokens, MHA, head dims "
+              "64/128/192):\n\n" + flash2_by_head_dim(spec, points);
+    report += "\nflash2 prefill fitted on head dims 64 and 128 only (512/2K/8K/32K tokens); every "
+              "head dim 192 case held out:\n\n" + flash2_by_head_dim(dim_spec, by_dim) +
+              "\n```yaml\n" + calibration::flash2_prefill_yaml(prefill_64_128) + "```\n";
     report += "\nflash2 decode on the 2026-11-22 run (another day, another host; nothing fitted "
               "to it):\n\n";
     report += calibration::attention_errors_markdown(
@@ -182,8 +272,10 @@ TEST_CASE("attention fit: run it (hidden; prints the profile block, writes GCSIM
     report += calibration::attention_errors_markdown(calibration::attention_errors(before, as_flash2));
     report += "\nFitted:\n\n```yaml\n" +
               calibration::attention_params_yaml(gpu::AttentionFamily::cudnn, fit) +
-              calibration::flash2_decode_yaml(flash2) + "```\n\n";
+              calibration::flash2_decode_yaml(flash2) + calibration::flash2_prefill_yaml(prefill) +
+              "```\n\n";
     CHECK(calibration::attention_params_out_of_range(fit).empty());
+    CHECK(calibration::attention_params_out_of_range({true, prefill.forward, prefill.backward}).empty());
     CHECK(calibration::flash2_decode_out_of_range(flash2).empty());
   }
   if (const char* path = std::getenv("GCSIM_FIT_REPORT")) std::ofstream(path) << report;
@@ -203,6 +295,10 @@ TEST_CASE("attention fit: the shipped presets predict measured SDPA on shapes no
     CHECK(calibration::attention_params_out_of_range(spec.efficiency.cudnn_attention).empty());
     CHECK(calibration::attention_params_out_of_range(spec.efficiency.flash3_attention).empty());
     CHECK(calibration::flash2_decode_out_of_range(spec.efficiency.flash2_decode).empty());
+    CHECK(calibration::attention_params_out_of_range(
+              {true, gpu::fused_attention_pass(spec, gpu::AttentionFamily::flash2, false),
+               gpu::fused_attention_pass(spec, gpu::AttentionFamily::flash2, true)})
+              .empty());
     const auto points = calibration::load_attention_points(test::source_path(m.file), spec);
     REQUIRE(points.size() > 250);
     int checked = 0;
@@ -223,9 +319,16 @@ TEST_CASE("attention fit: the shipped presets predict measured SDPA on shapes no
         CHECK(row.median <= 0.05);
         CHECK(row.worst <= 0.10);
         ++checked;
+      } else if (row.group == "flash2 fwd" || row.group == "flash2 bwd") {
+        // FA2's tiles and CTAs a SM by head dim: held out 1.0-1.7% (fwd)
+        // and 3.1-3.3% (bwd) median, worst 5.3-9.6% (4.7-5.7% / 17.5-24.7%
+        // before, one efficiency at head dim 128); the issue's 10% median.
+        CHECK(row.median <= 0.05);
+        CHECK(row.worst <= 0.12);
+        ++checked;
       }
     }
-    CHECK(checked == 7);
+    CHECK(checked == 9);
     // The 2026-11-22 run's FA2 decode (batch 8-128, 1K-16K keys), held out
     // by date as well: measured within 10% every case.
     const auto earlier = calibration::attention_errors(spec, earlier_flash2_decode(spec, m));

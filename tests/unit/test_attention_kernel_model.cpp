@@ -229,3 +229,97 @@ TEST_CASE("attention families: fp32 and bad heads are refused", "[gpu][attention
   a.kv_heads = 3;
   CHECK_THROWS_AS(gpu::attention_kernel(g, a), std::invalid_argument);
 }
+
+TEST_CASE("flash2 prefill: FlashAttention-2's tiles and CTAs a SM by head dim", "[gpu][attention]") {
+  using F = gpu::AttentionFamily;
+  // PyTorch's FA2 on sm_90 (flash_fwd/bwd_launch_template.h): forward
+  // 128 x 128 x 4 warps (d 64), 128 x 64 x 4 (d 128), 128 x 64 x 8 (d 192),
+  // 64 x 64 x 4 (d 256); backward 128 x 128 (d 64), 64 x 128 (d 128),
+  // 64 x 64 (d 192, 256), all 8 warps.
+  auto same = [](gpu::AttentionTile t, int64_t m, int64_t n, int64_t w) {
+    return t.m == m && t.n == n && t.warps == w;
+  };
+  CHECK(same(gpu::attention_tile(F::flash2, 64, false), 128, 128, 4));
+  CHECK(same(gpu::attention_tile(F::flash2, 128, false), 128, 64, 4));
+  CHECK(same(gpu::attention_tile(F::flash2, 192, false), 128, 64, 8));
+  CHECK(same(gpu::attention_tile(F::flash2, 256, false), 64, 64, 4));
+  CHECK(same(gpu::attention_tile(F::flash2, 64, true), 128, 128, 8));
+  CHECK(same(gpu::attention_tile(F::flash2, 128, true), 64, 128, 8));
+  CHECK(same(gpu::attention_tile(F::flash2, 192, true), 64, 64, 8));
+  // Registers: 65536 / (128 threads x 255) = 2 CTAs of 4 warps, 1 of 8.
+  // Shared memory (forward): (128 + 2 x 128) x 64 x 2 B = 48 KiB (d 64),
+  // 64 KiB (d 128), (64 + 128) x 256 x 2 B = 96 KiB (d 256): 2 fit in 228 KiB.
+  auto per_sm = [](int64_t d, bool bwd) {
+    return gpu::attention_ctas_per_sm(F::flash2, gpu::attention_tile(F::flash2, d, bwd), d, bwd);
+  };
+  CHECK(per_sm(64, false) == 2);
+  CHECK(per_sm(128, false) == 2);
+  CHECK(per_sm(192, false) == 1);
+  CHECK(per_sm(256, false) == 2);
+  CHECK(per_sm(128, true) == 1);
+  CHECK(gpu::attention_ctas_per_sm(F::cudnn, {128, 128, 4}, 128, false) == 1);
+}
+
+TEST_CASE("flash2 prefill: a forward and a backward kernel by hand", "[gpu][attention]") {
+  gpu::GpuSpec g = round_gpu();
+  g.efficiency.attention = 0.5;
+  g.efficiency.attention_backward = 0.4;
+  g.efficiency.attention_tile_overhead = sim::us(int64_t{1});
+  g.efficiency.attention_backward_tile_overhead = sim::us(int64_t{3});
+  g.efficiency.flash2_prefill.forward = {0.8, 0.5};
+  g.efficiency.flash2_prefill.backward = {1.0, 0.25};
+  auto a = shape(1024, 1024, false);
+  a.family = gpu::AttentionFamily::flash2;
+  // d 64: 128 x 128 blocks, 100 x 8 = 800 CTAs, 2 a SM: 400 tiles, 4 waves.
+  // A tile (2 CTAs): 2 x 128 x 1024 = 262144 scores x 2 x 128 flops =
+  // 6.7109 us at 1e13 flop/s, / 0.5 = 13.4218 us; exponentials 262144 /
+  // 3.2e10 = 8.192 us, half exposed 4.096 us; + 1 us a wave. 2 + 4 x
+  // 18.5178 = 76.071 us. (HBM: 52.4 MB / 400 tiles at 2.7e10 B/s = 4.9 us.)
+  a.head_dim = 64;
+  const auto t64 = gpu::fused_attention_terms(g, a);
+  CHECK(t64.ctas == 800);
+  CHECK(t64.tiles == 400);
+  CHECK(t64.waves == 4);
+  const auto k64 = gpu::attention_kernel(g, a);
+  CHECK(k64.total_flops() == Approx(100.0 * 1024 * 1024 * 256));
+  CHECK(gpu::isolated_time(g, k64, g.sm_count).microseconds() == Approx(76.071).epsilon(1e-4));
+  // d 192: 128 x 64 blocks of 8 warps, 1 a SM: 800 tiles, 8 waves. A tile:
+  // 131072 scores x 2 x 384 flops = 10.066 us at 1, x (1/0.5 + 1 x (1/(0.5 x
+  // 0.8) - 1/0.5)) = x 2.5: 25.166 us; exponentials 4.096 x 0.5 = 2.048 us.
+  // 2 + 8 x (25.166 + 2.048 + 1) = 227.71 us.
+  a.head_dim = 192;
+  const auto k192 = gpu::attention_kernel(g, a);
+  CHECK(k192.tiles == 800);
+  CHECK(gpu::isolated_time(g, k192, g.sm_count).microseconds() == Approx(227.71).epsilon(1e-4));
+  // Backward d 128: key blocks of 128, 800 CTAs, 1 a SM, 8 waves; a tile
+  // 131072 scores x 1280 flops = 16.777 us, / 0.4 = 41.943 us; exponentials
+  // 4.096 x 0.25 = 1.024 us; + 3 us. 2 + 8 x 45.967 = 369.74 us.
+  a.head_dim = 128;
+  a.backward = true;
+  const auto kb = gpu::attention_kernel(g, a);
+  CHECK(kb.tiles == 800);
+  CHECK(gpu::isolated_time(g, kb, g.sm_count).microseconds() == Approx(369.74).epsilon(1e-4));
+  // Its decode stays FA2's own kernel (attention_flash2_decode.h).
+  auto d = shape(1, 4096, false);
+  d.family = gpu::AttentionFamily::flash2;
+  CHECK_THROWS_AS(gpu::fused_attention_kernel(g, d), std::invalid_argument);
+}
+
+TEST_CASE("attention: MLA's absorbed decode reads its one latent once", "[gpu][attention]") {
+  const gpu::GpuSpec g = round_gpu();
+  // 100 heads over one latent of 512 + 64 = 576 per token (V: its first 512),
+  // 4096 tokens, bf16: K/V 4096 x 576 x 2 = 4718592 B once (9437184 as two
+  // tensors would be counted before), Q and O 100 x (576 + 512) x 2 =
+  // 217600 B: 4936192 B in all.
+  auto a = shape(1, 4096, false);
+  a.kv_heads = 1;
+  a.head_dim = 576;
+  a.head_dim_v = 512;
+  a.kv_shared = true;
+  for (auto f : {gpu::AttentionFamily::cudnn, gpu::AttentionFamily::flash2}) {
+    a.family = f;
+    CHECK(gpu::attention_kernel(g, a).total_bytes() == Approx(4936192.0));
+  }
+  a.kv_shared = false;
+  CHECK(gpu::attention_kernel(g, a).total_bytes() == Approx(217600.0 + 4096.0 * 1088 * 2));
+}

@@ -307,9 +307,12 @@ std::vector<sim::Duration> IterationCost::attention_launches(const StepShape& sh
       a.family = gpu::resolve_attention_family(config_.attention_kernel, g, /*decode=*/true);
       if (mla) {
         // Absorbed MLA decode: every head attends over the one latent
-        // (kv_lora_rank + rope wide) per token.
+        // (kv_lora_rank + rope wide) per token as K, its first kv_lora_rank
+        // columns as V: one tensor, read once.
         a.kv_heads = 1;
         a.head_dim = m.mla.kv_lora_rank + m.mla.qk_rope_head_dim;
+        a.head_dim_v = m.mla.kv_lora_rank;
+        a.kv_shared = true;
       } else {
         a.kv_heads = kvh;
         a.head_dim = m.head_dim;
