@@ -134,6 +134,7 @@ class Ops:
         self.bufs = {
             "p2p_2m": torch.ones(MIB, device="cuda", dtype=torch.bfloat16),
             "p2p_64m": torch.ones(32 * MIB, device="cuda", dtype=torch.bfloat16),
+            "p2p_256m": torch.ones(128 * MIB, device="cuda", dtype=torch.bfloat16),
             "ar_64m_f32": torch.ones(16 * MIB, device="cuda", dtype=torch.float32),
             "ar_4m_bf16": torch.ones(2 * MIB, device="cuda", dtype=torch.bfloat16),
             "rs_in": torch.ones(32 * MIB, device="cuda", dtype=torch.bfloat16),
@@ -149,6 +150,8 @@ class Ops:
                                             lambda: dist.all_reduce(b["ar_64m_f32"]), 64 * MIB),
             "send_waiting_64MiB": (lambda: dist.isend(b["p2p_64m"], p), lambda: dist.recv(b["p2p_64m"], p),
                                    64 * MIB),
+            "send_waiting_256MiB": (lambda: dist.isend(b["p2p_256m"], p), lambda: dist.recv(b["p2p_256m"], p),
+                                    256 * MIB),
             "recv_waiting_64MiB": (lambda: dist.irecv(b["p2p_64m"], p), lambda: dist.send(b["p2p_64m"], p),
                                    64 * MIB),
             "allreduce_waiting_4MiB_bf16": (lambda: dist.all_reduce(b["ar_4m_bf16"], async_op=True),
@@ -163,7 +166,7 @@ class Ops:
             if kind.startswith(("recv", "send")):
                 continue
             self.kinds[kind][1]()
-        for buf in ("p2p_2m", "p2p_64m"):
+        for buf in ("p2p_2m", "p2p_64m", "p2p_256m"):
             for src in (0, 1):
                 if rank == src:
                     dist.send(self.bufs[buf], self.peer)
