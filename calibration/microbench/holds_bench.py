@@ -338,12 +338,15 @@ def run_order(args, doc, save):
         with torch.cuda.stream(comm):
             comm.wait_event(g1e)
             work = dist.reduce_scatter_tensor(rs_out, rs_in, async_op=True)
-            work.wait()
-            rse = torch.cuda.Event(enable_timing=True)
-            rse.record(comm)
         g2s.record(cur)
         torch.matmul(A, B, out=C2)  # g2, launched after the reduce-scatter
         g2e.record(cur)
+        # Waited on only after g2 is enqueued (as Megatron does): with one
+        # launch queue a wait enqueued before g2 would hold g2 behind it.
+        with torch.cuda.stream(comm):
+            work.wait()
+            rse = torch.cuda.Event(enable_timing=True)
+            rse.record(comm)
         cur.wait_stream(comm)
         torch.cuda.synchronize()
         return {"g1_end": t0.elapsed_time(g1e) * 1e3, "rs_end": t0.elapsed_time(rse) * 1e3,
