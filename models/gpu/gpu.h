@@ -123,6 +123,7 @@ class Gpu {
   void release_sms(int count);
   int free_sms() const;      // neither running tiles, kept nor held
   int held_sms() const;      // held by communication kernels (granted so far)
+  int promised_sms() const;  // held, owed and deferred: what holds asked for and keep
   int busy_sms() const;      // running compute tiles
   int reserved_sms() const;  // kept idle by persistent kernels (between waves, last wave)
 
