@@ -38,6 +38,12 @@ models::cluster::ClusterModelConfig cluster_model_config(const Scenario& s) {
   c.fabric.scale_out_latency = s.cluster.scale_out.latency;
   c.fabric.has_scale_out = s.cluster.scale_out.topology != "none";
   c.collective_sms = s.network.collective_sms;
+  // Megatron-LM sets CUDA_DEVICE_MAX_CONNECTIONS=1 (one launch queue), so
+  // that its overlapped TP collectives reach the GPU before the GEMMs
+  // issued after them; PyTorch keeps CUDA's several queues.
+  c.serial_launch_queue =
+      s.training && s.training->config.framework == workloads::training::Framework::megatron;
+  c.recv_holds_from_issue = !s.training;
   c.interference = s.network.interference;
   c.clock_model = s.cluster.clock_model;
   c.clock_model_start = s.cluster.clock_model_start;

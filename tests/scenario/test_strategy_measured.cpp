@@ -66,8 +66,13 @@ const char* const kClasses[] = {"gemm", "attention", "elementwise+norm", "optimi
 // H100, calibration/measurements/h100-x2/attention_beside_nccl_2026-11-26,
 // cuDNN's one-CTA-per-SM kernels run 1.13-1.18x beside an NCCL all-reduce
 // kernel that only waits for its peer and 1.06-1.13x beside a waiting
-// recv; gcsim holds a collective's SMs from the last rank's arrival and p2p
-// holds none, so PP's and DP's waiting kernels are not charged: not done);
+// recv; gcsim's NCCL kernels now hold their SMs from their rank's issue,
+// p2p included (models/cluster/nccl_kernel_holds.h, held against those
+// cases in test_waiting_nccl_measured.cpp), but the class does not move
+// (TP2xPP2 -16%): the training generator posts every receive at the
+// step's start, so a receive holds SMs only from its sender's arrival,
+// and mirrored DP peers arrive together: not done, receives posted where
+// the framework launches them);
 // optimizer 6% (+3% everywhere). Peak memory within 5% (-3.2 .. +1.1%,
 // PP4 corrected as below).
 constexpr double kStep = 0.10, kStepMean = 0.05;
@@ -184,9 +189,9 @@ int check_order(const std::vector<Point>& pts, const char* gpu) {
       }
       // Measured 3.8% apart (269.5 vs 259.7 ms); gcsim puts TP2xPP2 2%
       // ahead (254.7 vs 260.0 ms under the power model): TP2xPP2's own
-      // -5.5% (its attention class -16%: the pipeline's waiting recv
-      // kernels, not charged, see kAttention) decides it. Not held; README
-      // Status.
+      // -5.1% (its attention class -16%: the pipeline's waiting recv
+      // kernels, not charged in training steps, see kAttention) decides
+      // it. Not held; README Status.
       if (std::string(gpu) == kGpuH200 && a.build == "compile" && is_pair("TP2xPP2", "PP2xDP2")) {
         continue;
       }
