@@ -386,7 +386,10 @@ void ClusterModel::communicate(const Op& op, const std::vector<int>& ranks,
         if (p->hbm_load > 0.0) {
           for (int r : p->ranks) gpus_[static_cast<size_t>(r)]->remove_hbm_load(p->hbm_load);
         }
-        for (const auto& h : p->holds) holds_.release(*h);
+        for (const auto& h : p->holds) {
+          h->on_grant = nullptr;  // it refers to p: break the cycle
+          holds_.release(*h);
+        }
         p->done(p->start, sim_.now());
       };
       if (extra > sim::Duration::zero()) {
