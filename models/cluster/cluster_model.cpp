@@ -432,7 +432,7 @@ void ClusterModel::communication_issued(int rank, const Op& op, int peer) {
   const int sms = kernel_sms(op, rank, peer < 0 ? rank : peer);
   // No room left on the GPU (more NCCL kernels waiting at once than it has
   // SMs for): it asks at the meeting instead.
-  if (sms == 0 || holds_.room(rank) < sms) return;
+  if (!config_.holds_from_issue || sms == 0 || holds_.room(rank) < sms) return;
   if (op.kind == workloads::OpKind::recv && !config_.recv_holds_from_issue) return;
   holds_.issue(rank, op, sms, send && peer >= 0 ? send_posting(op, rank, peer) : std::nullopt,
                !config_.serial_launch_queue);

@@ -53,6 +53,9 @@ struct ClusterModelConfig {
   // receive, where frameworks launch it when their schedule needs the
   // message; held from the issue it would sit on SMs all step).
   bool recv_holds_from_issue = true;
+  // Off: every NCCL kernel asks for its SMs at the meeting (when the last
+  // rank arrives), after the kernels launched at that instant.
+  bool holds_from_issue = true;
   // How an SM-holding collective and the kernels beside it slow each other
   // (gpu/interference.h): its HBM load, from collective_hbm.h's bytes over
   // its planned time, is registered on every GPU of the group while its

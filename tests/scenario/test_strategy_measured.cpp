@@ -66,9 +66,10 @@ const char* const kClasses[] = {"gemm", "attention", "elementwise+norm", "optimi
 // H100, calibration/measurements/h100-x2/attention_beside_nccl_2026-11-26,
 // cuDNN's one-CTA-per-SM kernels run 1.13-1.18x beside an NCCL all-reduce
 // kernel that only waits for its peer and 1.06-1.13x beside a waiting
-// recv; gcsim's NCCL kernels now hold their SMs from their rank's issue,
-// p2p included (models/cluster/nccl_kernel_holds.h, held against those
-// cases in test_waiting_nccl_measured.cpp), but the class does not move
+// recv; with network.holds_from_issue (off by default) gcsim's NCCL
+// kernels hold their SMs from their rank's issue, p2p included
+// (models/cluster/nccl_kernel_holds.h, held against those cases in
+// test_waiting_nccl_measured.cpp), but even then the class does not move
 // (TP2xPP2 -16%): the training generator posts every receive at the
 // step's start, so a receive holds SMs only from its sender's arrival,
 // and mirrored DP peers arrive together: not done, receives posted where

@@ -74,7 +74,7 @@ constexpr int kIters = 20;
 std::string harness(const WaitCase& c, bool beside, double late_ms) {
   std::string y =
       "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 2, clocks: rested}\n"
-      "network: {model: flow}\n"
+      "network: {model: flow, holds_from_issue: true}\n"
       "workload:\n  kind: graph\n  ops:\n";
   if (beside) {
     y += "    - {name: late, op: delay, rank: 1, stream: comm, duration: " + std::to_string(late_ms) +
@@ -189,4 +189,11 @@ TEST_CASE("waiting NCCL kernels: sends past NCCL's buffers, reduce-scatter, smal
       "conn_default.rank1");
   REQUIRE(cases.size() == 32);
   check(cases, 0.09, 0.04);
+}
+
+TEST_CASE("bad input: network.holds_from_issue must be true or false", "[cli][interference]") {
+  const auto r = gcsim::test::run_gcsim({"run", gcsim::test::source_path("configs/examples/quickstart.yaml"),
+                                         "-s", "network.holds_from_issue=maybe", "-q"});
+  CHECK(r.exit_status == 2);
+  CHECK(r.err.find("key 'network.holds_from_issue': expected true or false") != std::string::npos);
 }
