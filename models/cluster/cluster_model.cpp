@@ -1,11 +1,14 @@
 #include "models/cluster/cluster_model.h"
 
+#include <algorithm>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 
 #include "models/cluster/collective_hbm.h"
+#include "models/collectives/p2p_split.h"
 #include "models/gpu/hbm.h"
 #include "models/gpu/kernel_cost_model.h"
 
@@ -15,10 +18,6 @@ using workloads::CollectiveKind;
 using workloads::Op;
 
 namespace {
-// After every ordinary event of an instant (priority 0) and before the
-// GPUs' scheduling pass (priority 1'000'000, see GpuOptions).
-constexpr int32_t kHoldRequestPriority = 999'999;
-
 network::CollectiveAlgo algo_for(CollectiveKind k) {
   switch (k) {
     case CollectiveKind::all_reduce: return network::CollectiveAlgo::all_reduce;
@@ -61,7 +60,7 @@ gpu::KernelDesc kernel_for(const gpu::GpuSpec& spec, const workloads::ComputeOp&
 }
 
 ClusterModel::ClusterModel(sim::Simulator& sim, ClusterModelConfig config)
-    : sim_(sim), config_(std::move(config)) {
+    : sim_(sim), config_(std::move(config)), holds_(sim, gpus_) {
   spec_of_rank_.assign(static_cast<size_t>(config_.num_ranks), 0);
   specs_.push_back(config_.gpu);
   for (const auto& [rank, spec] : config_.rank_gpu) {
@@ -239,71 +238,80 @@ void ClusterModel::communicate(const Op& op, const std::vector<int>& ranks,
                                std::shared_ptr<const sim::SiblingGroups> siblings,
                                sim::OpDone done) {
   const sim::Time start = sim_.now();
-  // NCCL kernels occupy SMs (channels) on every GPU of the group while data
-  // moves; p2p here is modelled as a copy-engine transfer that holds none.
-  const int sms = op.kind == workloads::OpKind::collective ? config_.collective_sms : 0;
+  // The parties' NCCL kernels, resident (or waiting for SMs) since each
+  // rank issued the op.
+  std::vector<std::shared_ptr<KernelHold>> holds = holds_.take_meeting();
+  using Finished = std::function<void()>;
+  std::function<void(Finished)> move;     // the data movement, once every kernel is resident
+  sim::Duration planned = sim::Duration::zero();  // the data movement's time alone
   const bool p2p = op.kind == workloads::OpKind::send || op.kind == workloads::OpKind::recv;
-  if (network_ != nullptr && p2p) {
+  // The ranks whose GPUs hold SMs for it, and each one's send posting.
+  std::vector<int> holders = ranks;
+  int src_rank = -1;
+  if (p2p) {
     // `ranks` is sorted; `op` is the lower rank's half of the pair.
     const auto& p = std::get<workloads::P2pOp>(op.payload);
     const bool lower_sends = op.kind == workloads::OpKind::send;
-    network::Transfer t;
-    t.src_rank = lower_sends ? ranks.front() : ranks.back();
-    t.dst_rank = lower_sends ? ranks.back() : ranks.front();
-    t.bytes = p.bytes;
-    t.qp = next_qp_++;
-    if (engine_ != nullptr && choice_.p2p_as_nccl && p.bytes.count() > 0) {
-      collectives::CollectiveRequest req;
-      req.op = collectives::CollectiveOp::send_recv;
-      req.ranks = {t.src_rank, t.dst_rank};
-      req.bytes = p.bytes;
-      req.one_way = true;
-      req.protocol = choice_.protocol;
-      auto finished = after_all(1 + waited(siblings), [this, start, done = std::move(done)] {
-        done(start, sim_.now());
-      });
-      engine_->run(req, [this, start, name = op.name, ranks = req.ranks,
-                         finished](const collectives::Plan& plan) {
-        if (record_collectives_) {
-          collective_records_.push_back({name, ranks, plan, start, sim_.now()});
-        }
-        finished();
-      });
-      for (size_t k = 0; siblings != nullptr && k < siblings->groups.size(); ++k) {
-        const auto& s = siblings->groups[k];
-        req.ranks = {lower_sends ? s.front() : s.back(), lower_sends ? s.back() : s.front()};
-        engine_->run(req, [finished, wait = k < waited(siblings)](const collectives::Plan&) {
-          if (wait) finished();
-        });
+    src_rank = lower_sends ? ranks.front() : ranks.back();
+    const int dst_rank = lower_sends ? ranks.back() : ranks.front();
+    holders = {src_rank, dst_rank};
+    if (network_ != nullptr) {
+      network::Transfer t;
+      t.src_rank = src_rank;
+      t.dst_rank = dst_rank;
+      t.bytes = p.bytes;
+      t.qp = next_qp_++;
+      if (engine_ != nullptr && choice_.p2p_as_nccl && p.bytes.count() > 0) {
+        collectives::CollectiveRequest req;
+        req.op = collectives::CollectiveOp::send_recv;
+        req.ranks = {t.src_rank, t.dst_rank};
+        req.bytes = p.bytes;
+        req.one_way = true;
+        req.protocol = choice_.protocol;
+        move = [this, req, lower_sends, name = op.name, siblings](Finished f) mutable {
+          auto finished = after_all(1 + waited(siblings), std::move(f));
+          const sim::Time began = sim_.now();
+          engine_->run(req, [this, began, name, ranks = req.ranks,
+                             finished](const collectives::Plan& plan) {
+            if (record_collectives_) {
+              collective_records_.push_back({name, ranks, plan, began, sim_.now()});
+            }
+            finished();
+          });
+          for (size_t k = 0; siblings != nullptr && k < siblings->groups.size(); ++k) {
+            const auto& sg = siblings->groups[k];
+            req.ranks = {lower_sends ? sg.front() : sg.back(), lower_sends ? sg.back() : sg.front()};
+            engine_->run(req, [finished, wait = k < waited(siblings)](const collectives::Plan&) {
+              if (wait) finished();
+            });
+          }
+        };
+      } else {
+        move = [this, t, lower_sends, siblings](Finished f) {
+          auto finished = after_all(1 + waited(siblings), std::move(f));
+          network_->start(t, finished);
+          // Each sibling pair in the same roles (the same end sends).
+          for (size_t k = 0; siblings != nullptr && k < siblings->groups.size(); ++k) {
+            const auto& sg = siblings->groups[k];
+            network::Transfer st = t;
+            st.src_rank = lower_sends ? sg.front() : sg.back();
+            st.dst_rank = lower_sends ? sg.back() : sg.front();
+            st.qp = next_qp_++;
+            network_->start(st, [finished, wait = k < waited(siblings)] {
+              if (wait) finished();
+            });
+          }
+        };
       }
-      return;
     }
-    auto finished = after_all(1 + waited(siblings), [this, start, done = std::move(done)] {
-      done(start, sim_.now());
-    });
-    network_->start(t, finished);
-    // Each sibling pair in the same roles (the same end sends).
-    for (size_t k = 0; siblings != nullptr && k < siblings->groups.size(); ++k) {
-      const auto& s = siblings->groups[k];
-      network::Transfer st = t;
-      st.src_rank = lower_sends ? s.front() : s.back();
-      st.dst_rank = lower_sends ? s.back() : s.front();
-      st.qp = next_qp_++;
-      network_->start(st, [finished, wait = k < waited(siblings)] {
-        if (wait) finished();
-      });
-    }
-    return;
   }
-  // How the data moves once the SMs are held: NCCL's algorithms on the
-  // attached network, or the closed α-β form without one.
-  using Finished = std::function<void()>;
-  std::function<void(Finished)> move;
-  sim::Duration planned = sim::Duration::zero();  // the data movement's time alone
+  const int sms = kernel_sms(op, holders.front(), holders.back());
   const bool on_engine = engine_ != nullptr && choice_.on_network &&
                          op.kind == workloads::OpKind::collective &&
                          std::get<workloads::CollectiveOp>(op.payload).bytes.count() > 0;
-  if (on_engine) {
+  if (move) {
+    // p2p on the attached network, set above.
+  } else if (on_engine) {
     if (sms > 0 && config_.interference.enabled) planned = planned_time(collective_request(op, ranks));
     move = [this, req = collective_request(op, ranks), name = op.name, &op,
             siblings = std::move(siblings)](Finished finished) {
@@ -333,22 +341,23 @@ void ClusterModel::communicate(const Op& op, const std::vector<int>& ranks,
       sim_.call_in(d, std::move(finished));
     };
   }
-  if (sms == 0) {
+  if (sms == 0 && holds.empty()) {
     move([this, start, done = std::move(done)] { done(start, sim_.now()); });
     return;
   }
-  // Data moves only once every GPU's channel blocks are resident: each rank
-  // waits for the SMs of its own GPU (Gpu::hold_sms), the collective for
-  // the last of them (measured: an all-reduce beside a persistent GEMM
-  // starts when that GEMM ends). The op still reports its start as each
-  // rank's arrival (the replayer); it ends d after the last grant.
+  // Data moves only once every GPU's channel blocks are resident: each
+  // rank's kernel waits for the SMs of its own GPU (Gpu::hold_sms) from
+  // its issue, the data for the last of them (measured: an all-reduce
+  // beside a persistent GEMM starts when that GEMM ends). The op ends d
+  // after the last grant.
   struct Pending {
     std::vector<int> ranks;
     int sms = 0;
     std::function<void(Finished)> move;
     sim::Time start;
     sim::OpDone done;
-    size_t waiting = 0;  // GPUs whose hold is not yet granted
+    std::vector<std::shared_ptr<KernelHold>> holds;
+    size_t waiting = 0;  // holds not yet granted
     // Interference: the HBM bytes/s it streams on each GPU of the group
     // (0: none), when its data started moving, and each GPU's activity then.
     double hbm_load = 0.0;
@@ -356,8 +365,9 @@ void ClusterModel::communicate(const Op& op, const std::vector<int>& ranks,
     std::vector<gpu::GpuActivityIntegral> activity;
   };
   auto p = std::make_shared<Pending>(Pending{ranks, sms, std::move(move), start, std::move(done),
-                                              ranks.size(), 0.0, sim::Time::zero(), {}});
-  if (config_.interference.enabled && planned > sim::Duration::zero()) {
+                                              std::move(holds), 0, 0.0, sim::Time::zero(), {}});
+  if (config_.interference.enabled && planned > sim::Duration::zero() &&
+      op.kind == workloads::OpKind::collective) {
     const auto& c = std::get<workloads::CollectiveOp>(op.payload);
     p->hbm_load = collective_hbm_bytes(workloads::collective_op(c.kind),
                                        static_cast<double>(c.bytes.count()),
@@ -365,39 +375,96 @@ void ClusterModel::communicate(const Op& op, const std::vector<int>& ranks,
                                        config_.interference.staging_in_hbm) /
                   planned.seconds();
   }
-  // The holds are requested after every other event of this instant, so
-  // that kernels launched at this instant (on any stream, by any rank) are
-  // ahead of them whatever order the replayer issued things in.
-  sim_.call_at(
-      start,
-      [this, p] {
-        for (int r : p->ranks) {
-          gpus_[static_cast<size_t>(r)]->hold_sms(p->sms, [this, p] {
-            if (--p->waiting > 0) return;
-            start_streaming(p->ranks, p->hbm_load, p->activity, p->began);
-            p->move([this, p] {
-              // The kernels beside it stretch its data movement: it ends
-              // that much later, its SMs and HBM load held meanwhile.
-              const sim::Duration extra =
-                  stretch_beyond(p->ranks, p->sms, p->hbm_load, p->activity, p->began);
-              auto finish = [this, p] {
-                for (int rr : p->ranks) {
-                  gpu::Gpu& g = *gpus_[static_cast<size_t>(rr)];
-                  if (p->hbm_load > 0.0) g.remove_hbm_load(p->hbm_load);
-                  g.release_sms(p->sms);
-                }
-                p->done(p->start, sim_.now());
-              };
-              if (extra > sim::Duration::zero()) {
-                sim_.call_in(extra, std::move(finish));
-              } else {
-                finish();
-              }
-            });
-          });
+  auto begin = [this, p] {
+    start_streaming(p->ranks, p->hbm_load, p->activity, p->began);
+    p->move([this, p] {
+      // The kernels beside it stretch its data movement: it ends that
+      // much later, its SMs and HBM load held meanwhile.
+      const sim::Duration extra =
+          stretch_beyond(p->ranks, p->sms, p->hbm_load, p->activity, p->began);
+      auto finish = [this, p] {
+        if (p->hbm_load > 0.0) {
+          for (int r : p->ranks) gpus_[static_cast<size_t>(r)]->remove_hbm_load(p->hbm_load);
         }
-      },
-      kHoldRequestPriority);
+        for (const auto& h : p->holds) {
+          h->on_grant = nullptr;  // it refers to p: break the cycle
+          holds_.release(*h);
+        }
+        p->done(p->start, sim_.now());
+      };
+      if (extra > sim::Duration::zero()) {
+        sim_.call_in(extra, std::move(finish));
+      } else {
+        finish();
+      }
+    });
+  };
+  auto granted = [p, begin] {
+    if (--p->waiting == 0) begin();
+  };
+  // GPUs whose rank issued nothing here (a rank a mirrored one stands for,
+  // a caller outside the replayer, a GPU with no room for another hold at
+  // the issue) ask for their SMs now, after every kernel launched at this
+  // instant.
+  if (sms > 0) {
+    std::map<int, int> issued;  // party holds per rank
+    for (const auto& h : p->holds) ++issued[h->rank];
+    const std::optional<sim::Duration> posting =
+        p2p ? send_posting(op, holders.front(), holders.back()) : std::nullopt;
+    for (int r : holders) {
+      if (issued[r] > 0) {
+        --issued[r];
+        continue;
+      }
+      p->holds.push_back(holds_.hold(r, sms, r == src_rank ? posting : std::nullopt, true));
+    }
+  }
+  for (const auto& h : p->holds) {
+    if (h->granted) continue;
+    ++p->waiting;
+    h->on_grant = granted;
+  }
+  if (p->waiting == 0) begin();
+}
+
+void ClusterModel::communication_issued(int rank, const Op& op, int peer) {
+  const bool send = op.kind == workloads::OpKind::send;
+  const int sms = kernel_sms(op, rank, peer < 0 ? rank : peer);
+  // No room left on the GPU (more NCCL kernels waiting at once than it has
+  // SMs for): it asks at the meeting instead.
+  if (!config_.holds_from_issue || sms == 0 || holds_.room(rank) < sms) return;
+  if (op.kind == workloads::OpKind::recv && !config_.recv_holds_from_issue) return;
+  holds_.issue(rank, op, sms, send && peer >= 0 ? send_posting(op, rank, peer) : std::nullopt,
+               !config_.serial_launch_queue);
+}
+
+bool ClusterModel::same_host(int a, int b) const {
+  if (fabric_ != nullptr) return fabric_->host_of(a) == fabric_->host_of(b);
+  return config_.fabric.same_node(a, b);
+}
+
+int ClusterModel::kernel_sms(const Op& op, int a, int b) const {
+  if (config_.collective_sms <= 0) return 0;
+  if (op.kind == workloads::OpKind::collective) return config_.collective_sms;
+  const auto& p = std::get<workloads::P2pOp>(op.payload);
+  if (p.bytes.count() <= 0) return 0;
+  const collectives::P2pConfig cfg = engine_ != nullptr ? engine_->params().p2p : collectives::P2pConfig{};
+  // One CTA per channel the send (or recv) is split over, between the two.
+  return collectives::p2p_parts(p.bytes.as_double(), 2, same_host(a, b) ? 1 : 2, cfg).parts;
+}
+
+std::optional<sim::Duration> ClusterModel::send_posting(const Op& op, int src, int dst) const {
+  // Across hosts the network proxy sends only into buffers the receiver
+  // has posted: the send waits for it.
+  if (op.kind != workloads::OpKind::send && op.kind != workloads::OpKind::recv) return std::nullopt;
+  if (!same_host(src, dst)) return std::nullopt;
+  const auto& p = std::get<workloads::P2pOp>(op.payload);
+  const collectives::P2pConfig cfg = engine_ != nullptr ? engine_->params().p2p : collectives::P2pConfig{};
+  const collectives::P2pParts parts = collectives::p2p_parts(p.bytes.as_double(), 2, 1, cfg);
+  // NCCL_STEPS (8) slots of one p2p chunk per channel's connection.
+  constexpr double kNcclSteps = 8.0;
+  if (parts.part_bytes > kNcclSteps * cfg.chunk.as_double()) return std::nullopt;
+  return network::p2p_time(config_.fabric, src, dst, p.bytes);
 }
 
 sim::Duration ClusterModel::planned_time(const collectives::CollectiveRequest& req) {

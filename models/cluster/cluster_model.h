@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "models/cluster/nccl_kernel_holds.h"
 #include "models/cluster/sibling_contention.h"
 #include "models/collectives/collective_engine.h"
 #include "models/gpu/gpu.h"
@@ -38,6 +39,23 @@ struct ClusterModelConfig {
   // averaged activity at time zero.
   bool clock_model = false;
   gpu::Activity clock_model_start;
+  // The host launches through one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS
+  // =1, as Megatron-LM sets it): kernels and NCCL kernels reach the GPU in
+  // issue order, so a collective issued before a kernel gets its SMs before
+  // that kernel's CTAs. false (CUDA's default of several queues): a
+  // collective issued at the same instant as kernels on other streams gets
+  // its SMs after theirs (measured on 2x H100: an all-reduce released with
+  // a GEMM mostly waited for the GEMM's last wave).
+  bool serial_launch_queue = false;
+  // A receive's kernel holds its SMs from its rank's issue (true), or only
+  // from its sender's arrival (false: the training generator posts every
+  // receive at the step's start, so that the n-th send meets the n-th
+  // receive, where frameworks launch it when their schedule needs the
+  // message; held from the issue it would sit on SMs all step).
+  bool recv_holds_from_issue = true;
+  // Off: every NCCL kernel asks for its SMs at the meeting (when the last
+  // rank arrives), after the kernels launched at that instant.
+  bool holds_from_issue = true;
   // How an SM-holding collective and the kernels beside it slow each other
   // (gpu/interference.h): its HBM load, from collective_hbm.h's bytes over
   // its planned time, is registered on every GPU of the group while its
@@ -83,6 +101,12 @@ class ClusterModel : public sim::OpExecutor {
   void run_communication(const workloads::Op& op, const std::vector<int>& ranks,
                          sim::OpDone done) override;
   MemoryResult apply_memory(int rank, sim::Bytes delta) override;
+  // A rank's NCCL kernel holds its SMs from the rank's own issue
+  // (nccl_kernel_holds.h); the data moves once every party's kernel is
+  // resident, and the holds end with the op (a send that fits NCCL's
+  // buffers: once posted).
+  void communication_issued(int rank, const workloads::Op& op, int peer) override;
+  void communication_met(int rank, const workloads::Op& op) override { holds_.met(rank, op); }
   // Siblings load the fabric only where collectives run on a network model
   // with contention (flow, packet) and the fabric has an oversubscribed
   // up-link; of those passed, only the ones SiblingContention counts run,
@@ -147,6 +171,19 @@ class ClusterModel : public sim::OpExecutor {
   sim::Simulator& sim_;
   ClusterModelConfig config_;
   std::vector<std::unique_ptr<gpu::Gpu>> gpus_;
+  NcclKernelHolds holds_;
+  // SMs the NCCL kernel of `op` holds on a GPU: a collective's channels
+  // (collective_sms), a send's or recv's between ranks a and b NCCL's p2p
+  // channels for its size (collectives::p2p_parts); 0 when communication
+  // holds no SMs (collective_sms 0) or moves nothing.
+  int kernel_sms(const workloads::Op& op, int a, int b) const;
+  // A send from src to dst on one host whose part per channel fits NCCL's
+  // buffer there (NCCL_STEPS steps of the p2p chunk): its kernel writes the
+  // parts into the receiver's buffers without waiting for it, for as long
+  // as the bytes take over the tier (the α-β time), then exits. nullopt:
+  // it waits for its peer.
+  std::optional<sim::Duration> send_posting(const workloads::Op& op, int src, int dst) const;
+  bool same_host(int a, int b) const;
   MemoryListener memory_listener_;
   network::NetworkModel* network_ = nullptr;
   const network::Fabric* fabric_ = nullptr;

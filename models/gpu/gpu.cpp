@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <deque>
 #include <stdexcept>
@@ -181,6 +182,7 @@ class Gpu::Impl : public sim::EventHandler {
   }
 
   const SmArray& sms() const { return sms_; }
+  int promised_sms() const { return sms_.held() + sms_.debt() + deferred_sms_; }
   Hbm& hbm() { return hbm_; }
 
   // ---- collectives streaming through HBM (interference.h) -----------------
@@ -354,8 +356,14 @@ class Gpu::Impl : public sim::EventHandler {
   // take the free SMs they want in launch order; the rest are split evenly
   // among the other waiting kernels (earlier launches get the remainder),
   // each bounded by its unstarted tiles and max_sms; one wave starts per
-  // kernel that got SMs. Then the deferred holds that no earlier kernel
-  // keeps waiting take what is left.
+  // kernel that got SMs (plan_range, apply_range).
+  // Deferred holds keep launch order: if the kernels launched before the
+  // oldest one would all start their last tiles in this pass (on the SMs
+  // they would get without the younger kernels), they do, then the hold is
+  // served from what is left, then the kernels launched after it share
+  // the rest (so a collective issued before a GEMM gets its SMs before
+  // that GEMM's CTAs, as Megatron's CUDA_DEVICE_MAX_CONNECTIONS=1 orders
+  // them); otherwise the hold waits and every kernel shares as above.
   void schedule() {
     schedule_pending_ = false;
     if (coalesce_) split_all();  // none is live here: every pass follows a split
@@ -363,79 +371,51 @@ class Gpu::Impl : public sim::EventHandler {
     arrived_ = 0;
     // Scratch vectors kept as members: this runs after every wave.
     std::vector<int>& grant = grant_;
-    std::vector<int>& want = want_;
-    std::vector<int>& grow = grow_;
     grant.assign(waiting_.size(), 0);
-    want.assign(waiting_.size(), 0);
-    grow.assign(waiting_.size(), 0);
-    bool any = false;
-    for (size_t i = 0; i < waiting_.size(); ++i) {
-      Run& r = runs_[waiting_[i]];
-      if (r.kept > 0) {
-        // Persistent, between waves: its next wave, on its own SMs. Its
-        // last wave, if narrower, frees the rest (repaying holds first):
-        // the grid has no CTA left to put there.
-        if (r.waves_in_flight == 0) {
-          if (r.tiles_left < r.kept) {
-            const int surplus = r.kept - static_cast<int>(r.tiles_left);
-            grant_repaid(sms_.release_kept(surplus));
-            r.kept -= surplus;
-          }
-          grant[i] = r.kept;
-        }
-        want[i] = grant[i];
-      } else {
-        want[i] = static_cast<int>(this->want(r, r.tiles_left));
-      }
-      any = any || want[i] > 0;
-    }
-    int left = sms_.free();
-    // Persistent kernels restarting grow first, in launch order: they were
-    // launched before anything that has not started.
-    for (size_t i = 0; i < waiting_.size() && left > 0; ++i) {
-      const Run& r = runs_[waiting_[i]];
-      if (r.kept == 0 || grant[i] == 0) continue;
-      grow[i] = growth(r, left);
-      left -= grow[i];
-    }
-    // A persistent kernel about to start takes what it wants first, in
-    // launch order: its CTAs fill whole SMs, and on an H100 a GEMM enqueued
-    // beside a copy or a layer norm ran at full width while the other op
-    // waited (calibration/measurements/h100-sxm/concurrent_kernels_*).
-    for (size_t i = 0; i < waiting_.size(); ++i) {
-      const Run& r = runs_[waiting_[i]];
-      if (!r.kernel.persistent || r.kept > 0 || want[i] == 0) continue;
-      grant[i] = std::min(want[i], left);
-      want[i] = grant[i];
-      left -= grant[i];
-    }
-    // Water-filling among the others: each round offers every unsatisfied
-    // kernel an equal share; a kernel that needs less frees the rest.
-    while (any) {
-      int hungry = 0;
-      for (size_t i = 0; i < grant.size(); ++i) hungry += grant[i] < want[i];
-      if (left == 0 || hungry == 0) break;
-      const int share = left / hungry;
-      int extra = left % hungry;
-      for (size_t i = 0; i < grant.size() && left > 0; ++i) {
-        if (grant[i] >= want[i]) continue;
-        int offer = share + (extra > 0 ? 1 : 0);
-        if (extra > 0) --extra;
-        const int take = std::min(offer, want[i] - grant[i]);
-        grant[i] += take;
-        left -= take;
+    want_.assign(waiting_.size(), 0);
+    grow_.assign(waiting_.size(), 0);
+    // A persistent kernel between waves whose last wave is narrower than
+    // its SMs frees the rest (repaying holds first): the grid has no CTA
+    // left to put there.
+    for (const uint32_t run : waiting_) {
+      Run& r = runs_[run];
+      if (r.kept > 0 && r.waves_in_flight == 0 && r.tiles_left < r.kept) {
+        const int surplus = r.kept - static_cast<int>(r.tiles_left);
+        grant_repaid(sms_.release_kept(surplus));
+        r.kept -= surplus;
       }
     }
-    for (size_t i = 0; i < grant.size(); ++i) {
-      Run& r = runs_[waiting_[i]];
-      if (r.kept > 0) {
-        sms_.resume_tiles(grant[i]);
-        sms_.start_tiles(grow[i]);
-        r.kept += grow[i];
-        grant[i] += grow[i];
-      } else {
-        sms_.start_tiles(grant[i]);
-        if (r.kernel.persistent) r.kept = grant[i];  // its SMs from now to its end
+    // waiting_ is in launch order: the kernels before a hold are a prefix.
+    size_t begin = 0;
+    for (;;) {
+      if (deferred_.empty()) {
+        plan_range(begin, waiting_.size());
+        apply_range(begin, waiting_.size());
+        break;
+      }
+      const uint64_t limit = deferred_.front().behind;
+      size_t end = begin;
+      while (end < waiting_.size() && runs_[waiting_[end]].seq < limit) ++end;
+      plan_range(begin, end);
+      bool last_tiles = launched_ - static_cast<uint64_t>(unlanded_) >= limit;  // all older landed
+      for (size_t i = begin; i < end && last_tiles; ++i) {
+        last_tiles = runs_[waiting_[i]].tiles_left <= grant[i] + grow_[i];
+      }
+      if (!last_tiles) {
+        plan_range(begin, waiting_.size());  // the hold waits: all share
+        apply_range(begin, waiting_.size());
+        break;
+      }
+      apply_range(begin, end);
+      begin = end;
+      // Holds no earlier kernel keeps waiting any longer: in order, before
+      // the kernels launched after them.
+      const uint64_t oldest = oldest_pending();
+      while (!deferred_.empty() && deferred_.front().behind <= oldest) {
+        Hold h = std::move(deferred_.front());
+        deferred_.pop_front();
+        deferred_sms_ -= h.owed;
+        serve(std::move(h));
       }
     }
     // HBM share: every SM running tiles once these waves start.
@@ -457,13 +437,81 @@ class Gpu::Impl : public sim::EventHandler {
       schedule_end(add_wave(Wave{run, grant[i], active, now, length, 1, 0, Activity{}, 0.0}), now + length);
     }
     std::erase_if(waiting_, [this](uint32_t run) { return runs_[run].tiles_left == 0; });
-    // Holds no earlier kernel keeps waiting any longer: after them, in order.
-    const uint64_t oldest = oldest_pending();
-    while (!deferred_.empty() && deferred_.front().behind <= oldest) {
-      Hold h = std::move(deferred_.front());
-      deferred_.pop_front();
-      deferred_sms_ -= h.owed;
-      serve(std::move(h));
+  }
+
+  // The SMs the waiting kernels waiting_[begin, end) would get in this pass
+  // from the free ones (grant_, grow_ and want_ for them; nothing changes).
+  void plan_range(size_t begin, size_t end) {
+    std::vector<int>& grant = grant_;
+    std::vector<int>& want = want_;
+    std::vector<int>& grow = grow_;
+    bool any = false;
+    for (size_t i = begin; i < end; ++i) {
+      const Run& r = runs_[waiting_[i]];
+      grant[i] = grow[i] = 0;
+      if (r.kept > 0) {
+        // Persistent, between waves: its next wave, on its own SMs.
+        if (r.waves_in_flight == 0) grant[i] = r.kept;
+        want[i] = grant[i];
+      } else {
+        want[i] = static_cast<int>(this->want(r, r.tiles_left));
+      }
+      any = any || want[i] > 0;
+    }
+    int left = sms_.free();
+    // Persistent kernels restarting grow first, in launch order: they were
+    // launched before anything that has not started.
+    for (size_t i = begin; i < end && left > 0; ++i) {
+      const Run& r = runs_[waiting_[i]];
+      if (r.kept == 0 || grant[i] == 0) continue;
+      grow[i] = growth(r, left);
+      left -= grow[i];
+    }
+    // A persistent kernel about to start takes what it wants first, in
+    // launch order: its CTAs fill whole SMs, and on an H100 a GEMM enqueued
+    // beside a copy or a layer norm ran at full width while the other op
+    // waited (calibration/measurements/h100-sxm/concurrent_kernels_*).
+    for (size_t i = begin; i < end; ++i) {
+      const Run& r = runs_[waiting_[i]];
+      if (!r.kernel.persistent || r.kept > 0 || want[i] == 0) continue;
+      grant[i] = std::min(want[i], left);
+      want[i] = grant[i];
+      left -= grant[i];
+    }
+    // Water-filling among the others: each round offers every unsatisfied
+    // kernel an equal share; a kernel that needs less frees the rest.
+    while (any) {
+      int hungry = 0;
+      for (size_t i = begin; i < end; ++i) hungry += grant[i] < want[i];
+      if (left == 0 || hungry == 0) break;
+      const int share = left / hungry;
+      int extra = left % hungry;
+      for (size_t i = begin; i < end && left > 0; ++i) {
+        if (grant[i] >= want[i]) continue;
+        int offer = share + (extra > 0 ? 1 : 0);
+        if (extra > 0) --extra;
+        const int take = std::min(offer, want[i] - grant[i]);
+        grant[i] += take;
+        left -= take;
+      }
+    }
+  }
+
+  // Takes the SMs plan_range gave waiting_[begin, end) (a restarting
+  // persistent kernel's growth joins its grant).
+  void apply_range(size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      Run& r = runs_[waiting_[i]];
+      if (r.kept > 0) {
+        sms_.resume_tiles(grant_[i]);
+        sms_.start_tiles(grow_[i]);
+        r.kept += grow_[i];
+        grant_[i] += grow_[i];
+        grow_[i] = 0;
+      } else {
+        sms_.start_tiles(grant_[i]);
+        if (r.kernel.persistent) r.kept = grant_[i];  // its SMs from now to its end
+      }
     }
   }
 
@@ -474,12 +522,15 @@ class Gpu::Impl : public sim::EventHandler {
     return static_cast<int>(std::clamp<int64_t>(room, 0, free));
   }
 
-  // Launch number of the oldest kernel with tiles not yet started (landed
-  // and waiting, or not yet landed: they land in launch order), or
-  // launched_ when there is none.
+  // Launch number of the oldest kernel with tiles not yet started once the
+  // current pass's grants (grant_) start (landed and waiting, or not yet
+  // landed: they land in launch order), or launched_ when there is none.
   uint64_t oldest_pending() const {
     uint64_t oldest = launched_ - static_cast<uint64_t>(unlanded_);
-    for (const uint32_t run : waiting_) oldest = std::min(oldest, runs_[run].seq);
+    for (size_t i = 0; i < waiting_.size(); ++i) {
+      const Run& r = runs_[waiting_[i]];
+      if (r.tiles_left > grant_[i]) oldest = std::min(oldest, r.seq);
+    }
     return oldest;
   }
 
@@ -899,6 +950,7 @@ void Gpu::hold_sms(int count, std::function<void()> granted) {
 void Gpu::release_sms(int count) { impl_->release(count); }
 int Gpu::free_sms() const { return impl_->sms().free(); }
 int Gpu::held_sms() const { return impl_->sms().held(); }
+int Gpu::promised_sms() const { return impl_->promised_sms(); }
 int Gpu::busy_sms() const { return impl_->sms().busy(); }
 int Gpu::reserved_sms() const { return impl_->sms().reserved(); }
 bool Gpu::allocate(sim::Bytes bytes) { return impl_->hbm().allocate(bytes); }

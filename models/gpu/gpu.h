@@ -99,10 +99,12 @@ class Gpu {
   //  - at once if no compute kernel launched on this GPU before it has
   //    tiles left to start (or is still in its launch latency): it takes
   //    the free SMs now;
-  //  - otherwise at the end of the scheduling pass in which the last of
-  //    those kernels has landed and started its last wave, after they have
-  //    taken their SMs (CTAs of equal-priority grids are dispatched in
-  //    launch order). Measured on 2x H100 (calibration/measurements/h100-x2/
+  //  - otherwise in the scheduling pass in which the last of those kernels
+  //    has landed and started its last wave, after they have taken their
+  //    SMs and before the kernels launched after the hold take theirs
+  //    (CTAs of equal-priority grids are dispatched in launch order; while
+  //    the older kernels still have tiles left, all waiting kernels share
+  //    the free SMs as usual). Measured on 2x H100 (calibration/measurements/h100-x2/
   //    attention_beside_nccl_2026-11-26): an NCCL all-reduce launched 1-1.5
   //    ms before the end of an 8192^3 cuBLAS GEMM started at that GEMM's
   //    last round, 103-121 us before its end.
@@ -123,6 +125,7 @@ class Gpu {
   void release_sms(int count);
   int free_sms() const;      // neither running tiles, kept nor held
   int held_sms() const;      // held by communication kernels (granted so far)
+  int promised_sms() const;  // held, owed and deferred: what holds asked for and keep
   int busy_sms() const;      // running compute tiles
   int reserved_sms() const;  // kept idle by persistent kernels (between waves, last wave)
 

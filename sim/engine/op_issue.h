@@ -67,7 +67,10 @@ std::string meet(OpExecutor& executor, std::vector<Arrival<Id>> parties, OpOf op
   const workloads::Op& first = op_of(parties.front());
   std::vector<int> ranks;
   ranks.reserve(parties.size());
-  for (const Arrival<Id>& a : parties) ranks.push_back(a.rank);
+  for (const Arrival<Id>& a : parties) {
+    ranks.push_back(a.rank);
+    executor.communication_met(a.rank, op_of(a));
+  }
   executor.run_communication(first, ranks, [parties = std::move(parties), finish](Time, Time end) {
     for (const Arrival<Id>& a : parties) finish(a, end);
   });

@@ -43,9 +43,27 @@ Replayer::Replayer(Simulator& sim, const workloads::WorkloadGraph& graph, OpExec
 }
 
 void Replayer::start() {
+  std::vector<uint16_t> streams(graph_.stream_count());
   for (int r = 0; r < graph_.num_ranks(); ++r) {
-    for (size_t s = 0; s < graph_.stream_count(); ++s) try_issue_stream(r, static_cast<uint16_t>(s));
+    for (size_t s = 0; s < streams.size(); ++s) streams[s] = static_cast<uint16_t>(s);
+    try_issue_streams(r, streams);
   }
+}
+
+// The host issues a rank's ops in program order, so ops that become ready
+// at one instant on different streams launch in that order (which kernel's
+// CTAs, or which NCCL kernel's SM hold, comes first on the GPU).
+void Replayer::try_issue_streams(int rank, std::vector<uint16_t>& streams) {
+  const RankState& st = ranks_[static_cast<size_t>(rank)];
+  auto head = [&st](uint16_t s) {
+    const auto& queue = st.index->stream_ops[s];
+    const size_t h = st.stream_head[s];
+    return h < queue.size() ? queue[h] : UINT32_MAX;
+  };
+  std::sort(streams.begin(), streams.end(),
+            [&head](uint16_t a, uint16_t b) { return head(a) != head(b) ? head(a) < head(b) : a < b; });
+  streams.erase(std::unique(streams.begin(), streams.end()), streams.end());
+  for (uint16_t s : streams) try_issue_stream(rank, s);
 }
 
 void Replayer::abort(ReplayOutcome::Ending why, std::string reason) {
@@ -73,6 +91,8 @@ void Replayer::try_issue_stream(int rank, uint16_t stream) {
 void Replayer::issue(int rank, uint32_t op_index) {
   const Op& op = graph_.program(rank).ops[op_index];
   if (is_communication(op.kind)) {
+    const auto* p2p = std::get_if<workloads::P2pOp>(&op.payload);
+    executor_.communication_issued(rank, op, p2p != nullptr ? graph_.peer_of(rank, *p2p) : -1);
     arrive(rank, op_index);
     return;
   }
@@ -138,10 +158,11 @@ void Replayer::finish(int rank, uint32_t op_index, Time start, Time end) {
   st.stream_met[op.stream] = 0;
   ++st.stream_head[op.stream];
   for (uint32_t d : st.index->dependents[op_index]) --st.waiting_on[d];
-  try_issue_stream(rank, op.stream);
+  std::vector<uint16_t> streams{op.stream};
   for (uint32_t d : st.index->dependents[op_index]) {
-    try_issue_stream(rank, graph_.program(rank).ops[d].stream);
+    streams.push_back(graph_.program(rank).ops[d].stream);
   }
+  try_issue_streams(rank, streams);
 }
 
 ReplayOutcome Replayer::outcome() const {

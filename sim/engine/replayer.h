@@ -42,6 +42,16 @@ class OpExecutor {
   // rendezvous with the global ranks involved. Call done(start, end) once.
   virtual void run_communication(const workloads::Op& op, const std::vector<int>& ranks,
                                  OpDone done) = 0;
+  // A rank issued a communication op: from now it waits at the op's
+  // rendezvous (NCCL launches its kernel here, which holds SMs while it
+  // waits for its peers). Called once per party, in issue order among the
+  // rank's other launches of the instant. `peer`: the other rank of a send
+  // or recv, -1 for a collective.
+  virtual void communication_issued(int rank, const workloads::Op& op, int peer) {}
+  // The parties of the meeting about to run: called for each (in rank
+  // order, with the op it issued) right before the run_communication call
+  // of that meeting, so that an executor can pair it with their issues.
+  virtual void communication_met(int rank, const workloads::Op& op) {}
   // Allocates (delta > 0) or frees HBM on `rank`.
   enum class MemoryResult { ok, out_of_memory, freed_more_than_allocated };
   virtual MemoryResult apply_memory(int rank, Bytes delta) = 0;
@@ -128,6 +138,8 @@ class Replayer {
   RendezvousKey key_for(int rank, const workloads::Op& op);
 
   void try_issue_stream(int rank, uint16_t stream);
+  // try_issue_stream on each of `streams` (reordered), heads in program order.
+  void try_issue_streams(int rank, std::vector<uint16_t>& streams);
   void issue(int rank, uint32_t op_index);
   void arrive(int rank, uint32_t op_index);
   void finish(int rank, uint32_t op_index, Time start, Time end);

@@ -182,6 +182,20 @@ Time StreamingReplayer::forgotten_finish_bound(RankState& st, uint64_t id) const
 
 // Issues the next op of `stream` if the stream is idle and the op's
 // dependencies are done. One op per stream at a time: CUDA stream order.
+// The host issues a rank's ops in program order, so ops that become ready
+// at one instant on different streams launch in that order (which kernel's
+// CTAs, or which NCCL kernel's SM hold, comes first on the GPU).
+void StreamingReplayer::try_issue_streams(int rank, std::vector<uint16_t>& streams) {
+  const RankState& st = ranks_[static_cast<size_t>(rank)];
+  auto head = [&st](uint16_t s) {
+    return s < st.queue.size() && !st.queue[s].empty() ? st.queue[s].front() : UINT64_MAX;
+  };
+  std::sort(streams.begin(), streams.end(),
+            [&head](uint16_t a, uint16_t b) { return head(a) != head(b) ? head(a) < head(b) : a < b; });
+  streams.erase(std::unique(streams.begin(), streams.end()), streams.end());
+  for (uint16_t s : streams) try_issue_stream(rank, s);
+}
+
 void StreamingReplayer::try_issue_stream(int rank, uint16_t stream) {
   RankState& st = ranks_[static_cast<size_t>(rank)];
   if (aborted_ || stream >= st.queue.size() || st.busy[stream] || st.queue[stream].empty()) return;
@@ -205,6 +219,7 @@ void StreamingReplayer::issue(int rank, uint64_t seq) {
   Entry& e = entry(rank, seq);
   const Op& op = e.src.op;
   if (is_communication(op.kind)) {
+    executor_.communication_issued(rank, op, op.kind == OpKind::collective ? -1 : e.src.peer);
     arrive(rank, seq);
     return;
   }
@@ -286,14 +301,17 @@ void StreamingReplayer::finish(int rank, uint64_t seq, Time start, Time end) {
     --w.waiting;
     w.ready_bound = std::max(w.ready_bound, end);
   }
-  try_issue_stream(rank, stream);
-  for (uint64_t d : dependents) try_issue_stream(rank, entry(rank, d).src.op.stream);
+  std::vector<uint16_t> streams{stream};
+  for (uint64_t d : dependents) streams.push_back(entry(rank, d).src.op.stream);
+  try_issue_streams(rank, streams);
   evict(rank);
   fresh_.clear();
   refill(rank);
   const std::vector<uint64_t> fresh = std::move(fresh_);
   fresh_.clear();
-  for (uint64_t s : fresh) try_issue_stream(rank, entry(rank, s).src.op.stream);
+  streams.clear();
+  for (uint64_t s : fresh) streams.push_back(entry(rank, s).src.op.stream);
+  try_issue_streams(rank, streams);
 }
 
 bool StreamingReplayer::complete() const {
@@ -307,8 +325,9 @@ StreamOutcome StreamingReplayer::run() {
   for (int r = 0; r < source_.num_ranks(); ++r) refill(r);
   fresh_.clear();
   for (int r = 0; r < source_.num_ranks(); ++r) {
-    const size_t streams = ranks_[static_cast<size_t>(r)].queue.size();
-    for (size_t s = 0; s < streams; ++s) try_issue_stream(r, static_cast<uint16_t>(s));
+    std::vector<uint16_t> streams(ranks_[static_cast<size_t>(r)].queue.size());
+    for (size_t s = 0; s < streams.size(); ++s) streams[s] = static_cast<uint16_t>(s);
+    try_issue_streams(r, streams);
   }
   while (true) {
     sim_.run();
@@ -326,7 +345,9 @@ StreamOutcome StreamingReplayer::run() {
       refill(r);
       const std::vector<uint64_t> fresh = std::move(fresh_);
       fresh_.clear();
-      for (uint64_t s : fresh) try_issue_stream(r, entry(r, s).src.op.stream);
+      std::vector<uint16_t> streams;
+      for (uint64_t s : fresh) streams.push_back(entry(r, s).src.op.stream);
+      try_issue_streams(r, streams);
     }
     if (!grew) break;
   }

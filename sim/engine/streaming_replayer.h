@@ -128,6 +128,8 @@ class StreamingReplayer {
   // now, else a time before now.
   Time forgotten_finish_bound(RankState& st, uint64_t id) const;
   void try_issue_stream(int rank, uint16_t stream);
+  // try_issue_stream on each of `streams` (reordered), heads in read order.
+  void try_issue_streams(int rank, std::vector<uint16_t>& streams);
   void issue(int rank, uint64_t seq);
   void arrive(int rank, uint64_t seq);
   void meet(std::vector<Arrival> parties);

@@ -38,6 +38,10 @@ models::cluster::ClusterModelConfig cluster_model_config(const Scenario& s) {
   c.fabric.scale_out_latency = s.cluster.scale_out.latency;
   c.fabric.has_scale_out = s.cluster.scale_out.topology != "none";
   c.collective_sms = s.network.collective_sms;
+  // Off by default: in training steps it broke the mirrored shortcut's
+  // exactness and the Chakra export's (README Status); Megatron's one
+  // launch queue (serial_launch_queue) is off for the same reason.
+  c.holds_from_issue = s.network.holds_from_issue;
   c.interference = s.network.interference;
   c.clock_model = s.cluster.clock_model;
   c.clock_model_start = s.cluster.clock_model_start;

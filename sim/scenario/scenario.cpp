@@ -210,6 +210,10 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
                      "SMs a collective kernel holds per GPU (NCCL channels; 24 measured for NCCL "
                      "2.28 ring on 2x H200)",
                      0, s.cluster.gpu.sm_count - 1));
+  s.network.holds_from_issue = net.get_bool(
+      "holds_from_issue", false,
+      "each rank's NCCL kernel holds its SMs from its own issue of the op (send/recv too), "
+      "not from the meeting");
   const std::string routing = net.get_choice(
       "routing", {"ecmp", "spray", "adaptive"}, std::string("ecmp"),
       "path choice: ecmp (hash per flow), spray (per packet round robin), adaptive (least-loaded "

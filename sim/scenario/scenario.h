@@ -71,6 +71,7 @@ struct ClusterConfig {
 struct NetworkConfig {
   std::string model;       // registered network model name
   int collective_sms = 0;  // SMs a collective holds per GPU
+  bool holds_from_issue = false;  // NCCL kernels hold SMs from each rank's issue
   models::network::RoutingPolicy routing = models::network::RoutingPolicy::ecmp;
   models::network::PacketConfig packet;  // network.model: packet only
   models::gpu::InterferenceParams interference;  // overlapped collectives vs kernels

@@ -78,13 +78,18 @@ const char* const kClasses[] = {"gemm", "attention", "elementwise+norm", "optimi
 // H100, calibration/measurements/h100-x2/attention_beside_nccl_2026-11-26,
 // cuDNN's one-CTA-per-SM kernels run 1.13-1.18x beside an NCCL all-reduce
 // kernel that only waits for its peer and 1.06-1.13x beside a waiting
-// recv; gcsim holds a collective's SMs from the last rank's arrival and p2p
-// holds none, so PP's and DP's waiting kernels are not charged: not done;
-// with DDP's buckets the DP4 all-reduce after {norm2 + proj} runs beside
-// the attention backward in gcsim as in the real step, whose cuDNN
-// backward it makes 12.4 instead of 11.3 ms, but it becomes ready at the
-// attention's launch and waits for its last wave, so gcsim charges it
-// nothing: the class stays -9% eager, -4% compiled on DP4);
+// recv; with network.holds_from_issue (off by default) gcsim's NCCL
+// kernels hold their SMs from their rank's issue, p2p included
+// (models/cluster/nccl_kernel_holds.h, held against those cases in
+// test_waiting_nccl_measured.cpp), but even then the class does not move
+// (TP2xPP2 -16%): the training generator posts every receive at the
+// step's start, so a receive holds SMs only from its sender's arrival,
+// and mirrored DP peers arrive together: not done, receives posted where
+// the framework launches them; with DDP's buckets the DP4 all-reduce after
+// {norm2 + proj} runs beside the attention backward as in the real step,
+// whose cuDNN backward it makes 12.4 instead of 11.3 ms, but it becomes
+// ready at the attention's launch and waits for its last wave, so gcsim
+// charges it nothing: the class stays -9% eager, -4% compiled on DP4);
 // optimizer 6% (+3% everywhere). Peak memory within 5% (-3.2 .. +1.1%,
 // PP4 corrected as below).
 constexpr double kStep = 0.10, kStepMean = 0.05;

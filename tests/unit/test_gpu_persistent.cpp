@@ -250,6 +250,33 @@ TEST_CASE("a hold's callback fires exactly at its grant, holds granted in order"
         CHECK(k.end == (launch_first ? 13 * kUs : 24 * kUs));
       }
     }
+    SECTION("between two kernels: after the older's last wave starts, before the younger") {
+      // In one event at t = 0: K1 (200 tiles of 10 us), a hold of 24 SMs,
+      // K2 (1320 tiles of 10 us), as Megatron issues a weight-gradient GEMM
+      // after the input gradient's reduce-scatter. Both land at 2 us. While
+      // K1 cannot start its last tiles the hold waits and K1 and K2 share
+      // the SMs (66 / 66 at 2 and 13 us). At 24 us K1's last 68 tiles
+      // start, then the hold takes 24 of the 64 SMs left, then K2 the
+      // other 40 (before holds kept launch order K2 took all 64 and the
+      // hold waited for K1's end at 35 us).
+      sim::Simulator s;
+      gpu::Gpu g(s, spec, 0, coalescing(coalesce));
+      Span k1, k2;
+      int64_t granted = -1;
+      s.call_at(sim::Time::zero(), [&] {
+        g.launch(tiles_of(200, 10.0, false), [&](sim::Time x, sim::Time y) { k1 = {x.ps(), y.ps()}; });
+        g.hold_sms(24, [&] { granted = s.now().ps(); });
+        g.launch(tiles_of(1320, 10.0, false), [&](sim::Time x, sim::Time y) { k2 = {x.ps(), y.ps()}; });
+      });
+      Sms at_25us;
+      sample_at(s, g, 25 * kUs, at_25us);
+      s.run();
+      CHECK(k1.start == 2 * kUs);
+      CHECK(k1.end == 35 * kUs);
+      CHECK(granted == 24 * kUs);
+      CHECK(k2.start == 2 * kUs);
+      CHECK(at_25us == Sms{0, 108, 24, 0});
+    }
   }
 }
 

@@ -62,6 +62,15 @@ void SymmetricExecutor::run_communication(const Op& op, const std::vector<int>& 
   inner_.run_communication(op, *real, std::move(done));
 }
 
+void SymmetricExecutor::communication_issued(int rank, const Op& op, int peer) {
+  // A self-addressed p2p (a mirrored CP ring) runs as the hop from the
+  // real previous rank (run_communication).
+  if (const auto* p = std::get_if<P2pOp>(&op.payload); p != nullptr && peer == rank) {
+    if (const int* real = w_.widened_peer(rank, p->peer)) peer = *real;
+  }
+  inner_.communication_issued(rank, op, peer);
+}
+
 const sim::SiblingGroups& SymmetricExecutor::siblings_of(uint64_t key,
                                                         const std::vector<int>& ranks,
                                                         const Op& op) {

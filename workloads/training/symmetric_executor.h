@@ -30,6 +30,9 @@ class SymmetricExecutor : public sim::OpExecutor {
 
   void run_compute(int rank, const Op& op, sim::OpDone done) override;
   void run_communication(const Op& op, const std::vector<int>& ranks, sim::OpDone done) override;
+  // Passed on: a simulated rank's NCCL kernel holds SMs from its own issue.
+  void communication_issued(int rank, const Op& op, int peer) override;
+  void communication_met(int rank, const Op& op) override { inner_.communication_met(rank, op); }
   MemoryResult apply_memory(int rank, sim::Bytes delta) override;
 
  private:
