@@ -70,19 +70,10 @@ Passes EagerServingPasses::rms_norm(int64_t rows, int64_t cols) {
 }
 
 Passes EagerServingPasses::rope(int64_t q_elements, int64_t k_elements) {
-  // rotate_half(x) = cat(-x2, x1) on the heads' halves, then x * cos +
-  // rotate_half(x) * sin: the half views, the cat and cos/sin broadcast over
-  // the heads take the generic path; bf16 throughout.
-  Passes out;
-  for (const auto& [which, n] : {std::pair<const char*, int64_t>{" q", q_elements}, {" k", k_elements}}) {
-    const std::string w = which;
-    out.push_back({w + " neg", n / 2, 2 * kB16, kGeneric});
-    out.push_back({w + " cat", n, 2 * kB16, kGeneric});
-    out.push_back({w + " mul cos", n, 2 * kB16, kGeneric});
-    out.push_back({w + " mul sin", n, 2 * kB16, kGeneric});
-    out.push_back({w + " add", n, 3 * kB16});
-  }
-  return out;
+  // Hugging Face's rotate-half on q and k: the same unfused passes as the
+  // training eager profile's forward (FrameworkProfile::rope_forward).
+  const training::FrameworkProfile eager(training::Framework::pytorch_eager);
+  return eager.rope_forward(q_elements, k_elements);
 }
 
 Passes EagerServingPasses::rope_tables(int64_t tokens, int64_t head_dim) {
