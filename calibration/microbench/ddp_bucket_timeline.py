@@ -23,7 +23,6 @@ after every point; rank 0 decides from --budget-s whether a point still fits.
 import argparse
 import datetime
 import gc
-import hashlib
 import json
 import os
 import sys
@@ -36,47 +35,16 @@ import torch.distributed as dist
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import strategy_step_bench as ssb  # noqa: E402
 import torch_timing as tt  # noqa: E402
+import bench_common  # noqa: E402
+from bench_common import clocks  # noqa: E402
 
 VERSION = "ddp_bucket_timeline 1.0"
 T0 = time.time()
+log = bench_common.make_log(T0)
 # (strategy, tp, pp, dp, build); each build's runner is reused for sync on and off.
 POINTS = [("DP4", 1, 1, 4, "eager"), ("DP4", 1, 1, 4, "compile"), ("TP2xDP2", 2, 1, 2, "eager")]
 COST_GUESS_S = {"eager": 15.0, "compile": 35.0}
 MARK_CYCLES = 64  # the marker kernels: a few cycles of torch.cuda._sleep ("spin_kernel")
-
-
-def log(*a):
-    if dist.is_initialized() and dist.get_rank() != 0:
-        return
-    print("[%6.1fs]" % (time.time() - T0), *a, flush=True)
-
-
-def provenance():
-    p = torch.cuda.get_device_properties(0)
-    with open(os.path.abspath(__file__), "rb") as f:
-        sha = hashlib.sha256(f.read()).hexdigest()
-    with open(ssb.__file__, "rb") as f:
-        sha_bench = hashlib.sha256(f.read()).hexdigest()
-    nccl = None
-    try:
-        nccl = ".".join(str(x) for x in torch.cuda.nccl.version())
-    except Exception:  # noqa: BLE001
-        pass
-    return {"script": "calibration/microbench/ddp_bucket_timeline.py", "script_version": VERSION,
-            "sha256": sha, "strategy_step_bench_sha256": sha_bench,
-            "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "torch": torch.__version__, "cuda_runtime": torch.version.cuda, "nccl": nccl,
-            "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
-            "device_name": p.name, "sm_count": p.multi_processor_count,
-            "world_size": dist.get_world_size(),
-            "nvidia_smi": tt.nvsmi("index,name,driver_version,power.limit,clocks.max.sm,clocks.max.mem"),
-            "env": {k: v for k, v in os.environ.items() if k.startswith("NCCL_") or k.startswith("TORCH_")}}
-
-
-def clocks():
-    return {"throttle": tt.nvsmi("index,clocks.sm,clocks.mem,power.draw,temperature.gpu,"
-                                 "clocks_throttle_reasons.active"),
-            "utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
 
 
 def mark():
@@ -254,7 +222,8 @@ def main():
     doc = {"schema": "gcsim.ddp_bucket_timeline.v1", "method": __doc__, "model": ssb.MODEL, "results": [],
            "errors": [], "skipped": []}
     if rank0:
-        doc["meta"] = provenance()
+        doc["meta"] = bench_common.provenance(
+            __file__, VERSION, strategy_step_bench_sha256=bench_common.file_sha256(ssb.__file__))
         doc["nvidia_smi_before"] = clocks()
 
     def save():

@@ -36,13 +36,9 @@ Every point is guarded: a failure is recorded and the rest still runs; the JSON 
 every point. `--budget-s` skips points (compile ones first) that would not finish in time.
 """
 import argparse
-import datetime
-import hashlib
 import json
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 import traceback
@@ -51,8 +47,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_common  # noqa: E402
+from bench_common import class_of, clocks, profile_steps  # noqa: E402,F401
+
 VERSION = "framework_step 1.0"
 T0 = time.time()
+log = bench_common.make_log(T0)
 
 SHAPES = [
     # fit shape: per-kernel host cost and achievable elementwise bandwidth are fitted on it
@@ -68,45 +69,6 @@ SHAPES = [
 ]
 QUICK = [dict(name="quick_h256_L2_s128_b2", hidden=256, heads=4, ffn=704, layers=2, seq=128, batch=2,
               vocab=1024, role="quick")]
-
-
-def log(*a):
-    print("[%6.1fs]" % (time.time() - T0), *a, flush=True)
-
-
-def nvsmi(query):
-    try:
-        r = subprocess.run(["nvidia-smi", "--query-gpu=" + query, "--format=csv"], capture_output=True,
-                           text=True, timeout=20)
-        return (r.stdout.strip() + (" | " + r.stderr.strip() if r.stderr.strip() else ""))
-    except Exception as ex:  # noqa: BLE001
-        return "nvidia-smi failed: %r" % ex
-
-
-def clocks():
-    return {"throttle": nvsmi("clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active"),
-            "event": nvsmi("clocks_event_reasons.active"),
-            "utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-
-
-def provenance():
-    p = torch.cuda.get_device_properties(0)
-    with open(os.path.abspath(__file__), "rb") as f:
-        sha = hashlib.sha256(f.read()).hexdigest()
-    nccl = None
-    try:
-        nccl = ".".join(str(x) for x in torch.cuda.nccl.version())
-    except Exception:  # noqa: BLE001
-        pass
-    return {"script": "calibration/microbench/framework_step.py", "script_version": VERSION, "sha256": sha,
-            "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "hostname": platform.node(), "python": sys.version.split()[0], "torch": torch.__version__,
-            "cuda_runtime": torch.version.cuda, "nccl": nccl,
-            "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
-            "device_name": p.name, "sm_count": p.multi_processor_count, "total_memory_bytes": p.total_memory,
-            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-            "nvidia_smi": nvsmi("name,driver_version,power.limit,clocks.max.sm,clocks.max.mem"),
-            "cpu": platform.processor(), "cpu_count": os.cpu_count()}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -188,49 +150,6 @@ def compile_model(m):
 
 # ----------------------------------------------------------------------------------------------
 # kernel classes
-
-def class_of(name):
-    n = name.lower()
-    if any(s in n for s in ("flash", "fmha", "cudnn", "sdpa", "attention", "attn")):
-        return "attention"
-    if any(s in n for s in ("multi_tensor", "foreach", "adam", "fused_optim")):
-        return "optimizer"
-    if any(s in n for s in ("gemm", "nvjet", "sm90_xmma", "sm80_xmma", "cutlass", "cublas", "xmma", "splitk",
-                            "triton_tem")):
-        return "gemm"
-    if any(s in n for s in ("norm", "rsqrt", "softmax", "nll_loss", "cross_entropy")):
-        return "norm"
-    if any(s in n for s in ("elementwise", "vectorized", "unrolled", "reduce_kernel", "triton_", "cat",
-                            "copy", "memcpy", "memset", "index", "embedding", "fill", "scatter", "gather")):
-        return "elementwise"
-    return "other"
-
-
-def profile_steps(step, nsteps):
-    from torch.profiler import ProfilerActivity, profile
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(nsteps):
-            step()
-        torch.cuda.synchronize()
-    agg = {}
-    for ev in prof.events():
-        dt = getattr(ev, "device_type", None)
-        if dt is None or not str(dt).endswith("CUDA"):
-            continue
-        a = agg.setdefault(ev.name, {"count": 0, "us": 0.0})
-        a["count"] += 1
-        a["us"] += ev.time_range.elapsed_us()
-    kernels = [{"name": k, "class": class_of(k), "per_step_count": v["count"] / nsteps,
-                "per_step_us": v["us"] / nsteps} for k, v in agg.items()]
-    kernels.sort(key=lambda k: -k["per_step_us"])
-    classes = {}
-    for k in kernels:
-        c = classes.setdefault(k["class"], {"us": 0.0, "count": 0.0})
-        c["us"] += k["per_step_us"]
-        c["count"] += k["per_step_count"]
-    return kernels, classes
-
 
 # ----------------------------------------------------------------------------------------------
 # one (shape, build) point
@@ -349,7 +268,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = True
-    doc = {"schema": "gcsim.framework_step.v1", "meta": provenance(), "method": __doc__,
+    doc = {"schema": "gcsim.framework_step.v1", "meta": bench_common.provenance(__file__, VERSION), "method": __doc__,
            "nvidia_smi_before": clocks(), "results": [], "errors": [], "skipped": []}
 
     def save():

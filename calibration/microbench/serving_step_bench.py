@@ -57,10 +57,8 @@ T0 = time.time()  # before torch's import: the budget counts it
 import argparse  # noqa: E402
 import datetime  # noqa: E402
 import gc  # noqa: E402
-import hashlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
-import platform  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import traceback  # noqa: E402
@@ -71,8 +69,11 @@ import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_timing as tt  # noqa: E402
+import bench_common  # noqa: E402
+from bench_common import class_of, clocks, gather, profile_steps, timed_steps  # noqa: E402,F401
 
 VERSION = "serving_step_bench 1.0"
+log = bench_common.make_log(T0)
 MODEL = dict(name="llama2_70b_shape_L8", layers=8, hidden=8192, heads=64, kv_heads=8, head_dim=128,
              ffn=28672, vocab=32000, rope_theta=10000.0, eps=1e-5, max_pos=8192)
 # Decode points (batch, kv_len) and prefill token counts; "core" first for both TP sizes, the rest if
@@ -83,40 +84,6 @@ PREFILL_CORE = [512, 2048, 8192]
 PREFILL_MORE = [1024, 4096]
 MAX_CACHE_TOKENS = 512 * 1024
 COST_GUESS_S = {"decode": 3.0, "prefill": 3.0}
-
-
-def log(*a):
-    if dist.is_initialized() and dist.get_rank() != 0:
-        return
-    print("[%6.1fs]" % (time.time() - T0), *a, flush=True)
-
-
-def clocks():
-    return {"nvidia_smi": tt.nvsmi("index,clocks.sm,clocks.mem,power.draw,temperature.gpu,"
-                                   "clocks_throttle_reasons.active"),
-            "utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-
-
-def provenance():
-    p = torch.cuda.get_device_properties(0)
-    with open(os.path.abspath(__file__), "rb") as f:
-        sha = hashlib.sha256(f.read()).hexdigest()
-    nccl = None
-    try:
-        nccl = ".".join(str(x) for x in torch.cuda.nccl.version())
-    except Exception:  # noqa: BLE001
-        pass
-    return {"script": "calibration/microbench/serving_step_bench.py", "script_version": VERSION,
-            "sha256": sha,
-            "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "hostname": platform.node(), "python": sys.version.split()[0], "torch": torch.__version__,
-            "cuda_runtime": torch.version.cuda, "nccl": nccl,
-            "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
-            "device_name": p.name, "sm_count": p.multi_processor_count, "total_memory_bytes": p.total_memory,
-            "world_size": dist.get_world_size(), "gpu_count": torch.cuda.device_count(),
-            "nvidia_smi": tt.nvsmi("index,name,driver_version,power.limit,clocks.max.sm,clocks.max.mem"),
-            "env": {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_", "CUDA_"))},
-            "cpu": platform.processor(), "cpu_count": os.cpu_count()}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -234,68 +201,6 @@ class Shard:
 # ----------------------------------------------------------------------------------------------
 # kernel classes (strategy_step_bench.py's rules)
 
-def class_of(name):
-    n = name.lower()
-    if "nccl" in n:
-        return "communication"
-    if any(s in n for s in ("flash", "fmha", "cudnn", "sdpa", "attention", "attn")):
-        return "attention"
-    if any(s in n for s in ("gemm", "nvjet", "sm90_xmma", "sm80_xmma", "cutlass", "cublas", "xmma", "splitk",
-                            "gemv", "triton_tem")):
-        return "gemm"
-    if any(s in n for s in ("norm", "rsqrt", "softmax")):
-        return "norm"
-    if any(s in n for s in ("elementwise", "vectorized", "unrolled", "reduce_kernel", "triton_", "cat",
-                            "copy", "memcpy", "memset", "index", "embedding", "fill", "scatter", "gather",
-                            "argmax")):
-        return "elementwise"
-    return "other"
-
-
-def profile_steps(step, nsteps):
-    from torch.profiler import ProfilerActivity, profile
-    torch.cuda.synchronize()
-    if dist.is_initialized():
-        dist.barrier(device_ids=[torch.cuda.current_device()])
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(nsteps):
-            step()
-        torch.cuda.synchronize()
-    agg = {}
-    for ev in prof.events():
-        dt = getattr(ev, "device_type", None)
-        if dt is None or not str(dt).endswith("CUDA"):
-            continue
-        a = agg.setdefault(ev.name, {"count": 0, "us": 0.0})
-        a["count"] += 1
-        a["us"] += ev.time_range.elapsed_us()
-    kernels = [{"name": k, "class": class_of(k), "per_step_count": v["count"] / nsteps,
-                "per_step_us": v["us"] / nsteps} for k, v in agg.items()]
-    kernels.sort(key=lambda k: -k["per_step_us"])
-    classes = {}
-    for k in kernels:
-        c = classes.setdefault(k["class"], {"us": 0.0, "count": 0.0})
-        c["us"] += k["per_step_us"]
-        c["count"] += k["per_step_count"]
-    return kernels, classes
-
-
-def timed_steps(step, n):
-    """n steps back to back, a CUDA event at every boundary, the host at most 2 steps ahead."""
-    torch.cuda.synchronize()
-    dist.barrier(device_ids=[torch.cuda.current_device()])
-    tt.backlog(5000)  # the first step starts queued, not from an idle host
-    ev = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]
-    ev[0].record()
-    for i in range(n):
-        step()
-        ev[i + 1].record()
-        if i >= 1:
-            ev[i - 1].synchronize()
-    torch.cuda.synchronize()
-    return [ev[i].elapsed_time(ev[i + 1]) * 1000.0 for i in range(n)]
-
-
 def host_enqueue_us(step, n=5, gpu_busy_us=60_000.0):
     """Host time to enqueue one step while the GPU is still busy with a sleep (nothing waits on it)."""
     torch.cuda.synchronize()
@@ -307,12 +212,6 @@ def host_enqueue_us(step, n=5, gpu_busy_us=60_000.0):
     us = (time.perf_counter() - t) * 1e6 / n
     torch.cuda.synchronize()
     return us
-
-
-def gather(x):
-    out = [None] * dist.get_world_size()
-    dist.all_gather_object(out, x)
-    return out
 
 
 def steps_for(est_us, lo, hi, target_us=400_000.0):
@@ -464,7 +363,7 @@ def main():
     doc = {"schema": "gcsim.serving_step.v1", "method": __doc__, "model": m, "results": [], "errors": [],
            "skipped": []}
     if rank0:
-        doc["meta"] = provenance()
+        doc["meta"] = bench_common.provenance(__file__, VERSION)
         doc["nvidia_smi_before"] = clocks()
 
     def save():

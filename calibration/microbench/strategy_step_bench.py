@@ -54,10 +54,8 @@ import argparse
 import contextlib
 import datetime
 import gc
-import hashlib
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -70,9 +68,12 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_timing as tt  # noqa: E402
+from bench_common import class_of, clocks, gather, make_log, profile_steps, timed_steps  # noqa: E402,F401
+import bench_common  # noqa: E402
 
 VERSION = "strategy_step_bench 1.0"
 T0 = time.time()
+log = make_log(T0)
 
 MODEL = dict(name="llama_h4096_L8_s4096", layers=8, hidden=4096, heads=32, ffn=11008, vocab=32000,
              seq=4096, global_batch=8)
@@ -83,40 +84,6 @@ STRATEGIES = [("DP4", 1, 1, 4), ("TP4", 4, 1, 1), ("TP2xDP2", 2, 1, 2), ("PP2xDP
 # compiled: these three first (the issue's swapped pair TP4 / TP2xPP2 among them), the rest if time
 COMPILE_ORDER = ["DP4", "TP4", "TP2xPP2", "TP2xDP2", "PP2xDP2", "PP4"]
 COST_GUESS_S = {"eager": 20.0, "compile": 50.0}  # framework_step: compile warm-up 4-10 s
-
-
-def log(*a):
-    if dist.is_initialized() and dist.get_rank() != 0:
-        return
-    print("[%6.1fs]" % (time.time() - T0), *a, flush=True)
-
-
-def clocks():
-    return {"throttle": tt.nvsmi("index,clocks.sm,clocks.mem,power.draw,temperature.gpu,"
-                                 "clocks_throttle_reasons.active"),
-            "utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-
-
-def provenance():
-    p = torch.cuda.get_device_properties(0)
-    with open(os.path.abspath(__file__), "rb") as f:
-        sha = hashlib.sha256(f.read()).hexdigest()
-    nccl = None
-    try:
-        nccl = ".".join(str(x) for x in torch.cuda.nccl.version())
-    except Exception:  # noqa: BLE001
-        pass
-    return {"script": "calibration/microbench/strategy_step_bench.py", "script_version": VERSION,
-            "sha256": sha,
-            "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "hostname": platform.node(), "python": sys.version.split()[0], "torch": torch.__version__,
-            "cuda_runtime": torch.version.cuda, "nccl": nccl,
-            "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
-            "device_name": p.name, "sm_count": p.multi_processor_count, "total_memory_bytes": p.total_memory,
-            "world_size": dist.get_world_size(), "gpu_count": torch.cuda.device_count(),
-            "nvidia_smi": tt.nvsmi("index,name,driver_version,power.limit,clocks.max.sm,clocks.max.mem"),
-            "env": {k: v for k, v in os.environ.items() if k.startswith("NCCL_") or k.startswith("TORCH_")},
-            "cpu": platform.processor(), "cpu_count": os.cpu_count()}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -505,73 +472,6 @@ class Runner:
 # ----------------------------------------------------------------------------------------------
 # kernel classes (framework_step.py's rules, with NCCL's kernels as communication)
 
-def class_of(name):
-    n = name.lower()
-    if "nccl" in n:
-        return "communication"
-    if any(s in n for s in ("flash", "fmha", "cudnn", "sdpa", "attention", "attn")):
-        return "attention"
-    if any(s in n for s in ("multi_tensor", "foreach", "adam", "fused_optim")):
-        return "optimizer"
-    if any(s in n for s in ("gemm", "nvjet", "sm90_xmma", "sm80_xmma", "cutlass", "cublas", "xmma", "splitk",
-                            "triton_tem")):
-        return "gemm"
-    if any(s in n for s in ("norm", "rsqrt", "softmax", "nll_loss", "cross_entropy")):
-        return "norm"
-    if any(s in n for s in ("elementwise", "vectorized", "unrolled", "reduce_kernel", "triton_", "cat",
-                            "copy", "memcpy", "memset", "index", "embedding", "fill", "scatter", "gather")):
-        return "elementwise"
-    return "other"
-
-
-def profile_steps(step, nsteps):
-    from torch.profiler import ProfilerActivity, profile
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(nsteps):
-            step()
-        torch.cuda.synchronize()
-    agg = {}
-    for ev in prof.events():
-        dt = getattr(ev, "device_type", None)
-        if dt is None or not str(dt).endswith("CUDA"):
-            continue
-        a = agg.setdefault(ev.name, {"count": 0, "us": 0.0})
-        a["count"] += 1
-        a["us"] += ev.time_range.elapsed_us()
-    kernels = [{"name": k, "class": class_of(k), "per_step_count": v["count"] / nsteps,
-                "per_step_us": v["us"] / nsteps} for k, v in agg.items()]
-    kernels.sort(key=lambda k: -k["per_step_us"])
-    classes = {}
-    for k in kernels:
-        c = classes.setdefault(k["class"], {"us": 0.0, "count": 0.0})
-        c["us"] += k["per_step_us"]
-        c["count"] += k["per_step_count"]
-    return kernels, classes
-
-
-def timed_steps(step, n):
-    """n steps back to back, a CUDA event at every boundary, the host at most 2 steps ahead."""
-    torch.cuda.synchronize()
-    dist.barrier(device_ids=[torch.cuda.current_device()])
-    tt.backlog(5000)  # the first step starts queued, not from an idle host
-    ev = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]
-    ev[0].record()
-    for i in range(n):
-        step()
-        ev[i + 1].record()
-        if i >= 1:
-            ev[i - 1].synchronize()
-    torch.cuda.synchronize()
-    return [ev[i].elapsed_time(ev[i + 1]) * 1000.0 for i in range(n)]
-
-
-def gather(x):
-    out = [None] * dist.get_world_size()
-    dist.all_gather_object(out, x)
-    return out
-
-
 def run_point(m, name, tp, pp, dp, build, steps):
     lay = Layout(tp, pp, dp)
     torch.cuda.empty_cache()
@@ -639,7 +539,7 @@ def main():
     doc = {"schema": "gcsim.strategy_step.v1", "method": __doc__, "model": m, "results": [], "errors": [],
            "skipped": []}
     if rank0:
-        doc["meta"] = provenance()
+        doc["meta"] = bench_common.provenance(__file__, VERSION)
         doc["nvidia_smi_before"] = clocks()
 
     def save():
