@@ -15,6 +15,7 @@ Results committed before this module existed cite the sha256 of the script as it
 """
 import datetime
 import hashlib
+import json
 import os
 import platform
 import sys
@@ -151,3 +152,42 @@ def gather(x):
     out = [None] * dist.get_world_size()
     dist.all_gather_object(out, x)
     return out
+
+
+def _distributed():
+    return dist.is_available() and dist.is_initialized()
+
+
+class ResultsFile:
+    """A benchmark's results document: provenance and clocks first, then results, errors and
+    skipped points; rank 0 writes it after every point, so a timeout keeps what ran."""
+
+    def __init__(self, path, schema, script_file, version, t0, indent=1, meta_extra=None, **fields):
+        self.path, self.t0, self.indent = path, t0, indent
+        self.rank0 = not _distributed() or dist.get_rank() == 0
+        self.doc = {"schema": schema, **fields, "results": [], "errors": [], "skipped": []}
+        if self.rank0:
+            self.doc["meta"] = provenance(script_file, version, **(meta_extra or {}))
+            self.doc["nvidia_smi_before"] = clocks()
+
+    def save(self):
+        if self.rank0:
+            self.doc["elapsed_s"] = time.time() - self.t0
+            with open(self.path, "w") as f:
+                json.dump(self.doc, f, indent=self.indent)
+
+    def gather_errors(self, err):
+        """Every rank's error of the point just run (None where it went well), then save."""
+        self.doc["errors"].extend(e for e in gather(err) if e is not None)
+        self.save()
+
+    def finish(self, log):
+        """Clocks after, the last write, and the process group's orderly end."""
+        if self.rank0:
+            self.doc["nvidia_smi_after"] = clocks()
+        self.save()
+        log("done in %.1f s: %d points, %d errors, %d skipped" % (
+            time.time() - self.t0, len(self.doc["results"]), len(self.doc["errors"]), len(self.doc["skipped"])))
+        if _distributed():
+            dist.barrier(device_ids=[torch.cuda.current_device()])
+            dist.destroy_process_group()

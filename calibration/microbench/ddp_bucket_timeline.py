@@ -36,7 +36,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import strategy_step_bench as ssb  # noqa: E402
 import torch_timing as tt  # noqa: E402
 import bench_common  # noqa: E402
-from bench_common import clocks  # noqa: E402
 
 VERSION = "ddp_bucket_timeline 1.0"
 T0 = time.time()
@@ -218,20 +217,11 @@ def main():
             log("dynamo config %s not set: %r" % (key, ex))
     if a.quick:
         ssb.MODEL.update(name="quick_h256_L4_s256", layers=4, hidden=256, heads=4, ffn=704, vocab=1024, seq=256)
-    rank0 = dist.get_rank() == 0
-    doc = {"schema": "gcsim.ddp_bucket_timeline.v1", "method": __doc__, "model": ssb.MODEL, "results": [],
-           "errors": [], "skipped": []}
-    if rank0:
-        doc["meta"] = bench_common.provenance(
-            __file__, VERSION, strategy_step_bench_sha256=bench_common.file_sha256(ssb.__file__))
-        doc["nvidia_smi_before"] = clocks()
-
-    def save():
-        if rank0:
-            doc["elapsed_s"] = time.time() - T0
-            with open(a.out, "w") as f:
-                json.dump(doc, f)
-
+    out = bench_common.ResultsFile(
+        a.out, "gcsim.ddp_bucket_timeline.v1", __file__, VERSION, T0, indent=None,
+        meta_extra={"strategy_step_bench_sha256": bench_common.file_sha256(ssb.__file__)},
+        method=__doc__, model=ssb.MODEL)
+    doc, save = out.doc, out.save
     save()
     if dist.get_world_size() != 4:
         doc["errors"].append({"error": "needs 4 ranks, got %d" % dist.get_world_size()})
@@ -256,15 +246,8 @@ def main():
             print("rank %d FAILED %s %s: %r" % (dist.get_rank(), name, build, ex), flush=True)
         gc.collect()
         torch.cuda.empty_cache()
-        errs = [e for e in ssb.gather(err) if e is not None]
-        doc["errors"].extend(errs)
-        save()
-    if rank0:
-        doc["nvidia_smi_after"] = clocks()
-    save()
-    log("done in %.1f s" % (time.time() - T0))
-    dist.barrier(device_ids=[local])
-    dist.destroy_process_group()
+        out.gather_errors(err)
+    out.finish(log)
 
 
 if __name__ == "__main__":

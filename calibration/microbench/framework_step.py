@@ -30,7 +30,7 @@ Per (shape, build):
                      torch.cuda._sleep, so the host never waits for the GPU); median of 5;
   kernels            torch.profiler (CUDA activity only) over 3 steps: per kernel name the count
                      and total time per step; classes (gemm, attention, elementwise, norm,
-                     optimizer, other) summed by name rules (class_of below);
+                     optimizer, other) summed by name rules (bench_common.class_of);
   peak memory        torch.cuda.max_memory_allocated over the timed steps.
 Every point is guarded: a failure is recorded and the rest still runs; the JSON is rewritten after
 every point. `--budget-s` skips points (compile ones first) that would not finish in time.
@@ -49,7 +49,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_common  # noqa: E402
-from bench_common import class_of, clocks, profile_steps  # noqa: E402,F401
+from bench_common import class_of, profile_steps  # noqa: E402,F401
 
 VERSION = "framework_step 1.0"
 T0 = time.time()
@@ -268,14 +268,8 @@ def main():
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = True
-    doc = {"schema": "gcsim.framework_step.v1", "meta": bench_common.provenance(__file__, VERSION), "method": __doc__,
-           "nvidia_smi_before": clocks(), "results": [], "errors": [], "skipped": []}
-
-    def save():
-        doc["elapsed_s"] = time.time() - T0
-        with open(a.out, "w") as f:
-            json.dump(doc, f, indent=1)
-
+    out = bench_common.ResultsFile(a.out, "gcsim.framework_step.v1", __file__, VERSION, T0, method=__doc__)
+    doc, save = out.doc, out.save
     save()
     shapes = QUICK if a.quick else SHAPES
     # eager everywhere first (cheap), then compile: fit shape, small, the rest, while time is left.
@@ -295,9 +289,7 @@ def main():
             log("FAILED %s %s: %r" % (sh["name"], build, ex))
             torch.cuda.empty_cache()
         save()
-    doc["nvidia_smi_after"] = clocks()
-    save()
-    log("done")
+    out.finish(log)
 
 
 if __name__ == "__main__":

@@ -70,7 +70,7 @@ import torch.nn.functional as F  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_timing as tt  # noqa: E402
 import bench_common  # noqa: E402
-from bench_common import class_of, clocks, gather, profile_steps, timed_steps  # noqa: E402,F401
+from bench_common import class_of, gather, profile_steps, timed_steps  # noqa: E402,F401
 
 VERSION = "serving_step_bench 1.0"
 log = bench_common.make_log(T0)
@@ -359,19 +359,8 @@ def main():
     if a.quick:
         m.update(name="quick", layers=2, hidden=512, heads=8, kv_heads=4, head_dim=64, ffn=1024, vocab=1024)
     rank, world = dist.get_rank(), dist.get_world_size()
-    rank0 = rank == 0
-    doc = {"schema": "gcsim.serving_step.v1", "method": __doc__, "model": m, "results": [], "errors": [],
-           "skipped": []}
-    if rank0:
-        doc["meta"] = bench_common.provenance(__file__, VERSION)
-        doc["nvidia_smi_before"] = clocks()
-
-    def save():
-        if rank0:
-            doc["elapsed_s"] = time.time() - T0
-            with open(a.out, "w") as f:
-                json.dump(doc, f, indent=1)
-
+    out = bench_common.ResultsFile(a.out, "gcsim.serving_step.v1", __file__, VERSION, T0, method=__doc__, model=m)
+    doc, save = out.doc, out.save
     save()
     if world != 4:
         doc["errors"].append({"error": "needs 4 ranks, got %d" % world})
@@ -417,16 +406,8 @@ def main():
             print("rank %d FAILED TP%d %s b%d kv%d: %r" % (rank, tp, kind, batch, kv_len, ex), flush=True)
         gc.collect()
         torch.cuda.empty_cache()
-        errs = [e for e in gather(err) if e is not None]
-        doc["errors"].extend(errs)
-        save()
-    if rank0:
-        doc["nvidia_smi_after"] = clocks()
-    save()
-    log("done in %.1f s: %d points, %d errors, %d skipped" % (time.time() - T0, len(doc["results"]),
-                                                              len(doc["errors"]), len(doc["skipped"])))
-    dist.barrier(device_ids=[local])
-    dist.destroy_process_group()
+        out.gather_errors(err)
+    out.finish(log)
 
 
 if __name__ == "__main__":

@@ -68,7 +68,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_timing as tt  # noqa: E402
-from bench_common import class_of, clocks, gather, make_log, profile_steps, timed_steps  # noqa: E402,F401
+from bench_common import class_of, gather, make_log, profile_steps, timed_steps  # noqa: E402,F401
+from framework_step import RMSNorm, rotate_half  # noqa: E402  (Hugging Face Llama's eager code paths)
 import bench_common  # noqa: E402
 
 VERSION = "strategy_step_bench 1.0"
@@ -159,24 +160,6 @@ class VocabParallelCrossEntropy(torch.autograd.Function):
 
 # ----------------------------------------------------------------------------------------------
 # the model (framework_step.py's, split over TP ranks and pipeline stages)
-
-class RMSNorm(nn.Module):
-    def __init__(self, h):
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(h))
-
-    def forward(self, x):
-        dt = x.dtype
-        x = x.to(torch.float32)
-        var = x.pow(2).mean(-1, keepdim=True)
-        x = x * torch.rsqrt(var + 1e-5)
-        return self.weight * x.to(dt)
-
-
-def rotate_half(x):
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat((-x2, x1), dim=-1)
-
 
 class Block(nn.Module):
     """A decoder layer; with TP its linears hold this rank's columns (QKV, gate+up) or rows
@@ -535,19 +518,8 @@ def main():
     m = dict(MODEL)
     if a.quick:
         m.update(name="quick_h256_L4_s256", layers=4, hidden=256, heads=4, ffn=704, vocab=1024, seq=256)
-    rank0 = dist.get_rank() == 0
-    doc = {"schema": "gcsim.strategy_step.v1", "method": __doc__, "model": m, "results": [], "errors": [],
-           "skipped": []}
-    if rank0:
-        doc["meta"] = bench_common.provenance(__file__, VERSION)
-        doc["nvidia_smi_before"] = clocks()
-
-    def save():
-        if rank0:
-            doc["elapsed_s"] = time.time() - T0
-            with open(a.out, "w") as f:
-                json.dump(doc, f, indent=1)
-
+    out = bench_common.ResultsFile(a.out, "gcsim.strategy_step.v1", __file__, VERSION, T0, method=__doc__, model=m)
+    doc, save = out.doc, out.save
     save()
     if dist.get_world_size() != 4:
         doc["errors"].append({"error": "needs 4 ranks, got %d" % dist.get_world_size()})
@@ -575,15 +547,8 @@ def main():
             print("rank %d FAILED %s %s: %r" % (dist.get_rank(), name, build, ex), flush=True)
         gc.collect()
         torch.cuda.empty_cache()
-        errs = [e for e in gather(err) if e is not None]
-        doc["errors"].extend(errs)
-        save()
-    if rank0:
-        doc["nvidia_smi_after"] = clocks()
-    save()
-    log("done in %.1f s" % (time.time() - T0))
-    dist.barrier(device_ids=[local])
-    dist.destroy_process_group()
+        out.gather_errors(err)
+    out.finish(log)
 
 
 if __name__ == "__main__":
