@@ -213,7 +213,7 @@ TEST_CASE("moe layer on 4 H200s: each point and the ratio within 10%", "[moe][me
 // them -12 .. -22%.
 TEST_CASE("moe layer on 4 H100s: each point and the ratio within 10%", "[moe][measured]") {
   check_points(points("calibration/measurements/h100-x4/moe_ep_2026-11-26/moe_ep.json", 4, "h100-sxm",
-                      "h100"),
+                      "h100x4-20261126-2313"),
                36,
                {{"h2048_f1408_e8_k2_t4096_s0.0", "fwd", 32, 1},
                 {"h2048_f1408_e8_k2_t4096_s0.8", "fwd", 8, 19},
@@ -239,7 +239,7 @@ TEST_CASE("moe layer on 4 H100s: each point and the ratio within 10%", "[moe][me
 TEST_CASE("moe layer on 4 H100s, host timeline run: each point and the ratio within 10%",
           "[moe][measured]") {
   check_points(points("calibration/measurements/h100-x4/moe_host_timeline_2026-11-26/moe_host_timeline.json", 4,
-                      "h100-sxm", "h100-fast"),
+                      "h100-sxm", "h100x4-20261126-2212"),
                27,
                {{"h2048_f1024_e32_k4_t4096_s0.0", "fwd", 11, 1},
                 {"h2048_f1024_e32_k4_t4096_s0.0", "bwd", 15, 1},
@@ -256,6 +256,6 @@ TEST_CASE("moe layer on 4 H100s, host timeline run: each point and the ratio wit
 TEST_CASE("moe layer on 4 H100s, 4K host timeline run: each point and the ratio within 10%",
           "[moe][measured]") {
   check_points(points("calibration/measurements/h100-x4/moe_host_timeline_4k_2026-11-26/moe_host_timeline_4k.json",
-                      4, "h100-sxm", "h100"),
+                      4, "h100-sxm", "h100x4-20261126-2313"),
                9, {});
 }
