@@ -17,7 +17,7 @@ int calibrate_host(const std::string& bench_file, const std::string& run_tag, co
                    std::ostream& out, std::ostream& err) {
   std::string text, error;
   if (!sim::config::read_input_file(bench_file, sim::config::kMaxDataBytes, "host bench", text, error)) {
-    err << "gcsim calibrate: " << error << "\n";
+    err << "gcsim calibrate: " << bench_file << ": " << error << "\n";
     return kBadInput;
   }
   nlohmann::json doc;
