@@ -9,9 +9,10 @@
 //
 // Nothing here is fitted to these layer times: the eager-kernel
 // efficiencies were fitted on the 2-H200 file's phases (workloads/moe/
-// moe_layer.h), and each machine's host costs (cluster.host: h200, h100)
-// are read from that machine's host timings (h200: calibration/fit/
-// moe_host_costs.py; h100: the host-timeline run's plain-pass stamps,
+// moe_layer.h), and each machine's host costs (cluster.host: h200,
+// h100x4-20261126-2313/-2212, or a profile calibrated on the machine) are
+// read from that machine's host timings (h200: calibration/fit/
+// moe_host_costs.py; the two H100 ones: the host-timeline run's plain-pass stamps,
 // calibration/fit/moe_host_timeline_read.py, on its hidden-2048 /
 // 8-expert points, with the slowest of 4 ranks setting the pace). Every
 // point and every skewed/balanced ratio is held to 10%, but for the points
@@ -205,7 +206,7 @@ TEST_CASE("moe layer on 4 H200s: each point and the ratio within 10%", "[moe][me
 
 // Another GPU and another host: 4 H100s, three shapes (the two above and a
 // top-4 layer with 8 small experts per rank), 4K-32K tokens, with an
-// H100 machine's host (cluster.host: h100, read from a later machine's
+// H100 machine's host (cluster.host: h100x4-20261126-2313, read from a later machine's
 // plain passes: calibration/measurements/h100-x4/
 // moe_host_timeline_4k_2026-11-26; this file's own back-logged reading was
 // near it). >= 16K tokens every point -5.5% .. +2.4%, ratios -1.3% ..
@@ -231,7 +232,7 @@ TEST_CASE("moe layer on 4 H100s: each point and the ratio within 10%", "[moe][me
 
 // The 22:12 machine (moe_host_timeline.py): the three shapes at 4K-16K
 // tokens, each pass the median over three blocks of 20 rounds (the slowest
-// rank's pass per round), with its own host, `h100-fast`, read from its
+// rank's pass per round), with its own host, `h100x4-20261126-2212`, read from its
 // hidden-2048 / 8-expert points' host stamps (per-call costs and the
 // slowest rank's pace); the 32-expert top-4 and hidden-4096 points are held
 // out. Every point and ratio within 10% but the top-4 layer's 4K ones: its
@@ -253,7 +254,7 @@ TEST_CASE("moe layer on 4 H100s, host timeline run: each point and the ratio wit
 }
 
 // The 23:13 machine (moe_host_timeline.py, the 4K points, five blocks
-// each): `h100` is read from its hidden-2048 / 8-expert points; the top-4
+// each): `h100x4-20261126-2313` is read from its hidden-2048 / 8-expert points; the top-4
 // and hidden-4096 points are held out. Every point -1.5% .. +5.6%, every
 // ratio -1.0% .. +3.8%.
 TEST_CASE("moe layer on 4 H100s, 4K host timeline run: each point and the ratio within 10%",
