@@ -22,8 +22,10 @@ A call's host time is the median over a block's rounds of the time since the pre
 calls' sum over their number, per rank and block (expert: the loop's calls after its first
 expert).
 
---profile: a gcsim `cluster.host` profile (workloads/moe/moe_layer.cpp: `h100` from
-moe_host_timeline_4k_2026-11-26, `h100-fast` from moe_host_timeline_2026-11-26) as read from the file: each
+--profile: a gcsim `cluster.host` profile (workloads/moe/moe_layer.cpp: `h100x4-20261126-2313`, once
+`h100`, from moe_host_timeline_4k_2026-11-26; `h100x4-20261126-2212`, once `h100-fast`, from
+moe_host_timeline_2026-11-26; a user calibrates the host with eager_host_bench.py and
+`gcsim calibrate --host-fit` instead) as read from the file: each
 kind's cost the median over the plain blocks' ranks (sync: over the events blocks') of the fit
 points (hidden 2048 / FFN 1408 / 8 experts, every token count; the other two shapes and
 calibration/measurements/h100-x4/moe_ep_2026-11-26 are held out), and `slowest_rank`, the

@@ -15,6 +15,7 @@
 #include "calibration/fit/profile_writer.h"
 #include "calibration/fit/validation.h"
 #include "sim/cli/calibrate_collectives.h"
+#include "sim/cli/calibrate_host.h"
 #include "sim/scenario/gpu_spec_loader.h"
 #include "sim/cli/usage.h"
 #include "sim/config/config_error.h"
@@ -223,7 +224,9 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
       "fit-groups", po::value<std::string>()->default_value("2"), "group sizes to fit on")(
       "iterations", po::value<int>()->default_value(0), "Nelder-Mead iterations per restart")(
       "power-activity", po::bool_switch(), "print the runtime's activity of the power bench's kernels")(
-      "clock-bound-share", po::value<double>(), "with --power-activity: the share to stretch arithmetic by");
+      "clock-bound-share", po::value<double>(), "with --power-activity: the share to stretch arithmetic by")(
+      "host-fit", po::value<std::string>(), "eager_host_bench.py output to fit a host profile to")(
+      "host-run", po::value<std::string>(), "with --host-fit: the run (tag) to fit");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(opts).run(), vm);
@@ -235,6 +238,10 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
   const std::string gpu = vm.count("gpu") ? vm["gpu"].as<std::string>() : "";
   if (vm.count("validate")) return validate(vm["validate"].as<std::string>(), out, err);
   if (vm["power-activity"].as<bool>()) return power_activity(vm, gpu, out, err);
+  if (vm.count("host-run") && !vm.count("host-fit")) {
+    err << "gcsim calibrate: --host-run goes with --host-fit\n" << usage();
+    return kBadInput;
+  }
   if (!vm.count("out")) {
     err << "gcsim calibrate: " << (vm.count("collectives") ? "-o DIR" : "-o PROFILE.yaml")
         << " is required\n"
@@ -242,6 +249,15 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
     return kBadInput;
   }
   const std::string out_path = vm["out"].as<std::string>();
+  if (vm.count("host-fit")) {
+    if (vm.count("collectives") || vm.count("fit")) {
+      err << "gcsim calibrate: --host-fit is a fit of its own; give it without --fit or --collectives\n"
+          << usage();
+      return kBadInput;
+    }
+    return calibrate_host(vm["host-fit"].as<std::string>(),
+                          vm.count("host-run") ? vm["host-run"].as<std::string>() : "", out_path, out, err);
+  }
   if (vm.count("collectives")) {
     if (vm.count("fit")) {
       err << "gcsim calibrate: --collectives and --fit are separate fits; give one\n" << usage();

@@ -55,9 +55,10 @@ const std::vector<CommandHelp>& command_helps() {
         "calibrate --fit MEASUREMENTS.json [--fit ...] -o PROFILE.yaml [--gpu PRESET]",
         "calibrate --validate PROFILE.yaml",
         "calibrate --collectives SWEEP.json [--collectives ...] [--fit-groups 2[,N...]] [--gpu PRESET] -o DIR",
-        "calibrate --power-activity --gpu PRESET [--clock-bound-share S]"},
+        "calibrate --power-activity --gpu PRESET [--clock-bound-share S]",
+        "calibrate --host-fit BENCH.json [--host-run TAG] -o HOST.yaml"},
        "measure this GPU (or fit measurements) into a calibration profile; validate one; "
-       "fit the collective model to NCCL sweeps",
+       "fit the collective model to NCCL sweeps; fit this machine's host profile",
        "  -o, --out PROFILE     profile to write\n"
        "  --fit FILE            fit committed measurements instead of measuring (repeatable)\n"
        "  --validate PROFILE    print the profile's held-out error by kernel class\n"
@@ -70,7 +71,10 @@ const std::vector<CommandHelp>& command_helps() {
        "  --iterations N        Nelder-Mead iterations per restart (default 1500)\n"
        "  --power-activity      print (JSON) the runtime's activity of power_clock_bench.py's kernels\n"
        "                        at held clocks 0.50..1.00 of f_max, for calibration/fit/power_fit.py\n"
-       "  --clock-bound-share S the share of arithmetic that follows the clock (default: the preset's)\n"},
+       "  --clock-bound-share S the share of arithmetic that follows the clock (default: the preset's)\n"
+       "  --host-fit FILE       fit a host profile (cluster.host: HOST.yaml) to eager_host_bench.py's\n"
+       "                        output (torchrun calibration/microbench/eager_host_bench.py on the machine)\n"
+       "  --host-run TAG        with --host-fit: the run of the file to fit (default: its first)\n"},
       {"quiz",
        {"quiz [--topic training|inference|network|reliability] [--seed N] [--no-verify]",
         "quiz --answers-template [--topic T] [--seed N]", "quiz --check ANSWERS.yaml"},

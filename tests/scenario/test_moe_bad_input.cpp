@@ -120,18 +120,23 @@ static void expect_bad_host(const std::string& host, int line, const std::string
 }
 
 TEST_CASE("moe bad input: cluster.host", "[cli][moe]") {
-  expect_bad_host(" h300\n", 4, "", {"h200", "h100"});
-  expect_bad_host(" [1, 2]\n", 4, "", {"profile name or a map"});
-  expect_bad_host("\n    profile: h900\n", 5, ".profile", {"h100"});
+  expect_bad_host(" h300\n", 4, "", {"h200", "h100x4-20261126-2313", "host profile file"});
+  expect_bad_host(" [1, 2]\n", 4, "", {"a profile name, a host profile file or a map"});
+  expect_bad_host("\n    profile: h900\n", 5, ".profile", {"h100x4-20261126-2212"});
+  // The names the two 4-H100 machines' profiles had: each was one machine.
+  expect_bad_host(" h100\n", 4, "", {"one 4x H100 machine's host, now named h100x4-20261126-2313",
+                                      "gcsim calibrate --host-fit"});
+  expect_bad_host("\n    profile: h100-fast\n", 5, ".profile", {"now named h100x4-20261126-2212"});
   expect_bad_host("\n    router: 1us\n", 5, ".router", {"between 3 and 200 us"});
-  expect_bad_host("\n    profile: h100\n    launch: 2ms\n", 6, ".launch", {"between 3 and 200 us"});
+  expect_bad_host("\n    profile: h100x4-20261126-2313\n    launch: 2ms\n", 6, ".launch", {"between 3 and 200 us"});
   expect_bad_host("\n    nccl: fast\n", 5, ".nccl", {});
   expect_bad_host("\n    sync: 500us\n", 5, ".sync", {"between 2 and 200 us"});
   expect_bad_host("\n    lanuch: 20us\n", 5, ".lanuch", {"unknown key"});
   expect_bad_host("\n    profile: h200\n    expert: 1us\n", 6, ".expert", {"between 3 and 200 us"});
   expect_bad_host("\n    loop_fwd: 2ms\n", 5, ".loop_fwd", {"between 0 and 1000 us"});
   expect_bad_host("\n    loop_bwd: slow\n", 5, ".loop_bwd", {});
-  expect_bad_host("\n    profile: h100\n    slowest_rank: 0.8\n", 6, ".slowest_rank", {"between 1 and 2"});
+  expect_bad_host("\n    profile: h100x4-20261126-2313\n    slowest_rank: 0.8\n", 6, ".slowest_rank",
+                  {"between 1 and 2"});
   expect_bad_host("\n    slowest_rank: 3\n", 5, ".slowest_rank", {"between 1 and 2"});
   expect_bad_host("\n    slowest_rank: fast\n", 5, ".slowest_rank", {});
 }

@@ -80,7 +80,7 @@ TEST_CASE("moe host: a layer on several ranks issues at its slowest host's pace"
   };
   CHECK(one_rank(paced) == Approx(one_rank(kSlowHost)).epsilon(1e-12));
   // The summary records the pace used.
-  const auto s = run_summary("cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 2, host: h100}\n"
+  const auto s = run_summary("cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 2, host: h100x4-20261126-2313}\n"
                              "workload:\n  kind: graph\n  ops:\n"
                              "    - {name: moe, op: moe, tokens: 64, hidden: 256, expert_ffn: 256, experts: 4}\n");
   CHECK(s["moe"][0]["host"]["slowest_rank"].get<double>() == Approx(1.071));

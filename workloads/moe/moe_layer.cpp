@@ -73,22 +73,25 @@ const std::vector<EagerHostCost>& profiles() {
       // the loop costs what one in it does, no reading telling them apart);
       // NCCL call and .tolist() split as the H100 host splits the counts phase.
       profile("h200", 36.3, 54.4, 25.8, 118.8, 53.4, {25.8, 147.7, 105.8}),
-      // The 4-H100 machines: every call's host stamp in the plain passes
+      // Two 4-H100 machines, one profile each (a host's speed is the
+      // machine's: three machines of that kind measured 1.3-1.7x apart per
+      // call; any other machine: calibrate it, calibration/fit/host_fit.h),
+      // read from every call's host stamp in the MoE layer's plain passes
       // (calibration/microbench/moe_host_timeline.py, calibration/fit/
       // moe_host_timeline_read.py --profile): per kind its calls' time over
       // their number, the median over the ranks and blocks of the
       // hidden-2048 / 8-expert points (the other shapes held out); sync:
       // the .tolist()'s return after the exchange's end on the GPU (CUDA
       // events); slowest_rank: the slowest of the 4 ranks' loop cost per
-      // call over the ranks' median, the median over the blocks. The host's
-      // speed is the machine's: "h100", two of three machines measured
-      // (calibration/measurements/h100-x4/moe_host_timeline_4k_2026-11-26,
-      // steady; the first machine's back-logged reading, 77.3, 66.8, 32.1,
-      // 129.9, 58.4, {26.3, 150.2, 107.7}, was near it); "h100-fast", the
-      // 22:12 machine (moe_host_timeline_2026-11-26), 0.6-0.75x as long per
-      // call, with stalls and a slow rank per block.
-      profile("h100", 58.4, 61.9, 30.5, 124.6, 67.4, {25.1, 89.4, 92.2}, 1.071),
-      profile("h100-fast", 44.9, 41.5, 19.7, 72.6, 45.2, {17.1, 67.0, 59.2}, 1.177),
+      // call over the ranks' median, the median over the blocks.
+      // The 23:13 UTC machine (calibration/measurements/h100-x4/
+      // moe_host_timeline_4k_2026-11-26, steady; the 13:35 machine's
+      // back-logged reading, 77.3, 66.8, 32.1, 129.9, 58.4, {26.3, 150.2,
+      // 107.7}, was near it). Was "h100".
+      profile("h100x4-20261126-2313", 58.4, 61.9, 30.5, 124.6, 67.4, {25.1, 89.4, 92.2}, 1.071),
+      // The 22:12 UTC machine (moe_host_timeline_2026-11-26), 0.6-0.75x as
+      // long per call, with stalls and a slow rank per block. Was "h100-fast".
+      profile("h100x4-20261126-2212", 44.9, 41.5, 19.7, 72.6, 45.2, {17.1, 67.0, 59.2}, 1.177),
   };
   return all;
 }

@@ -77,8 +77,9 @@ inline constexpr double kEagerFitHbmBytesPerS = 4.8e12;  // h200-sxm preset
 // before the dispatch waits for the counts exchange (and everything queued
 // before it) to finish on the GPU, then copies them back and returns to
 // Python; every launch after it is exposed until the host is ahead of the
-// GPU again. The costs are the host machine's, not the GPU's: a named
-// profile per measured machine (host_profile), chosen by `cluster.host`.
+// GPU again. The costs are the host machine's, not the GPU's: a profile
+// fitted on the machine (cluster.host: FILE) or a measured machine's by
+// name (host_profile).
 enum class HostCall : uint8_t {
   router,   // the router's forward calls: GEMM, .float(), softmax, top-k
   permute,  // the permute's gathers: index_select of the token copies (forward), and the
@@ -128,9 +129,12 @@ inline constexpr double kHostLoopMaxUs = 1000;
 // issuing at under half its peers' pace is a broken machine, not spread
 // (measured per block of passes: 1.02-1.80 on 4 ranks).
 inline constexpr double kHostSlowestRankMax = 2;
-// The named profiles (calibration/fit/moe_host_costs.py, note
-// calibration/fit/moe_host_2026-11-26.md): "h200", the H200 machines'
-// host; "h100" and "h100-fast", two 4-H100 machines' hosts.
+// The named profiles, each the machines it was read on (calibration/fit/
+// moe_host_costs.py, note calibration/fit/moe_host_2026-11-26.md): "h200",
+// the H200 machines' host; "h100x4-20261126-2313" and
+// "h100x4-20261126-2212", two 4-H100 machines' hosts (once "h100" and
+// "h100-fast"). Another machine's host: a profile file fitted on it
+// (calibration/fit/host_fit.h, cluster.host: FILE).
 const std::vector<std::string>& host_profile_names();
 const EagerHostCost* host_profile(const std::string& name);
 // The default host (no cluster.host): the H200 machines' profile.
