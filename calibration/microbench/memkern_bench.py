@@ -16,7 +16,9 @@ HBM, not L2:
     dx + dgamma + dbeta: 3N), rms_norm_fwd (F.rms_norm, 2N);
   sizes N: 1, 4, 16, 64, 256, 512 MiB.
   1. "beside": each kernel alone and beside back-to-back all-reduces (SUM, bf16, zeros) of 25 MiB
-     (PyTorch DDP's bucket) and 256 MiB, NCCL's default algorithm/protocol/channels.  Both streams
+     (PyTorch DDP's bucket) and 256 MiB, NCCL's default algorithm/protocol/channels (--ar: sizes
+     and how many distinct buffers the all-reduces cycle through; 1, the default, all-reduces one
+     buffer in place, which a 25 MiB all-reduce then finds in L2).  Both streams
      are released at one GPU instant (event t0); the kernels' batch starts 300 us later; a batch
      counts as "inside" when it starts after the first all-reduce and ends before the last one
      ends.  The all-reduces alone give per-all-reduce time.  Both ranks run the same collectives
@@ -57,7 +59,6 @@ SIZES_MIB = [64, 4, 256, 16, 1, 512]
 KERNELS = ["add", "copy", "layer_norm_fwd", "layer_norm_bwd", "mul", "silu", "rms_norm_fwd"]
 HOLD_LIST = [0, 8, 16, 24, 32, 48, 66, 82, 99, 112, 124]
 BESIDE_SIZES_MIB = [64, 4, 256, 16, 1]
-AR_MIB = [256, 25]
 ROTATE_BYTES = 256 * MIB
 BATCH_TARGET_US = 2000.0
 REPS = 3
@@ -216,13 +217,24 @@ def agree_max(vals, gloo):
     return t.tolist()
 
 
+def parse_ars(text):
+    """'25x1,25x8' -> [(25, 1), (25, 8)]: all-reduce MiB x distinct buffers cycled through."""
+    out = []
+    for item in text.split(","):
+        mib, _, nbuf = item.partition("x")
+        out.append((int(mib), int(nbuf or 1)))
+    return out
+
+
 def run_beside(args, doc, save, dev, gate, cs, ms, gloo):
-    ar_bufs = {m: torch.zeros(m * MIB // 2, device=dev, dtype=BF16) for m in AR_MIB}
+    ars = parse_ars(args.ar)
+    ar_bufs = {(m, n): [torch.zeros(m * MIB // 2, device=dev, dtype=BF16) for _ in range(n)] for m, n in ars}
     ar_alone = {}
-    for m in AR_MIB:
-        buf = ar_bufs[m]
-        for _ in range(3):
-            dist.all_reduce(buf)
+    for key in ars:
+        m = key
+        bufs = ar_bufs[key]
+        for j in range(max(3, len(bufs))):
+            dist.all_reduce(bufs[j % len(bufs)])
         torch.cuda.synchronize()
         vals = []
         for _ in range(REPS):
@@ -231,18 +243,18 @@ def run_beside(args, doc, save, dev, gate, cs, ms, gloo):
             with torch.cuda.stream(ms):
                 gate.sleep(1500)
                 a.record(ms)
-                for _ in range(20):
-                    dist.all_reduce(buf)
+                for j in range(20):
+                    dist.all_reduce(bufs[j % len(bufs)])
                 b.record(ms)
             torch.cuda.synchronize()
             vals.append(a.elapsed_time(b) * 1e3 / 20)
         ar_alone[m] = statistics.median(vals)
-        doc["allreduce_alone"].append({"mib": m, "us": ar_alone[m], "reps_us": vals})
-        log("all-reduce %d MiB alone %.1f us" % (m, ar_alone[m]))
+        doc["allreduce_alone"].append({"mib": m[0], "buffers": m[1], "us": ar_alone[m], "reps_us": vals})
+        log("all-reduce %d MiB x %d buffers alone %.1f us" % (m[0], m[1], ar_alone[m]))
     save()
     timer = Timer(gate, cs)
-    for size in BESIDE_SIZES_MIB:
-        for kind in KERNELS:
+    for size in args.beside_sizes:
+        for kind in args.kernels:
             stop = agree_max([1.0 if time.time() - T0 > args.beside_until_s else 0.0], gloo)[0]
             if stop:
                 doc["notes"].append("beside: budget reached before %s %d MiB" % (kind, size))
@@ -258,16 +270,17 @@ def run_beside(args, doc, save, dev, gate, cs, ms, gloo):
             if okv:
                 continue
             reps = int(min(200, max(4, math.ceil(BATCH_TARGET_US / max(alone, 1.0)))))
-            for m in AR_MIB:
+            for m in ars:
                 # all-reduces covering 3x the batch alone + 1.5 ms, the same count on both ranks
                 want = (3.0 * reps * alone + 1500.0) / ar_alone[m]
                 count = int(min(300, max(3, math.ceil(want))))
                 reps_a, count = (int(v) for v in agree_max([reps, count], gloo))
-                point = {"kernel": kind, "mib": size, "bytes_moved": moved, "ar_mib": m, "ar_count": count,
+                point = {"kernel": kind, "mib": size, "bytes_moved": moved, "ar_mib": m[0],
+                         "ar_buffers": m[1], "ar_count": count,
                          "reps": reps_a, "alone_us": [], "beside_us": [], "inside": [], "gate_ok": [],
                          "ar_span_us": [], "k_start_us": [], "k_end_us": [], "ar_start_us": [],
                          "ar_end_us": []}
-                buf = ar_bufs[m]
+                bufs = ar_bufs[m]
                 for rep in range(REPS):
                     try:
                         us, gok = timer.batch(fn, reps_a, gate_for(reps_a))
@@ -285,8 +298,8 @@ def run_beside(args, doc, save, dev, gate, cs, ms, gloo):
                     ms.wait_event(t0)
                     with torch.cuda.stream(ms):
                         ev[0].record(ms)
-                        for _ in range(count):
-                            dist.all_reduce(buf)
+                        for j in range(count):
+                            dist.all_reduce(bufs[j % len(bufs)])
                         ev[1].record(ms)
                     try:
                         with torch.cuda.stream(cs):
@@ -313,8 +326,8 @@ def run_beside(args, doc, save, dev, gate, cs, ms, gloo):
                         doc["errors"].append("beside read %s %d: %s" % (kind, size, traceback.format_exc()[-400:]))
                 doc["beside"].append(point)
                 if point["alone_us"] and point["beside_us"]:
-                    log("%s %d MiB beside AR %d MiB: alone %.1f us, beside %.1f us, inside %s" % (
-                        kind, size, m, statistics.median(point["alone_us"]),
+                    log("%s %d MiB beside AR %s MiB: alone %.1f us, beside %.1f us, inside %s" % (
+                        kind, size, "%dx%d" % m, statistics.median(point["alone_us"]),
                         statistics.median(point["beside_us"]), point["inside"]))
                 save()
             del fn
@@ -347,7 +360,7 @@ def run_sweep(args, doc, save, dev, gate, cs, hs, lib):
         ws[2:3].fill_(1)
 
     for size in SIZES_MIB:
-        for kind in KERNELS:
+        for kind in args.kernels:
             if time.time() - T0 > args.budget_s:
                 doc["notes"].append("sweep: budget reached before %s %d MiB" % (kind, size))
                 return
@@ -415,6 +428,12 @@ def main():
     ap.add_argument("--holder-so", required=True)
     ap.add_argument("--beside-until-s", type=float, default=60.0)
     ap.add_argument("--budget-s", type=float, default=120.0)
+    ap.add_argument("--ar", default="256x1,25x1",
+                    help="all-reduces beside the kernels: MiB x distinct buffers cycled (x1: in place, "
+                         "the same buffer every time; more: buffers that together overflow L2)")
+    ap.add_argument("--kernels", type=lambda t: t.split(","), default=KERNELS)
+    ap.add_argument("--beside-sizes", type=lambda t: [int(x) for x in t.split(",")], default=BESIDE_SIZES_MIB)
+    ap.add_argument("--no-sweep", action="store_true", help="skip the held-SM sweep")
     args = ap.parse_args()
     local = int(os.environ["LOCAL_RANK"])
     torch.cuda.set_device(local)
@@ -431,7 +450,7 @@ def main():
            "l2_bytes": getattr(props, "L2_cache_size", None), "world_size": dist.get_world_size(),
            "rank": rank, "nccl_env": {k: v for k, v in os.environ.items() if k.startswith("NCCL_")},
            "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "hidden": HIDDEN,
-           "rotate_bytes": ROTATE_BYTES, "hold_list": HOLD_LIST,
+           "rotate_bytes": ROTATE_BYTES, "hold_list": HOLD_LIST, "args": vars(args),
            "nvidia_smi_before": nvsmi() if rank == 0 else "", "allreduce_alone": [], "beside": [],
            "sweep": [], "errors": [], "notes": []}
     path = args.o + ".rank%d" % rank
@@ -462,7 +481,7 @@ def main():
         log("ERROR beside " + traceback.format_exc()[-400:])
     save()
     torch.cuda.synchronize()
-    if lib is not None:
+    if lib is not None and not args.no_sweep:
         try:
             run_sweep(args, doc, save, dev, gate, cs, hs, lib)
         except Exception:  # noqa: BLE001
