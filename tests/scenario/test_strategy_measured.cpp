@@ -72,11 +72,14 @@ const char* const kClasses[] = {"gemm", "attention", "elementwise+norm", "optimi
 // those SMs draw (models/gpu/memory_spread.h, measured on an H100 with
 // SMs held: 1.00x at 108 of 132 SMs), so the holds cost 3.4 ms and the
 // extra is 13.9 ms (calibration/fit/ddp_bucket_compare.py). What is left
-// is the HBM share NCCL takes (interference.h): right for 256 MiB
-// all-reduces (2x H100: streaming kernels 1.19-1.26x measured, 1.22x
-// gcsim), too much for DDP's 25 MiB buckets (1.08-1.15x measured,
-// calibration/measurements/h100-x2/memkern_2026-11-27), whose buffers
-// fit in L2: not modelled. With whole-layer buckets (before) the class was +12% eager, +15% compiled. Compiled: the loss's
+// is the HBM share NCCL takes (interference.h), which on 2x H100 matches
+// kernels beside 256 MiB all-reduces (streaming 1.19-1.26x measured,
+// 1.22x gcsim; norms 1.43-1.65x, 1.49-1.67x;
+// calibration/measurements/h100-x2/memkern_2026-11-27), the sizes of
+// DDP's buckets here (64-500 MiB: its parameters exceed the 25 MiB cap);
+// why the 4-GPU step loses only 4.5 ms is not settled (NCCL's 4-rank
+// channels and HBM traffic are not measured beside kernels). With
+// whole-layer buckets (before) the class was +12% eager, +15% compiled. Compiled: the loss's
 // SM-bound reduction passes run at the capped clock (+13% -> +15% on DP4
 // against rested; calibration/fit/reduction_kernels_2026-11-26.md); what
 // is left is the plain kernels at the H200-fitted vectorized
