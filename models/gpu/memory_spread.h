@@ -16,7 +16,7 @@
 // (calibration/measurements/h100-x2/memkern_2026-11-27, fit in
 // calibration/fit/memkern_2026-11-27.md): add / mul / copy of 16-512 MiB on
 // S of 132 SMs take 1.00x at 108-124 SMs, 1.02-1.08x at 66, 1.3-1.4x at 33,
-// 3.8-4.7x at 8 of their time on all 132.
+// 3.8-4.7x at 8 of their time on all 132 (gcsim: 1.01, 1.04, 1.28, 4.2x).
 #pragma once
 
 #include <cstdint>
@@ -30,12 +30,14 @@ namespace gcsim::models::gpu {
 // HBM bytes one SM's streaming loads reach per SM clock cycle (Little's
 // law: the bytes it keeps in flight over the loaded memory latency), and the
 // sharpness p of the knee where S SMs saturate the stack. Fitted together on
-// the H100 (add, mul, copy of 16/64/256 MiB on 132..8 SMs): 89 GB/s per SM
-// at 1.98 GHz, p 2.8; held out (512 MiB, other SM counts) mean |error| 2.5%,
-// max 14%. Physical ranges (test_memory_kernel_spread.cpp): 16-128 B per
-// cycle (an SM's L1 takes at most 128 B a cycle), p in [1, 8].
-inline constexpr double kSpreadBytesPerSmCycle = 45.0;
-inline constexpr double kSpreadKnee = 2.8;
+// the H100 (calibration/fit/memkern_fit.py: add, mul, copy of 16/64/256
+// MiB with 0-124 of the 132 SMs held): 41.5 B a cycle, 82 GB/s per SM at
+// 1.98 GHz, p 3.0; fit mean |error| 2.1% (max 6.0%), held out (512 MiB,
+// the other held counts: 150 points) 2.0% (max 9.4%). Physical ranges
+// (test_memory_kernel_spread.cpp): 16-128 B a cycle (an SM's L1 takes at
+// most 128 B a cycle), p in [1, 8].
+inline constexpr double kSpreadBytesPerSmCycle = 41.5;
+inline constexpr double kSpreadKnee = 3.0;
 
 // A kernel whose work spreads over the SMs it gets: every memory-bound
 // kernel of the cost model (memory_kernel), not the tensor or vector kernels
@@ -56,7 +58,7 @@ int64_t spread_tiles(const GpuSpec& spec, const KernelDesc& k, int sms_denied);
 // The HBM bandwidth S = `sms` SMs of a spreading kernel draw alone:
 //   D(S) = B q(S) / q(N),  q(S) = ((S h / N)^-p + 1)^(-1/p),
 // B the achieved bandwidth, N the SMs, h = kSpreadBytesPerSmCycle x clock x
-// N / B (one SM's reach over its even share; 3.90 on the H100, 2.72 on the
+// N / B (one SM's reach over its even share; 3.60 on the H100, 2.51 on the
 // H200), p = kSpreadKnee; D(N) = B. A spec with no SM clock (hand-built
 // test GPUs) keeps the plain share's hard knee, B min(1, S x
 // sm_bandwidth_headroom / N) (hbm.h). Throws std::invalid_argument unless
