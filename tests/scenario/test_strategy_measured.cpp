@@ -74,7 +74,7 @@ const char* const kClasses[] = {"gemm", "attention", "elementwise+norm", "optimi
 // extra is 13.9 ms (calibration/fit/ddp_bucket_compare.py). What is left
 // is the HBM share NCCL takes (interference.h), which on 2x H100 matches
 // kernels beside 256 MiB all-reduces (streaming 1.19-1.26x measured,
-// 1.22x gcsim; norms 1.43-1.65x, 1.49-1.67x;
+// 1.22x gcsim; layer_norm forward 1.43-1.59x, 1.43x;
 // calibration/measurements/h100-x2/memkern_2026-11-27), the sizes of
 // DDP's buckets here (64-500 MiB: its parameters exceed the 25 MiB cap);
 // why the 4-GPU step loses only 4.5 ms is not settled (NCCL's 4-rank
