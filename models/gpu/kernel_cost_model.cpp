@@ -240,10 +240,10 @@ TileCost tile_cost(const GpuSpec& spec, const KernelDesc& k, int active_sms, dou
       throw std::invalid_argument("kernel '" + k.name +
                                   "' has a bandwidth efficiency outside (0, HBM peak]");
     }
-    // A spreading kernel's SMs draw the stack along its measured
-    // saturation curve (memory_spread.h); tiles of one CTA per SM, the
-    // plain share (hbm.h).
-    const sim::Bandwidth per_sm = spreads(k)
+    // A memory kernel filling its SMs draws the stack along the measured
+    // saturation curve (memory_spread.h); small grids and tiles of one CTA
+    // per SM, the plain share (hbm.h).
+    const sim::Bandwidth per_sm = fills_its_sms(k)
                                       ? spread_bandwidth_per_sm(spec, active_sms, hbm_fraction)
                                       : hbm_bandwidth_per_sm(spec, active_sms, hbm_fraction);
     c.memory = sim::transfer_time(k.bytes_per_tile, per_sm.scaled(k.bandwidth_efficiency));

@@ -6,10 +6,15 @@
 #include <string>
 
 #include "models/gpu/hbm.h"
+#include "models/gpu/kernel_cost_model.h"
 
 namespace gcsim::models::gpu {
 
 bool spreads(const KernelDesc& k) { return k.unit == ExecUnit::memory && !k.persistent; }
+
+bool fills_its_sms(const KernelDesc& k) {
+  return spreads(k) && k.bytes_per_tile > static_cast<double>(kMemoryBytesPerTile);
+}
 
 KernelDesc spread_over(const KernelDesc& k, int64_t tiles) {
   if (tiles < 1) throw std::invalid_argument("kernel '" + k.name + "' spread over no tile");

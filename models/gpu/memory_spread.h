@@ -49,6 +49,15 @@ bool spreads(const KernelDesc& k);
 // Throws std::invalid_argument unless tiles >= 1.
 KernelDesc spread_over(const KernelDesc& k, int64_t tiles);
 
+// Whether a kernel's tiles draw HBM along the spread curve
+// (spread_bandwidth_per_sm): a spreading kernel with more than one 64 KiB
+// tile of work per SM, i.e. one whose CTAs fill every SM it runs on (the
+// spinner measurement: kernels confined to S SMs). A grid smaller than
+// the SMs (fewer than 132 tiles of at most 64 KiB) keeps the plain per-SM
+// share with the fitted sm_bandwidth_headroom (hbm.h; calibrate --fit
+// fits it on such kernels).
+bool fills_its_sms(const KernelDesc& k);
+
 // Tiles a spreading kernel takes when it starts while `sms_denied` SMs are
 // held by communication kernels (held or owed to them):
 // min(k.tiles, max(1, its SM cap - sms_denied)); k.tiles for a kernel that
