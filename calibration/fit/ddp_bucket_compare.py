@@ -92,7 +92,32 @@ def simulated(gcsim, strategy, build, gpu):
     for c, v in s["breakdown"]["kernel_classes"].items():
         cls[group(c)] = cls.get(group(c), 0.0) + v * 1e3
     print("classes (ms): " + ", ".join("%s %.1f" % (c, v) for c, v in sorted(cls.items())))
+    n, beside, alone = memory_kernels_beside(ev)
+    print("rank 0's memory-bound kernels beside a collective: %d, %.1f ms (%.1f ms alone, +%.1f ms)" % (
+        n, beside / 1e3, alone / 1e3, (beside - alone) / 1e3))
     print()
+
+
+MEMORY_KERNELS = ("elementwise", "layer_norm", "rms_norm", "softmax", "memcpy")
+
+
+def memory_kernels_beside(events):
+    """gcsim's trace, rank 0: the memory-bound kernels that overlap a collective, their summed span
+    and their time alone (each kernel's tile time on all SMs per wave plus the 1 us per-wave
+    overhead; the launch latency is in neither: spans start at the first tile), in us."""
+    x = [e for e in events if e.get("ph") == "X" and e.get("pid") == 0]
+    coll = [(e["ts"], e["ts"] + e["dur"]) for e in x if e.get("cat") == "collective"]
+    n, beside, alone = 0, 0.0, 0.0
+    for e in x:
+        a = e.get("args", {})
+        if e.get("cat") != "compute" or not a.get("kernel", "").startswith(MEMORY_KERNELS):
+            continue
+        s, f = e["ts"], e["ts"] + e["dur"]
+        if any(cs < f and ce > s for cs, ce in coll):
+            n += 1
+            beside += e["dur"]
+            alone += (a["tile_us"] + 1.0) * a["waves_alone"]
+    return n, beside, alone
 
 
 def main():

@@ -11,6 +11,7 @@
 
 #include "models/gpu/hbm.h"
 #include "models/gpu/kernel_cost_model.h"
+#include "models/gpu/memory_spread.h"
 #include "models/gpu/sm_array.h"
 
 namespace gcsim::models::gpu {
@@ -87,6 +88,7 @@ class Gpu::Impl : public sim::EventHandler {
     r.kernel = kernel;
     r.done = std::move(done);
     r.tiles_left = kernel.tiles;
+    if (spreads(kernel)) r.grid = kernel;
     r.seq = launched_++;
     const uint32_t run = runs_.add(std::move(r));
     // Kernels land in launch order (holds and wave batching rely on it): one
@@ -215,6 +217,10 @@ class Gpu::Impl : public sim::EventHandler {
     // that does to its arithmetic time (1: the spec's clock).
     double clock = 1.0;
     double stretch = 1.0;
+    // A spreading kernel (memory_spread.h) as launched, its work over
+    // its full grid; until it starts, `kernel` is this spread over the SMs
+    // communication holds leave (spread()).
+    std::optional<KernelDesc> grid;
   };
   // A hold not yet wholly granted: `owed` SMs still to come. Served (in
   // owed_: its owed SMs are part of the SM array's debt), or deferred behind
@@ -385,6 +391,7 @@ class Gpu::Impl : public sim::EventHandler {
         r.kept -= surplus;
       }
     }
+    spread();
     // waiting_ is in launch order: the kernels before a hold are a prefix.
     size_t begin = 0;
     for (;;) {
@@ -437,6 +444,24 @@ class Gpu::Impl : public sim::EventHandler {
       schedule_end(add_wave(Wave{run, grant[i], active, now, length, 1, 0, Activity{}, 0.0}), now + length);
     }
     std::erase_if(waiting_, [this](uint32_t run) { return runs_[run].tiles_left == 0; });
+  }
+
+  // Spreading kernels not yet started take their work over the SMs that
+  // communication holds leave them (held now, or owed and taken before any
+  // kernel), as the real grid's small CTAs share those SMs in one pass; SMs
+  // busy with other kernels' waves come free at those waves' ends, so they
+  // still count. Recomputed from the launched grid at every pass until the
+  // kernel starts: holds may have come or gone meanwhile.
+  void spread() {
+    const int denied = sms_.held() + sms_.debt();
+    for (const uint32_t run : waiting_) {
+      Run& r = runs_[run];
+      if (!r.grid || r.started) continue;
+      const int64_t tiles = spread_tiles(spec_, *r.grid, denied);
+      if (tiles == r.kernel.tiles) continue;
+      r.kernel = spread_over(*r.grid, tiles);
+      r.tiles_left = tiles;
+    }
   }
 
   // The SMs the waiting kernels waiting_[begin, end) would get in this pass

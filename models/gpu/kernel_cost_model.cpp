@@ -9,6 +9,7 @@
 #include "models/gpu/attention_flash2_decode.h"
 #include "models/gpu/attention_kernel_model.h"
 #include "models/gpu/hbm.h"
+#include "models/gpu/memory_spread.h"
 #include "sim/config/units.h"
 
 namespace gcsim::models::gpu {
@@ -239,9 +240,13 @@ TileCost tile_cost(const GpuSpec& spec, const KernelDesc& k, int active_sms, dou
       throw std::invalid_argument("kernel '" + k.name +
                                   "' has a bandwidth efficiency outside (0, HBM peak]");
     }
-    c.memory = sim::transfer_time(
-        k.bytes_per_tile,
-        hbm_bandwidth_per_sm(spec, active_sms, hbm_fraction).scaled(k.bandwidth_efficiency));
+    // A memory kernel filling its SMs draws the stack along the measured
+    // saturation curve (memory_spread.h); small grids and tiles of one CTA
+    // per SM, the plain share (hbm.h).
+    const sim::Bandwidth per_sm = fills_its_sms(k)
+                                      ? spread_bandwidth_per_sm(spec, active_sms, hbm_fraction)
+                                      : hbm_bandwidth_per_sm(spec, active_sms, hbm_fraction);
+    c.memory = sim::transfer_time(k.bytes_per_tile, per_sm.scaled(k.bandwidth_efficiency));
   }
   return c;
 }

@@ -132,14 +132,15 @@ TEST_CASE("interference: kernel waves beside a collective's HBM load", "[gpu][in
       g.launch(streaming_wave(), [&](sim::Time, sim::Time e) { end = e; });
     });
     s.run();
-    // Wave 1, 108 tiles: at its own pace (B/108 per SM) 8.18 + 1 us, so it
-    // would pull 0.891 B; the collective's 24 SMs get their fair 24/132 B,
-    // the kernels 108/132 B = B/132 per SM: 10 + 1 us. Wave 2, 24 tiles: at
-    // its own pace each SM's cap 2B/132 (5 + 1 us, 0.303 B); the collective
-    // takes its B/3 and the 2/3 B left still exceeds 24 x 2B/132: 6 us.
-    // (Without the load: 2 + 9.18 + 6 = 17.18 us.) To 2 ps: each traffic
-    // time is rounded once to 1 ps.
-    CHECK(us(end) == Approx(2.0 + 11.0 + 6.0).margin(2e-6));
+    // A memory-bound kernel spreads (models/gpu/memory_spread.h): its work
+    // goes to the 108 SMs left, one wave of 108 tiles of 10 x 132/108 us
+    // each at B/132. At its own pace (the 108 SMs draw B: this spec has no
+    // clock, so the hard knee min(1, 108 x 2/132)) 10 + 1 us, pulling
+    // 10/11 B; the collective's 24 SMs get their fair 24/132 B, the kernel
+    // 108/132 B: 10 x 132/108 = 12.222 + 1 us. (Without the load: 2 + 11
+    // us; with one tile per SM, as before, a wave of 108 and one of 24:
+    // 2 + 11 + 6 = 19 us.) To 2 ps: each traffic time is rounded once to 1 ps.
+    CHECK(us(end) == Approx(2.0 + 10.0 * 132.0 / 108.0 + 1.0).margin(2e-6));
     CHECK(g.hbm_load() == Approx(kB / 3));
     g.remove_hbm_load(kB / 3);
     CHECK(g.hbm_load() == 0.0);
