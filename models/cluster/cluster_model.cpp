@@ -433,7 +433,6 @@ void ClusterModel::communication_issued(int rank, const Op& op, int peer) {
   // No room left on the GPU (more NCCL kernels waiting at once than it has
   // SMs for): it asks at the meeting instead.
   if (!config_.holds_from_issue || sms == 0 || holds_.room(rank) < sms) return;
-  if (op.kind == workloads::OpKind::recv && !config_.recv_holds_from_issue) return;
   holds_.issue(rank, op, sms, send && peer >= 0 ? send_posting(op, rank, peer) : std::nullopt,
                !config_.serial_launch_queue);
 }

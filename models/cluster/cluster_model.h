@@ -47,12 +47,6 @@ struct ClusterModelConfig {
   // its SMs after theirs (measured on 2x H100: an all-reduce released with
   // a GEMM mostly waited for the GEMM's last wave).
   bool serial_launch_queue = false;
-  // A receive's kernel holds its SMs from its rank's issue (true), or only
-  // from its sender's arrival (false: the training generator posts every
-  // receive at the step's start, so that the n-th send meets the n-th
-  // receive, where frameworks launch it when their schedule needs the
-  // message; held from the issue it would sit on SMs all step).
-  bool recv_holds_from_issue = true;
   // Off: every NCCL kernel asks for its SMs at the meeting (when the last
   // rank arrives), after the kernels launched at that instant.
   bool holds_from_issue = true;

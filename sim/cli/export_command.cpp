@@ -4,6 +4,7 @@
 #include <fstream>
 #include <ostream>
 
+#include "sim/scenario/network_setup.h"
 #include "sim/scenario/training_workload_loader.h"
 #include "workloads/chakra/trace_exporter.h"
 #include "workloads/chakra/trace_file.h"
@@ -19,7 +20,7 @@ namespace {
 // network and simulation as the user wrote them (with -s overrides).
 std::string replay_config(const std::string& config_path, const LoadOptions& options,
                           const std::string& stem, const std::string& replay_path,
-                          bool sustained_clocks) {
+                          bool sustained_clocks, bool one_queue) {
   sim::config::ConfigSource source;
   YAML::Node root = sim::config::load_yaml_file(config_path, options.overrides, source);
   YAML::Node w;
@@ -31,6 +32,9 @@ std::string replay_config(const std::string& config_path, const LoadOptions& opt
   // A training step's kernels ran at sustained clocks (cluster.clocks:
   // auto); the replay is a chakra workload, which defaults to rested.
   if (sustained_clocks) root["cluster"]["clocks"] = "sustained";
+  // A Megatron step launched through one queue (cluster.launch_queues:
+  // auto); the replay is no framework's, which defaults to CUDA's many.
+  if (one_queue) root["cluster"]["launch_queues"] = "one";
   if (options.seed) root["simulation"]["seed"] = *options.seed;
   YAML::Emitter e;
   e << root;
@@ -69,7 +73,8 @@ int export_command(const std::string& config_path, const LoadOptions& options,
   }
   const fs::path replay = fs::path(out_dir) / (stem + ".chakra.yaml");
   std::ofstream f(replay);
-  f << replay_config(config_path, used, stem, replay.string(), s.cluster.gpu.at_sustained_clocks);
+  f << replay_config(config_path, used, stem, replay.string(), s.cluster.gpu.at_sustained_clocks,
+                     one_launch_queue(s));
   if (!f.good()) throw ConfigError("command line", 0, "-o", "cannot write " + replay.string());
 
   out << "gcsim: exported " << config_path << " (" << s.workload_kind << ")\n";

@@ -38,14 +38,18 @@ models::cluster::ClusterModelConfig cluster_model_config(const Scenario& s) {
   c.fabric.scale_out_latency = s.cluster.scale_out.latency;
   c.fabric.has_scale_out = s.cluster.scale_out.topology != "none";
   c.collective_sms = s.network.collective_sms;
-  // Off by default: in training steps it broke the mirrored shortcut's
-  // exactness and the Chakra export's (README Status); Megatron's one
-  // launch queue (serial_launch_queue) is off for the same reason.
   c.holds_from_issue = s.network.holds_from_issue;
+  c.serial_launch_queue = one_launch_queue(s);
   c.interference = s.network.interference;
   c.clock_model = s.cluster.clock_model;
   c.clock_model_start = s.cluster.clock_model_start;
   return c;
+}
+
+bool one_launch_queue(const Scenario& s) {
+  const std::string& q = s.cluster.launch_queues;
+  if (q != "auto") return q == "one";
+  return s.training && s.training->config.framework == workloads::training::Framework::megatron;
 }
 
 std::unique_ptr<NetworkStack> build_network_stack(sim::Simulator& sim, const Scenario& s) {

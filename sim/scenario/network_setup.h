@@ -27,4 +27,11 @@ std::unique_ptr<NetworkStack> build_network_stack(sim::Simulator& sim, const Sce
 // ClusterModel every run (and the streamed Chakra replay) builds.
 models::cluster::ClusterModelConfig cluster_model_config(const Scenario& s);
 
+// Whether the host launches through one hardware queue (cluster.launch_queues
+// resolved): `auto` is one for Megatron-LM training, whose tensor-parallel
+// layers rely on CUDA_DEVICE_MAX_CONNECTIONS=1 so that the overlapped
+// collectives reach the GPU before the GEMMs issued after them
+// (megatron/core/tensor_parallel/layers.py), and CUDA's default otherwise.
+bool one_launch_queue(const Scenario& s);
+
 }  // namespace gcsim::cli

@@ -88,6 +88,12 @@ ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes,
       "averaged activity), sustained (tensor efficiencies x the GPU's "
       "sustained_tensor_fraction), rested (isolated kernels), auto (sustained for training; "
       "the model, from rest, for every other workload, rested where the GPU has no power model)");
+  cluster.launch_queues = c.get_choice(
+      "launch_queues", {"auto", "one", "many"}, std::string("auto"),
+      "host-to-GPU launch queues: one (CUDA_DEVICE_MAX_CONNECTIONS=1: kernels and NCCL kernels "
+      "take SMs in issue order), many (CUDA's default: a collective issued with kernels on "
+      "other streams gets its SMs after theirs), auto (one for workload.framework: megatron "
+      "training, which sets it; many otherwise)");
   topology = read_topology(c, cluster);
   cluster.stragglers = read_stragglers(c, cluster.nodes, cluster.gpus_per_node);
   cluster.host = read_host_profile(c);
@@ -211,7 +217,7 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
                      "2.28 ring on 2x H200)",
                      0, s.cluster.gpu.sm_count - 1));
   s.network.holds_from_issue = net.get_bool(
-      "holds_from_issue", false,
+      "holds_from_issue", true,
       "each rank's NCCL kernel holds its SMs from its own issue of the op (send/recv too), "
       "not from the meeting");
   const std::string routing = net.get_choice(

@@ -60,6 +60,12 @@ struct ClusterConfig {
   // from the sustained state (clock_model_start) and the governor moves
   // each kernel's clock from there.
   std::string clocks = "model";
+  // Hardware launch queues from host to GPU: "one" (CUDA_DEVICE_MAX_CONNECTIONS
+  // =1: kernels and NCCL kernels reach the GPU in issue order), "many"
+  // (CUDA's default of 8: a collective issued with kernels on other streams
+  // gets its SMs after theirs), "auto" (one for Megatron-LM training, which
+  // sets it; many otherwise). Resolved by launch_queues_one().
+  std::string launch_queues = "auto";
   bool clock_model = false;  // the governor runs (model, and the GPU has power parameters)
   models::gpu::Activity clock_model_start;  // the governor's averaged activity at time zero
   std::vector<StragglerConfig> stragglers;  // ascending rank, as written (speed 1 included)
@@ -71,7 +77,7 @@ struct ClusterConfig {
 struct NetworkConfig {
   std::string model;       // registered network model name
   int collective_sms = 0;  // SMs a collective holds per GPU
-  bool holds_from_issue = false;  // NCCL kernels hold SMs from each rank's issue
+  bool holds_from_issue = true;   // NCCL kernels hold SMs from each rank's issue
   models::network::RoutingPolicy routing = models::network::RoutingPolicy::ecmp;
   models::network::PacketConfig packet;  // network.model: packet only
   models::gpu::InterferenceParams interference;  // overlapped collectives vs kernels

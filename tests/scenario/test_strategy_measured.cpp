@@ -87,14 +87,17 @@ const char* const kClasses[] = {"gemm", "attention", "elementwise+norm", "optimi
 // H100, calibration/measurements/h100-x2/attention_beside_nccl_2026-11-26,
 // cuDNN's one-CTA-per-SM kernels run 1.13-1.18x beside an NCCL all-reduce
 // kernel that only waits for its peer and 1.06-1.13x beside a waiting
-// recv; with network.holds_from_issue (off by default) gcsim's NCCL
-// kernels hold their SMs from their rank's issue, p2p included
-// (models/cluster/nccl_kernel_holds.h, held against those cases in
-// test_waiting_nccl_measured.cpp), but even then the class does not move
-// (TP2xPP2 -16%): the training generator posts every receive at the
-// step's start, so a receive holds SMs only from its sender's arrival,
-// and mirrored DP peers arrive together: not done, receives posted where
-// the framework launches them; with DDP's buckets the DP4 all-reduce after
+// recv; gcsim's NCCL kernels hold their SMs from their rank's issue, p2p
+// included (network.holds_from_issue, on; models/cluster/nccl_kernel_holds.h,
+// held against those cases in test_waiting_nccl_measured.cpp), and the
+// pipeline receives are posted where the 1F1B issues them
+// (pipeline_receives.h), but the class does not move (TP2xPP2 -16%), nor
+// should it: every p2p of the measured 1F1B is waited on before the next
+// kernel, so nothing runs beside attention there. The gap is the causal
+// grid's tail (calibration/measurements/h100-sxm/attention_grid_size_
+// 2026-11-27: alone on one H100, b1 h16 costs 26% / 21% more per unit of
+// work than b8 h8), which gcsim's wave model does not charge: not done;
+// with DDP's buckets the DP4 all-reduce after
 // {norm2 + proj} runs beside the attention backward as in the real step,
 // whose cuDNN backward it makes 12.4 instead of 11.3 ms, but it becomes
 // ready at the attention's launch and waits for its last wave, so gcsim

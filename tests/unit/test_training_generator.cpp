@@ -24,8 +24,10 @@ struct Run : test::TrainingStep {
 };
 
 // Replays the step on `nodes` x 8 H100-like GPUs. `free_comm`: zero
-// latency and unbounded bandwidth, collectives hold no SMs.
-Run run(const TrainingConfig& c, bool mirror, bool free_comm = false, int gpus_per_node = 8) {
+// latency and unbounded bandwidth, collectives hold no SMs. `one_queue`:
+// Megatron's one launch queue (NCCL kernels take SMs in issue order).
+Run run(const TrainingConfig& c, bool mirror, bool free_comm = false, int gpus_per_node = 8,
+        bool one_queue = false) {
   Run out;
   GeneratorOptions o;
   o.mirror = mirror;
@@ -41,6 +43,7 @@ Run run(const TrainingConfig& c, bool mirror, bool free_comm = false, int gpus_p
   cfg.fabric.scale_out_bandwidth = sim::Bandwidth::gb_per_s(free_comm ? 1e12 : 50);
   cfg.fabric.scale_out_latency = free_comm ? sim::Duration::zero() : sim::us(int64_t{2});
   cfg.collective_sms = free_comm ? 0 : 16;
+  cfg.serial_launch_queue = one_queue;
   test::replay_training(out, cfg);
   std::vector<int> observed;
   for (int r : out.w.simulated) {
@@ -70,26 +73,31 @@ TEST_CASE("training: mirrored ranks give the full simulation's step exactly",
   c.batch = {8, 1};
   c.optimizer.zero_stage = 1;
   REQUIRE(!check_strategy(c, 16));
-  const Run mirrored = run(c, true);
-  const Run full = run(c, false);
-  CHECK(mirrored.w.mirrored);
-  CHECK(mirrored.w.simulated.size() == 2);
-  CHECK(full.w.simulated.size() == 16);
-  CHECK(mirrored.end == full.end);
-  // Every op of the representatives ran at the same picoseconds.
-  std::map<std::pair<int, uint32_t>, std::pair<sim::Time, sim::Time>> want;
-  for (const auto& r : full.records) want[{r.rank, r.op}] = {r.start, r.end};
-  size_t compared = 0;
-  for (const auto& r : mirrored.records) {
-    auto it = want.find({r.rank, r.op});
-    REQUIRE(it != want.end());
-    CHECK(it->second.first == r.start);
-    CHECK(it->second.second == r.end);
-    ++compared;
-  }
-  CHECK(compared > 500);
-  for (size_t k = 0; k < kCategories; ++k) {
-    CHECK(mirrored.breakdown.mean.seconds[k] == Approx(full.breakdown.mean.seconds[k]));
+  // Under CUDA's many launch queues and Megatron's one (each NCCL kernel
+  // holding its SMs from its rank's issue, p2p included, either way).
+  for (const bool one_queue : {false, true}) {
+    INFO("one launch queue: " << one_queue);
+    const Run mirrored = run(c, true, false, 8, one_queue);
+    const Run full = run(c, false, false, 8, one_queue);
+    CHECK(mirrored.w.mirrored);
+    CHECK(mirrored.w.simulated.size() == 2);
+    CHECK(full.w.simulated.size() == 16);
+    CHECK(mirrored.end == full.end);
+    // Every op of the representatives ran at the same picoseconds.
+    std::map<std::pair<int, uint32_t>, std::pair<sim::Time, sim::Time>> want;
+    for (const auto& r : full.records) want[{r.rank, r.op}] = {r.start, r.end};
+    size_t compared = 0;
+    for (const auto& r : mirrored.records) {
+      auto it = want.find({r.rank, r.op});
+      REQUIRE(it != want.end());
+      CHECK(it->second.first == r.start);
+      CHECK(it->second.second == r.end);
+      ++compared;
+    }
+    CHECK(compared > 500);
+    for (size_t k = 0; k < kCategories; ++k) {
+      CHECK(mirrored.breakdown.mean.seconds[k] == Approx(full.breakdown.mean.seconds[k]));
+    }
   }
 }
 

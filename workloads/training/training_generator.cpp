@@ -13,46 +13,13 @@
 #include "workloads/training/host_issue.h"
 #include "workloads/training/layer_kernels.h"
 #include "workloads/training/optimizer_step.h"
+#include "workloads/training/pipeline_receives.h"
 
 namespace gcsim::workloads::training {
 
 namespace {
 
-// A pipeline message: the output of forward (k, j) or the input gradient of
-// backward (k, j).
-struct Message {
-  bool backward;
-  int stage, micro;
-  bool operator<(const Message& o) const {
-    return std::tie(backward, stage, micro) < std::tie(o.backward, o.stage, o.micro);
-  }
-};
-
-// Messages a pipeline rank sends, in the order its passes produce them,
-// with their destination pipeline rank.
-std::vector<std::pair<int, Message>> outgoing(const PipelinePlan& plan, int pr) {
-  std::vector<std::pair<int, Message>> out;
-  const int last = plan.model_stages - 1;
-  auto fwd = [&](const Work& w) {
-    if (w.stage < last) out.push_back({plan.rank_of(w.stage + 1, w.micro), {false, w.stage, w.micro}});
-  };
-  auto bwd = [&](const Work& w) {
-    if (w.stage > 0) out.push_back({plan.rank_of(w.stage - 1, w.micro), {true, w.stage, w.micro}});
-  };
-  for (const Pass& p : plan.passes[static_cast<size_t>(pr)]) {
-    switch (p.kind) {
-      case PassKind::forward: fwd(p.f); break;
-      case PassKind::backward:
-      case PassKind::backward_input: bwd(p.b); break;
-      case PassKind::weight: break;
-      case PassKind::forward_backward:
-        fwd(p.f);
-        bwd(p.b);
-        break;
-    }
-  }
-  return out;
-}
+using Message = PipelineMessage;
 
 // Parameters (per GPU, TP-sharded) of one unit of a gradient bucket.
 struct GradUnit {
@@ -92,10 +59,12 @@ class ProgramBuilder {
                            memory_.communication_buffers + memory_.reserved;
       em_->memory("model states and buffers", static_cast<int64_t>(std::llround(fixed)), {});
     }
-    post_receives();
+    const auto posts = receive_posts(plan_, pr_, receive_posting(c_.framework, c_.parallel.schedule));
     plan_reduce_passes();
     std::vector<uint32_t> barrier;
+    size_t index = 0;
     for (const Pass& p : plan_.passes[static_cast<size_t>(pr_)]) {
+      post_receives(posts[index++], barrier);
       std::vector<uint32_t> ends;
       switch (p.kind) {
         case PassKind::forward: ends = {forward(p.f, 0, barrier)}; break;
@@ -206,22 +175,22 @@ class ProgramBuilder {
   }
   uint16_t peer_slot(int dst_pr) const { return dst_pr == next_ ? kPeerPpNext : kPeerPpPrev; }
 
-  // Receives are posted up front, per sender in its production order, so
-  // that the n-th send of a pair meets the n-th receive (NCCL's matching).
-  void post_receives() {
-    if (plan_.ranks == 1) return;
-    std::vector<int> senders{next_};
-    if (prev_ != next_) senders.push_back(prev_);
+  // The receives posted before a pass (pipeline_receives.h): each waits for
+  // `after`, the previous pass's end, as NCCL's stream waits for the
+  // compute stream where the framework issues it.
+  void post_receives(const std::vector<PostedReceive>& posts, const std::vector<uint32_t>& after) {
     const int64_t bytes = kernels_.pipeline_message_bytes();
-    for (int src : senders) {
-      const uint16_t slot = peer_slot(src);
-      for (const auto& [dst, msg] : outgoing(plan_, src)) {
-        if (dst != pr_) continue;
-        const std::string name = std::string(msg.backward ? "recv grad" : "recv act") + " s" +
-                                 std::to_string(msg.stage) + " m" + std::to_string(msg.micro);
-        recvs_[msg] = em_->recv(name, slot, em_->streams().pp_recv[slot == kPeerPpNext ? 0 : 1],
-                              bytes, OpCategory::pp, {});
-      }
+    std::vector<uint32_t> deps;
+    for (uint32_t d : after) {
+      if (d != kNoOp) deps.push_back(d);
+    }
+    for (const PostedReceive& r : posts) {
+      const Message& msg = r.msg;
+      const uint16_t slot = peer_slot(r.src);
+      const std::string name = std::string(msg.backward ? "recv grad" : "recv act") + " s" +
+                               std::to_string(msg.stage) + " m" + std::to_string(msg.micro);
+      recvs_[msg] = em_->recv(name, slot, em_->streams().pp_recv[slot == kPeerPpNext ? 0 : 1],
+                              bytes, OpCategory::pp, deps);
     }
   }
 
