@@ -98,3 +98,48 @@ TEST_CASE("a calibration profile's flash2 decode parameter out of range is bad i
   CHECK(r.err.find("efficiency.attention_families.flash2.decode.bandwidth") != std::string::npos);
   CHECK(r.err.find("must lie in (0.0, 1.0]") != std::string::npos);
 }
+
+TEST_CASE("a graph kernel launch latency out of its range is bad input", "[cli]") {
+  // A CUDA graph node launches no slower than a stream kernel and no sooner
+  // than 200 ns (gpu_spec.h: empty kernels replay 0.5-0.8 us apart).
+  TempDir dir;
+  auto run = [&](const std::string& cluster, const std::vector<std::string>& extra) {
+    std::string config = kGemm;
+    config.replace(0, config.find('\n'), cluster);
+    write_text(dir / "gemm.yaml", config);
+    std::vector<std::string> args{"run", (dir / "gemm.yaml").string(), "-q", "-o", (dir / "o").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_gcsim(args);
+  };
+  SECTION("a custom GPU's graph latency above its stream latency") {
+    auto r = run("cluster: {gpu: {preset: h100-sxm, graph_kernel_launch_latency: 3us}, nodes: 1, "
+                 "gpus_per_node: 1, calibration: none}",
+                 {});
+    INFO(r.err);
+    CHECK(r.exit_status == 2);
+    CHECK(r.err.find("gemm.yaml:1") != std::string::npos);
+    CHECK(r.err.find("cluster.gpu.graph_kernel_launch_latency") != std::string::npos);
+    CHECK(r.err.find("kernel_launch_latency 2us") != std::string::npos);
+  }
+  SECTION("a profile's graph latency below 200 ns") {
+    write_text(dir / "profile.yaml", "gpu: h100-sxm\nkernel_launch_latency: 2us\ngraph_kernel_launch_latency: 100ns\n");
+    auto r = run("cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1, calibration: none}",
+                 {"-s", "cluster.calibration=" + (dir / "profile.yaml").string()});
+    INFO(r.err);
+    CHECK(r.exit_status == 2);
+    CHECK(r.err.find("profile.yaml:3") != std::string::npos);
+    CHECK(r.err.find("graph_kernel_launch_latency") != std::string::npos);
+    CHECK(r.err.find("200ns") != std::string::npos);
+  }
+  SECTION("a profile's stream latency below the preset's graph latency (0.7 us)") {
+    write_text(dir / "profile.yaml", "gpu: h100-sxm\nkernel_launch_latency: 500ns\n");
+    auto r = run("cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1, calibration: none}",
+                 {"-s", "cluster.calibration=" + (dir / "profile.yaml").string()});
+    INFO(r.err);
+    CHECK(r.exit_status == 2);
+    CHECK(r.err.find("profile.yaml:2") != std::string::npos);
+    CHECK(r.err.find("'kernel_launch_latency'") != std::string::npos);
+    CHECK(r.err.find("graph_kernel_launch_latency 700ns") != std::string::npos);
+    CHECK(r.err.find("give graph_kernel_launch_latency beside it") != std::string::npos);
+  }
+}

@@ -106,6 +106,32 @@ TEST_CASE("the fit recovers the parameters that produced the times", "[calibrati
   for (double f : e.gemm_tile) CHECK(f == Approx(1.0).epsilon(1e-3));
 }
 
+TEST_CASE("a graph node's launch latency is the stream's less the empty kernels' saving", "[calibration]") {
+  // calibration/measurements/h100-sxm/microbench_2026-11-22.json: empty
+  // kernels 1.61696 us apart on a stream, 0.781813 us apart as nodes of a
+  // replayed graph; the profile's fitted stream latency 2397 ns:
+  // 2397 - (1616.96 - 781.813) = 1561.853 -> 1562 ns.
+  auto s = test::h100_datasheet();
+  s.kernel_launch_latency = sim::ns(int64_t{2397});
+  MeasurementSet set;
+  set.launch_us = 1.61696;
+  set.graph_node_us = 0.781813;
+  const auto g = calibration::fit_graph_launch_latency(s, set);
+  REQUIRE(g);
+  CHECK(*g == sim::ns(int64_t{1562}));
+  // Either spacing missing: not measured, no value.
+  set.graph_node_us = 0;
+  CHECK_FALSE(calibration::fit_graph_launch_latency(s, set));
+  // A saving beyond the stream latency stops at the 200 ns floor; a graph
+  // slower than the stream saves nothing.
+  set.launch_us = 5.0;
+  set.graph_node_us = 0.5;
+  CHECK(*calibration::fit_graph_launch_latency(s, set) == models::gpu::kMinGraphLaunchLatency);
+  set.launch_us = 0.5;
+  set.graph_node_us = 0.8;
+  CHECK(*calibration::fit_graph_launch_latency(s, set) == s.kernel_launch_latency);
+}
+
 TEST_CASE("every fourth case of a class is held out, by label", "[calibration]") {
   MeasurementSet set;
   for (int i = 0; i < 8; ++i) {
@@ -141,6 +167,7 @@ TEST_CASE("a written profile reads back as the fitted spec and its measurements"
   }
   calibration::FitResult fit = calibration::fit_profile(test::h100_datasheet(), cases);
   calibration::round_for_profile(fit.spec);
+  fit.spec.graph_kernel_launch_latency = sim::ns(int64_t{1234});
   calibration::ProfileContent c;
   c.command = "test";
   c.fit = &fit;
@@ -157,6 +184,7 @@ TEST_CASE("a written profile reads back as the fitted spec and its measurements"
   CHECK(spec.efficiency.hbm == fit.spec.efficiency.hbm);
   CHECK(spec.efficiency.gemm_setup == fit.spec.efficiency.gemm_setup);
   CHECK(spec.kernel_launch_latency == fit.spec.kernel_launch_latency);
+  CHECK(spec.graph_kernel_launch_latency == sim::ns(int64_t{1234}));
   CHECK(spec.sm_bandwidth_headroom == fit.spec.sm_bandwidth_headroom);
 
   std::vector<Split> back;
