@@ -13,6 +13,7 @@
 #include "catch.h"
 #include "gpu_test_specs.h"
 #include "models/gpu/kernel_cost_model.h"
+#include "preset_fixtures.h"
 #include "sim/scenario/gpu_spec_loader.h"
 
 using namespace gcsim;
@@ -130,6 +131,27 @@ TEST_CASE("a graph node's launch latency is the stream's less the empty kernels'
   set.launch_us = 0.5;
   set.graph_node_us = 0.8;
   CHECK(*calibration::fit_graph_launch_latency(s, set) == s.kernel_launch_latency);
+}
+
+TEST_CASE("the H100 profile's graph launch latency lies in its physical range", "[calibration]") {
+  // Fitted by gcsim calibrate on the serving model's six decode steps on one
+  // H100 (calibration/measurements/h100-sxm/serving_kernels_2026-11-27):
+  // saving 1.19 - 1.47 us per kernel, mean 1.291: 2397 - 1291 = 1106 ns.
+  // Physical: a graph node starts no later than a stream kernel and no
+  // sooner than an empty node (0.78 us apart on this GPU); the saving lies
+  // within what single decode ops measured replayed against launched
+  // (0.63 us for a split-K GEMM pair .. 1.61 us for a batch-256 GEMM).
+  auto spec = test::gpu_preset("h100-sxm");
+  auto nowhere = test::nowhere_reader();
+  cli::apply_calibration_profile("h100-sxm", spec, nowhere);
+  REQUIRE(spec.graph_kernel_launch_latency);
+  const sim::Duration g = *spec.graph_kernel_launch_latency;
+  CHECK(g == sim::ns(int64_t{1106}));
+  CHECK(g >= models::gpu::kMinGraphLaunchLatency);
+  CHECK(g <= spec.kernel_launch_latency);
+  const double saving_us = (spec.kernel_launch_latency - g).microseconds();
+  CHECK(saving_us >= 0.63);
+  CHECK(saving_us <= 1.61);
 }
 
 TEST_CASE("every fourth case of a class is held out, by label", "[calibration]") {
