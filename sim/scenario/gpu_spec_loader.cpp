@@ -43,28 +43,29 @@ GpuSpec read_spec_document(const YAML::Node& root, const std::string& origin) {
   return spec;
 }
 
-// graph_kernel_launch_latency, when `r` has it, and its range against the
-// spec's kernel_launch_latency (checked on `key`: the graph key when given,
-// else the stream key that moved under it).
+// graph_kernel_launch_latency, when `r` has it, checked against the spec's
+// kernel_launch_latency. One inherited from the preset (a custom GPU or a
+// profile that moves kernel_launch_latency alone) is capped at the new
+// stream latency: a graph node launches no slower than a stream kernel.
 void read_graph_launch_latency(ConfigReader& r, GpuSpec& s) {
   const std::string key = "graph_kernel_launch_latency";
-  if (r.has(key)) {
-    s.graph_kernel_launch_latency = r.get_duration(
-        key, std::nullopt, "launch to first tile of a kernel node in a replayed CUDA graph");
-  } else {
+  if (!r.has(key)) {
     r.allow(key);
+    if (s.graph_kernel_launch_latency) {
+      s.graph_kernel_launch_latency = std::min(*s.graph_kernel_launch_latency, s.kernel_launch_latency);
+    }
+    return;
   }
-  if (!s.graph_kernel_launch_latency) return;
-  const sim::Duration g = *s.graph_kernel_launch_latency;
+  const sim::Duration g = r.get_duration(key, std::nullopt,
+                                         "launch to first tile of a kernel node in a replayed CUDA graph");
   if (g < models::gpu::kMinGraphLaunchLatency || g > s.kernel_launch_latency) {
-    r.fail(r.has(key) ? key : "kernel_launch_latency",
-           "graph_kernel_launch_latency " + sim::format_duration(g) + " must be in [" +
-               sim::format_duration(models::gpu::kMinGraphLaunchLatency) + ", kernel_launch_latency " +
-               sim::format_duration(s.kernel_launch_latency) +
-               "]: a graph node launches no slower than a stream kernel, and no real kernel starts "
-               "sooner than an empty one" +
-               std::string(r.has(key) ? "" : " (give graph_kernel_launch_latency beside it)"));
+    r.fail(key, "graph_kernel_launch_latency " + sim::format_duration(g) + " must be in [" +
+                    sim::format_duration(models::gpu::kMinGraphLaunchLatency) + ", kernel_launch_latency " +
+                    sim::format_duration(s.kernel_launch_latency) +
+                    "]: a graph node launches no slower than a stream kernel, and no real kernel starts "
+                    "sooner than an empty one");
   }
+  s.graph_kernel_launch_latency = g;
 }
 
 double read_sustained_fraction(ConfigReader& r, double fallback) {

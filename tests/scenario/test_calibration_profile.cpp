@@ -131,15 +131,32 @@ TEST_CASE("a graph kernel launch latency out of its range is bad input", "[cli]"
     CHECK(r.err.find("graph_kernel_launch_latency") != std::string::npos);
     CHECK(r.err.find("200ns") != std::string::npos);
   }
-  SECTION("a profile's stream latency below the preset's graph latency (0.7 us)") {
-    write_text(dir / "profile.yaml", "gpu: h100-sxm\nkernel_launch_latency: 500ns\n");
+  SECTION("a graph latency given above a profile's own stream latency") {
+    write_text(dir / "profile.yaml", "gpu: h100-sxm\nkernel_launch_latency: 1us\ngraph_kernel_launch_latency: 1.5us\n");
     auto r = run("cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1, calibration: none}",
                  {"-s", "cluster.calibration=" + (dir / "profile.yaml").string()});
     INFO(r.err);
     CHECK(r.exit_status == 2);
-    CHECK(r.err.find("profile.yaml:2") != std::string::npos);
-    CHECK(r.err.find("'kernel_launch_latency'") != std::string::npos);
-    CHECK(r.err.find("graph_kernel_launch_latency 700ns") != std::string::npos);
-    CHECK(r.err.find("give graph_kernel_launch_latency beside it") != std::string::npos);
+    CHECK(r.err.find("profile.yaml:3") != std::string::npos);
+    CHECK(r.err.find("kernel_launch_latency 1us") != std::string::npos);
+  }
+}
+
+TEST_CASE("a graph latency inherited from the preset is capped at a lower stream latency", "[scenario]") {
+  // The h100-sxm preset's graph node latency is 0.7 us; a custom GPU that
+  // sets kernel_launch_latency to 0 (an idealised GPU) or 0.5 us without a
+  // graph value of its own replays no slower than it launches on a stream.
+  TempDir dir;
+  for (const char* launch : {"0s", "500ns"}) {
+    std::string config = kGemm;
+    config.replace(0, config.find('\n'),
+                   std::string("cluster: {gpu: {preset: h100-sxm, kernel_launch_latency: ") + launch +
+                       "}, nodes: 1, gpus_per_node: 1, calibration: none}");
+    write_text(dir / "gemm.yaml", config);
+    auto r = run_gcsim({"run", (dir / "gemm.yaml").string(), "-q", "-o", (dir / "o").string()});
+    INFO(launch << ": " << r.err);
+    REQUIRE(r.exit_status == 0);
+    const auto s = read_json(dir / "o" / "summary.json");
+    CHECK(s["hardware"]["graph_kernel_launch_latency"] == s["hardware"]["kernel_launch_latency"]);
   }
 }
