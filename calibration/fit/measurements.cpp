@@ -67,6 +67,7 @@ void add_record(MeasurementSet& set, const json& r, const json& meta, const std:
   const std::string kind = r.value("kind", "");
   if (kind == "launch") {
     if (r.value("mode", "") == "empty_kernel") set.launch_us = need<double>(r, "time_us", where);
+    if (r.value("mode", "") == "cuda_graph_node") set.graph_node_us = need<double>(r, "time_us", where);
     return;
   }
   if (kind != "gemm" && kind != "memory" && kind != "attention") return;
@@ -274,6 +275,22 @@ void add_measurements(MeasurementSet& set, const json& doc, const std::string& n
     prov["file"] = std::filesystem::path(name).filename().string();
     set.provenance.push_back(prov);
     add_kernel_grid(set, doc, name);
+    return;
+  }
+  if (doc.value("schema", "") == "gcsim.serving_kernels.v1") {
+    json prov = doc.value("meta", json::object());
+    prov.erase("env");
+    prov["file"] = std::filesystem::path(name).filename().string();
+    set.provenance.push_back(prov);
+    size_t i = 0;
+    for (const json& r : doc.value("decode", json::array())) {
+      const std::string where = name + ": decode[" + std::to_string(i++) + "]";
+      if (!r.contains("eager") || !r.contains("graph") || !r.contains("eager_profile")) continue;  // a failed point
+      const double kernels = need<double>(r.at("eager_profile"), "n", where);
+      if (kernels < 1) continue;
+      set.graph_savings_us.push_back(
+          (need<double>(r.at("eager"), "time_us", where) - need<double>(r.at("graph"), "time_us", where)) / kernels);
+    }
     return;
   }
   if (doc.value("schema", "") != "gcsim.microbench.v1") {

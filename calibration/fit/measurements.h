@@ -39,9 +39,15 @@ struct MeasurementSet {
   std::vector<Measurement> items;
   nlohmann::json provenance = nlohmann::json::array();  // each file's meta, with its path
   double launch_us = 0;      // empty-kernel back-to-back spacing, 0 if not measured
+  double graph_node_us = 0;  // the same kernels as nodes of a replayed CUDA graph, per node; 0 if not measured
+  // Real decode steps (serving_kernels_bench.py, gcsim.serving_kernels.v1):
+  // per step, (its time launched on a stream - replayed from a CUDA graph) /
+  // its kernels, us: what a graph saves per kernel.
+  std::vector<double> graph_savings_us;
 };
 
-// Loads gcsim.microbench.v1 files and gcsim.calibration.kernel_grid.v1 ones
+// Loads gcsim.microbench.v1 files, gcsim.serving_kernels.v1 ones (their
+// decode steps' graph savings only) and gcsim.calibration.kernel_grid.v1 ones
 // (calibration/microbench/kernel_grid.py: its GEMMs and eager softmax
 // forward/backward; the compiled loss points are framework passes, read by
 // calibration/fit/reduction_fit.py). Throws std::runtime_error naming the

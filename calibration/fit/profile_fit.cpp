@@ -268,6 +268,22 @@ double predicted_us(const GpuSpec& spec, const Measurement& m) {
   return isolated_us_at(spec, kernel_for(spec, m), compute_stretch(spec, m));
 }
 
+std::optional<sim::Duration> fit_graph_launch_latency(const GpuSpec& fitted, const MeasurementSet& set) {
+  double saved_us = 0.0;
+  if (!set.graph_savings_us.empty()) {
+    for (double s : set.graph_savings_us) saved_us += s;
+    saved_us = std::max(0.0, saved_us / static_cast<double>(set.graph_savings_us.size()));
+  } else if (set.launch_us > 0.0 && set.graph_node_us > 0.0) {
+    saved_us = std::max(0.0, set.launch_us - set.graph_node_us);
+  } else {
+    return std::nullopt;
+  }
+  const double us = std::clamp(fitted.kernel_launch_latency.microseconds() - saved_us,
+                               models::gpu::kMinGraphLaunchLatency.microseconds(),
+                               fitted.kernel_launch_latency.microseconds());
+  return sim::Duration::from_ps(std::llround(us * 1e3) * 1000);  // whole ns, as the profile writes
+}
+
 FitResult fit_profile(const GpuSpec& base, const std::vector<const Measurement*>& cases) {
   FitResult best;
   best.rms_relative_error = std::numeric_limits<double>::infinity();

@@ -14,6 +14,7 @@
 // candidates by the same criterion.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,5 +34,14 @@ FitResult fit_profile(const models::gpu::GpuSpec& base, const std::vector<const 
 
 // The model's isolated time of a measurement's kernel on `spec`, in us.
 double predicted_us(const models::gpu::GpuSpec& spec, const Measurement& m);
+
+// A kernel node's launch latency in a replayed CUDA graph: `fitted`'s
+// stream launch latency less what a graph saves per kernel, kept in
+// [kMinGraphLaunchLatency, kernel_launch_latency]. The saving is the mean
+// over real decode steps when `set` has them (graph_savings_us), else the
+// empty kernels' stream spacing minus their graph-node spacing
+// (gcsim_microbench's launch section); nullopt when neither was measured.
+std::optional<sim::Duration> fit_graph_launch_latency(const models::gpu::GpuSpec& fitted,
+                                                      const MeasurementSet& set);
 
 }  // namespace gcsim::calibration

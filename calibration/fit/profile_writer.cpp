@@ -86,12 +86,15 @@ std::string profile_yaml(const ProfileContent& c) {
   }
   o << "# gcsim calibration profile for " << s.name << " (format: calibration/profiles/README.md).\n"
     << "# Made by: " << c.command << "\n"
-    << "# cluster.calibration reads gpu, kernel_launch_latency, sm_bandwidth_headroom and\n"
-    << "# efficiency; the rest records how they were obtained.\n";
+    << "# cluster.calibration reads gpu, kernel_launch_latency, graph_kernel_launch_latency,\n"
+    << "# sm_bandwidth_headroom and efficiency; the rest records how they were obtained.\n";
   o << "gpu: " << s.name << "\n";
   o << "measured_on: \"" << device << (driver.empty() ? "" : ", driver " + driver)
     << (date.empty() ? "" : ", " + date.substr(0, 10)) << "\"\n";
   o << "kernel_launch_latency: " << sim::format_duration(s.kernel_launch_latency) << "\n";
+  if (s.graph_kernel_launch_latency) {
+    o << "graph_kernel_launch_latency: " << sim::format_duration(*s.graph_kernel_launch_latency) << "\n";
+  }
   o << "sm_bandwidth_headroom: " << num(s.sm_bandwidth_headroom) << "\n";
   o << "efficiency:\n  tensor: {";
   bool first = true;
@@ -119,7 +122,16 @@ std::string profile_yaml(const ProfileContent& c) {
        "tile choice and tile-shape multipliers; sm_bandwidth_headroom from {1.5, 2, 3, 4, 6}\n"
     << "  cases: {fit: " << n_fit << ", heldout: " << n_held << ", excluded: " << n_excl << "}\n"
     << "  rms_relative_error_fit: " << num(c.fit->rms_relative_error) << "\n"
-    << "  empty_kernel_spacing_us: " << num(c.set->launch_us) << "\n  notes:\n";
+    << "  empty_kernel_spacing_us: " << num(c.set->launch_us) << "\n";
+  if (c.set->graph_node_us > 0) o << "  empty_graph_node_spacing_us: " << num(c.set->graph_node_us) << "\n";
+  if (!c.set->graph_savings_us.empty()) {
+    o << "  graph_saving_per_kernel_us: [";
+    for (size_t i = 0; i < c.set->graph_savings_us.size(); ++i) {
+      o << (i ? ", " : "") << num(c.set->graph_savings_us[i]);
+    }
+    o << "]  # real decode steps, stream - graph per kernel; their mean is the saving\n";
+  }
+  o << "  notes:\n";
   for (const auto& n : c.fit->notes) o << "    - \"" << n << "\"\n";
   auto table = [&](const char* key, const std::vector<ClassError>& rows) {
     o << key << ":   # |predicted - measured| / measured\n";

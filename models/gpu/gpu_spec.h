@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 
 #include "models/gpu/attention_family.h"
@@ -94,6 +95,14 @@ struct GpuSpec {
   // Time from a kernel's launch to its first tile on an SM, back-to-back
   // launches on a stream (the host-side cost overlaps previous kernels).
   sim::Duration kernel_launch_latency;
+  // The same for a kernel node of a replayed CUDA graph: the graph's
+  // executor starts a node's successor on the GPU without the stream's
+  // per-launch work, so back-to-back kernels start closer together
+  // (gcsim calibrate: calibration/fit/profile_fit.h fit_graph_launch_latency;
+  // checked on real decode kernels by calibration/fit/serving_kernels_report.py).
+  // In [kMinGraphLaunchLatency, kernel_launch_latency]; nullopt: not measured
+  // for this GPU, graph nodes pay kernel_launch_latency.
+  std::optional<sim::Duration> graph_kernel_launch_latency;
   // How much HBM bandwidth one SM can pull on its own, as a multiple of the
   // even share hbm_bandwidth / sm_count: > 1 lets a kernel on part of the
   // chip still approach full bandwidth.
@@ -123,6 +132,24 @@ struct GpuSpec {
   std::string calibration_applied;
 
   sim::FlopRate tensor_peak_for(Dtype d) const { return tensor_peak[static_cast<size_t>(d)]; }
+  sim::Duration graph_launch_latency() const {
+    return graph_kernel_launch_latency.value_or(kernel_launch_latency);
+  }
 };
+
+// Lower bound of graph_kernel_launch_latency: H100 and H200 replay empty
+// kernel nodes 0.5-0.8 us apart (calibration/measurements/h100-sxm/
+// microbench_2026-11-22.json, h200-x4/), and a real kernel's fixed part is
+// larger than an empty one's.
+inline constexpr sim::Duration kMinGraphLaunchLatency = sim::Duration::from_ps(200'000);  // 200 ns
+
+// `s` as kernels replayed in a CUDA graph see it: the graph node's launch
+// latency in place of the stream's (the rest of the kernel cost model is the
+// same).
+inline GpuSpec graph_replay_spec(const GpuSpec& s) {
+  GpuSpec g = s;
+  g.kernel_launch_latency = s.graph_launch_latency();
+  return g;
+}
 
 }  // namespace gcsim::models::gpu

@@ -85,6 +85,7 @@ int fit_and_write(const std::vector<std::string>& files, std::string gpu, const 
   }
   FitResult fit = fit_profile(base, cases);
   round_for_profile(fit.spec);
+  fit.spec.graph_kernel_launch_latency = fit_graph_launch_latency(fit.spec, set);
   ProfileContent content;
   content.command = command;
   content.fit = &fit;

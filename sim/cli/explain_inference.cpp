@@ -88,8 +88,10 @@ std::string explain_inference(const Scenario& s, const Json& summary) {
   const auto prefill = est::serving_step_kernels(sc.model, s.cluster.gpu, sc.parallel, sc.dtype, P, 1, P, P, false,
                                                  sc.attention_kernel);
   const double L = std::max(1.0, in_system);
-  const auto decode = est::serving_step_kernels(sc.model, s.cluster.gpu, sc.parallel, sc.dtype, L, L, 1, P + O / 2,
-                                                sc.cuda_graphs, sc.attention_kernel);
+  // A decode step in a CUDA graph launches its kernels as graph nodes.
+  const auto decode = est::serving_step_kernels(
+      sc.model, sc.cuda_graphs ? models::gpu::graph_replay_spec(s.cluster.gpu) : s.cluster.gpu, sc.parallel, sc.dtype, L, L,
+      1, P + O / 2, sc.cuda_graphs, sc.attention_kernel);
   auto mix_text = [](const est::KernelMix& m) {
     return "GEMMs " + est::format_value(m.gemm.isolated_s, est::Unit::seconds) + " (roofline " +
            est::format_value(m.gemm.roofline_s, est::Unit::seconds) + "), attention " +

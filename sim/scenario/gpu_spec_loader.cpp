@@ -43,6 +43,31 @@ GpuSpec read_spec_document(const YAML::Node& root, const std::string& origin) {
   return spec;
 }
 
+// graph_kernel_launch_latency, when `r` has it, checked against the spec's
+// kernel_launch_latency. One inherited from the preset (a custom GPU or a
+// profile that moves kernel_launch_latency alone) is capped at the new
+// stream latency: a graph node launches no slower than a stream kernel.
+void read_graph_launch_latency(ConfigReader& r, GpuSpec& s) {
+  const std::string key = "graph_kernel_launch_latency";
+  if (!r.has(key)) {
+    r.allow(key);
+    if (s.graph_kernel_launch_latency) {
+      s.graph_kernel_launch_latency = std::min(*s.graph_kernel_launch_latency, s.kernel_launch_latency);
+    }
+    return;
+  }
+  const sim::Duration g = r.get_duration(key, std::nullopt,
+                                         "launch to first tile of a kernel node in a replayed CUDA graph");
+  if (g < models::gpu::kMinGraphLaunchLatency || g > s.kernel_launch_latency) {
+    r.fail(key, "graph_kernel_launch_latency " + sim::format_duration(g) + " must be in [" +
+                    sim::format_duration(models::gpu::kMinGraphLaunchLatency) + ", kernel_launch_latency " +
+                    sim::format_duration(s.kernel_launch_latency) +
+                    "]: a graph node launches no slower than a stream kernel, and no real kernel starts "
+                    "sooner than an empty one");
+  }
+  s.graph_kernel_launch_latency = g;
+}
+
 double read_sustained_fraction(ConfigReader& r, double fallback) {
   const double f = r.get_double(
       "sustained_tensor_fraction", fallback,
@@ -155,6 +180,7 @@ GpuSpec read_gpu_fields(ConfigReader& r, const GpuSpec* base) {
   s.kernel_launch_latency = r.get_duration(
       "kernel_launch_latency", from(base, &GpuSpec::kernel_launch_latency),
       "launch to first tile, back-to-back launches on a stream");
+  read_graph_launch_latency(r, s);
   s.sm_bandwidth_headroom = r.get_double("sm_bandwidth_headroom", s.sm_bandwidth_headroom,
                                          "one SM's HBM reach as a multiple of its even share");
   if (!(s.sm_bandwidth_headroom >= 1.0)) r.fail("sm_bandwidth_headroom", "must be >= 1");
@@ -252,6 +278,9 @@ Json gpu_spec_json(const GpuSpec& s) {
                  {"nvls", s.has_nvls}};
   j["pcie"] = {{"bandwidth", sim::format_bandwidth(s.pcie_bandwidth)}};
   j["kernel_launch_latency"] = sim::format_duration(s.kernel_launch_latency);
+  if (s.graph_kernel_launch_latency) {
+    j["graph_kernel_launch_latency"] = sim::format_duration(*s.graph_kernel_launch_latency);
+  }
   j["sm_bandwidth_headroom"] = s.sm_bandwidth_headroom;
   j["persistent_gemm"] = s.persistent_gemm;
   j["sustained_tensor_fraction"] = s.sustained_tensor_fraction;
@@ -345,6 +374,7 @@ void apply_calibration_profile(const std::string& path, GpuSpec& spec, const Con
     spec.kernel_launch_latency =
         r.get_duration("kernel_launch_latency", std::nullopt, "measured launch latency");
   }
+  read_graph_launch_latency(r, spec);
   if (r.has("sm_bandwidth_headroom")) {
     spec.sm_bandwidth_headroom = r.get_double("sm_bandwidth_headroom", std::nullopt,
                                               "fitted HBM reach of one SM (multiple of its share)");

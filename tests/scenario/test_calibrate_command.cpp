@@ -46,7 +46,8 @@ TEST_CASE("calibrate --fit reproduces the committed H100 profile, which meets th
   TempDir dir;
   const auto out = (dir / "h100.yaml").string();
   auto fit = run_gcsim({"calibrate", "--fit", source_path(kH100 + "microbench_2026-11-22.json"),
-                        "--fit", source_path(kH100 + "attention_2026-11-22.json"), "-o", out});
+                        "--fit", source_path(kH100 + "attention_2026-11-22.json"), "--fit",
+                        source_path(kH100 + "serving_kernels_2026-11-27/serving_kernels.json"), "-o", out});
   INFO(fit.err);
   REQUIRE(fit.exit_status == 0);
   CHECK(without_command(read_text(out)) ==

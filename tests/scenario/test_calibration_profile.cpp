@@ -98,3 +98,65 @@ TEST_CASE("a calibration profile's flash2 decode parameter out of range is bad i
   CHECK(r.err.find("efficiency.attention_families.flash2.decode.bandwidth") != std::string::npos);
   CHECK(r.err.find("must lie in (0.0, 1.0]") != std::string::npos);
 }
+
+TEST_CASE("a graph kernel launch latency out of its range is bad input", "[cli]") {
+  // A CUDA graph node launches no slower than a stream kernel and no sooner
+  // than 200 ns (gpu_spec.h: empty kernels replay 0.5-0.8 us apart).
+  TempDir dir;
+  auto run = [&](const std::string& cluster, const std::vector<std::string>& extra) {
+    std::string config = kGemm;
+    config.replace(0, config.find('\n'), cluster);
+    write_text(dir / "gemm.yaml", config);
+    std::vector<std::string> args{"run", (dir / "gemm.yaml").string(), "-q", "-o", (dir / "o").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_gcsim(args);
+  };
+  SECTION("a custom GPU's graph latency above its stream latency") {
+    auto r = run("cluster: {gpu: {preset: h100-sxm, graph_kernel_launch_latency: 3us}, nodes: 1, "
+                 "gpus_per_node: 1, calibration: none}",
+                 {});
+    INFO(r.err);
+    CHECK(r.exit_status == 2);
+    CHECK(r.err.find("gemm.yaml:1") != std::string::npos);
+    CHECK(r.err.find("cluster.gpu.graph_kernel_launch_latency") != std::string::npos);
+    CHECK(r.err.find("kernel_launch_latency 2us") != std::string::npos);
+  }
+  SECTION("a profile's graph latency below 200 ns") {
+    write_text(dir / "profile.yaml", "gpu: h100-sxm\nkernel_launch_latency: 2us\ngraph_kernel_launch_latency: 100ns\n");
+    auto r = run("cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1, calibration: none}",
+                 {"-s", "cluster.calibration=" + (dir / "profile.yaml").string()});
+    INFO(r.err);
+    CHECK(r.exit_status == 2);
+    CHECK(r.err.find("profile.yaml:3") != std::string::npos);
+    CHECK(r.err.find("graph_kernel_launch_latency") != std::string::npos);
+    CHECK(r.err.find("200ns") != std::string::npos);
+  }
+  SECTION("a graph latency given above a profile's own stream latency") {
+    write_text(dir / "profile.yaml", "gpu: h100-sxm\nkernel_launch_latency: 1us\ngraph_kernel_launch_latency: 1.5us\n");
+    auto r = run("cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1, calibration: none}",
+                 {"-s", "cluster.calibration=" + (dir / "profile.yaml").string()});
+    INFO(r.err);
+    CHECK(r.exit_status == 2);
+    CHECK(r.err.find("profile.yaml:3") != std::string::npos);
+    CHECK(r.err.find("kernel_launch_latency 1us") != std::string::npos);
+  }
+}
+
+TEST_CASE("a graph latency inherited from the preset is capped at a lower stream latency", "[scenario]") {
+  // The h100-sxm preset's graph node latency is 0.7 us; a custom GPU that
+  // sets kernel_launch_latency to 0 (an idealised GPU) or 0.5 us without a
+  // graph value of its own replays no slower than it launches on a stream.
+  TempDir dir;
+  for (const char* launch : {"0s", "500ns"}) {
+    std::string config = kGemm;
+    config.replace(0, config.find('\n'),
+                   std::string("cluster: {gpu: {preset: h100-sxm, kernel_launch_latency: ") + launch +
+                       "}, nodes: 1, gpus_per_node: 1, calibration: none}");
+    write_text(dir / "gemm.yaml", config);
+    auto r = run_gcsim({"run", (dir / "gemm.yaml").string(), "-q", "-o", (dir / "o").string()});
+    INFO(launch << ": " << r.err);
+    REQUIRE(r.exit_status == 0);
+    const auto s = read_json(dir / "o" / "summary.json");
+    CHECK(s["hardware"]["graph_kernel_launch_latency"] == s["hardware"]["kernel_launch_latency"]);
+  }
+}

@@ -66,12 +66,16 @@ const char* const kClasses[] = {"gemm", "attention", "elementwise+norm", "commun
 //   14.3 in the next): prefill < 2048 within 25% (-18.6 .. +2.6%), eager
 //   decode within 60% (-14.5 .. +58.1%, the fast host mode +45 .. +58%),
 //   mean |error| of the eager build 25% (18.2%);
-// - graph decode (GPU-bound, no host): gcsim is slow by +9.2 .. +31.4%:
-//   every small kernel costs the GPU model's launch latency (2.4 us) and
-//   the generic passes' tiles, where replayed kernels measure 1.3 - 1.8 us
-//   each (the elementwise + norm class below); held to [0, +35%].
+// - graph decode (GPU-bound, no host): +3.6 .. +17.5%, mean 9.5% (it was
+//   +9.2 .. +31.4% when a graph node paid the stream's 2.4 us launch
+//   latency; it now pays the profile's graph_kernel_launch_latency, fitted
+//   on single-GPU decode steps, not on these). What is left is the eager
+//   elementwise + norm passes' bodies: on one GPU at TP4 batch 32 they
+//   take 952 us in gcsim (launch latency taken off) against the profiler's
+//   641 us (calibration/measurements/h100-sxm/serving_kernels_2026-11-27),
+//   so gcsim stays above: held to [0, +20%], mean at most 12%.
 constexpr double kPrefillLong = 0.10, kPrefillShort = 0.25, kEagerDecode = 0.60;
-constexpr double kEagerMean = 0.25, kGraphMax = 0.35;
+constexpr double kEagerMean = 0.25, kGraphMax = 0.20, kGraphMean = 0.12;
 // Classes on the eager build: GEMM within 12% (-10 .. +5%); attention
 // within 15% on decode (-12 .. +7%: cuDNN's decode kernel) and 45% on
 // prefill (-20 .. -40%: cuDNN's prefill kernel is slower than the flash
@@ -218,4 +222,5 @@ TEST_CASE("serving steps against serving_step_bench on 4 H100s", "[validation][s
   // it, every eager step came out 30 - 89% fast (mean 60.5%).
   CHECK(mean(after["eager"]) <= kEagerMean);
   CHECK(mean(after["eager"]) < mean(before["eager"]) / 2);
+  CHECK(mean(after["graph"]) <= kGraphMean);
 }

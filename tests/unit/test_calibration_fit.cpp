@@ -13,6 +13,7 @@
 #include "catch.h"
 #include "gpu_test_specs.h"
 #include "models/gpu/kernel_cost_model.h"
+#include "preset_fixtures.h"
 #include "sim/scenario/gpu_spec_loader.h"
 
 using namespace gcsim;
@@ -106,6 +107,53 @@ TEST_CASE("the fit recovers the parameters that produced the times", "[calibrati
   for (double f : e.gemm_tile) CHECK(f == Approx(1.0).epsilon(1e-3));
 }
 
+TEST_CASE("a graph node's launch latency is the stream's less the empty kernels' saving", "[calibration]") {
+  // calibration/measurements/h100-sxm/microbench_2026-11-22.json: empty
+  // kernels 1.61696 us apart on a stream, 0.781813 us apart as nodes of a
+  // replayed graph; the profile's fitted stream latency 2397 ns:
+  // 2397 - (1616.96 - 781.813) = 1561.853 -> 1562 ns.
+  auto s = test::h100_datasheet();
+  s.kernel_launch_latency = sim::ns(int64_t{2397});
+  MeasurementSet set;
+  set.launch_us = 1.61696;
+  set.graph_node_us = 0.781813;
+  const auto g = calibration::fit_graph_launch_latency(s, set);
+  REQUIRE(g);
+  CHECK(*g == sim::ns(int64_t{1562}));
+  // Either spacing missing: not measured, no value.
+  set.graph_node_us = 0;
+  CHECK_FALSE(calibration::fit_graph_launch_latency(s, set));
+  // A saving beyond the stream latency stops at the 200 ns floor; a graph
+  // slower than the stream saves nothing.
+  set.launch_us = 5.0;
+  set.graph_node_us = 0.5;
+  CHECK(*calibration::fit_graph_launch_latency(s, set) == models::gpu::kMinGraphLaunchLatency);
+  set.launch_us = 0.5;
+  set.graph_node_us = 0.8;
+  CHECK(*calibration::fit_graph_launch_latency(s, set) == s.kernel_launch_latency);
+}
+
+TEST_CASE("the H100 profile's graph launch latency lies in its physical range", "[calibration]") {
+  // Fitted by gcsim calibrate on the serving model's six decode steps on one
+  // H100 (calibration/measurements/h100-sxm/serving_kernels_2026-11-27):
+  // saving 1.19 - 1.47 us per kernel, mean 1.291: 2397 - 1291 = 1106 ns.
+  // Physical: a graph node starts no later than a stream kernel and no
+  // sooner than an empty node (0.78 us apart on this GPU); the saving lies
+  // within what single decode ops measured replayed against launched
+  // (0.63 us for a split-K GEMM pair .. 1.61 us for a batch-256 GEMM).
+  auto spec = test::gpu_preset("h100-sxm");
+  auto nowhere = test::nowhere_reader();
+  cli::apply_calibration_profile("h100-sxm", spec, nowhere);
+  REQUIRE(spec.graph_kernel_launch_latency);
+  const sim::Duration g = *spec.graph_kernel_launch_latency;
+  CHECK(g == sim::ns(int64_t{1106}));
+  CHECK(g >= models::gpu::kMinGraphLaunchLatency);
+  CHECK(g <= spec.kernel_launch_latency);
+  const double saving_us = (spec.kernel_launch_latency - g).microseconds();
+  CHECK(saving_us >= 0.63);
+  CHECK(saving_us <= 1.61);
+}
+
 TEST_CASE("every fourth case of a class is held out, by label", "[calibration]") {
   MeasurementSet set;
   for (int i = 0; i < 8; ++i) {
@@ -141,6 +189,7 @@ TEST_CASE("a written profile reads back as the fitted spec and its measurements"
   }
   calibration::FitResult fit = calibration::fit_profile(test::h100_datasheet(), cases);
   calibration::round_for_profile(fit.spec);
+  fit.spec.graph_kernel_launch_latency = sim::ns(int64_t{1234});
   calibration::ProfileContent c;
   c.command = "test";
   c.fit = &fit;
@@ -157,6 +206,7 @@ TEST_CASE("a written profile reads back as the fitted spec and its measurements"
   CHECK(spec.efficiency.hbm == fit.spec.efficiency.hbm);
   CHECK(spec.efficiency.gemm_setup == fit.spec.efficiency.gemm_setup);
   CHECK(spec.kernel_launch_latency == fit.spec.kernel_launch_latency);
+  CHECK(spec.graph_kernel_launch_latency == sim::ns(int64_t{1234}));
   CHECK(spec.sm_bandwidth_headroom == fit.spec.sm_bandwidth_headroom);
 
   std::vector<Split> back;

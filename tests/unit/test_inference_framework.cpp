@@ -83,14 +83,62 @@ TEST_CASE("an eager step outside a CUDA graph waits for its host's issue", "[inf
   CHECK_FALSE(s.graph);
 
   // The same step replayed from a CUDA graph (padded to capture size 1):
-  // no host issue, the kernels back to back.
+  // no host issue, the kernels back to back, each launched as a graph node:
+  // the 318 kernels (336 launches less 17 all-reduces and the logits'
+  // all-gather, collectives timed by the fabric) each start the preset's
+  // 2 - 0.7 = 1.3 us sooner (gpu_spec.h graph_kernel_launch_latency).
   c.cuda_graphs = true;
   IterationCost graphed(c, comm);
   const StepCost g = graphed.cost(decode(1, 512));
   CHECK(g.graph);
   CHECK(g.host_wait == sim::Duration::zero());
   CHECK(g.total == g.compute + g.communication);
-  CHECK(g.total == s.compute + s.communication);
+  const sim::Duration saved = c.gpu.kernel_launch_latency - c.gpu.graph_launch_latency();
+  CHECK(saved == sim::ns(int64_t{1300}));
+  CHECK(g.total == s.compute + s.communication - saved * 318);
+  CHECK(g.classes.kernels == 336);
+}
+
+TEST_CASE("a GPU without a measured graph launch latency replays at its stream latency",
+          "[inference][framework]") {
+  test::NoComm comm;
+  IterationCostConfig c = bench_tp4(ServingFramework::vllm);
+  const StepCost stream = IterationCost(c, comm).cost(decode(8, 1024));
+  c.cuda_graphs = true;
+  const StepCost graph = IterationCost(c, comm).cost(decode(8, 1024));
+  c.gpu.graph_kernel_launch_latency.reset();
+  const StepCost unmeasured = IterationCost(c, comm).cost(decode(8, 1024));
+  CHECK(graph.graph);
+  CHECK(unmeasured.total == stream.total);
+  // vLLM's 102 launches less 16 all-reduces, the embedding's all-reduce and
+  // the all-gather: 84 kernels, 1.3 us sooner each.
+  CHECK(stream.total - graph.total == sim::ns(int64_t{1300}) * 84);
+}
+
+TEST_CASE("an eager prefill on cuDNN clears a buffer before each attention kernel", "[inference][framework]") {
+  // serving_step_bench.py's TP4 prefill of 512 tokens on 4 H100s: 344
+  // kernels a step, 8 of them "Memset (Device)", one per layer's cuDNN
+  // attention call (calibration/measurements/h100-x4/serving_step_2026-11-26).
+  test::NoComm comm;
+  StepShape p;
+  p.tokens = 512;
+  p.prefills = {{512, 512}};
+  p.sampled = 1;
+  IterationCostConfig c = bench_tp4(ServingFramework::pytorch_eager);
+  CHECK(IterationCost(c, comm).cost(p).classes.kernels == 336 + 8);
+  // FlashAttention-2 (no memset) and vLLM's kernels: none.
+  c.attention_kernel = models::gpu::AttentionFamily::flash2;
+  CHECK(IterationCost(c, comm).cost(p).classes.kernels == 336);
+  CHECK(IterationCost(bench_tp4(ServingFramework::vllm), comm).cost(p).classes.kernels == 102);
+  // cuDNN issues the memset inside the attention op: a host at 200 us per
+  // launch (longer than any kernel here: gate+up, 120 GFLOP, ~0.15 ms)
+  // issues 336 launches, and the step ends after the last one's kernel.
+  c.attention_kernel.reset();
+  c.host_per_kernel = sim::us(int64_t{200});
+  const StepCost h = IterationCost(c, comm).cost(p);
+  CHECK(h.classes.kernels == 344);
+  CHECK(h.total.seconds() > 336 * 200e-6);
+  CHECK(h.total.seconds() < 337 * 200e-6);
 }
 
 TEST_CASE("eager RMSNorm in bf16: eight passes and their bytes", "[inference][framework]") {

@@ -30,6 +30,7 @@ gpu::Dtype activation_dtype(gpu::Dtype d) {
 
 IterationCost::IterationCost(IterationCostConfig config, CommTimer& comm)
     : config_(std::move(config)),
+      graph_gpu_(gpu::graph_replay_spec(config_.gpu)),
       comm_(comm),
       eager_profile_(training::Framework::pytorch_eager, config_.eager_traits) {
   const auto& m = config_.model;
@@ -45,8 +46,8 @@ IterationCost::IterationCost(IterationCostConfig config, CommTimer& comm)
   }
 }
 
-sim::Duration IterationCost::kernel_time(const KernelDesc& k) const {
-  return gpu::isolated_time(config_.gpu, k, config_.gpu.sm_count);
+sim::Duration IterationCost::kernel_time(const KernelDesc& k, bool graph) const {
+  return gpu::isolated_time(graph ? graph_gpu_ : config_.gpu, k, config_.gpu.sm_count);
 }
 
 int64_t IterationCost::padded_tokens(const StepShape& shape) const {
@@ -230,29 +231,37 @@ std::vector<IterationCost::LayerKernel> IterationCost::eager_layer_program(int64
   return k;
 }
 
-const IterationCost::Program& IterationCost::layer_launches(int64_t tokens, bool moe) {
-  auto& cache = moe ? token_moe_ : token_dense_;
+const IterationCost::Program& IterationCost::layer_launches(int64_t tokens, bool moe, bool graph) {
+  Caches& c = caches_[graph ? 1 : 0];
+  auto& cache = moe ? c.token_moe : c.token_dense;
   auto it = cache.find(tokens);
   if (it != cache.end()) return it->second;
   Program p;
   for (const auto& k : layer_program(tokens, moe)) {
-    p.push_back({k.cls, k.slot == Slot::kernel ? kernel_time(k.desc) : sim::Duration::zero(), k.slot});
+    p.push_back({k.cls, k.slot == Slot::kernel ? kernel_time(k.desc, graph) : sim::Duration::zero(), k.slot});
   }
   return cache.emplace(tokens, std::move(p)).first->second;
 }
 
-sim::Duration IterationCost::pass_time(const training::FrameworkPass& p) const {
-  return kernel_time(gpu::memory_kernel(config_.gpu, eager_profile_.shape(p)));
+sim::Duration IterationCost::pass_time(const training::FrameworkPass& p, bool graph) const {
+  return kernel_time(gpu::memory_kernel(config_.gpu, eager_profile_.shape(p)), graph);
 }
 
-void IterationCost::add_passes(Program& out, const EagerServingPasses::Passes& passes,
-                               KernelClass cls) const {
-  for (const auto& p : passes) out.push_back({cls, pass_time(p)});
+void IterationCost::add_passes(Program& out, const EagerServingPasses::Passes& passes, KernelClass cls,
+                               bool graph) const {
+  for (const auto& p : passes) out.push_back({cls, pass_time(p, graph)});
 }
 
-// One duration per attention kernel of the step: one per prefill chunk, one
-// for all the decodes.
-std::vector<sim::Duration> IterationCost::attention_launches(const StepShape& shape) {
+// One attention kernel per prefill chunk, one for all the decodes. PyTorch's
+// cuDNN prefill (pytorch-eager) clears a buffer with a memset before each
+// kernel: torch.profiler shows one "Memset (Device)" per prefill attention
+// call and none per decode call, 0.8 - 1.0 us each (calibration/measurements/
+// h100-x4/serving_step_2026-11-26, rank 0's kernel tables). The buffer is not
+// named in the trace; it is taken as the fp32 softmax statistics (a row's
+// max and sum per query and head), whose write is far below the launch cost.
+std::vector<IterationCost::Launch> IterationCost::attention_launches(const StepShape& shape, bool graph) {
+  auto& prefill_attention = caches_[graph ? 1 : 0].prefill_attention;
+  auto& decode_attention = caches_[graph ? 1 : 0].decode_attention;
   const auto& m = config_.model;
   const auto& g = config_.gpu;
   const int64_t tp = config_.parallel.tp;
@@ -260,10 +269,10 @@ std::vector<sim::Duration> IterationCost::attention_launches(const StepShape& sh
   const bool mla = m.attention == AttentionKind::mla;
   const int64_t kvh = kv_heads_per_gpu(m, config_.parallel.tp);
   const gpu::Dtype adt = config_.kv_dtype;
-  std::vector<sim::Duration> out;
+  std::vector<Launch> out;
   for (const auto& [q, kv] : shape.prefills) {
-    auto it = prefill_attention_.find({q, kv});
-    if (it == prefill_attention_.end()) {
+    auto it = prefill_attention.find({q, kv});
+    if (it == prefill_attention.end()) {
       AttentionShape a;
       a.batch = 1;
       a.heads = heads;
@@ -279,7 +288,7 @@ std::vector<sim::Duration> IterationCost::attention_launches(const StepShape& sh
         const auto& ml = m.mla;
         t += kernel_time(gpu::gemm_kernel(
             g, GemmShape{kv, heads * (ml.qk_nope_head_dim + ml.v_head_dim), ml.kv_lora_rank, 1,
-                         config_.dtype}));
+                         config_.dtype}), graph);
         a.kv_heads = heads;
         a.head_dim = ml.qk_nope_head_dim + ml.qk_rope_head_dim;
         a.head_dim_v = ml.v_head_dim;
@@ -287,16 +296,28 @@ std::vector<sim::Duration> IterationCost::attention_launches(const StepShape& sh
         a.kv_heads = kvh;
         a.head_dim = m.head_dim;
       }
-      t += kernel_time(gpu::attention_kernel(g, a));
-      it = prefill_attention_.emplace(std::make_pair(q, kv), t).first;
+      t += kernel_time(gpu::attention_kernel(g, a), graph);
+      std::vector<Launch> launches;
+      if (config_.framework == ServingFramework::pytorch_eager && a.family == gpu::AttentionFamily::cudnn) {
+        MemoryOpShape stats;
+        stats.kind = MemoryOpKind::elementwise;
+        stats.elements = a.batch * a.heads * q;
+        stats.inputs = 0;
+        stats.flops_per_element = 0;
+        stats.dtype = gpu::Dtype::fp32;
+        launches.push_back({KernelClass::elementwise, kernel_time(gpu::memory_kernel(g, stats), graph),
+                            Slot::kernel, /*own_issue=*/false});
+      }
+      launches.push_back({KernelClass::attention, t});
+      it = prefill_attention.emplace(std::make_pair(q, kv), std::move(launches)).first;
     }
-    out.push_back(it->second);
+    out.insert(out.end(), it->second.begin(), it->second.end());
   }
   if (shape.decodes > 0) {
     const int64_t kv_len = ceil_div(shape.decode_kv_tokens, shape.decodes);
     const auto key = std::make_tuple(shape.decodes, kv_len, shape.decode_q);
-    auto it = decode_attention_.find(key);
-    if (it == decode_attention_.end()) {
+    auto it = decode_attention.find(key);
+    if (it == decode_attention.end()) {
       AttentionShape a;
       a.batch = shape.decodes;
       a.heads = heads;
@@ -317,10 +338,10 @@ std::vector<sim::Duration> IterationCost::attention_launches(const StepShape& sh
         a.kv_heads = kvh;
         a.head_dim = m.head_dim;
       }
-      if (decode_attention_.size() > 1'000'000) decode_attention_.clear();
-      it = decode_attention_.emplace(key, kernel_time(gpu::attention_kernel(g, a))).first;
+      if (decode_attention.size() > 1'000'000) decode_attention.clear();
+      it = decode_attention.emplace(key, kernel_time(gpu::attention_kernel(g, a), graph)).first;
     }
-    out.push_back(it->second);
+    out.push_back({KernelClass::attention, it->second});
   }
   return out;
 }
@@ -338,43 +359,48 @@ sim::Duration IterationCost::tp_all_reduce(int stage, int64_t tokens) {
 // The first stage's lookup: vLLM's one gather kernel, or the eager list.
 // Vocabulary-parallel: each rank looks up its slice (an all-reduce then sums
 // the slices; cost() adds it).
-const IterationCost::Program& IterationCost::embedding_launches(int64_t tokens) {
-  auto it = embedding_.find(tokens);
-  if (it != embedding_.end()) return it->second;
+const IterationCost::Program& IterationCost::embedding_launches(int64_t tokens, bool graph) {
+  auto& cache = caches_[graph ? 1 : 0].embedding;
+  auto it = cache.find(tokens);
+  if (it != cache.end()) return it->second;
   const auto& m = config_.model;
   Program p;
   if (config_.framework == ServingFramework::pytorch_eager) {
-    add_passes(p, EagerServingPasses::embedding(tokens, m.hidden, config_.parallel.tp), KernelClass::elementwise);
+    add_passes(p, EagerServingPasses::embedding(tokens, m.hidden, config_.parallel.tp), KernelClass::elementwise,
+               graph);
   } else {
     MemoryOpShape s;
     s.kind = MemoryOpKind::memcpy;
     s.elements = static_cast<int64_t>(static_cast<double>(tokens * m.hidden) *
                                       gpu::dtype_bytes(activation_dtype(config_.dtype)));
     s.dtype = gpu::Dtype::int8;
-    p.push_back({KernelClass::elementwise, kernel_time(gpu::memory_kernel(config_.gpu, s))});
+    p.push_back({KernelClass::elementwise, kernel_time(gpu::memory_kernel(config_.gpu, s), graph)});
   }
-  return embedding_.emplace(tokens, std::move(p)).first->second;
+  return cache.emplace(tokens, std::move(p)).first->second;
 }
 
 // pytorch-eager: cos and sin gathered at the step's positions, once per
 // stage (vLLM's rotary kernel reads its cache itself).
-const IterationCost::Program& IterationCost::rope_table_launches(int64_t tokens) {
-  auto it = rope_tables_.find(tokens);
-  if (it != rope_tables_.end()) return it->second;
+const IterationCost::Program& IterationCost::rope_table_launches(int64_t tokens, bool graph) {
+  auto& cache = caches_[graph ? 1 : 0].rope_tables;
+  auto it = cache.find(tokens);
+  if (it != cache.end()) return it->second;
   Program p;
   if (config_.framework == ServingFramework::pytorch_eager &&
       config_.model.position == models::PositionKind::rotary) {
-    add_passes(p, EagerServingPasses::rope_tables(tokens, config_.model.head_dim), KernelClass::elementwise);
+    add_passes(p, EagerServingPasses::rope_tables(tokens, config_.model.head_dim), KernelClass::elementwise,
+               graph);
   }
-  return rope_tables_.emplace(tokens, std::move(p)).first->second;
+  return cache.emplace(tokens, std::move(p)).first->second;
 }
 
 // The last stage's head: the final norm over the step's tokens, the logits
 // GEMM for the rows that sample, their all-gather over TP, the sampler.
-const IterationCost::Program& IterationCost::head_launches(int64_t tokens, int64_t sampled) {
+const IterationCost::Program& IterationCost::head_launches(int64_t tokens, int64_t sampled, bool graph) {
   const int64_t key = tokens * (int64_t{1} << 24) + sampled;
-  auto it = head_.find(key);
-  if (it != head_.end()) return it->second;
+  auto& cache = caches_[graph ? 1 : 0].head;
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
   const auto& m = config_.model;
   const auto& g = config_.gpu;
   const int tp = config_.parallel.tp;
@@ -382,19 +408,19 @@ const IterationCost::Program& IterationCost::head_launches(int64_t tokens, int64
   const gpu::Dtype act = activation_dtype(config_.dtype);
   Program p;
   if (eager) {
-    add_passes(p, EagerServingPasses::rms_norm(tokens, m.hidden), KernelClass::norm);
+    add_passes(p, EagerServingPasses::rms_norm(tokens, m.hidden), KernelClass::norm, graph);
   } else {
     MemoryOpShape norm;
     norm.kind = m.norm == models::NormKind::rms_norm ? MemoryOpKind::rms_norm : MemoryOpKind::layer_norm;
     norm.rows = tokens;
     norm.cols = m.hidden;
     norm.dtype = act;
-    p.push_back({KernelClass::norm, kernel_time(gpu::memory_kernel(g, norm))});
+    p.push_back({KernelClass::norm, kernel_time(gpu::memory_kernel(g, norm), graph)});
   }
   if (sampled > 0) {
     const int64_t vocab = ceil_div(m.vocab, tp);
     p.push_back({KernelClass::gemm,
-                 kernel_time(gpu::gemm_kernel(g, GemmShape{sampled, vocab, m.hidden, 1, config_.dtype}))});
+                 kernel_time(gpu::gemm_kernel(g, GemmShape{sampled, vocab, m.hidden, 1, config_.dtype}), graph)});
     if (tp > 1) {
       const int last = config_.parallel.pp - 1;
       const auto first = config_.ranks.begin() + static_cast<ptrdiff_t>(last) * tp;
@@ -404,16 +430,16 @@ const IterationCost::Program& IterationCost::head_launches(int64_t tokens, int64
       p.push_back({KernelClass::communication,
                    comm_.collective(CollectiveKind::all_gather, sim::Bytes(bytes), group)});
     }
-    if (eager) add_passes(p, EagerServingPasses::sampler(sampled, vocab * tp, tp), KernelClass::elementwise);
+    if (eager) add_passes(p, EagerServingPasses::sampler(sampled, vocab * tp, tp), KernelClass::elementwise, graph);
     MemoryOpShape soft;
     soft.kind = MemoryOpKind::softmax;
     soft.rows = sampled;
     soft.cols = m.vocab;
     soft.dtype = gpu::Dtype::fp32;
-    p.push_back({KernelClass::norm, kernel_time(gpu::memory_kernel(g, soft))});
-    if (eager) add_passes(p, EagerServingPasses::argmax(sampled, vocab * tp), KernelClass::elementwise);
+    p.push_back({KernelClass::norm, kernel_time(gpu::memory_kernel(g, soft), graph)});
+    if (eager) add_passes(p, EagerServingPasses::argmax(sampled, vocab * tp), KernelClass::elementwise, graph);
   }
-  return head_.emplace(key, std::move(p)).first->second;
+  return cache.emplace(key, std::move(p)).first->second;
 }
 
 // One stage's GPU stream as its host issues it: each launch waits for the
@@ -424,7 +450,7 @@ class IterationCost::Timeline {
   explicit Timeline(sim::Duration issue) : issue_(issue) {}
 
   void run(const Launch& l, training::KernelClassTimes& classes) {
-    host_ += issue_;
+    if (l.own_issue) host_ += issue_;
     gpu_ = std::max(gpu_, host_) + l.time;
     busy_ += l.time;
     if (l.cls == KernelClass::communication) comm_ += l.time;
@@ -470,7 +496,7 @@ StepCost IterationCost::cost(const StepShape& shape) {
   const int pp = config_.parallel.pp;
   const int tp = config_.parallel.tp;
   const int64_t t = padded_tokens(shape);
-  const std::vector<sim::Duration> attention = attention_launches(shape);
+  const std::vector<Launch> attention = attention_launches(shape, c.graph);
   const auto act_bytes = gpu::dtype_bytes(activation_dtype(config_.dtype));
   const sim::Duration issue = c.graph ? sim::Duration::zero() : config_.host_per_kernel;
   c.total = sim::Duration::zero();
@@ -484,15 +510,15 @@ StepCost IterationCost::cost(const StepShape& shape) {
       for (const Launch& l : p) line.run(l, into);
     };
     if (s == 0) {
-      run_all(embedding_launches(t), classes);
+      run_all(embedding_launches(t, c.graph), classes);
       if (tp > 1) line.run({KernelClass::communication, ar}, classes);
     }
-    run_all(rope_table_launches(t), classes);
+    run_all(rope_table_launches(t, c.graph), classes);
     const auto layer = [&](const Program& p) {
       return [&](training::KernelClassTimes& into) {
         for (const Launch& l : p) {
           if (l.slot == Slot::attention) {
-            for (const sim::Duration a : attention) line.run({KernelClass::attention, a}, into);
+            for (const Launch& a : attention) line.run(a, into);
           } else if (l.slot == Slot::all_reduce) {
             if (tp > 1) line.run({KernelClass::communication, ar}, into);
           } else {
@@ -501,9 +527,9 @@ StepCost IterationCost::cost(const StepShape& shape) {
         }
       };
     };
-    if (dense > 0) line.repeat(dense, layer(layer_launches(t, false)), classes);
-    if (moe > 0) line.repeat(moe, layer(layer_launches(t, true)), classes);
-    if (s == pp - 1) run_all(head_launches(t, shape.sampled), classes);
+    if (dense > 0) line.repeat(dense, layer(layer_launches(t, false, c.graph)), classes);
+    if (moe > 0) line.repeat(moe, layer(layer_launches(t, true, c.graph)), classes);
+    if (s == pp - 1) run_all(head_launches(t, shape.sampled, c.graph), classes);
     if (s + 1 < pp) {
       // Hidden states and residual to the next stage, rank i to rank i.
       const int src = config_.ranks[static_cast<size_t>(s * tp)];

@@ -26,6 +26,7 @@
 // distinct shape, so long runs cost little.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -122,29 +123,45 @@ class IterationCost {
     training::KernelClass cls = training::KernelClass::elementwise;
     sim::Duration time;
     Slot slot = Slot::kernel;
+    // false: issued inside the op before it (a library's own memset), so
+    // the host spends no launch cost of its own on it.
+    bool own_issue = true;
   };
   using Program = std::vector<Launch>;
   class Timeline;
 
-  sim::Duration kernel_time(const gpu::KernelDesc& k) const;
+  // Kernel durations as isolated_time() gives them; `graph`: the kernel is
+  // a node of a replayed CUDA graph (the GPU's graph launch latency,
+  // gpu_spec.h, instead of the stream's).
+  sim::Duration kernel_time(const gpu::KernelDesc& k, bool graph) const;
   std::vector<LayerKernel> eager_layer_program(int64_t tokens) const;
-  sim::Duration pass_time(const training::FrameworkPass& p) const;
-  void add_passes(Program& out, const EagerServingPasses::Passes& passes, training::KernelClass cls) const;
-  const Program& layer_launches(int64_t tokens, bool moe);
-  std::vector<sim::Duration> attention_launches(const StepShape& shape);
+  sim::Duration pass_time(const training::FrameworkPass& p, bool graph) const;
+  void add_passes(Program& out, const EagerServingPasses::Passes& passes, training::KernelClass cls,
+                  bool graph) const;
+  const Program& layer_launches(int64_t tokens, bool moe, bool graph);
+  // The step's attention launches: per prefill chunk (pytorch-eager on
+  // cuDNN: its memset, then the kernel), then one for all the decodes.
+  std::vector<Launch> attention_launches(const StepShape& shape, bool graph);
   sim::Duration tp_all_reduce(int stage, int64_t tokens);
-  const Program& head_launches(int64_t tokens, int64_t sampled);
-  const Program& embedding_launches(int64_t tokens);
-  const Program& rope_table_launches(int64_t tokens);
+  const Program& head_launches(int64_t tokens, int64_t sampled, bool graph);
+  const Program& embedding_launches(int64_t tokens, bool graph);
+  const Program& rope_table_launches(int64_t tokens, bool graph);
+
+  // Launch programs and kernel times per shape, one set for steps on a
+  // stream and one for graph replays.
+  struct Caches {
+    std::unordered_map<int64_t, Program> token_dense, token_moe;
+    std::map<std::pair<int64_t, int64_t>, std::vector<Launch>> prefill_attention;
+    std::map<std::tuple<int64_t, int64_t, int64_t>, sim::Duration> decode_attention;
+    std::unordered_map<int64_t, Program> head, embedding, rope_tables;
+  };
 
   IterationCostConfig config_;
+  gpu::GpuSpec graph_gpu_;  // config_.gpu as graph nodes see it (graph_replay_spec)
   CommTimer& comm_;
   training::FrameworkProfile eager_profile_;
   std::vector<int> layers_of_stage_dense_, layers_of_stage_moe_;
-  std::unordered_map<int64_t, Program> token_dense_, token_moe_;
-  std::map<std::pair<int64_t, int64_t>, sim::Duration> prefill_attention_;
-  std::map<std::tuple<int64_t, int64_t, int64_t>, sim::Duration> decode_attention_;
-  std::unordered_map<int64_t, Program> head_, embedding_, rope_tables_;
+  std::array<Caches, 2> caches_;  // [graph]
 };
 
 }  // namespace gcsim::workloads::inference

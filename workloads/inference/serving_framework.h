@@ -13,10 +13,13 @@
 //                  rsqrt, two multiplies and a cast back; rotary by
 //                  rotate-half; SiLU and the gate product; residual adds;
 //                  two KV-cache copies; the vocabulary-parallel embedding's
-//                  masks; the sampler's permute, fp32 cast and argmax) and a
-//                  host that issues each kernel at a measured cost, unless
-//                  the step replays a CUDA graph (`serving.cuda_graphs`,
-//                  default false for this framework).
+//                  masks; the sampler's permute, fp32 cast and argmax; the
+//                  memset cuDNN's prefill attention issues before its
+//                  kernel) and a host that issues each kernel at a measured
+//                  cost, unless the step replays a CUDA graph
+//                  (`serving.cuda_graphs`, default false for this
+//                  framework; its kernels then pay the GPU's
+//                  graph_kernel_launch_latency).
 //
 // The passes reuse the training profiles' machinery (workloads/training/
 // framework_profile.h: each pass vectorized or generic, costed at the
