@@ -60,6 +60,9 @@ struct Row {
   Eigen::Matrix<double, kParams, 1> a = Eigen::Matrix<double, kParams, 1>::Zero();
   int tile = -1;
   double tile_term = 0;  // compute time of the GEMM at f = 1 and the current e_unit, us
+  // Time the model adds that no column fits here (a GEMM's setup per CTA of
+  // its first wave, kept from the base spec), us.
+  double offset_us = 0;
 };
 
 double inverse_of(const GpuSpec& s, int p) {
@@ -109,6 +112,17 @@ Row row_for(const GpuSpec& s, const Measurement& m) {
   const KernelDesc k = kernel_for(s, m);
   row.a[kLaunch] = 1;
   row.a[kSetup] = m.gemm ? 1 : 0;
+  if (m.gemm) {
+    const int64_t first_wave = std::min<int64_t>(k.tiles, s.sm_count);
+    row.offset_us = (s.efficiency.gemm_setup_per_cta * first_wave).microseconds();
+    if (k.split_k > 1) {
+      // The split-K reduction kernel in the setup: a launch, and its bytes
+      // (partials read, C written) at the HBM efficiency.
+      row.a[kLaunch] += 1;
+      row.a[kHbm] += models::gpu::gemm_split_k_reduce_bytes(*m.gemm, k.split_k) /
+                     s.hbm_bandwidth.bytes_per_s() * 1e6;
+    }
+  }
   row.tile = tile_index(k, m);
   const double f = row.tile >= 0 ? s.efficiency.gemm_tile[static_cast<size_t>(row.tile)] : 1.0;
   const int width = models::gpu::wave_width(s, k, s.sm_count);
@@ -223,7 +237,7 @@ GpuSpec fit_with_headroom(GpuSpec s, const std::vector<const Measurement*>& case
       for (size_t j = 0; j < params.size(); ++j) {
         a(i, static_cast<Eigen::Index>(j)) = w * rows[static_cast<size_t>(i)].a[params[j]];
       }
-      b[i] = 1.0;
+      b[i] = 1.0 - w * rows[static_cast<size_t>(i)].offset_us;
     }
     // Rows carry the tile multipliers inside their compute coefficients
     // (c / f): the efficiencies solved here are those of the largest tile.

@@ -67,6 +67,7 @@ void round_for_profile(models::gpu::GpuSpec& s) {
   e.row_reduction = round4(e.row_reduction);
   e.tile_overhead = round_ns(e.tile_overhead);
   e.gemm_setup = round_ns(e.gemm_setup);
+  e.gemm_setup_per_cta = round_ns(e.gemm_setup_per_cta);
   e.attention_tile_overhead = round_ns(e.attention_tile_overhead);
   e.attention_backward_tile_overhead = round_ns(e.attention_backward_tile_overhead);
   s.kernel_launch_latency = round_ns(s.kernel_launch_latency);
@@ -108,6 +109,8 @@ std::string profile_yaml(const ProfileContent& c) {
     << "\n  row_reduction: " << num(e.row_reduction)
     << "\n  tile_overhead: " << sim::format_duration(e.tile_overhead)
     << "\n  gemm_setup: " << sim::format_duration(e.gemm_setup)
+    << "\n  gemm_setup_per_cta: " << sim::format_duration(e.gemm_setup_per_cta)
+    << "\n  gemm_split_k_min_slice: " << e.gemm_split_k_min_slice
     << "\n  attention_tile_overhead: " << sim::format_duration(e.attention_tile_overhead)
     << "\n  attention_backward_tile_overhead: "
     << sim::format_duration(e.attention_backward_tile_overhead) << "\n  gemm_tile: {";
@@ -115,7 +118,9 @@ std::string profile_yaml(const ProfileContent& c) {
     const auto& t = models::gpu::kGemmTileCandidates[i];
     o << (i ? ", " : "") << t.m << "x" << t.n << ": " << num(e.gemm_tile[i]);
   }
-  o << "}\n";
+  o << "}\n  softmax: {warp_cycles_per_element: " << num(e.softmax.warp_cycles_per_element)
+    << ", block_cycles_per_element: " << num(e.softmax.block_cycles_per_element)
+    << ", multipass_reads: " << num(e.softmax.multipass_reads) << "}\n";
   int n_fit = 0, n_held = 0, n_excl = 0;
   for (Split sp : *c.splits) (sp == Split::fit ? n_fit : sp == Split::heldout ? n_held : n_excl)++;
   o << "fit:\n  method: weighted linear least squares on relative error (Eigen), alternating with "

@@ -15,6 +15,23 @@
 
 namespace gcsim::models::gpu {
 
+// PyTorch's eager softmax/log_softmax forward, which is bound by the SMs
+// rather than by its bytes below ~30,000 columns (an H100 moves 250-600 G
+// elements/s, 0.3-2.4 TB/s). The kernel its row length picks
+// (kernel_cost_model.h, eager_softmax_kernel) sets the cost: SM cycles per
+// element, spread over the SMs, and for long rows the bytes of re-reading
+// each row. Zeros: the bytes alone at row_reduction (no profile measured it).
+struct EagerSoftmaxParams {
+  // Rows of at most 4 KiB, a warp each (softmax_warp_forward).
+  double warp_cycles_per_element = 0.0;
+  // Up to 8192 columns, a CTA per row holding it in registers
+  // (cunn_SoftMaxForwardReg): two block-wide reductions a row.
+  double block_cycles_per_element = 0.0;
+  // Longer rows (cunn_SoftMaxForward): its max, sum and write passes each
+  // load the row; this many of the loads reach HBM (1: read once).
+  double multipass_reads = 1.0;
+};
+
 // Fractions of datasheet peaks that real kernels reach. Presets carry
 // typical measured values; a calibration profile replaces them.
 struct GpuEfficiency {
@@ -42,6 +59,22 @@ struct GpuEfficiency {
   // persistent kernel's prologue; a 256^3 bf16 GEMM takes ~4 us where an
   // empty kernel takes ~1.6 us). 0 unless a calibration profile sets it.
   sim::Duration gemm_setup = sim::Duration::zero();
+  // Added to gemm_setup for every CTA of a GEMM's first wave: the block
+  // scheduler dispatching it and its prologue (barriers, descriptors, the
+  // first K-block's loads) before its first MMA. On an H100 a 128^3 GEMM
+  // (a few CTAs) takes 3.2 us between kernels in a stream, a one-wave
+  // GEMM on all 132 SMs ~1.3 us more fixed cost (kernel_grid, 2026-11-26).
+  // 0 unless a calibration profile sets it.
+  sim::Duration gemm_setup_per_cta = sim::Duration::zero();
+  // cuBLAS's split-K: a GEMM whose M x N tiles leave SMs idle cuts K into
+  // s = min(SMs / tiles, K / gemm_split_k_min_slice) slices (s >= 2), each
+  // CTA writing an fp32 partial tile, and a second kernel sums the s
+  // partials (kernel_cost_model.h). The shortest slice of K worth a CTA:
+  // its pipeline needs several 64-deep K-blocks to reach its rate. 0: GEMMs
+  // never split (no profile measured it).
+  int64_t gemm_split_k_min_slice = 0;
+  // PyTorch's eager softmax forward (above); fitted on kernel_grid.
+  EagerSoftmaxParams softmax;
   // Extra cost per wave of flash-attention tiles, beyond tile_overhead: the
   // work of a query block that does not grow with the keys (forward: Q load,
   // O rescale and store; backward: the dO.O pass, the fp32 dQ accumulation

@@ -27,6 +27,7 @@ GpuSpec throttled(const GpuSpec& spec, const Throttle& t) {
   GpuEfficiency& e = s.efficiency;
   e.tile_overhead = e.tile_overhead.scaled(1.0 / c);
   e.gemm_setup = e.gemm_setup.scaled(1.0 / c);
+  e.gemm_setup_per_cta = e.gemm_setup_per_cta.scaled(1.0 / c);
   e.attention_tile_overhead = e.attention_tile_overhead.scaled(1.0 / c);
   e.attention_backward_tile_overhead = e.attention_backward_tile_overhead.scaled(1.0 / c);
   for (auto* fam : {&e.cudnn_attention, &e.flash3_attention}) {

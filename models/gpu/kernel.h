@@ -38,6 +38,11 @@ struct KernelDesc {
   // Paid once after the launch latency, before the first wave (GEMMs:
   // GpuEfficiency::gemm_setup); zero for other kernels.
   sim::Duration setup = sim::Duration::zero();
+  // GEMMs: the slices K is cut into (split-K, GpuEfficiency::
+  // gemm_split_k_min_slice); above 1 the reduction kernel that sums the fp32
+  // partials is part of `setup` (its launch and bytes), as flash2 decode's
+  // combine kernel is.
+  int64_t split_k = 1;
   // A fused attention kernel (FlashAttention-2/3, cuDNN; not the split-KV
   // decode): its query tile stays in shared memory and K/V are reread from
   // L2 by every query block, so beside a collective's HBM traffic its

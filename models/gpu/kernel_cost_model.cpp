@@ -57,39 +57,74 @@ double tile_efficiency(const GpuSpec& spec, GemmTile tile) {
 
 }  // namespace
 
-KernelDesc gemm_kernel_with_tile(const GpuSpec& spec, const GemmShape& s, GemmTile tile) {
+KernelDesc gemm_kernel_with_tile(const GpuSpec& spec, const GemmShape& s, GemmTile tile,
+                                 int64_t split_k) {
   require_positive(s.m, "gemm", "m");
   require_positive(s.n, "gemm", "n");
   require_positive(s.k, "gemm", "k");
   require_positive(s.batch, "gemm", "batch");
+  require_positive(split_k, "gemm", "split_k");
   KernelDesc k;
   k.unit = matmul_unit(spec, s.dtype, "gemm");
   k.dtype = s.dtype;
   k.efficiency = spec.efficiency.tensor_for(s.dtype) * tile_efficiency(spec, tile);
   k.persistent = spec.persistent_gemm;
-  k.setup = spec.efficiency.gemm_setup;
+  k.split_k = split_k;
   // Partial edge tiles cost a full tile: the CTA runs its whole mainloop.
-  k.tiles = s.batch * ceil_div(s.m, tile.m) * ceil_div(s.n, tile.n);
-  k.flops_per_tile =
-      2.0 * static_cast<double>(tile.m) * static_cast<double>(tile.n) * static_cast<double>(s.k);
-  // Ideal traffic: A and B read once, C written once (L2 catches the reuse).
+  k.tiles = s.batch * ceil_div(s.m, tile.m) * ceil_div(s.n, tile.n) * split_k;
   const double m = static_cast<double>(s.m), n = static_cast<double>(s.n),
-               kk = static_cast<double>(s.k), batch = static_cast<double>(s.batch);
-  const double bytes =
-      batch * ((m * kk + kk * n) * dtype_bytes(s.dtype) + m * n * output_bytes(s.dtype));
+               kk = static_cast<double>(s.k), batch = static_cast<double>(s.batch),
+               slices = static_cast<double>(split_k);
+  k.flops_per_tile =
+      2.0 * static_cast<double>(tile.m) * static_cast<double>(tile.n) * kk / slices;
+  // Ideal traffic: A and B read once, C written once (L2 catches the reuse);
+  // split, C is s fp32 partials instead.
+  const double c_bytes = split_k > 1 ? slices * m * n * 4.0 : m * n * output_bytes(s.dtype);
+  const double bytes = batch * ((m * kk + kk * n) * dtype_bytes(s.dtype) + c_bytes);
   k.bytes_per_tile = bytes / static_cast<double>(k.tiles);
+  const int64_t first_wave = std::min<int64_t>(k.tiles, spec.sm_count);
+  k.setup = spec.efficiency.gemm_setup + spec.efficiency.gemm_setup_per_cta * first_wave;
+  if (split_k > 1) {
+    // The reduction kernel: reads the partials, writes C (cublasLt's
+    // splitKreduce_kernel, 1.7-2.4 us on an H100 at these sizes).
+    k.setup += spec.kernel_launch_latency +
+               sim::transfer_time(gemm_split_k_reduce_bytes(s, split_k), achieved_hbm_bandwidth(spec));
+  }
   k.name = "gemm " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
            (s.batch > 1 ? " batch " + std::to_string(s.batch) : std::string()) + " " +
-           std::string(dtype_name(s.dtype)) + " tile " + std::to_string(tile.m) + "x" +
-           std::to_string(tile.n);
+           std::string(dtype_name(s.dtype)) +
+           (split_k > 1 ? " split-K " + std::to_string(split_k) : std::string()) + " tile " +
+           std::to_string(tile.m) + "x" + std::to_string(tile.n);
   return k;
+}
+
+int64_t gemm_split_k_slices(const GpuSpec& spec, const GemmShape& s, GemmTile tile) {
+  const int64_t min_slice = spec.efficiency.gemm_split_k_min_slice;
+  if (min_slice <= 0 || s.m <= 0 || s.n <= 0 || s.batch <= 0) return 1;
+  const int64_t tiles = s.batch * ceil_div(s.m, tile.m) * ceil_div(s.n, tile.n);
+  const int64_t slices = std::min<int64_t>(spec.sm_count / tiles, s.k / min_slice);
+  return slices >= 2 ? slices : 1;
+}
+
+double gemm_split_k_reduce_bytes(const GemmShape& s, int64_t split_k) {
+  return static_cast<double>(s.batch) * static_cast<double>(s.m) * static_cast<double>(s.n) *
+         (static_cast<double>(split_k) * 4.0 + output_bytes(s.dtype));
+}
+
+std::vector<KernelDesc> gemm_candidates(const GpuSpec& spec, const GemmShape& shape) {
+  std::vector<KernelDesc> out;
+  for (GemmTile tile : kGemmTileCandidates) {
+    out.push_back(gemm_kernel_with_tile(spec, shape, tile));
+    const int64_t slices = gemm_split_k_slices(spec, shape, tile);
+    if (slices > 1) out.push_back(gemm_kernel_with_tile(spec, shape, tile, slices));
+  }
+  return out;
 }
 
 KernelDesc gemm_kernel(const GpuSpec& spec, const GemmShape& shape) {
   KernelDesc best;
   sim::Duration best_time = sim::Duration::max();
-  for (GemmTile tile : kGemmTileCandidates) {
-    KernelDesc k = gemm_kernel_with_tile(spec, shape, tile);
+  for (KernelDesc& k : gemm_candidates(spec, shape)) {
     const sim::Duration t = isolated_time(spec, k, spec.sm_count);
     if (t < best_time || (t == best_time && k.total_flops() < best.total_flops())) {
       best = std::move(k);
@@ -151,6 +186,12 @@ int64_t decode_kv_splits(const GpuSpec& spec, int64_t heads_total, int64_t kv_le
   return most;
 }
 
+EagerSoftmaxKernel eager_softmax_kernel(int64_t cols, Dtype dtype) {
+  if (static_cast<double>(cols) * dtype_bytes(dtype) <= 4096.0) return EagerSoftmaxKernel::warp_per_row;
+  if (cols <= 8192) return EagerSoftmaxKernel::block_per_row;
+  return EagerSoftmaxKernel::multipass;
+}
+
 KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
   if (s.elements < 0 || s.rows < 0 || s.cols < 0 || s.inputs < 0 || s.flops_per_element < 0 ||
       s.bytes_per_element < 0 || s.transcendentals_per_element < 0 || s.reduction_rows < 0 ||
@@ -184,6 +225,22 @@ KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
       bytes = 2.0 * elements * dtype_bytes(s.dtype);
       flops = s.flops_per_element * elements;
       k.bandwidth_efficiency = spec.efficiency.row_reduction;
+      if (s.kind == MemoryOpKind::softmax) {
+        // PyTorch's eager kernel for this row length: its SM cycles, spread
+        // over the grid's SMs, and its extra loads of long rows.
+        const EagerSoftmaxParams& p = spec.efficiency.softmax;
+        switch (eager_softmax_kernel(s.cols, s.dtype)) {
+          case EagerSoftmaxKernel::warp_per_row:
+            latency_cycles = p.warp_cycles_per_element * elements;
+            break;
+          case EagerSoftmaxKernel::block_per_row:
+            latency_cycles = p.block_cycles_per_element * elements;
+            break;
+          case EagerSoftmaxKernel::multipass:
+            bytes = (p.multipass_reads + 1.0) * elements * dtype_bytes(s.dtype);
+            break;
+        }
+      }
       what = s.kind == MemoryOpKind::softmax    ? "softmax"
              : s.kind == MemoryOpKind::rms_norm ? "rms_norm"
                                                 : "layer_norm";

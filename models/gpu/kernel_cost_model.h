@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "models/gpu/gpu_spec.h"
 #include "models/gpu/kernel.h"
@@ -28,8 +29,23 @@ struct GemmTile {
 inline constexpr GemmTile kGemmTileCandidates[] = {{128, 256}, {256, 128}, {128, 128},
                                                    {128, 64},  {64, 128},  {64, 64}};
 
-// The grid of one candidate tile shape (no choice made).
-KernelDesc gemm_kernel_with_tile(const GpuSpec& spec, const GemmShape& shape, GemmTile tile);
+// The grid of one candidate tile shape, K in `split_k` slices (no choice
+// made). Its setup is gemm_setup + gemm_setup_per_cta for each CTA of its
+// first wave; split, each CTA also writes its fp32 partial tile, and the
+// reduction kernel (a launch, then s x M x N fp32 partials read and the
+// output written at the achieved HBM bandwidth) is added to the setup.
+KernelDesc gemm_kernel_with_tile(const GpuSpec& spec, const GemmShape& shape, GemmTile tile,
+                                 int64_t split_k = 1);
+// The slices cuBLAS's split-K would cut K into for this tile: the most that
+// keep every tile's slices in one wave, min(SMs / tiles, K / min_slice), or
+// 1 when that is under 2 or the profile has no gemm_split_k_min_slice.
+int64_t gemm_split_k_slices(const GpuSpec& spec, const GemmShape& shape, GemmTile tile);
+// HBM bytes of the split-K reduction kernel: `split_k` fp32 partials of
+// M x N read, C written (fp8/int8 GEMMs write bf16).
+double gemm_split_k_reduce_bytes(const GemmShape& shape, int64_t split_k);
+// The kernels cuBLAS's heuristic chooses among, in order: each tile shape
+// unsplit, then split-K where gemm_split_k_slices allows it.
+std::vector<KernelDesc> gemm_candidates(const GpuSpec& spec, const GemmShape& shape);
 // The candidate with the least isolated time on all SMs (ties: less padded
 // work, then candidate order), like cuBLAS's heuristic.
 KernelDesc gemm_kernel(const GpuSpec& spec, const GemmShape& shape);
@@ -61,8 +77,19 @@ KernelDesc attention_kernel(const GpuSpec& spec, const AttentionShape& shape);
 int64_t decode_kv_splits(const GpuSpec& spec, int64_t heads_total, int64_t kv_len);
 
 // Bandwidth-bound ops, grid-stride: one tile per 64 KiB, at most one per SM.
+// A softmax adds the SM work of PyTorch's eager kernel for its row length
+// (GpuEfficiency::softmax): its cycles per element over the tiles' SMs on
+// top of its arithmetic, or for long rows the row's extra loads.
 inline constexpr int64_t kMemoryBytesPerTile = 64 * 1024;
 KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& shape);
+
+// The kernel PyTorch's eager softmax forward runs for rows of `cols`, as
+// torch.profiler named them on an H100 (kernel_grid, 2026-11-26): a warp
+// per row for rows of at most 4 KiB (bf16 128-2048 columns), a CTA per row
+// held in registers up to 8192 columns (bf16 4096/8192, fp32 4096), the
+// three-pass kernel beyond (32000-50304).
+enum class EagerSoftmaxKernel { warp_per_row, block_per_row, multipass };
+EagerSoftmaxKernel eager_softmax_kernel(int64_t cols, Dtype dtype);
 
 // The two bounds of one tile while `active_sms` SMs (this wave and any
 // other kernels' tiles) run on the GPU, each rounded once to 1 ps.

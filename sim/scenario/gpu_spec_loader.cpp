@@ -105,6 +105,12 @@ void read_efficiency(ConfigReader& r, GpuEfficiency& eff) {
                                      "fixed cost per wave of tiles (prologue + epilogue)");
   eff.gemm_setup = r.get_duration("gemm_setup", eff.gemm_setup,
                                   "fixed cost of a GEMM kernel before its first wave");
+  eff.gemm_setup_per_cta =
+      r.get_duration("gemm_setup_per_cta", eff.gemm_setup_per_cta,
+                     "added to gemm_setup per CTA of the GEMM's first wave (dispatch, prologue)");
+  eff.gemm_split_k_min_slice = r.get_int_in(
+      "gemm_split_k_min_slice", eff.gemm_split_k_min_slice,
+      "split-K: the shortest K slice a CTA takes (0 = GEMMs never split K)", 0, int64_t{1} << 30);
   eff.attention_tile_overhead =
       r.get_duration("attention_tile_overhead", eff.attention_tile_overhead,
                      "extra cost per wave of flash-attention forward tiles");
@@ -119,6 +125,22 @@ void read_efficiency(ConfigReader& r, GpuEfficiency& eff) {
                                 eff.gemm_tile[i], "multiplier for this tile shape");
   }
   tiles.finish();
+  ConfigReader softmax = r.child("softmax", "PyTorch's eager softmax forward, by the kernel its row length picks");
+  auto cycles = [&](const char* key, double fallback, const char* doc) {
+    const double v = softmax.get_double(key, fallback, doc);
+    if (!(v >= 0.0 && v <= 64.0)) softmax.fail(key, "SM cycles per element must lie in [0, 64]");
+    return v;
+  };
+  eff.softmax.warp_cycles_per_element = cycles(
+      "warp_cycles_per_element", eff.softmax.warp_cycles_per_element, "SM cycles per element, a warp per row");
+  eff.softmax.block_cycles_per_element = cycles(
+      "block_cycles_per_element", eff.softmax.block_cycles_per_element, "SM cycles per element, a CTA per row");
+  eff.softmax.multipass_reads = softmax.get_double(
+      "multipass_reads", eff.softmax.multipass_reads, "HBM reads of each row by the three-pass kernel");
+  if (!(eff.softmax.multipass_reads >= 1.0 && eff.softmax.multipass_reads <= 3.0)) {
+    softmax.fail("multipass_reads", "must lie in [1, 3] (its three passes each load the row)");
+  }
+  softmax.finish();
   read_attention_families(r, eff);
 }
 
@@ -313,6 +335,8 @@ Json gpu_spec_json(const GpuSpec& s) {
                      {"row_reduction", e.row_reduction},
                      {"tile_overhead", sim::format_duration(e.tile_overhead)},
                      {"gemm_setup", sim::format_duration(e.gemm_setup)},
+                     {"gemm_setup_per_cta", sim::format_duration(e.gemm_setup_per_cta)},
+                     {"gemm_split_k_min_slice", e.gemm_split_k_min_slice},
                      {"attention_tile_overhead", sim::format_duration(e.attention_tile_overhead)},
                      {"attention_backward_tile_overhead",
                       sim::format_duration(e.attention_backward_tile_overhead)}};
@@ -322,6 +346,9 @@ Json gpu_spec_json(const GpuSpec& s) {
     tiles[std::to_string(t.m) + "x" + std::to_string(t.n)] = e.gemm_tile[i];
   }
   j["efficiency"]["gemm_tile"] = tiles;
+  j["efficiency"]["softmax"] = {{"warp_cycles_per_element", e.softmax.warp_cycles_per_element},
+                                {"block_cycles_per_element", e.softmax.block_cycles_per_element},
+                                {"multipass_reads", e.softmax.multipass_reads}};
   j["efficiency"]["attention_families"] = attention_families_json(e);
   j["attention_default"] = attention_default_json(s);
   j["calibration"] = s.calibration_applied;

@@ -1,5 +1,6 @@
 // `gcsim calibrate`: no GPU to measure is bad input (exit 2, said plainly);
-// --fit on the committed H100 measurements reproduces the committed profile
+// --fit on the committed H100 measurements (with --kernel-grid for the terms
+// fitted apart) reproduces the committed profile
 // and meets issue 6's held-out targets; --validate prints them; bad files
 // are bad input.
 #include <filesystem>
@@ -47,7 +48,8 @@ TEST_CASE("calibrate --fit reproduces the committed H100 profile, which meets th
   const auto out = (dir / "h100.yaml").string();
   auto fit = run_gcsim({"calibrate", "--fit", source_path(kH100 + "microbench_2026-11-22.json"),
                         "--fit", source_path(kH100 + "attention_2026-11-22.json"), "--fit",
-                        source_path(kH100 + "serving_kernels_2026-11-27/serving_kernels.json"), "-o", out});
+                        source_path(kH100 + "serving_kernels_2026-11-27/serving_kernels.json"), "--kernel-grid",
+                        source_path(kH100 + "kernel_grid_2026-11-26/kernel_grid.json"), "-o", out});
   INFO(fit.err);
   REQUIRE(fit.exit_status == 0);
   CHECK(without_command(read_text(out)) ==

@@ -120,6 +120,13 @@ TEST_CASE("training bad input: framework profile", "[cli][training][framework]")
   expect_bad({"train_sfu_rate.yaml", 4, "cluster.gpu.sfu_per_clock_per_sm", {"(0, 128]"}});
 }
 
+TEST_CASE("training bad input: GEMM split-K slice and eager softmax terms", "[cli][training]") {
+  expect_bad({"train_split_k_slice.yaml", 4, "cluster.gpu.efficiency.gemm_split_k_min_slice", {"[0, "}});
+  expect_bad({"train_softmax_cycles.yaml", 4, "cluster.gpu.efficiency.softmax.block_cycles_per_element",
+              {"[0, 64]"}});
+  expect_bad({"train_softmax_reads.yaml", 4, "cluster.gpu.efficiency.softmax.multipass_reads", {"[1, 3]"}});
+}
+
 TEST_CASE("training bad input: attention_kernel not a family, or not on this GPU",
           "[cli][training][attention]") {
   expect_bad({"train_attention_kernel.yaml", 13, "workload.attention_kernel",

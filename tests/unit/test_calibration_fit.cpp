@@ -154,6 +154,40 @@ TEST_CASE("the H100 profile's graph launch latency lies in its physical range", 
   CHECK(saving_us <= 1.61);
 }
 
+TEST_CASE("the fit keeps a per-CTA setup and split-K's reduction as terms of its own", "[calibration]") {
+  // The truth with a GEMM setup per CTA and split-K, and three shapes cuBLAS
+  // splits: the least squares, given both (they are fitted apart,
+  // kernel_grid_fit.h), must find launch, setup and efficiencies again, the
+  // reduction kernel counted as a launch and HBM bytes.
+  auto t = truth();
+  t.efficiency.gemm_setup_per_cta = sim::ns(int64_t{10});
+  t.efficiency.gemm_split_k_min_slice = 1024;
+  MeasurementSet set = synthetic(t);
+  json more = json::array();
+  for (int64_t s : {128, 256, 512}) more.push_back(gemm("bf16", s, s, 8192));
+  calibration::add_measurements(set, {{"schema", "gcsim.microbench.v1"}, {"meta", json::object()}, {"results", more}},
+                                "split");
+  std::vector<const Measurement*> cases;
+  int split = 0;
+  for (auto& m : set.items) {
+    m.time_us = calibration::predicted_us(t, m);
+    if (m.gemm && calibration::kernel_for(t, m).split_k > 1) ++split;
+    cases.push_back(&m);
+  }
+  CHECK(split == 3);
+  auto start = test::h100_datasheet();
+  start.efficiency.hbm = 0.6;
+  start.efficiency.row_reduction = 0.5;
+  start.efficiency.gemm_setup_per_cta = t.efficiency.gemm_setup_per_cta;
+  start.efficiency.gemm_split_k_min_slice = 1024;
+  const calibration::FitResult r = calibration::fit_profile(start, cases);
+  CHECK(r.rms_relative_error < 1e-6);
+  CHECK(r.spec.kernel_launch_latency.microseconds() == Approx(2.0).epsilon(1e-3));
+  CHECK(r.spec.efficiency.gemm_setup.microseconds() == Approx(1.5).epsilon(1e-3));
+  CHECK(r.spec.efficiency.hbm == Approx(0.9).epsilon(1e-4));
+  CHECK(r.spec.efficiency.tensor_for(models::gpu::Dtype::bf16) == Approx(0.8).epsilon(1e-4));
+}
+
 TEST_CASE("every fourth case of a class is held out, by label", "[calibration]") {
   MeasurementSet set;
   for (int i = 0; i < 8; ++i) {

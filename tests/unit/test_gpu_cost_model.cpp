@@ -256,3 +256,118 @@ TEST_CASE("A100 preset: the published maximum achievable matmul rate at its best
   const double tflops = 2.0 * m * n * k / seconds / 1e12;
   CHECK(tflops == Approx(267.9).epsilon(0.01));
 }
+
+TEST_CASE("split-K: 128 x 128 x 8192 runs its 4 tiles as 32 CTAs of 1024 columns of K", "[gpu]") {
+  gpu::GpuSpec h100 = h100_datasheet();
+  h100.efficiency.gemm_setup_per_cta = sim::ns(int64_t{10});
+  h100.efficiency.gemm_split_k_min_slice = 1024;
+  const gpu::GemmShape shape{128, 128, 8192, 1, gpu::Dtype::bf16};
+  // 64x64 tiles: 2 x 2 = 4 tiles; slices min(132 / 4, 8192 / 1024) = min(33, 8) = 8.
+  CHECK(gpu::gemm_split_k_slices(h100, shape, {64, 64}) == 8);
+  // A single 128x256 tile: min(132, 8) = 8 as well; without a slice length, never.
+  CHECK(gpu::gemm_split_k_slices(h100, shape, {128, 256}) == 8);
+  gpu::GpuSpec unsplit = h100;
+  unsplit.efficiency.gemm_split_k_min_slice = 0;
+  CHECK(gpu::gemm_split_k_slices(unsplit, shape, {64, 64}) == 1);
+  // The reduction reads 8 fp32 partials of 128 x 128 and writes bf16 C:
+  // 128 x 128 x (8 x 4 + 2) = 557,056 B.
+  CHECK(gpu::gemm_split_k_reduce_bytes(shape, 8) == 557'056.0);
+
+  const gpu::KernelDesc k = gpu::gemm_kernel(h100, shape);
+  CHECK(k.split_k == 8);
+  CHECK(k.tiles == 32);
+  // Each CTA: 2 x 64 x 64 x 1024 = 8,388,608 flops, 1.399515 us at 989e12 x
+  // 0.8 / 132 flop/s. Bytes: A and B once, (128 x 8192 + 8192 x 128) x 2 B =
+  // 4,194,304, and the partials 8 x 128 x 128 x 4 B = 524,288: 147,456 B a
+  // CTA, 3.227893 us at one SM's reach (2 x 3015e9 / 132 B/s): memory bound.
+  CHECK(k.flops_per_tile == 8'388'608.0);
+  CHECK(k.bytes_per_tile == 147'456.0);
+  const gpu::TileCost c = gpu::tile_cost(h100, k, 32);
+  CHECK(within_ps(c.compute, 1'399'515, 1));
+  CHECK(within_ps(c.memory, 3'227'893, 1));
+  // Setup: 32 CTAs x 10 ns + the reduction kernel (2 us launch + 557,056 B
+  // at 3015 GB/s = 0.184762 us) = 2.504762 us.
+  CHECK(within_ps(k.setup, 2'504'762, 1));
+  // 2 us launch + 2.504762 + one wave of 3.227893 + 1 us overhead = 8.732655 us,
+  // where the same 4 tiles unsplit stream their 1 MiB each on 4 SMs:
+  // 2 + 0.04 + 23.133230 + 1 = 26.173230 us.
+  CHECK(within_ps(gpu::isolated_time(h100, k, 132), 8'732'655, 3));
+  const gpu::KernelDesc whole = gpu::gemm_kernel_with_tile(h100, shape, {64, 64});
+  CHECK(whole.split_k == 1);
+  CHECK(within_ps(gpu::isolated_time(h100, whole, 132), 26'173'230, 3));
+}
+
+TEST_CASE("split-K: a GEMM whose tiles fill the SMs, or a short K, is not split", "[gpu]") {
+  gpu::GpuSpec h100 = h100_datasheet();
+  h100.efficiency.gemm_split_k_min_slice = 1024;
+  // 512 x 512 x 8192 on 64x64 tiles: 64 tiles, two slices fit (132 / 64 = 2).
+  CHECK(gpu::gemm_split_k_slices(h100, {512, 512, 8192, 1, gpu::Dtype::bf16}, {64, 64}) == 2);
+  // 1024 x 1024: 256 tiles of 64x64 already fill two waves.
+  CHECK(gpu::gemm_split_k_slices(h100, {1024, 1024, 8192, 1, gpu::Dtype::bf16}, {64, 64}) == 1);
+  // K = 1024 is one slice.
+  CHECK(gpu::gemm_split_k_slices(h100, {128, 128, 1024, 1, gpu::Dtype::bf16}, {64, 64}) == 1);
+  // 1024 x 1024 x 8192: larger tiles could split (128x128 in 2 slices: 2 us
+  // launch + the reduction's 2 us launch and 10,485,760 B at 3015 GB/s
+  // (3.48 us) + one wave of 128 CTAs, 22.39 us arithmetic + 1 = 30.87 us),
+  // but 128 CTAs of 128x64 fill a wave whole: 2 + 22.39 + 1 = 25.39 us; the
+  // choice keeps the faster.
+  const gpu::GemmShape mid{1024, 1024, 8192, 1, gpu::Dtype::bf16};
+  const gpu::KernelDesc k = gpu::gemm_kernel(h100, mid);
+  CHECK(k.split_k == 1);
+  CHECK(k.tiles == 128);
+  CHECK(within_ps(gpu::isolated_time(h100, k, 132), 25'392'240, 3));
+  CHECK(within_ps(gpu::isolated_time(h100, gpu::gemm_kernel_with_tile(h100, mid, {128, 128}, 2), 132),
+                  30'870'104, 3));
+  // 4096 x 4096 x 8192: no tile shape leaves room for a second slice; the six
+  // candidates are the unsplit tiles.
+  CHECK(gpu::gemm_candidates(h100, {4096, 4096, 8192, 1, gpu::Dtype::bf16}).size() == 6);
+}
+
+TEST_CASE("a GEMM's setup grows with the CTAs of its first wave", "[gpu]") {
+  gpu::GpuSpec h100 = h100_datasheet();
+  h100.efficiency.gemm_setup = sim::ns(int64_t{650});
+  h100.efficiency.gemm_setup_per_cta = sim::ns(int64_t{11});
+  // 256^3 on 128x256 tiles: 2 tiles: 650 + 2 x 11 = 672 ns.
+  CHECK(gpu::gemm_kernel_with_tile(h100, {256, 256, 256, 1, gpu::Dtype::bf16}, {128, 256}).setup ==
+        sim::ns(int64_t{672}));
+  // 8192^3: 2048 tiles, a first wave of 132: 650 + 1452 = 2102 ns.
+  CHECK(gpu::gemm_kernel_with_tile(h100, {8192, 8192, 8192, 1, gpu::Dtype::bf16}, {128, 256}).setup ==
+        sim::ns(int64_t{2102}));
+}
+
+TEST_CASE("eager softmax: PyTorch's kernel by row length, and its SM cycles", "[gpu]") {
+  using gpu::EagerSoftmaxKernel;
+  using gpu::Dtype;
+  // Rows of at most 4 KiB a warp each; a CTA per row up to 8192 columns; beyond, three passes.
+  CHECK(gpu::eager_softmax_kernel(2048, Dtype::bf16) == EagerSoftmaxKernel::warp_per_row);
+  CHECK(gpu::eager_softmax_kernel(1024, Dtype::fp32) == EagerSoftmaxKernel::warp_per_row);
+  CHECK(gpu::eager_softmax_kernel(4096, Dtype::fp32) == EagerSoftmaxKernel::block_per_row);
+  CHECK(gpu::eager_softmax_kernel(8192, Dtype::bf16) == EagerSoftmaxKernel::block_per_row);
+  CHECK(gpu::eager_softmax_kernel(32000, Dtype::bf16) == EagerSoftmaxKernel::multipass);
+
+  gpu::GpuSpec h100 = h100_datasheet();
+  h100.sm_clock_ghz = 1.98;
+  h100.efficiency.softmax = {0.5, 0.88, 2.0};
+  gpu::MemoryOpShape s;
+  s.kind = gpu::MemoryOpKind::softmax;
+  s.rows = 8192;
+  s.cols = 4096;
+  s.flops_per_element = 0;
+  // 8192 x 4096 = 33,554,432 elements at 0.88 cycles: 29,527,900.16 cycles
+  // over 132 tiles (2 x 64 MiB of bytes is 2048 tiles of 64 KiB, capped at
+  // the SMs) = 223,696.2 cycles a tile, 112.977886 us at 1.98 GHz, above
+  // the bytes' 1,016,800 B per tile at 0.7 x 22.84 GB/s (row_reduction) = 63.6 us.
+  const gpu::KernelDesc k = gpu::memory_kernel(h100, s);
+  CHECK(k.tiles == 132);
+  CHECK(k.total_bytes() == Approx(134'217'728.0));
+  const gpu::TileCost c = gpu::tile_cost(h100, k, 132);
+  CHECK(within_ps(c.compute, 112'977'886, 2));
+  CHECK(!c.memory_bound());
+  // 4096 x 32000: the three-pass kernel reads each row twice from HBM and
+  // writes it once: 3 x 131,072,000 x 2 B, no SM term.
+  s.rows = 4096;
+  s.cols = 32000;
+  const gpu::KernelDesc m = gpu::memory_kernel(h100, s);
+  CHECK(m.total_bytes() == Approx(3.0 * 131'072'000 * 2));
+  CHECK(m.latency_cycles_per_tile == 0.0);
+}

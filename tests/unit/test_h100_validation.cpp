@@ -18,6 +18,7 @@
 #include <memory>
 #include <set>
 
+#include "calibration/fit/kernel_grid_fit.h"
 #include "calibration/fit/kernel_validation.h"
 #include "calibration/fit/measurements.h"
 #include "calibration/fit/profile_fit.h"
@@ -116,9 +117,12 @@ TEST_CASE("H100 kernel predictions against measurements", "[gpu][validation]") {
     INFO(s);
     CHECK(std::fabs(error_of(rows, s)) < 0.10);
   }
-  // 256^3: 3.6 us between kernels measured; the profile's floor (launch +
-  // GEMM setup + one wave's overhead, fitted on 256-8192) is 4.3 us.
-  CHECK(std::fabs(error_of(rows, "gemm bf16 256x256x256")) < 0.35);
+  // 256^3: 3.6 us between kernels measured, 4.1 us predicted (was 4.6):
+  // its floor is the launch (2.40 us, the back-to-back spacing the profile
+  // fits over kernels of every size, where an empty kernel's is 1.6 us) and
+  // one wave's 0.53 us overhead, before any setup; the 2026-11-27 setup per
+  // CTA (kernel_grid_fit.h) took 0.6 us of the old 1.36 us setup off it.
+  CHECK(std::fabs(error_of(rows, "gemm bf16 256x256x256")) < 0.20);
   // Wave quantization: 132 vs 144 tiles of 128x256 on 132 SMs.
   CHECK(std::fabs(error_of(rows, "gemm bf16 1536x2816x8192")) < 0.10);
   CHECK(std::fabs(error_of(rows, "gemm bf16 1536x3072x8192")) < 0.10);
@@ -132,10 +136,11 @@ TEST_CASE("H100 kernel predictions against measurements", "[gpu][validation]") {
   // sizes); PyTorch's take 15-19% longer.
   CHECK(std::fabs(error_of(rows, "memory layer_norm 33554432 elements")) < 0.20);
   CHECK(std::fabs(error_of(rows, "memory rms_norm 33554432 elements")) < 0.20);
-  // PyTorch's eager softmax over rows of 4096 (a CTA per row: three passes,
-  // each ending in a block reduction) is bound by the SMs, not by the bytes
-  // the model charges: still predicted ~40% fast (README, Accuracy).
-  CHECK(error_of(rows, "memory softmax 33554432 elements") > -0.50);
+  // PyTorch's eager softmax over rows of 4096 (a CTA per row, the row in
+  // registers, two block reductions) is bound by the SMs: 0.86 SM cycles
+  // per element (kernel_grid_fit.h, fitted on kernel_grid's softmax points,
+  // this one among them) against -49% from its bytes alone before.
+  CHECK(std::fabs(error_of(rows, "memory softmax 33554432 elements")) < 0.10);
   // FlashAttention-2 (PyTorch SDPA) forward, backward and GQA decode.
   for (const char* s : {"attention fwd b4 h32/32 q2048 kv2048",
                         "attention fwd b4 h32/32 q2048 kv2048 causal",
@@ -145,13 +150,12 @@ TEST_CASE("H100 kernel predictions against measurements", "[gpu][validation]") {
     INFO(s);
     CHECK(std::fabs(error_of(rows, s)) < 0.15);
   }
-  // Every group of the README's table within issue 16's 10%, but softmax
-  // (no SM term) and the three smallest GEMMs (10.9%: 256^3's fixed cost).
+  // Every group of the README's table within issue 16's 10%.
   for (const auto& [name, g] : groups) {
     INFO(name);
-    if (name != "softmax") CHECK(g.first / g.second < (name == "gemm <= 1024^3" ? 0.12 : 0.10));
+    CHECK(g.first / g.second < 0.10);
   }
-  CHECK(mean < 0.08);
+  CHECK(mean < 0.06);
 }
 
 TEST_CASE("H100 kernel grid: the shipped profile per class on shapes it never saw", "[gpu][validation]") {
@@ -164,20 +168,41 @@ TEST_CASE("H100 kernel grid: the shipped profile per class on shapes it never sa
   std::vector<std::pair<double, std::string>> worst;
   for (const auto& m : set.items) {
     const double e = (calibration::predicted_us(spec, m) - m.time_us) / m.time_us;
-    // Excluded cases (PyTorch's eager softmax: SM-bound, no model term; a
-    // stream not back-logged) are reported apart.
+    // Excluded cases (the eager softmax backward, whose timed pass holds a
+    // mul kernel too; a stream not back-logged) are reported apart.
     errors[m.excluded.empty() ? m.shape_class : m.shape_class + " (excluded)"].push_back(std::fabs(e));
     if (m.excluded.empty()) worst.emplace_back(std::fabs(e), m.label + " " + std::to_string(100 * e) + "%");
+    // The shapes cuBLAS ran split-K (its kernel's name), and the GEMM grid's
+    // fit and held-out halves of kernel_grid_fit.h.
+    if (m.excluded.empty() && m.record.value("kernels_top", "").find("splitK") != std::string::npos) {
+      errors["split-K shapes"].push_back(std::fabs(e));
+    }
+    if (m.excluded.empty() && (m.shape_class == "gemm small" || m.shape_class == "gemm mid")) {
+      errors[m.shape_class + (calibration::in_gemm_fit_half(m) ? " (fit half)" : " (held out)")].push_back(std::fabs(e));
+    }
   }
   std::sort(worst.rbegin(), worst.rend());
   for (size_t i = 0; i < std::min<size_t>(8, worst.size()); ++i) std::printf("  worst: %s\n", worst[i].second.c_str());
-  // Issue 16's bar is 10% per class. Met by the Llama layer GEMMs (all three
-  // layouts), the large, decode and wave-quantization shapes; the grid's mid
-  // (2048-4096 class) shapes come to ~7%; its small ones (<= 2 x 1024^3 flops)
-  // miss it: cuBLAS runs them with tiles down to 64x8 and split-K, the model
-  // with six tile shapes and one fixed cost (README, Accuracy).
-  const std::map<std::string, double> bar{{"gemm llama", 0.10}, {"gemm large", 0.10}, {"gemm decode", 0.10},
-                                          {"gemm wave", 0.10},  {"gemm mid", 0.10},   {"gemm small", 0.13}};
+  // Issue 16's bar is 10% per class, met by every GEMM class: the Llama
+  // layer GEMMs (all three layouts), large, decode, wave quantization, mid
+  // and small (split-K and the setup per CTA: 10.2 -> 6.1%), the held-out
+  // halves included, and by the 32 shapes cuBLAS ran split-K (20.0 -> 7.4%;
+  // their worst, 256 x 512 x 8192, +21%, stays under 25%). The eager
+  // softmax forward, fitted (kernel_grid_fit.h): 30.5 -> 7.9%. log_softmax,
+  // held out, to 15%: it does one exponential per element where softmax
+  // does two and the cycles fitted on softmax overcharge it (13.5%, its
+  // worst +31% at 2048 x 50304).
+  const std::map<std::string, double> bar{{"gemm llama", 0.10},
+                                          {"gemm large", 0.10},
+                                          {"gemm decode", 0.10},
+                                          {"gemm wave", 0.10},
+                                          {"gemm mid", 0.10},
+                                          {"gemm small", 0.10},
+                                          {"gemm small (held out)", 0.10},
+                                          {"gemm mid (held out)", 0.10},
+                                          {"split-K shapes", 0.10},
+                                          {"memory softmax", 0.10},
+                                          {"memory log_softmax", 0.15}};
   REQUIRE(set.items.size() >= 500);
   for (const auto& [cls, e] : errors) {
     double sum = 0;
@@ -189,6 +214,7 @@ TEST_CASE("H100 kernel grid: the shipped profile per class on shapes it never sa
     if (it == bar.end()) continue;
     INFO(cls);
     CHECK(mean < it->second);
+    if (cls == "split-K shapes") CHECK(*std::max_element(e.begin(), e.end()) < 0.25);
   }
   for (const auto& [cls, limit] : bar) CHECK(errors.count(cls) == 1);
 }
@@ -209,4 +235,52 @@ TEST_CASE("H100 profile: the fitted kernel parameters stay physical", "[gpu][val
   const double bf16 = e.tensor_for(models::gpu::Dtype::bf16);
   CHECK(bf16 >= 0.6);
   CHECK(bf16 <= 1.0);
+}
+
+TEST_CASE("H100 profile: its GEMM fixed cost, split-K slice and softmax cycles are kernel_grid_fit's",
+          "[gpu][validation]") {
+  // The fit is a search over physical ranges (kernel_grid_fit.h) on half of
+  // kernel_grid's 7^3 GEMM grid and on its softmax forward points; the
+  // committed profile must hold what it finds, so that the held-out figures
+  // of the test above are held out.
+  const auto spec = h100();
+  const calibration::MeasurementSet set = calibration::load_measurements({kGrid});
+  std::vector<const calibration::Measurement*> gemms, softmax;
+  for (const auto& m : set.items) {
+    if (m.excluded.empty() && calibration::in_gemm_fit_half(m)) gemms.push_back(&m);
+    if (calibration::in_softmax_fit_half(m)) softmax.push_back(&m);
+  }
+  REQUIRE(gemms.size() == 163);  // 172 grid points of the half, less 9 not back-logged
+  REQUIRE(softmax.size() == 10);
+  const auto g = calibration::fit_gemm_fixed_cost(spec, gemms);
+  std::printf("GEMM fixed cost on %d cases: setup %.0f ns + %.0f ns per CTA, split-K slices of >= %ld; mean |error| %.1f%%\n",
+              g.cases, g.setup.microseconds() * 1000, g.setup_per_cta.microseconds() * 1000,
+              static_cast<long>(g.split_k_min_slice), 100 * g.mean_abs_error);
+  CHECK(g.setup == spec.efficiency.gemm_setup);
+  CHECK(g.setup_per_cta == spec.efficiency.gemm_setup_per_cta);
+  CHECK(g.split_k_min_slice == spec.efficiency.gemm_split_k_min_slice);
+  // Inside the search's physical ranges, and not at their edges.
+  CHECK(g.setup.microseconds() > 0.0);
+  CHECK(g.setup.microseconds() < calibration::kGemmSetupMaxUs);
+  CHECK(g.setup_per_cta.microseconds() * 1000 > 0.0);
+  CHECK(g.setup_per_cta.microseconds() * 1000 < calibration::kGemmSetupPerCtaMaxNs);
+  CHECK(g.split_k_min_slice > 256);
+  CHECK(g.split_k_min_slice < 4096);
+  const auto f = calibration::fit_eager_softmax(spec, softmax);
+  std::printf("eager softmax on %d cases: %.2f cycles/element (warp per row), %.2f (CTA per row), %.2f HBM reads (three passes); mean |error| %.1f%%\n",
+              f.cases, f.params.warp_cycles_per_element, f.params.block_cycles_per_element, f.params.multipass_reads,
+              100 * f.mean_abs_error);
+  const auto& p = spec.efficiency.softmax;
+  CHECK(f.params.warp_cycles_per_element == Approx(p.warp_cycles_per_element).margin(1e-9));
+  CHECK(f.params.block_cycles_per_element == Approx(p.block_cycles_per_element).margin(1e-9));
+  CHECK(f.params.multipass_reads == Approx(p.multipass_reads).margin(1e-9));
+  // Physical: under 4 SM cycles per element (the search's range: 4x the
+  // slowest softmax measured, 1.1 cycles) and between one and three reads
+  // of a row (its three passes each load it).
+  CHECK(p.warp_cycles_per_element > 0.0);
+  CHECK(p.warp_cycles_per_element < 4.0);
+  CHECK(p.block_cycles_per_element > 0.0);
+  CHECK(p.block_cycles_per_element < 4.0);
+  CHECK(p.multipass_reads >= 1.0);
+  CHECK(p.multipass_reads <= 3.0);
 }
