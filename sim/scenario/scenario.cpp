@@ -86,9 +86,8 @@ ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes,
       "clocks", {"model", "sustained", "rested", "auto"}, std::string("auto"),
       "SM clocks: model (the power cap's governor sets each kernel's clock from the GPU's "
       "averaged activity), sustained (tensor efficiencies x the GPU's "
-      "sustained_tensor_fraction), rested (isolated kernels), auto (the model: training from "
-      "the back-to-back GEMMs' steady state, every other workload from rest; training falls "
-      "back to sustained and the rest to rested where the GPU has no power model)");
+      "sustained_tensor_fraction), rested (isolated kernels), auto (sustained for training; "
+      "the model, from rest, for every other workload, rested where the GPU has no power model)");
   topology = read_topology(c, cluster);
   cluster.stragglers = read_stragglers(c, cluster.nodes, cluster.gpus_per_node);
   cluster.host = read_host_profile(c);
@@ -106,13 +105,14 @@ namespace {
 
 // Under `model` the governor moves the clock kernel by kernel; a training
 // step starts from the steady state of back-to-back GEMMs (the steps before
-// it), everything else from rest. `auto`, the default, is the model for
-// every workload: since the power loops count a fall in activity only once
-// it has lasted PowerParams::activity_hold and memory-bound kernels slow
-// below the clock their SMs need (memory_clock.h), measured steps' GEMMs
-// holding the back-to-back rate through short memory-bound kernels and
-// waits come out so (README, "Clocks from a power model": the 10 H200 step
-// checks within their bars, 3 beyond them before).
+// it), everything else from rest. `auto`, the default, takes the model for
+// graphs, serving, collectives and Chakra replays (from rest) and the fixed
+// sustained fraction for training. With the activity hold the H200 steps
+// and the strategy steps meet their bars under the model too (README,
+// "Clocks from a power model"), but a training step's Chakra export,
+// replayed, runs from rest where the step runs from the GEMMs' steady
+// state, so the round trip would no longer give the same time: not
+// switched yet.
 void apply_clocks(Scenario& s) {
   ClusterConfig& c = s.cluster;
   const bool training = s.workload_kind == "training";
@@ -120,7 +120,7 @@ void apply_clocks(Scenario& s) {
     s.notes.push_back("cluster.clocks: model needs the GPU's power parameters (`power:` in the "
                       "preset); " + c.gpu.name + " has none, so clocks follow cluster.clocks: auto");
   }
-  const bool model = c.clocks == "model" || c.clocks == "auto";
+  const bool model = c.clocks == "model" || (c.clocks == "auto" && !training);
   if (model && c.gpu.power.enabled()) {
     namespace g = models::gpu;
     c.clock_model = true;
