@@ -52,6 +52,19 @@ stream their weights draw less than tensor + HBM power added):
                     (decode-like) to compute-bound
   decode            the bursts set's decode pattern again (96 M = 256 GEMMs every 10 ms)
 
+--set gaps measures what decides whether a short low-power stretch between GEMMs lets the capped
+clock recover (issue 16: the layer cycle's GEMMs ran exactly as slowly with its layer norms, GELU
+and adds between them as back to back, where the model let the clock recover): each phase repeats
+one bf16 8192^3 GEMM then one filler kernel of about L ms, the filler being
+
+  gap_sleep_L  torch.cuda._sleep: one thread spinning, the GPU otherwise idle (no HBM, no SM work)
+  gap_add_L    a bf16 add (HBM-bound with little SM work per byte)
+  gap_ln_L     a bf16 layer norm over rows of 4096 (row reductions: SM-issue-heavy)
+  gap_gelu_L   a bf16 GELU over rows of 16384 (erf: SM-issue-heavy)
+
+so the GEMMs' steady rate against the gemm phase's tells how much each filler lets the clock
+recover, and the filler's own steady / rested rate how much it slows at the capped clock.
+
 Samples: `nvidia-smi --query-gpu=timestamp,power.draw,[power.draw.instant,]power.limit,clocks.sm,
 clocks.mem,temperature.gpu,clocks_throttle_reasons.active --format=csv,noheader,nounits -lms 50`
 in a background process, and, when pynvml imports, NVML in a thread every 10 ms (SM clock, power
@@ -60,7 +73,7 @@ by CUDA events whose times are mapped onto the host clock (a reference event rec
 stream), so each kernel's achieved TFLOP/s or GB/s lines up with the samples. Inputs are
 torch.randn; operands (>= 128 MiB each) never fit the 50 MB L2. GPU settings are never changed.
 
-    python3 power_clock_bench.py -o OUT.json [--scale 1.0] [--set fit|heldout|bursts|mix]
+    python3 power_clock_bench.py -o OUT.json [--scale 1.0] [--set fit|heldout|bursts|mix|gaps]
 
 The GPU is torch's device 0; nvidia-smi and NVML (which ignore CUDA_VISIBLE_DEVICES) read the
 device whose index CUDA_VISIBLE_DEVICES names first (0 when unset), and the JSON records both
@@ -91,6 +104,9 @@ MIB = 1 << 20
 DECODE_M = 256  # tokens of the decode pattern's GEMMs (a batch of decode steps)
 LAYER_H, LAYER_TOKENS = 4096, 8192  # --set mix: the h4096 s4096 b2 step's layer
 ROOFLINE_M = (8, 32, 64, 128, 256, 512, 1024, 2048, 8192)  # --set mix: rows of the M x 8192 GEMMs
+# --set gaps: (filler, target ms at the rested clock) per phase
+GAPS = (("sleep", 0.1), ("sleep", 0.25), ("sleep", 0.5), ("sleep", 1.0), ("add", 0.1), ("add", 0.5),
+        ("ln", 0.1), ("ln", 0.5), ("gelu", 0.1), ("gelu", 0.5))
 
 
 def smi_index():
@@ -634,15 +650,70 @@ def run_mix(phase, ops, work, state, out):
         out["errors"].append({"phase": "decode setup", "error": traceback.format_exc()})
 
 
+def gap_filler(kind, ms, work):
+    """(kernel kind name, fn) of a filler lasting about `ms` at the rested clock; fills `work`."""
+    import torch.nn.functional as F
+    bf = torch.bfloat16
+    name = "%s_%g" % (kind, ms)
+    if kind == "sleep":
+        cycles = int(ms * 1e-3 * 1.98e9)  # clock64 cycles at f_max (longer at a lower clock)
+        work[name] = ms * 1e-3
+        return name, lambda: torch.cuda._sleep(cycles)
+    if kind == "add":
+        n = int(ms * 1e-3 * 3.0e12 / 6)  # 3 x 2 bytes per element at ~3.0 TB/s
+        a, b, c = (torch.randn(n, device="cuda", dtype=bf) for _ in range(3))
+        work[name] = 6.0 * n
+        return name, lambda: torch.add(a, b, out=c)
+    if kind == "ln":
+        h = LAYER_H
+        rows = max(256, int(ms * 1e-3 * 2.0e12 / (4 * h)))  # 2 x 2 bytes per element at ~2 TB/s
+        x = torch.randn(rows, h, device="cuda", dtype=bf)
+        w, b = torch.ones(h, device="cuda", dtype=bf), torch.zeros(h, device="cuda", dtype=bf)
+        held = {}
+        work[name] = 4.0 * rows * h
+        return name, lambda: held.__setitem__("y", F.layer_norm(x, (h,), w, b))
+    if kind == "gelu":
+        h = 4 * LAYER_H
+        rows = max(64, int(ms * 1e-3 * 2.8e12 / (4 * h)))
+        x = torch.randn(rows, h, device="cuda", dtype=bf)
+        held = {}
+        work[name] = 4.0 * rows * h
+        return name, lambda: held.__setitem__("y", F.gelu(x))
+    raise ValueError(kind)
+
+
+def run_gaps(phase, ops, work, state, out):
+    """--set gaps: one GEMM then one filler of each kind and length, over and over; each guarded."""
+    rec = phase("gemm", 3.0, lambda kl, s: phase_gemm(kl, s, ops, state))
+    if rec and "gemm" in rec["rates"]:
+        state["gemm_steady_s"] = rec["rates"]["gemm"]["steady_us"] * 1e-6
+    for kind, ms in GAPS:
+        name = "gap_%s_%g" % (kind, ms)
+        try:
+            fkind, fill = gap_filler(kind, ms, work)
+            fill()
+            torch.cuda.synchronize()
+            seq = [("gemm", lambda a=ops[0][0], b=ops[0][1], c=ops[0][2]: torch.matmul(a, b, out=c)),
+                   (fkind, fill),
+                   ("gemm", lambda a=ops[1][0], b=ops[1][1], c=ops[1][2]: torch.matmul(a, b, out=c)),
+                   (fkind, fill)]
+            phase(name, 3.0, lambda kl, s, q=seq: phase_cycle(kl, s, q), rest_s=1.5)
+            del fill, seq
+        except Exception:  # noqa: BLE001
+            out["errors"].append({"phase": name + " setup", "error": traceback.format_exc()})
+        torch.cuda.empty_cache()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("-o", required=True)
     ap.add_argument("--scale", type=float, default=1.0, help="multiplies every phase's length")
-    ap.add_argument("--set", choices=("fit", "heldout", "bursts", "mix"), default="fit",
+    ap.add_argument("--set", choices=("fit", "heldout", "bursts", "mix", "gaps"), default="fit",
                     help="fit: the phases power_fit.py fits on; heldout: other shapes, ratios and bursts; "
                          "bursts: 20-200 ms bursts at 25-75%% and a decode pattern (the fast limiter); "
                          "mix: a layer's GEMMs with and without its memory-bound kernels, two GPT steps "
-                         "from rest and sustained, an M x 8192 x 8192 GEMM sweep")
+                         "from rest and sustained, an M x 8192 x 8192 GEMM sweep; gaps: a GEMM then "
+                         "one sleep, add, layer norm or GELU of 0.1-1 ms, over and over")
     ap.add_argument("--nvml-period", type=float, help="seconds between NVML samples (10 ms; 2 ms for bursts)")
     args = ap.parse_args()
     sc = args.scale
@@ -732,8 +803,11 @@ def main():
     work["mul"] = 2.0 * x.numel() * 2
 
     section["name"] = "idle"
-    time.sleep((2.0 if args.set in ("bursts", "mix") else 3.0) * sc)
-    if args.set == "mix":
+    time.sleep((2.0 if args.set in ("bursts", "mix", "gaps") else 3.0) * sc)
+    if args.set == "gaps":
+        run_gaps(phase, ops, work, state, out)
+        bursts = ()
+    elif args.set == "mix":
         run_mix(phase, ops, work, state, out)
         bursts = ()
     elif args.set == "bursts":

@@ -7,7 +7,7 @@
 namespace gcsim::models::gpu {
 
 ClockGovernor::ClockGovernor(const PowerParams& params, sim::Time start, const Activity& averaged)
-    : params_(params), last_(start), averaged_(averaged), averaged_fast_(averaged) {
+    : params_(params), last_(start), averaged_(averaged), averaged_fast_(averaged), since_(start) {
   if (!params_.enabled()) throw std::invalid_argument("a clock governor needs a power cap");
 }
 
@@ -22,6 +22,24 @@ void relax(Activity& avg, const Activity& in, double keep) {
 }
 }  // namespace
 
+double ClockGovernor::demand_w(const Activity& a) const {
+  return params_.tensor_w * a.tensor + params_.vector_w * a.vector + memory_power_w(params_, a);
+}
+
+const Activity& ClockGovernor::filter_input() const {
+  if (held_.empty() || held_.front().demand_w <= demand_w(running_)) return running_;
+  return held_.front().level;
+}
+
+void ClockGovernor::hold_level(sim::Time now) {
+  if (params_.activity_hold > sim::Duration::zero() && now > since_) {
+    const double w = demand_w(running_);
+    while (!held_.empty() && held_.back().demand_w <= w) held_.pop_back();
+    held_.push_back(Held{now + params_.activity_hold, running_, w});
+  }
+  since_ = now;
+}
+
 void ClockGovernor::advance(sim::Time now) {
   if (now < last_) throw std::logic_error("clock governor moved back in time");
   if (now == last_) return;
@@ -31,13 +49,23 @@ void ClockGovernor::advance(sim::Time now) {
   activity_s_.vector += running_.vector * dt;
   activity_s_.hbm += running_.hbm * dt;
   activity_s_.hbm_unshared += running_.hbm_unshared * dt;
-  relax(averaged_, running_, std::exp(-dt / params_.time_constant.seconds()));
-  if (params_.fast_loop()) relax(averaged_fast_, running_, std::exp(-dt / params_.fast_time_constant.seconds()));
+  // The filters, piece by piece between the held levels' expiries.
+  sim::Time t = last_;
+  while (t < now) {
+    while (!held_.empty() && held_.front().until <= t) held_.pop_front();
+    const sim::Time to = !held_.empty() && held_.front().until < now ? held_.front().until : now;
+    const double piece = (to - t).seconds();
+    const Activity& in = filter_input();
+    relax(averaged_, in, std::exp(-piece / params_.time_constant.seconds()));
+    if (params_.fast_loop()) relax(averaged_fast_, in, std::exp(-piece / params_.fast_time_constant.seconds()));
+    t = to;
+  }
   last_ = now;
 }
 
 void ClockGovernor::add(sim::Time now, const Activity& a, double arithmetic_w) {
   advance(now);
+  hold_level(now);
   running_.tensor += a.tensor;
   running_.vector += a.vector;
   running_.hbm += a.hbm;
@@ -48,6 +76,7 @@ void ClockGovernor::add(sim::Time now, const Activity& a, double arithmetic_w) {
 
 void ClockGovernor::remove(sim::Time now, const Activity& a, double arithmetic_w) {
   advance(now);
+  hold_level(now);
   if (--pieces_ <= 0) {
     pieces_ = 0;
     running_ = Activity{};

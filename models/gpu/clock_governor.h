@@ -13,7 +13,16 @@
 // the clock recover, by as much as their share of the last few tau.
 // Energy is the integral of the board power, each running piece of work at
 // the clock it started with.
+//
+// Both filters take the highest activity of the last activity_hold (by its
+// power at f_max), not the activity now: a fall counts only once it has
+// lasted that long (measured on an H100: 0.13 ms idle gaps between 8192^3
+// GEMMs leave them as slow as back to back, 0.3-1 ms gaps speed them up
+// 6-16%; calibration/measurements/h100-sxm/power_clock_gaps_2026-11-27/).
+// Energy and the running activity stay the true ones.
 #pragma once
+
+#include <deque>
 
 #include "models/gpu/power_model.h"
 #include "sim/engine/time.h"
@@ -54,6 +63,20 @@ class ClockGovernor {
 
  private:
   void advance(sim::Time now);
+  // Before what runs changes at `now`: the level that ran since since_
+  // stays in the filters' input until now + activity_hold.
+  void hold_level(sim::Time now);
+  // The filters' input at the last update: the highest of the held levels
+  // and what runs now.
+  const Activity& filter_input() const;
+  double demand_w(const Activity& a) const;  // a's power at f_max above idle (W)
+
+  // A level of activity that ran until `until` - activity_hold.
+  struct Held {
+    sim::Time until;
+    Activity level;
+    double demand_w = 0.0;
+  };
   PowerParams params_;
   sim::Time last_;
   Activity averaged_;
@@ -64,6 +87,10 @@ class ClockGovernor {
   double energy_j_ = 0.0;
   Activity activity_s_;  // running activity integrated over time (s)
   double pinned_ = 0.0;  // > 0: the clock fraction pin() holds
+  // Held levels, oldest first; each outlasts and outdraws every one after
+  // it (a sliding-window maximum), so the front is the highest.
+  std::deque<Held> held_;
+  sim::Time since_;  // when running_ last changed
 };
 
 }  // namespace gcsim::models::gpu

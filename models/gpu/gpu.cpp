@@ -11,6 +11,7 @@
 
 #include "models/gpu/hbm.h"
 #include "models/gpu/kernel_cost_model.h"
+#include "models/gpu/memory_clock.h"
 #include "models/gpu/memory_spread.h"
 #include "models/gpu/sm_array.h"
 
@@ -213,6 +214,9 @@ class Gpu::Impl : public sim::EventHandler {
     uint64_t seq = 0;  // launch order on this GPU
     sim::Time first_start;
     std::vector<uint32_t> waves;  // its waves (and batches) in flight
+    // Clock model: a memory-bound kernel's wave when its SM side bounds it
+    // at its clock (memory_clock.h; zero: it does not).
+    sim::Duration issue_wave = sim::Duration::zero();
     // Clock model: the clock fraction it got at its first wave, and what
     // that does to its arithmetic time (1: the spec's clock).
     double clock = 1.0;
@@ -596,8 +600,7 @@ class Gpu::Impl : public sim::EventHandler {
     if (interference_.enabled) {
       const Run& r = runs_[w.run];
       // Its own pace: the length it has when no collective streams.
-      const sim::Duration own =
-          hbm_load_ == 0.0 ? w.length : wave_time(spec_, r.kernel, w.active, r.stretch);
+      const sim::Duration own = hbm_load_ == 0.0 ? w.length : own_wave_time(r, w.active);
       w.demand = own > sim::Duration::zero()
                      ? w.sms * r.kernel.bytes_per_tile / own.seconds()
                      : 0.0;
@@ -637,8 +640,11 @@ class Gpu::Impl : public sim::EventHandler {
   // the SMs they hold, with the HBM left to kernels (shared max-min fairly
   // per SM: the kernel's own demand on `active` SMs against the
   // collectives') and its arithmetic stretched.
+  sim::Duration own_wave_time(const Run& r, int active) const {
+    return sim::max(wave_time(spec_, r.kernel, active, r.stretch), r.issue_wave);
+  }
   sim::Duration wave_length(const Run& r, int active) const {
-    const sim::Duration own = wave_time(spec_, r.kernel, active, r.stretch);
+    const sim::Duration own = own_wave_time(r, active);
     if (hbm_load_ == 0.0 || !interference_.enabled) return own;
     const double b = achieved_hbm_bandwidth(spec_).bytes_per_s();
     const double demand =
@@ -649,7 +655,7 @@ class Gpu::Impl : public sim::EventHandler {
     const double sensitivity = r.kernel.fused_attention ? interference_.attention_sensitivity
                                                         : interference_.kernel_sensitivity;
     const double stretch = kernel_compute_stretch(b, hbm_load_, sensitivity);
-    return wave_time(spec_, r.kernel, active, r.stretch * stretch, fraction);
+    return sim::max(wave_time(spec_, r.kernel, active, r.stretch * stretch, fraction), r.issue_wave);
   }
 
   void change_hbm_load(double bytes_per_s, int sign) {
@@ -690,6 +696,8 @@ class Gpu::Impl : public sim::EventHandler {
     const bool derated = r.kernel.unit == ExecUnit::tensor && spec_.at_sustained_clocks;
     const double baseline = derated ? spec_.sustained_tensor_fraction : 1.0;
     r.stretch = baseline / compute_speed(spec_.power, r.clock);
+    r.issue_wave = r.kernel.unit == ExecUnit::memory ? memory_issue_wave(spec_, r.kernel, r.clock)
+                                                     : sim::Duration::zero();
   }
 
   // A wave's activity (time fractions of the whole GPU) and dynamic power.

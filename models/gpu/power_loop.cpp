@@ -1,5 +1,6 @@
 #include "models/gpu/power_loop.h"
 
+#include <algorithm>
 #include <functional>
 #include <stdexcept>
 
@@ -184,6 +185,69 @@ double loop_pass_seconds(const GpuSpec& spec, const std::vector<KernelDesc>& loo
   s.run();
   if (passes == 0) throw std::invalid_argument("loop_pass_seconds: no whole pass in the second half");
   return (last_end - first_start).seconds() / passes;
+}
+
+SettledLoop settled_loop(const GpuSpec& spec, const KernelDesc& kernel, double seconds) {
+  if (!(seconds > 0.0)) throw std::invalid_argument("settled_loop needs time");
+  GovernedRun run(spec, seconds);
+  sim::Simulator& s = run.sim;
+  Gpu& g = run.gpu;
+  const sim::Time end = run.end;
+  std::function<void()> next = [&] {
+    if (s.now() >= end) return;
+    g.launch(kernel, [&](sim::Time, sim::Time) { next(); });
+  };
+  s.call_at(sim::Time::zero(), next);
+  s.run();
+  // The clock a kernel starting at the last update would get (ClockGovernor::clock).
+  const ClockGovernor& gov = *g.governor();
+  const PowerParams& p = spec.power;
+  double clock = cap_clock(p, gov.averaged());
+  if (p.fast_loop()) clock = std::min(clock, cap_clock(p, gov.averaged_fast(), p.fast_cap_w));
+  return SettledLoop{clock, gov.averaged()};
+}
+
+namespace {
+// Mean duration (s) of each kernel of `loop` over the second half of
+// `seconds` back to back from rest (pinned > 0: the clock held there).
+std::vector<double> loop_kernel_seconds(const GpuSpec& spec, const std::vector<KernelDesc>& loop,
+                                        double seconds, double pinned) {
+  if (loop.empty() || !(seconds > 0.0)) throw std::invalid_argument("loop_kernel_seconds needs kernels and time");
+  GovernedRun run(spec, seconds, pinned);
+  sim::Simulator& s = run.sim;
+  Gpu& g = run.gpu;
+  const sim::Time end = run.end, half = run.half;
+  std::vector<double> sum(loop.size(), 0.0);
+  std::vector<int> count(loop.size(), 0);
+  size_t i = 0;
+  std::function<void()> next = [&] {
+    if (i % loop.size() == 0 && s.now() >= end) return;
+    const size_t at = i++ % loop.size();
+    g.launch(loop[at], [&, at](sim::Time start, sim::Time stop) {
+      if (start >= half) {
+        sum[at] += (stop - start).seconds();
+        ++count[at];
+      }
+      next();
+    });
+  };
+  s.call_at(sim::Time::zero(), next);
+  s.run();
+  for (size_t k = 0; k < loop.size(); ++k) {
+    if (count[k] == 0) throw std::invalid_argument("loop_kernel_seconds: a kernel never ran in the second half");
+    sum[k] /= count[k];
+  }
+  return sum;
+}
+}  // namespace
+
+std::vector<double> governed_loop_kernel_speeds(const GpuSpec& spec, const std::vector<KernelDesc>& loop,
+                                                double seconds) {
+  const std::vector<double> rested = loop_kernel_seconds(spec, loop, 0.05, 1.0);
+  const std::vector<double> governed = loop_kernel_seconds(spec, loop, seconds, 0.0);
+  std::vector<double> speed(loop.size());
+  for (size_t k = 0; k < loop.size(); ++k) speed[k] = rested[k] / governed[k];
+  return speed;
 }
 
 double governed_loop_speed(const GpuSpec& spec, const std::vector<KernelDesc>& loop, double seconds) {

@@ -53,6 +53,22 @@ double governed_loop_clock(const GpuSpec& spec, const std::vector<KernelDesc>& l
 // rested rate is the median of the first cycles, at full clock). The
 // `pinned` form holds the clock at `pinned` of f_max throughout (1: rested).
 double governed_loop_speed(const GpuSpec& spec, const std::vector<KernelDesc>& loop, double seconds);
+// `kernel` back to back from rest for `seconds` with the governor: the
+// governor's averaged activity (its slow loop's) and the clock it gives a
+// kernel starting then, at the end. With an activity hold the averages see
+// the highest level of the last hold, not the mean (a GEMM's narrower last
+// wave is hidden from them), which only the runtime follows.
+struct SettledLoop {
+  double clock = 1.0;
+  Activity averaged;
+};
+SettledLoop settled_loop(const GpuSpec& spec, const KernelDesc& kernel, double seconds);
+// Per kernel of `loop` (same order): its mean time over the second half
+// with the clock held at f_max over its mean time there with the governor,
+// as power_clock_bench.py's per-kind steady / rested rates of a cycle read
+// (its rested rate is the first kernels', at full clock).
+std::vector<double> governed_loop_kernel_speeds(const GpuSpec& spec, const std::vector<KernelDesc>& loop,
+                                                double seconds);
 double loop_pass_seconds(const GpuSpec& spec, const std::vector<KernelDesc>& loop, double seconds,
                          double pinned = 0.0);
 

@@ -35,7 +35,15 @@ std::string num(double v) {
 //  - HBM device share: a copy's whole path costs hbm_w / peak bandwidth,
 //    ~18 pJ/bit on an H100 (490 W at 3.35 TB/s); HBM3 stacks and their
 //    PHYs take ~3-7 pJ/bit, so 0.15-0.4 of it; 1 (no sharing) is allowed
-//    as the additive model's limit.
+//    as the additive model's limit;
+//  - memory issue share: 0 (the SMs keep HBM saturated at any clock) up to
+//    0.95: a share of 1 or more would leave the kernel SM-bound at f_max,
+//    which a memory-bound kernel by definition is not (Little's law: an SM
+//    streams bytes in flight / latency, and a part of that latency, the
+//    issue slots, LSU, L1 and the crossbar's SM side, runs on the SM clock);
+//  - activity hold: 0 to 2 ms, from the driver's power sampling and clock
+//    update period (~0.1-1 ms) to well under the fast loop's window (a
+//    hold as long as that window would be a second averaging loop).
 std::string PowerParams::check() const {
   auto bad = [](const char* key, double v, Range r) {
     return std::string(key) + " = " + num(v) + " lies outside its physical range [" + num(r.lo) +
@@ -62,6 +70,11 @@ std::string PowerParams::check() const {
   if (!kClockShareRange.holds(clock_bound_share)) {
     return bad("clock_bound_share", clock_bound_share, kClockShareRange);
   }
+  if (!kMemoryIssueShareRange.holds(memory_issue_share)) {
+    return bad("memory_issue_share", memory_issue_share, kMemoryIssueShareRange);
+  }
+  const double hold_ms = activity_hold.seconds() * 1e3;
+  if (!kActivityHoldMsRange.holds(hold_ms)) return bad("activity_hold (ms)", hold_ms, kActivityHoldMsRange);
   if (fast_loop()) {
     if (!kFastCapRatioRange.holds(fast_cap_w / cap_w)) {
       return bad("fast_cap_w over cap_w", fast_cap_w / cap_w, kFastCapRatioRange);

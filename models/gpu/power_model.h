@@ -79,6 +79,18 @@ struct PowerParams {
   double fast_cap_w = 0.0;         // the fast loop's cap (W); 0: no fast loop
   sim::Duration fast_time_constant = sim::ms(int64_t{5});  // the fast loop's averaging window
   double clock_bound_share = 1.0;  // share of an arithmetic tile's time at f_max that scales 1/f
+  // A memory-bound tile's SM side (issuing its loads and stores, and the part
+  // of each access's latency spent in SM-clocked pipes and queues) takes this
+  // share of its HBM time when every SM streams at f_max: the SMs keep HBM
+  // saturated down to this clock fraction and below it the tile is SM-bound,
+  // taking (share x HBM time + its arithmetic) x f_max / f. 0: never.
+  double memory_issue_share = 0.0;
+  // The driver's loops count a fall in the GPU's activity only once it has
+  // lasted this long: over a stretch of lower power shorter than it (a
+  // layer norm, an add, a short wait between GEMMs) they keep seeing the
+  // activity before it, so the clock does not recover there; a longer
+  // stretch counts, less this much. Zero: every fall counts at once.
+  sim::Duration activity_hold = sim::Duration::zero();
 
   bool enabled() const { return cap_w > 0.0; }
   bool fast_loop() const { return fast_cap_w > 0.0; }
@@ -104,6 +116,8 @@ inline constexpr Range kFastCapRatioRange{1.0, 1.5};        // fast_cap_w over c
 inline constexpr Range kFastTimeConstantMsRange{1.0, 50.0}; // ms, and below time_constant
 inline constexpr Range kClockShareRange{0.2, 1.0};
 inline constexpr Range kHbmDeviceShareRange{0.15, 1.0};
+inline constexpr Range kMemoryIssueShareRange{0.0, 0.95};
+inline constexpr Range kActivityHoldMsRange{0.0, 2.0};  // ms
 // The memory path's part of board power (W), which the clock leaves alone:
 // W_mem (sigma a_hbm + (1 - sigma) a_hbm_unshared).
 double memory_power_w(const PowerParams& p, const Activity& a);

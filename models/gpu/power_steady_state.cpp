@@ -27,12 +27,20 @@ SteadyState steady_state(const GpuSpec& spec, const KernelDesc& kernel) {
   // Lower clock -> longer arithmetic -> larger arithmetic share -> more
   // power per unit time: a contraction; the runtime's times are rounded to
   // 1 ps, so it settles to ~1e-9, not to the last bit.
-  for (int i = 0; i < 60; ++i) {
-    s.activity = back_to_back(spec, kernel, s.clock);
-    const double clock = cap_clock(spec.power, s.activity);
-    const bool settled = std::abs(clock - s.clock) < 1e-9;
-    s.clock = clock;
-    if (settled) break;
+  if (spec.power.activity_hold > sim::Duration::zero()) {
+    // The hold's averages follow the highest level of each hold window, which
+    // only the runtime's loop gives: run it until settled (20 slow windows).
+    const SettledLoop loop = settled_loop(spec, kernel, 20.0 * spec.power.time_constant.seconds());
+    s.clock = loop.clock;
+    s.activity = loop.averaged;
+  } else {
+    for (int i = 0; i < 60; ++i) {
+      s.activity = back_to_back(spec, kernel, s.clock);
+      const double clock = cap_clock(spec.power, s.activity);
+      const bool settled = std::abs(clock - s.clock) < 1e-9;
+      s.clock = clock;
+      if (settled) break;
+    }
   }
   s.speed = compute_speed(spec.power, s.clock);
   s.power_w = board_power_w(spec.power, s.activity, s.clock);

@@ -318,6 +318,8 @@ Json gpu_spec_json(const GpuSpec& s) {
                   {"min_clock_fraction", p.min_clock_fraction},
                   {"time_constant", sim::format_duration(p.time_constant)},
                   {"clock_bound_share", p.clock_bound_share},
+                  {"memory_issue_share", p.memory_issue_share},
+                  {"activity_hold", sim::format_duration(p.activity_hold)},
                   {"hbm_device_share", p.hbm_device_share},
                   {"fast_cap_w", p.fast_cap_w},
                   {"fast_time_constant", sim::format_duration(p.fast_time_constant)}};

@@ -54,6 +54,15 @@ PowerParams read_power_params(ConfigReader& gpu, const PowerParams& base) {
   }
   p.clock_bound_share = in_range(r, "clock_bound_share", base.clock_bound_share, g::kClockShareRange,
                                  "share of an arithmetic tile's time that scales with the SM clock");
+  p.memory_issue_share =
+      in_range(r, "memory_issue_share", base.memory_issue_share, g::kMemoryIssueShareRange,
+               "a memory-bound tile's SM-side time over its HBM time at max clock (0: never SM-bound)");
+  p.activity_hold = r.get_duration("activity_hold", base.activity_hold,
+                                   "how long a fall in activity must last before the power loops count it");
+  const double hold_ms = p.activity_hold.seconds() * 1e3;
+  if (!g::kActivityHoldMsRange.holds(hold_ms)) {
+    r.fail("activity_hold", "must lie in its physical range " + range_text(g::kActivityHoldMsRange) + " ms");
+  }
   // The fast loop: both keys or neither (fast_cap_w 0 turns it off).
   p.fast_cap_w = r.get_double("fast_cap_w", base.fast_cap_w,
                               "the fast power loop's cap in W (0: none), over the fast window");

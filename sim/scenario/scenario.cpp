@@ -113,11 +113,12 @@ namespace {
 // step starts from the steady state of back-to-back GEMMs (the steps before
 // it), everything else from rest. `auto`, the default, takes the model for
 // graphs, serving, collectives and Chakra replays (from rest) and the fixed
-// sustained fraction for training: measured steps hold their GEMMs at the
-// back-to-back rate through their memory-bound kernels, waits and pipeline
-// bubbles, where the model's averaged power lets the clock recover
-// (README, "Clocks from a power model": 3 of 11 H200 steps beyond their
-// bars under the model, none under sustained).
+// sustained fraction for training. With the activity hold the H200 steps
+// and the strategy steps meet their bars under the model too (README,
+// "Clocks from a power model"), but a training step's Chakra export,
+// replayed, runs from rest where the step runs from the GEMMs' steady
+// state, so the round trip would no longer give the same time: not
+// switched yet.
 void apply_clocks(Scenario& s) {
   ClusterConfig& c = s.cluster;
   const bool training = s.workload_kind == "training";

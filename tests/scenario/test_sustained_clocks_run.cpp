@@ -123,6 +123,15 @@ TEST_CASE("power parameters outside their physical ranges are exit-2 errors nami
   CHECK(err.find("physical range") != std::string::npos);
   err = run_bad(with_power("{idle_w: 120}"), {"-s", "cluster.gpu.power.hbm_device_share=abc"});
   CHECK(err.find("hbm_device_share") != std::string::npos);
+  err = run_bad(with_power("{memory_issue_share: 1.2}"), {});
+  CHECK(err.find("memory_issue_share") != std::string::npos);
+  CHECK(err.find("c.yaml:2") != std::string::npos);
+  CHECK(err.find("physical range") != std::string::npos);
+  err = run_bad(with_power("{activity_hold: 5ms}"), {});
+  CHECK(err.find("activity_hold") != std::string::npos);
+  CHECK(err.find("physical range") != std::string::npos);
+  err = run_bad(with_power("{idle_w: 120}"), {"-s", "cluster.gpu.power.activity_hold=abc"});
+  CHECK(err.find("activity_hold") != std::string::npos);
 }
 
 TEST_CASE("a training step under the power model reports its energy and clock counters",

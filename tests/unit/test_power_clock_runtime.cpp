@@ -116,6 +116,8 @@ TEST_CASE("shipped power parameters lie in their physical ranges", "[gpu][power]
     CHECK(gpu::kTimeConstantMsRange.holds(g.power.time_constant.seconds() * 1e3));
     CHECK(gpu::kClockShareRange.holds(g.power.clock_bound_share));
     CHECK(gpu::kHbmDeviceShareRange.holds(g.power.hbm_device_share));
+    CHECK(gpu::kMemoryIssueShareRange.holds(g.power.memory_issue_share));
+    CHECK(gpu::kActivityHoldMsRange.holds(g.power.activity_hold.seconds() * 1e3));
     // The fast loop (power_fit.py's step 7b) when the preset has one.
     if (g.power.fast_loop()) {
       CHECK(gpu::kFastCapRatioRange.holds(g.power.fast_cap_w / g.power.cap_w));

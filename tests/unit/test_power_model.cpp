@@ -122,6 +122,16 @@ TEST_CASE("power model: parameters outside their physical ranges are named", "[g
   CHECK(p.check().find("hbm_device_share") != std::string::npos);
   p.hbm_device_share = 1.2;
   CHECK(p.check().find("hbm_device_share") != std::string::npos);
+  // A memory-bound tile SM-bound at f_max (share 1 or more) is not memory-bound.
+  p = flat_voltage();
+  p.memory_issue_share = 1.0;
+  CHECK(p.check().find("memory_issue_share") != std::string::npos);
+  p.memory_issue_share = -0.1;
+  CHECK(p.check().find("memory_issue_share") != std::string::npos);
+  // A hold past 2 ms would be a third averaging window, not a sampling delay.
+  p = flat_voltage();
+  p.activity_hold = sim::ms(int64_t{3});
+  CHECK(p.check().find("activity_hold") != std::string::npos);
   // The fast loop: a cap below the board cap, above 1.5x it, a window
   // outside 1-50 ms or not below the slow one.
   p = flat_voltage();
