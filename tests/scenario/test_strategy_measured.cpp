@@ -106,10 +106,15 @@ const char* const kClasses[] = {"gemm", "attention", "elementwise+norm", "optimi
 // PP4 corrected as below).
 constexpr double kStep = 0.10, kStepMean = 0.05;
 constexpr double kGemm = 0.10, kAttention = 0.20, kOptimizer = 0.06;
-// Memory-bound kernels slow at the capped clock below the clock their SMs
-// need (memory_clock.h, as measured on an H100), on top of the SM-sharing
-// model above: MERGE_PENDING.
-constexpr double kElementwiseEager = 0.22, kElementwiseCompile = 0.17;
+// Memory-bound kernels also slow at the capped clock below the clock their
+// SMs need (memory_clock.h, measured on an H100: layer norm 0.88, GELU 0.92
+// of their rested rate), which the spread model above does not offset: DP4
+// eager is +15% with the spread alone and +18% with both, DP4 compiled
+// +10% and +16% (strategy_compare.py on the merged tree, 2026-11-27). The
+// class misses issue 16's 10% on DP4 and PP4/PP2xDP2 compiled; these bounds
+// hold today's misses from growing (the remaining NCCL HBM share beside the
+// low-efficiency passes: README Status), they are not the bar.
+constexpr double kElementwiseEager = 0.20, kElementwiseCompile = 0.18;
 constexpr double kPeak = 0.05;
 // Strategy order: pairs whose measured steps are closer than 3% are not
 // held to an order (the compiled TP2xPP2 and PP2xDP2, 2.5% apart, come
