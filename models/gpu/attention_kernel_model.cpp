@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "models/gpu/attention_grid_tail.h"
 #include "models/gpu/kernel_cost_model.h"
 
 namespace gcsim::models::gpu {
@@ -98,32 +99,10 @@ int64_t attention_ctas_per_sm(AttentionFamily family, AttentionTile tile, int64_
 }
 
 double executed_pairs(const AttentionShape& s, AttentionTile t) {
-  const int64_t q = s.q_len, kv = kv_len_of(s);
   const double block = static_cast<double>(t.m) * static_cast<double>(t.n);
-  double pairs = 0.0;
-  if (!s.backward) {
-    for (int64_t i = 0; i < ceil_div(q, t.m); ++i) {
-      int64_t visible = kv;
-      if (s.causal) {
-        const int64_t last_row = std::min((i + 1) * t.m, q) - 1;
-        visible = std::clamp<int64_t>(kv - q + last_row + 1, 0, kv);
-      }
-      pairs += block * static_cast<double>(ceil_div(visible, t.n));
-    }
-    return pairs;
-  }
-  const int64_t q_blocks = ceil_div(q, t.m);
-  for (int64_t j = 0; j < ceil_div(kv, t.n); ++j) {
-    int64_t count = q_blocks;
-    if (s.causal) {
-      // Row r sees keys below kv - q + r + 1: the block's first key j*n is
-      // first seen by row j*n - (kv - q).
-      const int64_t first_row = std::max<int64_t>(0, j * t.n - (kv - q));
-      count = first_row >= q ? 0 : q_blocks - first_row / t.m;
-    }
-    pairs += block * static_cast<double>(count);
-  }
-  return pairs;
+  double blocks = 0.0;
+  for (int64_t b : blocks_per_cta(s, t.m, t.n)) blocks += static_cast<double>(b);
+  return block * blocks;
 }
 
 double exp_rate(const GpuSpec& spec) {
@@ -166,16 +145,20 @@ FusedAttentionTerms fused_attention_terms(const GpuSpec& spec, const AttentionSh
     t.ctas = s.batch * s.heads * ceil_div(s.backward ? kv_len_of(s) : s.q_len,
                                           s.backward ? tile.n : tile.m);
     // CTAs that share an SM run as one tile of their summed work.
-    t.tiles = ceil_div(t.ctas, attention_ctas_per_sm(s.family, tile, s.head_dim, s.backward));
+    const int64_t per_sm = attention_ctas_per_sm(s.family, tile, s.head_dim, s.backward);
+    t.tiles = ceil_div(t.ctas, per_sm);
     exps = bh * executed_pairs(s, tile);
     mma_flops = exps * (s.backward ? 2.0 * (3.0 * d + 2.0 * dv) : 2.0 * (d + dv));
+    t.tail = causal_grid_tail(s.family, s, tile.m, tile.n, per_sm, spec.sm_count);
   }
   t.waves = ceil_div(t.tiles, spec.sm_count);
   const double tiles = static_cast<double>(t.tiles);
-  t.mma_s = mma_flops / tiles / mma_rate;
+  // The causal grid's tail stretches every wave's tile alike, so that the
+  // waves add up to the list-scheduled makespan (attention_grid_tail.h).
+  t.mma_s = t.tail * mma_flops / tiles / mma_rate;
   // A spec without an SM clock (datasheet fixtures) has no SFU rate: no
   // exponential term rather than an infinite one.
-  t.exp_s = sfu_rate > 0.0 ? exps / tiles / sfu_rate : 0.0;
+  t.exp_s = sfu_rate > 0.0 ? t.tail * exps / tiles / sfu_rate : 0.0;
   return t;
 }
 

@@ -12,7 +12,9 @@
 // where executed work counts whole blocks: causal diagonal blocks run in
 // full and are masked inside (more than the unmasked pairs at short
 // sequences), the last partial block of queries or keys runs in full. Tiles
-// run in waves over the SMs, each wave paying wave_overhead; the HBM traffic
+// run in waves over the SMs, each wave paying wave_overhead, and a causal
+// grid's tiles stretch by its tail (attention_grid_tail.h: its unequal CTAs
+// list-scheduled in launch order); the HBM traffic
 // of Q, K, V, O (and gradients) is the floor. The SFU's 16 exponentials per
 // SM per clock (CUDA C Programming Guide, arithmetic throughput of sm_80 and
 // sm_90) matter at small head dims: at d = 64 a score costs 256 FLOPs of
@@ -102,6 +104,10 @@ struct FusedAttentionTerms {
   int64_t waves = 0;
   double mma_s = 0.0;  // seconds per tile at efficiency 1
   double exp_s = 0.0;  // seconds per tile, all exponentials exposed
+  // Both per-tile times include the causal grid's tail: the list-scheduled
+  // makespan of its unequal CTAs over waves x the mean tile
+  // (attention_grid_tail.h; 1 for full attention and decode).
+  double tail = 1.0;
   // How far V's head dim is past 128, in steps of 64 (0 up to 128, 1 at
   // 192, 2 at 256): the register accumulators (O forward, dK/dV backward)
   // grow with it, and 1/efficiency grows by this times (1/(e wide_head) - 1/e).

@@ -231,5 +231,7 @@ TEST_CASE("-s cluster.gpu=h200-sxm changes the simulation and is recorded", "[sc
   // 1 GiB memcpy reads and writes 2 GiB: nearly bandwidth-bound, so close
   // to the HBM ratio 3350/4800 (launch and per-wave overheads aside).
   CHECK(duration_of(b, "cp", 1) / duration_of(a, "cp", 1) == Approx(3350.0 / 4800.0).epsilon(0.05));
-  CHECK(duration_of(b, "ar", 0) == duration_of(a, "ar", 0));
+  // Equal up to the rounding of its start and end seconds (it starts at a
+  // different time: the attention presets differ).
+  CHECK(duration_of(b, "ar", 0) == Approx(duration_of(a, "ar", 0)).epsilon(1e-9));
 }

@@ -114,14 +114,17 @@ TEST_CASE("attention families: causal costs about half, plus the diagonal blocks
           "[gpu][attention]") {
   const gpu::GpuSpec g = round_gpu();
   // 8192 tokens: 64 query blocks, 64 x 65 / 2 = 2080 of 4096 key blocks run
-  // (0.5078 of the non-causal work), so the causal kernel takes 0.50-0.52 of
-  // the full one (the same waves and overheads apply to both).
+  // (0.5078 of the non-causal work), times the causal grid's tail (6400
+  // CTAs of 1..64 blocks list-scheduled on 100 SMs: makespan 2119 blocks
+  // against 64 waves x 32.5 = 2080, 1.0188): 0.5173 of the full kernel's
+  // tile time; the launch and per-wave overheads, equal in both, pull the
+  // ratio towards 1, hence up to 0.53.
   const double full = gpu::isolated_time(g, gpu::attention_kernel(g, shape(8192, 8192, false)),
                                          g.sm_count).seconds();
   const double causal = gpu::isolated_time(g, gpu::attention_kernel(g, shape(8192, 8192, true)),
                                            g.sm_count).seconds();
-  CHECK(causal / full > 0.50);
-  CHECK(causal / full < 0.52);
+  CHECK(causal / full > 0.51);
+  CHECK(causal / full < 0.53);
 }
 
 TEST_CASE("attention families: decode reads the KV cache at decode_bandwidth of the peak",

@@ -230,8 +230,14 @@ TEST_CASE("step time is the sum of its parts, MFU its inverse", "[explain]") {
   // 128 x 64 forward (and 64 x 128 backward) blocks execute 2080 x 16384
   // pairs for 8192 x 8193 / 2 unmasked, a 0.9847 useful fraction.
   const double whole = 8192.0 * 8193 / 2 / (2080.0 * 16384);
+  // The backward grid (b1, 32 / 8 = 4 heads, one 8-warp CTA a SM) is causal
+  // and small: 256 CTAs of 128 - 2j query blocks (j = 0..63) list-scheduled
+  // in launch order on 132 SMs end at 190 blocks, against the wave model's
+  // 2 waves x 65 = 130 (attention_grid_tail.h): x 190 / 130. The forward
+  // runs two 4-warp CTAs a SM: no tail charged.
+  const double bwd_tail = 190.0 / 130.0;
   const double T = f.attention / 2 / 1000e12 / whole *
-                   (1 / g.efficiency.attention + 2 / g.efficiency.attention_backward);
+                   (1 / g.efficiency.attention + 2 * bwd_tail / g.efficiency.attention_backward);
   // Compute per GPU: 64 sequences of 8192 tokens over 64 GPUs, each token
   // A + H + T seconds of the whole model's work.
   CHECK(t.compute.value == Approx(64.0 * 8192 / 64 * (A + H + T)));
