@@ -41,8 +41,12 @@ std::string pass_name(const AttentionShape& s) {
 std::string group_of(const AttentionPoint& p) {
   const std::string fam(models::gpu::attention_family_name(p.shape.family));
   const std::string who = p.backend == "DEFAULT" ? "default backend vs " + fam + " model" : fam;
-  return who + " " + pass_name(p.shape);
+  return (p.source.empty() ? std::string() : p.source + " grids: ") + who + " " + pass_name(p.shape);
 }
+
+// A kernel's ramp and drain: a few microseconds of SM and memory latency;
+// 10 us is far past any measured (the fit gives 1-3).
+const sim::Duration kMaxKernelOverhead = sim::us(int64_t{10});
 
 // One bound-constrained least-squares problem: minimise |A x - b| with
 // lo <= x <= hi, by trying every combination of free and pinned unknowns.
@@ -104,6 +108,13 @@ double launch_and_waves_s(const GpuSpec& spec, int64_t waves) {
          static_cast<double>(waves) * spec.efficiency.tile_overhead.seconds();
 }
 
+// What the model adds besides the pass's unknowns: the launch (not in a
+// profiler's kernel duration) and the GPU's per-wave overhead.
+double fixed_s(const GpuSpec& spec, const AttentionPoint& p, int64_t waves) {
+  return launch_and_waves_s(spec, waves) -
+         (p.kernel_only ? spec.kernel_launch_latency.seconds() : 0.0);
+}
+
 // Whether the model, with the parameters in `spec`, bounds the point's
 // full waves by HBM rather than by the tensor cores (then the compute
 // unknowns do not set its time).
@@ -114,30 +125,47 @@ bool memory_bound(const GpuSpec& spec, const AttentionPoint& p) {
       .memory_bound();
 }
 
-void solve_pass(const GpuSpec& spec, const std::vector<const AttentionPoint*>& pts,
-                FusedAttentionPass& pass, bool& any_wide) {
+// Solves the pass's linear unknowns on `pts` with its sharing as `spec`
+// holds it; returns the sum of squared relative errors. `with_kernel`: the
+// once-per-kernel overhead is an unknown too (else the pass's is kept).
+double solve_pass(const GpuSpec& spec, const std::vector<const AttentionPoint*>& pts,
+                  FusedAttentionPass& pass, bool& any_wide, bool with_kernel = false) {
   any_wide = false;
-  Eigen::MatrixXd a(static_cast<Eigen::Index>(pts.size()), 4);
+  const int cols = with_kernel ? 5 : 4;
+  Eigen::MatrixXd a(static_cast<Eigen::Index>(pts.size()), cols);
   Eigen::VectorXd b(static_cast<Eigen::Index>(pts.size()));
   for (size_t i = 0; i < pts.size(); ++i) {
     const auto t = models::gpu::fused_attention_terms(spec, pts[i]->shape);
     const double w = static_cast<double>(t.waves);
     const double meas = pts[i]->time_us * 1e-6;
     const auto r = static_cast<Eigen::Index>(i);
-    // Unknowns: 1/e, 1/(e wide) - 1/e, softmax_exposed, wave_overhead (s).
+    // Unknowns: 1/e, 1/(e wide) - 1/e, softmax_exposed, wave_overhead (s)
+    // [, kernel_overhead (s)].
     a(r, 0) = w * t.mma_s / meas;
     a(r, 1) = t.wide * w * t.mma_s / meas;
     a(r, 2) = w * t.exp_s / meas;
     a(r, 3) = w / meas;
-    b[r] = (meas - launch_and_waves_s(spec, t.waves)) / meas;
+    double fixed = fixed_s(spec, *pts[i], t.waves);
+    if (with_kernel) {
+      a(r, 4) = 1.0 / meas;
+    } else if (!t.decode) {
+      fixed += pass.kernel_overhead.seconds();
+    }
+    b[r] = (meas - fixed) / meas;
     any_wide = any_wide || t.wide > 0.0;
   }
   std::vector<double> lo{1.0, 0.0, 0.0, 0.0}, hi{1e3, any_wide ? 1e3 : 0.0, 1.0, 1e-3};
+  if (with_kernel) {
+    lo.push_back(0.0);
+    hi.push_back(kMaxKernelOverhead.seconds());
+  }
   const Eigen::VectorXd x = bounded_lsq(a, b, lo, hi);
   pass.efficiency = 1.0 / x[0];
   pass.wide_head = x[0] / (x[0] + x[1]);
   pass.softmax_exposed = x[2];
   pass.wave_overhead = sim::Duration::from_seconds(x[3]);
+  if (with_kernel) pass.kernel_overhead = sim::Duration::from_seconds(x[4]);
+  return (a * x - b).squaredNorm();
 }
 
 // Puts a pass's parameters where the family's kernel reads them
@@ -156,19 +184,69 @@ void set_pass(GpuSpec& spec, AttentionFamily family, bool backward, const FusedA
   (backward ? fam.backward : fam.forward) = pass;
 }
 
+// The sharing of the pass's CTAs (ctas_per_sm, lone_cta_fraction,
+// cta_latency_blocks) that, with the linear unknowns solved at each, leaves
+// the least squared relative error on `pts`: a grid over ctas_per_sm 1..3
+// (Hopper's 228 KiB of shared memory and 64K registers hold at most a few
+// warp-specialised attention CTAs), lone_cta_fraction 0.30..1 in 0.05 and
+// cta_latency_blocks 0..6 in 0.25 (a lone CTA's fixed latency worth more
+// than 6 key blocks would be several microseconds: a Q load and an O
+// store are one TMA round trip each), then 0.01 and 0.05 steps around the
+// best.
+void search_sharing(const GpuSpec& spec, AttentionFamily family, bool backward,
+                    const std::vector<const AttentionPoint*>& pts, FusedAttentionPass& pass) {
+  double best = std::numeric_limits<double>::infinity();
+  FusedAttentionPass best_pass = pass;
+  auto try_one = [&](int64_t k, double lone, double latency) {
+    GpuSpec trial = spec;
+    FusedAttentionPass p = pass;
+    p.ctas_per_sm = k;
+    p.lone_cta_fraction = lone;
+    p.cta_latency_blocks = latency;
+    set_pass(trial, family, backward, p);
+    bool any_wide = false;
+    const double r = solve_pass(trial, pts, p, any_wide, true);
+    if (r < best) {
+      best = r;
+      best_pass = p;
+    }
+  };
+  for (int64_t k = 1; k <= 3; ++k) {
+    for (int i = 0; i <= 14; ++i) {
+      for (int j = 0; j <= 24; ++j) try_one(k, 0.30 + 0.05 * i, 0.25 * j);
+    }
+  }
+  const FusedAttentionPass coarse = best_pass;
+  for (int i = -5; i <= 5; ++i) {
+    for (int j = -5; j <= 5; ++j) {
+      const double lone = coarse.lone_cta_fraction + 0.01 * i;
+      const double latency = coarse.cta_latency_blocks + 0.05 * j;
+      if (lone < 0.3 - 1e-9 || lone > 1.0 + 1e-9 || latency < -1e-9 || latency > 6.0 + 1e-9) continue;
+      try_one(coarse.ctas_per_sm, std::clamp(lone, 0.3, 1.0), std::max(0.0, latency));
+    }
+  }
+  pass = best_pass;
+}
+
 // Solves, then drops the points the fitted model calls memory-bound and
-// solves again, until the set stops changing (at most 5 rounds).
+// solves again, until the set stops changing (at most 5 rounds). With
+// `sharing`, the CTAs' sharing of an SM is searched first (search_sharing)
+// and the once-per-kernel overhead solved with the rest.
 void fit_pass(const GpuSpec& spec, AttentionFamily family,
               const std::vector<const AttentionPoint*>& pts, bool backward,
-              FusedAttentionPass& pass, const std::string& what, std::vector<std::string>& notes) {
+              FusedAttentionPass& pass, const std::string& what, std::vector<std::string>& notes,
+              bool sharing = false) {
   if (pts.empty()) {
     notes.push_back(what + ": no measurement; prior kept");
     return;
   }
   std::vector<const AttentionPoint*> used = pts;
   bool any_wide = false;
+  if (sharing) search_sharing(spec, family, backward, used, pass);
   for (int round = 0; round < 5; ++round) {
-    solve_pass(spec, used, pass, any_wide);
+    GpuSpec at = spec;
+    set_pass(at, family, backward, pass);
+    solve_pass(at, used, pass, any_wide, sharing);
     GpuSpec trial = spec;
     set_pass(trial, family, backward, pass);
     std::vector<const AttentionPoint*> next;
@@ -334,9 +412,65 @@ std::vector<AttentionPoint> load_attention_points(const std::string& path, const
   return out;
 }
 
+bool serving_attention_heldout(const AttentionShape& s) {
+  return s.q_len == 1024 || s.q_len == 4096 || s.heads == 32;
+}
+
+std::vector<AttentionPoint> load_serving_attention_points(const std::string& path,
+                                                          const GpuSpec& spec) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot read");
+  nlohmann::json doc;
+  try {
+    in >> doc;
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path + ": not JSON: " + e.what());
+  }
+  if (!doc.contains("attention") || !doc["attention"].is_array()) {
+    throw std::runtime_error(path + ": no attention list");
+  }
+  std::vector<AttentionPoint> out;
+  for (const auto& r : doc["attention"]) {
+    if (r.value("layout", "") != "contiguous" || !r.contains("attention_kernel_us")) continue;
+    AttentionPoint p;
+    const std::string backend = r.value("backend", "");
+    if (backend == "default") {
+      p.backend = "DEFAULT";
+    } else if (backend == "CUDNN_ATTENTION") {
+      p.backend = backend;
+    } else {
+      continue;  // FLASH_ATTENTION: the large grids fit flash2
+    }
+    AttentionShape& s = p.shape;
+    try {
+      s.batch = 1;
+      s.heads = r.at("q_heads").get<int64_t>();
+      s.kv_heads = r.at("kv_heads").get<int64_t>();
+      s.q_len = s.kv_len = r.at("tokens").get<int64_t>();
+      s.head_dim = r.at("head_dim").get<int64_t>();
+      s.causal = r.at("causal").get<bool>();
+      s.backward = r.value("pass", std::string("fwd")) == "bwd";
+      p.time_us = r.at("attention_kernel_us").get<double>();
+    } catch (const std::exception& e) {
+      throw std::runtime_error(path + ": an attention record lacks a key: " + e.what());
+    }
+    s.family = p.backend == "DEFAULT"
+                   ? models::gpu::resolve_attention_family(std::nullopt, spec, false)
+                   : AttentionFamily::cudnn;
+    p.kernel_only = true;
+    p.source = "serving";
+    p.heldout = serving_attention_heldout(s);
+    p.label = "serving " + p.backend + " " + pass_name(s) + " b1 h" + std::to_string(s.heads) + "/" +
+              std::to_string(s.kv_heads) + " q" + std::to_string(s.q_len) + " d" +
+              std::to_string(s.head_dim) + (s.causal ? " causal" : "");
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 FusedAttentionParams fit_attention_family(const GpuSpec& spec, AttentionFamily family,
                                           const std::vector<AttentionPoint>& points,
-                                          std::vector<std::string>& notes) {
+                                          std::vector<std::string>& notes, bool search_sharing) {
   FusedAttentionParams p = spec.efficiency.fused_attention(family);
   std::vector<const AttentionPoint*> fwd, bwd, dec;
   for (const auto& pt : points) {
@@ -345,7 +479,8 @@ FusedAttentionParams fit_attention_family(const GpuSpec& spec, AttentionFamily f
     (is_decode(pt.shape) ? dec : pt.shape.backward ? bwd : fwd).push_back(&pt);
   }
   const std::string name(models::gpu::attention_family_name(family));
-  fit_pass(spec, family, fwd, false, p.forward, name + " forward", notes);
+  fit_pass(spec, family, fwd, false, p.forward, name + " forward", notes,
+           search_sharing && family != AttentionFamily::flash2);
   fit_pass(spec, family, bwd, true, p.backward, name + " backward", notes);
   fit_decode(spec, family, dec, p, name, notes);
   return p;
@@ -471,7 +606,8 @@ std::vector<std::string> flash2_decode_out_of_range(const models::gpu::Flash2Dec
 
 double attention_predicted_us(const GpuSpec& spec, const AttentionPoint& p) {
   const auto k = models::gpu::attention_kernel(spec, p.shape);
-  return models::gpu::isolated_time(spec, k, spec.sm_count).microseconds();
+  const double t = models::gpu::isolated_time(spec, k, spec.sm_count).microseconds();
+  return p.kernel_only ? t - spec.kernel_launch_latency.microseconds() : t;
 }
 
 std::vector<AttentionErrorRow> attention_errors(const GpuSpec& spec,
@@ -521,7 +657,15 @@ std::string attention_params_yaml(AttentionFamily family, const FusedAttentionPa
   auto pass = [&](const FusedAttentionPass& s) {
     o << "{efficiency: " << std::setprecision(4) << s.efficiency << ", wide_head: " << s.wide_head
       << ", softmax_exposed: " << s.softmax_exposed
-      << ", wave_overhead: " << std::llround(s.wave_overhead.seconds() * 1e9) << "ns}";
+      << ", wave_overhead: " << std::llround(s.wave_overhead.seconds() * 1e9) << "ns";
+    if (s.ctas_per_sm != 1 || s.lone_cta_fraction != 1.0 || s.cta_latency_blocks != 0.0 ||
+        s.kernel_overhead != sim::Duration::zero()) {
+      o << ",\n                ctas_per_sm: " << s.ctas_per_sm
+        << ", lone_cta_fraction: " << s.lone_cta_fraction
+        << ", cta_latency_blocks: " << s.cta_latency_blocks
+        << ", kernel_overhead: " << std::llround(s.kernel_overhead.seconds() * 1e9) << "ns";
+    }
+    o << "}";
   };
   o << "    " << models::gpu::attention_family_name(family) << ":\n      forward: ";
   pass(p.forward);
@@ -543,6 +687,12 @@ std::vector<std::string> attention_params_out_of_range(const FusedAttentionParam
     // A wave of CTAs that costs more than 1 ms on its own is not overhead.
     if (s.wave_overhead < sim::Duration::zero() || s.wave_overhead > sim::ms(int64_t{1})) {
       bad.push_back(w + ".wave_overhead");
+    }
+    if (s.ctas_per_sm < 1 || s.ctas_per_sm > 4) bad.push_back(w + ".ctas_per_sm");
+    if (!(s.lone_cta_fraction > 0.0 && s.lone_cta_fraction <= 1.0)) bad.push_back(w + ".lone_cta_fraction");
+    if (!(s.cta_latency_blocks >= 0.0 && s.cta_latency_blocks <= 16.0)) bad.push_back(w + ".cta_latency_blocks");
+    if (s.kernel_overhead < sim::Duration::zero() || s.kernel_overhead > kMaxKernelOverhead) {
+      bad.push_back(w + ".kernel_overhead");
     }
   };
   check(p.forward, "forward");

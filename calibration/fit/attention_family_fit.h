@@ -36,6 +36,12 @@ struct AttentionPoint {
   double time_us = 0.0;               // back-to-back spacing
   bool heldout = false;
   std::string label;
+  // The measurement is the kernel's own duration (torch.profiler), not the
+  // spacing of back-to-back calls: no launch latency in it.
+  bool kernel_only = false;
+  // "" for attention_families_bench.py's grid; "serving" for
+  // serving_kernels_bench.py's small grids (the group names say so).
+  std::string source;
 };
 
 // The points of one measurement file that a family models: CUDNN_ATTENTION
@@ -47,13 +53,32 @@ std::vector<AttentionPoint> load_attention_points(const std::string& path,
                                                   const models::gpu::GpuSpec& spec);
 bool attention_heldout(const models::gpu::AttentionShape& shape);
 
+// The causal GQA prefill kernels of serving_kernels_bench.py's attention
+// section (the serving model's TP ranks: batch 1, 16/2, 32/4 and 64/8
+// heads, head dim 128, 512-8192 tokens, 128-8192 CTAs): the contiguous
+// layout's CUDNN_ATTENTION and default records, their torch.profiler
+// kernel durations (kernel_only). Held out: 1024 and 4096 tokens, and every
+// 32-head (TP2) shape. Throws std::runtime_error naming the file when it
+// cannot be read.
+std::vector<AttentionPoint> load_serving_attention_points(const std::string& path,
+                                                          const models::gpu::GpuSpec& spec);
+bool serving_attention_heldout(const models::gpu::AttentionShape& shape);
+
 // Fits `family`'s forward, backward and decode parameters on the points
 // that are not held out; what lacks data keeps `spec`'s values (`notes`
-// says which).
+// says which). The forward of a family that is not flash2 also fits how
+// its CTAs share an SM (FusedAttentionPass: ctas_per_sm in 1..3,
+// lone_cta_fraction in [0.3, 1], cta_latency_blocks in [0, 6], searched on
+// a grid, coarse then fine; the rest solved by least squares at each,
+// kernel_overhead in [0, 10 us] among them): on grids of every size
+// (attention_families_bench.py's and serving_kernels_bench.py's) at once.
+// `search_sharing` false keeps `spec`'s sharing and kernel_overhead (a GPU
+// with no small grids measured: the H200 takes the H100's, the same SM).
 models::gpu::FusedAttentionParams fit_attention_family(const models::gpu::GpuSpec& spec,
                                                        models::gpu::AttentionFamily family,
                                                        const std::vector<AttentionPoint>& points,
-                                                       std::vector<std::string>& notes);
+                                                       std::vector<std::string>& notes,
+                                                       bool search_sharing = true);
 
 // Fits flash2's prefill (FlashAttention-2's tiles, attention_kernel_model.h)
 // on the FLASH_ATTENTION forward and backward points that are not held

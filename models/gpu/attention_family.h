@@ -4,6 +4,7 @@
 // GPU spec and the op shapes can name a family without the model.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -57,6 +58,22 @@ struct FusedAttentionPass {
   double softmax_exposed = 0.0;
   // Per wave of CTAs: Q/dO loads, O/dQ stores, the backward's dQ reduction.
   sim::Duration wave_overhead = sim::Duration::zero();
+  // How the grid's CTAs share the SMs (attention_grid_tail.h, the schedule
+  // of one kernel's CTAs). CTAs of the pass's kernel resident on one SM at a
+  // time, in [1, 4] (1: one at a time, cuDNN's backward, FlashAttention-3).
+  int64_t ctas_per_sm = 1;
+  // The fraction of the SM's attention throughput one CTA reaches on its
+  // own, in (0, 1]: a lone 64-row warpgroup runs QK^T, softmax and PV one
+  // after the other, so a second CTA is what fills the tensor cores (the
+  // serving grids, calibration/measurements/h100-sxm/serving_kernels_2026-11-27).
+  double lone_cta_fraction = 1.0;
+  // A CTA's fixed latency (Q load, pipeline fill, O store) in key blocks of
+  // its lone time, in [0, 16]: overlapped by its SM partner's work, paid in
+  // full by a lone CTA.
+  double cta_latency_blocks = 0.0;
+  // Once per kernel, after the launch: the grid's ramp and drain (first
+  // TMA descriptor and K/V fetches, the last CTAs' stores), in [0, 10 us].
+  sim::Duration kernel_overhead = sim::Duration::zero();
 };
 
 struct FusedAttentionParams {

@@ -80,9 +80,13 @@ AttentionTile attention_tile(AttentionFamily family, int64_t d, bool backward) {
     if (d <= 192) return backward ? AttentionTile{64, 96} : AttentionTile{128, 96};
     return backward ? AttentionTile{64, 64} : AttentionTile{128, 80};
   }
-  // cudnn (and any other fused family): 128 x 128 forward up to d = 128,
-  // half-width key blocks above; backward 64-row query blocks.
-  if (d <= 128) return backward ? AttentionTile{64, 128} : AttentionTile{128, 128};
+  // cudnn: the forward kernel PyTorch 2.11 runs up to d = 128 is
+  // sm90_flash_fprop_wgmma_f16_knob_7_64x128x128 (torch.profiler in
+  // calibration/measurements/h100-sxm/attention_families_2026-11-26 and
+  // serving_kernels_2026-11-27): 64 query rows by 128 keys. Above 128 (not
+  // seen in a trace) half-width key blocks of 128 rows; backward 64-row
+  // query blocks.
+  if (d <= 128) return AttentionTile{64, 128};
   return backward ? AttentionTile{64, 64} : AttentionTile{128, 64};
 }
 
@@ -144,12 +148,21 @@ FusedAttentionTerms fused_attention_terms(const GpuSpec& spec, const AttentionSh
     const AttentionTile tile = attention_tile(s.family, s.head_dim, s.backward);
     t.ctas = s.batch * s.heads * ceil_div(s.backward ? kv_len_of(s) : s.q_len,
                                           s.backward ? tile.n : tile.m);
+    // How the CTAs share an SM: a fused family's pass says (cuDNN's forward:
+    // two, a lone one latency-bound); flash2's occupancy follows from its
+    // registers and shared memory, with the wave model where two share.
+    const CtaSharing sharing = s.family == AttentionFamily::flash2
+                                   ? CtaSharing{}
+                                   : cta_sharing(fused_attention_pass(spec, s.family, s.backward));
+    const int64_t hw_per_sm = attention_ctas_per_sm(s.family, tile, s.head_dim, s.backward);
     // CTAs that share an SM run as one tile of their summed work.
-    const int64_t per_sm = attention_ctas_per_sm(s.family, tile, s.head_dim, s.backward);
+    const int64_t per_sm = std::max(hw_per_sm, sharing.ctas_per_sm);
     t.tiles = ceil_div(t.ctas, per_sm);
     exps = bh * executed_pairs(s, tile);
     mma_flops = exps * (s.backward ? 2.0 * (3.0 * d + 2.0 * dv) : 2.0 * (d + dv));
-    t.tail = causal_grid_tail(s.family, s, tile.m, tile.n, per_sm, spec.sm_count);
+    // One schedule of the grid's CTAs (attention_grid_tail.h): the causal
+    // tail, and for a family whose CTAs share an SM, their latency.
+    t.tail = attention_grid_tail(s.family, s, tile.m, tile.n, spec.sm_count, sharing, hw_per_sm);
   }
   t.waves = ceil_div(t.tiles, spec.sm_count);
   const double tiles = static_cast<double>(t.tiles);
@@ -186,7 +199,11 @@ KernelDesc fused_attention_kernel(const GpuSpec& spec, const AttentionShape& s) 
   const FusedAttentionPass pass = fused_attention_pass(spec, s.family, s.backward);
   if (!(pass.efficiency > 0.0 && pass.efficiency <= 1.0) ||
       !(pass.wide_head > 0.0 && pass.wide_head <= 1.0) ||
-      !(pass.softmax_exposed >= 0.0 && pass.softmax_exposed <= 1.0)) {
+      !(pass.softmax_exposed >= 0.0 && pass.softmax_exposed <= 1.0) ||
+      !(pass.ctas_per_sm >= 1 && pass.ctas_per_sm <= 4) ||
+      !(pass.lone_cta_fraction > 0.0 && pass.lone_cta_fraction <= 1.0) ||
+      !(pass.cta_latency_blocks >= 0.0 && pass.cta_latency_blocks <= 16.0) ||
+      pass.kernel_overhead < sim::Duration::zero()) {
     throw std::invalid_argument(std::string(attention_family_name(s.family)) +
                                 " attention parameters out of range on " + spec.name);
   }
@@ -216,6 +233,9 @@ KernelDesc fused_attention_kernel(const GpuSpec& spec, const AttentionShape& s) 
     if (t.tiles > s.batch * kv_heads_of(s)) k.setup = p.decode_split_overhead;
   } else {
     k.extra_wave_overhead = pass.wave_overhead;
+    // The grid's ramp and drain, once (cuDNN's forward: fitted with its
+    // lone-CTA latency on the serving grids).
+    k.setup = pass.kernel_overhead;
   }
   return k;
 }

@@ -12,9 +12,11 @@
 // where executed work counts whole blocks: causal diagonal blocks run in
 // full and are masked inside (more than the unmasked pairs at short
 // sequences), the last partial block of queries or keys runs in full. Tiles
-// run in waves over the SMs, each wave paying wave_overhead, and a causal
-// grid's tiles stretch by its tail (attention_grid_tail.h: its unequal CTAs
-// list-scheduled in launch order); the HBM traffic
+// run in waves over the SMs, each wave paying wave_overhead, and the tiles
+// stretch to the grid's schedule (attention_grid_tail.h: its CTAs
+// list-scheduled in launch order; a causal grid's are unequal, and where a
+// pass keeps two on an SM a lone one is latency-bound), plus the pass's
+// kernel_overhead once; the HBM traffic
 // of Q, K, V, O (and gradients) is the floor. The SFU's 16 exponentials per
 // SM per clock (CUDA C Programming Guide, arithmetic throughput of sm_80 and
 // sm_90) matter at small head dims: at d = 64 a score costs 256 FLOPs of
@@ -66,16 +68,19 @@ struct AttentionTile {
 // warps (192, 224), 64 x 64 (256, Hopper's choice: 2 CTAs a SM); backward
 // (one CTA per key block) 128 x 128 (d <= 64), 64 x 128 (d <= 128), 64 x 64
 // above, all 8 warps. flash3: FlashAttention-3's Hopper tile shapes
-// (hopper/tile_size.h); cudnn: not published, taken alike (128 x 128 forward
-// up to d = 128).
+// (hopper/tile_size.h); cudnn: the forward kernel's name gives 64 x 128 up
+// to d = 128 (knob_7_64x128x128, torch.profiler), backward 64 x 128; above
+// 128 not seen, taken FA3-like.
 AttentionTile attention_tile(AttentionFamily family, int64_t head_dim, bool backward);
 
 // CTAs of `tile` that run on one SM at a time. flash2: FA2's kernels take
 // close to the 255-register limit a thread (mma.sync accumulators of S and
 // O in registers), so the 64K-register file of sm_80/sm_90 holds two 4-warp
 // CTAs or one 8-warp CTA; its forward's shared memory ((m + 2n) x d bf16:
-// 48-96 KiB) fits twice in Hopper's 228 KiB. flash3 and cudnn: one
-// (warp-specialised CTAs sized to the SM).
+// 48-96 KiB) fits twice in Hopper's 228 KiB. flash3 and cudnn: one here;
+// a fused family's pass may put more on an SM (FusedAttentionPass::
+// ctas_per_sm: cuDNN's 64-row forward, two), scheduled by
+// attention_grid_tail.h.
 int64_t attention_ctas_per_sm(AttentionFamily family, AttentionTile tile, int64_t head_dim,
                               bool backward);
 
@@ -104,9 +109,11 @@ struct FusedAttentionTerms {
   int64_t waves = 0;
   double mma_s = 0.0;  // seconds per tile at efficiency 1
   double exp_s = 0.0;  // seconds per tile, all exponentials exposed
-  // Both per-tile times include the causal grid's tail: the list-scheduled
-  // makespan of its unequal CTAs over waves x the mean tile
-  // (attention_grid_tail.h; 1 for full attention and decode).
+  // Both per-tile times include the grid's schedule: the list-scheduled
+  // makespan of its CTAs (unequal when causal; latency-bound when alone on
+  // an SM, for a pass with lone_cta_fraction < 1) over waves x the mean
+  // tile (attention_grid_tail.h; 1 for decode and for full attention with
+  // one CTA an SM).
   double tail = 1.0;
   // How far V's head dim is past 128, in steps of 64 (0 up to 128, 1 at
   // 192, 2 at 256): the register accumulators (O forward, dK/dV backward)

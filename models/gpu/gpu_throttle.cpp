@@ -33,6 +33,8 @@ GpuSpec throttled(const GpuSpec& spec, const Throttle& t) {
   for (auto* fam : {&e.cudnn_attention, &e.flash3_attention}) {
     fam->forward.wave_overhead = fam->forward.wave_overhead.scaled(1.0 / c);
     fam->backward.wave_overhead = fam->backward.wave_overhead.scaled(1.0 / c);
+    fam->forward.kernel_overhead = fam->forward.kernel_overhead.scaled(1.0 / c);
+    fam->backward.kernel_overhead = fam->backward.kernel_overhead.scaled(1.0 / c);
     fam->decode_wave_overhead = fam->decode_wave_overhead.scaled(1.0 / c);
     fam->decode_split_overhead = fam->decode_split_overhead.scaled(1.0 / c);
   }

@@ -38,13 +38,29 @@ void read_pass(ConfigReader& r, FusedAttentionPass& p) {
   p.softmax_exposed = in_range(r, "softmax_exposed", p.softmax_exposed, 0.0, false, 1.0,
                                "fraction of the exponentials' SFU time not hidden by the GEMMs");
   p.wave_overhead = r.get_duration("wave_overhead", p.wave_overhead, "fixed cost per wave of CTAs");
+  p.ctas_per_sm = r.get_int_in("ctas_per_sm", p.ctas_per_sm,
+                               "CTAs of the kernel resident on one SM at a time", 1, 4);
+  p.lone_cta_fraction = in_range(r, "lone_cta_fraction", p.lone_cta_fraction, 0.0, true, 1.0,
+                                 "fraction of the SM's throughput one CTA reaches alone");
+  p.cta_latency_blocks = in_range(r, "cta_latency_blocks", p.cta_latency_blocks, 0.0, false, 16.0,
+                                  "a CTA's fixed latency, in key blocks of its lone time");
+  p.kernel_overhead = r.get_duration("kernel_overhead", p.kernel_overhead,
+                                     "once per kernel: the grid's ramp and drain");
+  // A kernel's ramp and drain is a few microseconds of SM and memory latency.
+  if (p.kernel_overhead > sim::us(int64_t{10})) r.fail("kernel_overhead", "must lie in [0, 10us]");
+  if (p.wave_overhead < sim::Duration::zero()) r.fail("wave_overhead", "must not be negative");
+  if (p.kernel_overhead < sim::Duration::zero()) r.fail("kernel_overhead", "must not be negative");
 }
 
 Json pass_json(const FusedAttentionPass& p) {
   return Json{{"efficiency", p.efficiency},
               {"wide_head", p.wide_head},
               {"softmax_exposed", p.softmax_exposed},
-              {"wave_overhead", sim::format_duration(p.wave_overhead)}};
+              {"wave_overhead", sim::format_duration(p.wave_overhead)},
+              {"ctas_per_sm", p.ctas_per_sm},
+              {"lone_cta_fraction", p.lone_cta_fraction},
+              {"cta_latency_blocks", p.cta_latency_blocks},
+              {"kernel_overhead", sim::format_duration(p.kernel_overhead)}};
 }
 
 std::vector<std::string> family_names() {

@@ -99,6 +99,35 @@ TEST_CASE("a calibration profile's flash2 decode parameter out of range is bad i
   CHECK(r.err.find("must lie in (0.0, 1.0]") != std::string::npos);
 }
 
+TEST_CASE("a fused attention pass's CTA sharing out of range is bad input", "[cli]") {
+  // ctas_per_sm in [1, 4], lone_cta_fraction in (0, 1], cta_latency_blocks
+  // in [0, 16], kernel_overhead in [0, 10us] (attention_family.h).
+  TempDir dir;
+  write_text(dir / "gemm.yaml", kGemm);
+  struct Case {
+    const char* line;
+    const char* key;
+  };
+  for (const Case& c : {Case{"ctas_per_sm: 5", "cudnn.forward.ctas_per_sm"},
+                        Case{"lone_cta_fraction: 0", "cudnn.forward.lone_cta_fraction"},
+                        Case{"cta_latency_blocks: 20", "cudnn.forward.cta_latency_blocks"},
+                        Case{"kernel_overhead: 50us", "cudnn.forward.kernel_overhead"}}) {
+    write_text(dir / "profile.yaml", std::string("gpu: h100-sxm\n"
+                                                 "efficiency:\n"
+                                                 "  attention_families:\n"
+                                                 "    cudnn:\n"
+                                                 "      forward: {") +
+                                         c.line + "}\n");
+    auto r = run_gcsim({"run", (dir / "gemm.yaml").string(), "-q", "-o", (dir / "o").string(),
+                        "-s", "cluster.calibration=" + (dir / "profile.yaml").string()});
+    INFO(c.line << ": " << r.err);
+    CHECK(r.exit_status == 2);
+    CHECK(r.err.find("profile.yaml") != std::string::npos);
+    CHECK(r.err.find(":5") != std::string::npos);
+    CHECK(r.err.find(std::string("efficiency.attention_families.") + c.key) != std::string::npos);
+  }
+}
+
 TEST_CASE("a graph kernel launch latency out of its range is bad input", "[cli]") {
   // A CUDA graph node launches no slower than a stream kernel and no sooner
   // than 200 ns (gpu_spec.h: empty kernels replay 0.5-0.8 us apart).

@@ -74,12 +74,28 @@ std::vector<AttentionPoint> grid(const gpu::GpuSpec& spec) {
 TEST_CASE("attention fit: recovers the parameters that made the times", "[attention][fit]") {
   gpu::GpuSpec truth = test::gpu_preset("h100-sxm");
   auto& c = truth.efficiency.cudnn_attention;
-  c.forward = {0.72, 0.85, 0.4, sim::us(3.0)};
+  // Forward CTAs two a SM, a lone one at 0.55 of the SM's rate with 1.25
+  // blocks of fixed latency, 2 us a kernel: on the search's coarse grid.
+  c.forward = {0.72, 0.85, 0.4, sim::us(3.0), 2, 0.55, 1.25, sim::us(2.0)};
   c.backward = {0.55, 0.9, 0.2, sim::us(8.0)};
   c.decode_bandwidth = 0.8;
   c.decode_wave_overhead = sim::us(4.0);
   c.decode_split_overhead = sim::us(5.0);
-  const auto points = grid(truth);
+  auto points = grid(truth);
+  // The serving grids (batch 1, 16 and 64 heads, 512-8192 tokens), timed as
+  // a profiler's kernel durations: what tells the sharing apart.
+  for (int64_t h : {16, 64}) {
+    for (int64_t s : {512, 1024, 2048, 4096, 8192}) {
+      AttentionPoint p;
+      p.backend = "CUDNN_ATTENTION";
+      p.shape = {.batch = 1, .heads = h, .kv_heads = h / 8, .q_len = s, .kv_len = s, .causal = true,
+                 .family = gpu::AttentionFamily::cudnn};
+      p.kernel_only = true;
+      p.source = "serving";
+      p.time_us = calibration::attention_predicted_us(truth, p);
+      points.push_back(p);
+    }
+  }
   gpu::GpuSpec start = truth;
   start.efficiency.cudnn_attention = gpu::FusedAttentionParams{};  // the struct's priors
   std::vector<std::string> notes;
@@ -91,8 +107,13 @@ TEST_CASE("attention fit: recovers the parameters that made the times", "[attent
   CHECK(fit.forward.wide_head == Approx(0.85).epsilon(1e-3));
   CHECK(fit.forward.softmax_exposed == Approx(0.4).epsilon(1e-2));
   CHECK(fit.forward.wave_overhead.microseconds() == Approx(3.0).epsilon(1e-2));
+  CHECK(fit.forward.ctas_per_sm == 2);
+  CHECK(fit.forward.lone_cta_fraction == Approx(0.55).epsilon(1e-9));
+  CHECK(fit.forward.cta_latency_blocks == Approx(1.25).epsilon(1e-9));
+  CHECK(fit.forward.kernel_overhead.microseconds() == Approx(2.0).epsilon(1e-2));
   CHECK(fit.backward.efficiency == Approx(0.55).epsilon(1e-3));
   CHECK(fit.backward.wide_head == Approx(0.9).epsilon(1e-3));
+  CHECK(fit.backward.ctas_per_sm == 1);
   CHECK(fit.decode_bandwidth == Approx(0.8).epsilon(1e-3));
   CHECK(fit.decode_wave_overhead.microseconds() == Approx(4.0).epsilon(1e-2));
   CHECK(fit.decode_split_overhead.microseconds() == Approx(5.0).epsilon(1e-2));
@@ -159,14 +180,48 @@ struct Measured {
   const char* gpu;      // preset (its default profile applied)
   const char* file;     // attention_families_bench.py output
   const char* earlier;  // attention_bench.py output of 2026-11-22 (FA2 decode: another day)
+  // serving_kernels_bench.py's attention sweep (the serving model's small
+  // grids; nullptr: none on this GPU) and whether the fit may use its
+  // shapes that are not held out (else every one is held out).
+  const char* serving;
+  bool serving_fitted;
+  // attention_grid_size.py's run (b1 h8/16/32 and 64-pair grids at 4096
+  // tokens, default backend; all held out), or nullptr.
+  const char* grid_size;
 };
-// PyTorch 2.11 SDPA on one H100 SXM and one H200 (GPU 0 of 2), 2026-11-26.
+// PyTorch 2.11 SDPA on one H100 SXM and one H200 (GPU 0 of 2), 2026-11-26;
+// the H100's small grids on 2026-11-27. The H200 has no small grid of its
+// own fitted: it keeps the H100's CTA sharing and kernel overhead (the same
+// SM and clocks) and refits the rest on its large grids.
 const Measured kMeasured[] = {
     {"h100-sxm", "calibration/measurements/h100-sxm/attention_families_2026-11-26/attention_families.json",
-     "calibration/measurements/h100-sxm/attention_2026-11-22.json"},
+     "calibration/measurements/h100-sxm/attention_2026-11-22.json",
+     "calibration/measurements/h100-sxm/serving_kernels_2026-11-27/serving_kernels.json", true,
+     "calibration/measurements/h100-sxm/attention_grid_size_2026-11-27/attention_grid_size.json"},
     {"h200-sxm", "calibration/measurements/h200-x2/attention_families_2026-11-26/attention_families.json",
-     "calibration/measurements/h200-x4/attention_2026-11-22.json"},
+     "calibration/measurements/h200-x4/attention_2026-11-22.json", nullptr, false, nullptr},
 };
+
+// Every point of a GPU: the families grid, then its small serving grids
+// and the grid-size run (source "serving", "grid size").
+std::vector<AttentionPoint> all_points(const gpu::GpuSpec& spec, const Measured& m) {
+  auto points = calibration::load_attention_points(test::source_path(m.file), spec);
+  if (m.serving) {
+    for (auto p : calibration::load_serving_attention_points(test::source_path(m.serving), spec)) {
+      p.heldout = p.heldout || !m.serving_fitted;
+      points.push_back(p);
+    }
+  }
+  if (m.grid_size) {
+    for (auto p : calibration::load_attention_points(test::source_path(m.grid_size), spec)) {
+      p.heldout = true;
+      p.source = "grid size";
+      p.label += " (grid size)";
+      points.push_back(p);
+    }
+  }
+  return points;
+}
 
 // The FLASH_ATTENTION decode points of the 2026-11-22 run, all held out.
 std::vector<AttentionPoint> earlier_flash2_decode(const gpu::GpuSpec& spec, const Measured& m) {
@@ -223,10 +278,10 @@ TEST_CASE("attention fit: run it (hidden; prints the profile block, writes GCSIM
   std::string report;
   for (const auto& m : kMeasured) {
     gpu::GpuSpec spec = calibrated(m.gpu);
-    const auto points = calibration::load_attention_points(test::source_path(m.file), spec);
+    const auto points = all_points(spec, m);
     std::vector<std::string> notes;
-    const auto fit =
-        calibration::fit_attention_family(spec, gpu::AttentionFamily::cudnn, points, notes);
+    const auto fit = calibration::fit_attention_family(spec, gpu::AttentionFamily::cudnn, points,
+                                                       notes, m.serving_fitted);
     const auto flash2 = calibration::fit_flash2_decode(spec, points, notes);
     const auto prefill = calibration::fit_flash2_prefill(spec, points, notes);
     // Head dims held out: flash2's prefill fitted on head dims 64 and 128
@@ -249,11 +304,24 @@ TEST_CASE("attention fit: run it (hidden; prints the profile block, writes GCSIM
     for (const auto& n : notes) std::cout << "  note: " << n << "\n";
     report += "## " + std::string(m.gpu) + " (" + m.file + ")\n\n";
     report += calibration::attention_errors_markdown(calibration::attention_errors(spec, points));
+    report += "\nThe same with the profile's parameters before this refit:\n\n" +
+              calibration::attention_errors_markdown(calibration::attention_errors(before, points));
+    report += "\nSmall grids, point by point (kernel durations; the grid-size run's spacing):\n\n"
+              "| point | set | measured (us) | before | after |\n|---|---|---:|---:|---:|\n";
+    for (const auto& p : points) {
+      if (p.source.empty() || p.backend == "FLASH_ATTENTION") continue;
+      std::ostringstream row;
+      row << "| " << p.label << " | " << (p.heldout ? "held out" : "fitted") << " | " << std::fixed
+          << std::setprecision(1) << p.time_us << " | " << std::showpos
+          << 100.0 * (calibration::attention_predicted_us(before, p) / p.time_us - 1.0) << "% | "
+          << 100.0 * (calibration::attention_predicted_us(spec, p) / p.time_us - 1.0) << "% |\n";
+      report += row.str();
+    }
     // Before this model gcsim ran every attention as flash2: the default
     // backend's times against that.
     std::vector<AttentionPoint> as_flash2;
     for (auto p : points) {
-      if (p.backend != "DEFAULT") continue;
+      if (p.backend != "DEFAULT" || !p.source.empty()) continue;
       p.shape.family = gpu::AttentionFamily::flash2;
       if (p.shape.head_dim_v > 0) continue;  // MLA: flash2 refuses unequal head dims
       as_flash2.push_back(p);
@@ -299,13 +367,36 @@ TEST_CASE("attention fit: the shipped presets predict measured SDPA on shapes no
               {true, gpu::fused_attention_pass(spec, gpu::AttentionFamily::flash2, false),
                gpu::fused_attention_pass(spec, gpu::AttentionFamily::flash2, true)})
               .empty());
-    const auto points = calibration::load_attention_points(test::source_path(m.file), spec);
+    const auto points = all_points(spec, m);
     REQUIRE(points.size() > 250);
     int checked = 0;
     for (const auto& row : calibration::attention_errors(spec, points)) {
       if (!row.heldout) continue;
       INFO(row.group << ": median " << row.median << ", worst " << row.worst << " ("
                      << row.worst_label << ")");
+      if (row.group.rfind("serving grids: ", 0) == 0) {
+        // The serving model's small grids (serving_kernels_2026-11-27,
+        // kernel durations), 1024/4096 tokens and every 32-head shape held
+        // out: 2.6-2.7% median, worst 7.7% (the wave model was 12-14%
+        // median, worst 30%, and 58% fast on the fitted 512-token TP4
+        // shape): 5% median, and no case past 10% (issue 16's bar).
+        CHECK(row.median <= 0.05);
+        CHECK(row.worst <= 0.10);
+        ++checked;
+        continue;
+      }
+      if (row.group.rfind("grid size grids: ", 0) == 0) {
+        // attention_grid_size_2026-11-27 (b1 h8/16/32 and 64-pair grids at
+        // 4096 tokens, default backend, nothing fitted): forward 3.4%
+        // median, worst 6.1% (full attention +5-6%); backward, whose model
+        // this change leaves alone, 6.0% / 10.7%. 5% / 8% forward, 8% /
+        // 12% backward.
+        const bool bwd = row.group.find(" bwd") != std::string::npos;
+        CHECK(row.median <= (bwd ? 0.08 : 0.05));
+        CHECK(row.worst <= (bwd ? 0.12 : 0.08));
+        ++checked;
+        continue;
+      }
       if (row.group.rfind("default backend vs cudnn model", 0) == 0) {
         CHECK(row.median <= 0.10);
         ++checked;
@@ -328,7 +419,9 @@ TEST_CASE("attention fit: the shipped presets predict measured SDPA on shapes no
         ++checked;
       }
     }
-    CHECK(checked == 9);
+    // 9 groups of the families grid; the H100 adds 2 serving and 2
+    // grid-size groups.
+    CHECK(checked == (m.serving ? 13 : 9));
     // The 2026-11-22 run's FA2 decode (batch 8-128, 1K-16K keys), held out
     // by date as well: measured within 10% every case.
     const auto earlier = calibration::attention_errors(spec, earlier_flash2_decode(spec, m));

@@ -64,24 +64,58 @@ TEST_CASE("attention families: executed pairs count whole blocks", "[gpu][attent
 
 TEST_CASE("attention families: a cudnn forward kernel by hand", "[gpu][attention]") {
   const gpu::GpuSpec g = round_gpu();
-  // 100 heads x 1024 queries in blocks of 128: 800 CTAs, 8 waves on 100 SMs.
-  // Per CTA: 1024^2 x 100 / 800 = 131072 scores; tensor work 2 x 256 flops
-  // each = 6.7109e7 flops at 1e13 flop/s per SM = 6.7109 us at efficiency 1,
-  // 13.4218 us at 0.5; exponentials 131072 / 3.2e10 = 4.096 us, half
-  // exposed = 2.048 us. Wave: 15.4698 + 1 (overhead) = 16.4698 us; kernel
-  // 2 + 8 x 16.4698 = 133.758 us. HBM: 1.049e8 B / 800 = 131072 B per CTA
-  // at 2.7e12 / 100 B/s = 4.85 us, under the compute.
+  // 100 heads x 1024 queries in blocks of 64 (cuDNN's knob_7 64 x 128
+  // forward tile): 1600 CTAs, 16 waves on 100 SMs (this pass keeps one CTA
+  // a SM). Per CTA: 1024^2 x 100 / 1600 = 65536 scores; tensor work 2 x 256
+  // flops each = 3.3554e7 flops at 1e13 flop/s per SM = 3.3554 us at
+  // efficiency 1, 6.7109 us at 0.5; exponentials 65536 / 3.2e10 = 2.048 us,
+  // half exposed = 1.024 us. Wave: 7.7349 + 1 (overhead) = 8.7349 us;
+  // kernel 2 + 16 x 8.7349 = 141.758 us. HBM: 1.049e8 B / 1600 = 65536 B
+  // per CTA at 2.7e12 / 100 B/s = 2.43 us, under the compute.
   const auto k = gpu::attention_kernel(g, shape(1024, 1024, false));
-  CHECK(k.tiles == 800);
+  CHECK(k.tiles == 1600);
   CHECK(k.total_flops() == Approx(100.0 * 1024 * 1024 * 512));
   const auto t = gpu::fused_attention_terms(g, shape(1024, 1024, false));
-  CHECK(t.waves == 8);
-  CHECK(t.mma_s == Approx(6.7109e-6).epsilon(1e-4));
-  CHECK(t.exp_s == Approx(4.096e-6).epsilon(1e-6));
-  CHECK(gpu::isolated_time(g, k, g.sm_count).microseconds() == Approx(133.758).epsilon(1e-4));
-  // The folded efficiency: useful 6.7109 us of peak work in 15.4698 us.
-  CHECK(k.efficiency == Approx(6.7109 / 15.4698).epsilon(1e-4));
+  CHECK(t.waves == 16);
+  CHECK(t.mma_s == Approx(3.3554e-6).epsilon(1e-4));
+  CHECK(t.exp_s == Approx(2.048e-6).epsilon(1e-6));
+  CHECK(gpu::isolated_time(g, k, g.sm_count).microseconds() == Approx(141.758).epsilon(1e-4));
+  // The folded efficiency: useful 3.3554 us of peak work in 7.7349 us.
+  CHECK(k.efficiency == Approx(3.3554 / 7.7349).epsilon(1e-4));
   CHECK(k.efficiency <= 1.0);
+}
+
+TEST_CASE("attention families: cudnn forward CTAs sharing an SM, by hand", "[gpu][attention]") {
+  gpu::GpuSpec g = round_gpu();
+  // Two CTAs a SM; alone one reaches half the SM's rate and pays one key
+  // block of fixed latency; 2 us a kernel.
+  auto& fwd = g.efficiency.cudnn_attention.forward;
+  fwd.ctas_per_sm = 2;
+  fwd.lone_cta_fraction = 0.5;
+  fwd.cta_latency_blocks = 1.0;
+  fwd.kernel_overhead = sim::us(int64_t{2});
+  // 25 heads x 512 queries, full: 8 CTAs of 64 rows a head, four 128-key
+  // blocks each: 200 CTAs, 2 a SM (n = 2). A block: 8192 scores x 512 flops
+  // = 4.194e6 flops, 0.41943 us at the SM's 1e13, 0.83886 us at efficiency
+  // 0.5; 8192 exponentials / 3.2e10 = 0.256 us, half exposed: 0.128 us;
+  // 0.96686 us. A CTA takes max((1 + 4) / 0.5, 2 x 4) = 10 block-times,
+  // all 200 at once: 10 against the wave model's one wave of tiles of 2
+  // CTAs (8 blocks): tail 1.25. Tile: 1.25 x 8 x 0.96686 = 9.6686 us, + 1
+  // us wave overhead; kernel 2 (launch) + 2 (kernel) + 10.6686 = 14.6686
+  // us. HBM: 1.31e7 B / 100 tiles at 2.7e12 / 100 B/s = 4.85 us, under it.
+  auto a = shape(512, 512, false);
+  a.heads = 25;
+  const auto t = gpu::fused_attention_terms(g, a);
+  CHECK(t.ctas == 200);
+  CHECK(t.tiles == 100);
+  CHECK(t.waves == 1);
+  CHECK(t.tail == Approx(1.25).epsilon(1e-12));
+  const auto k = gpu::attention_kernel(g, a);
+  CHECK(k.setup == sim::us(int64_t{2}));
+  CHECK(gpu::isolated_time(g, k, g.sm_count).microseconds() == Approx(14.6686).epsilon(1e-4));
+  // Out of range: refused with a clear error.
+  fwd.lone_cta_fraction = 0.0;
+  CHECK_THROWS_AS(gpu::attention_kernel(g, a), std::invalid_argument);
 }
 
 TEST_CASE("attention families: head dims above 128 pay wide_head, backward its own pass",
@@ -113,12 +147,12 @@ TEST_CASE("attention families: head dims above 128 pay wide_head, backward its o
 TEST_CASE("attention families: causal costs about half, plus the diagonal blocks",
           "[gpu][attention]") {
   const gpu::GpuSpec g = round_gpu();
-  // 8192 tokens: 64 query blocks, 64 x 65 / 2 = 2080 of 4096 key blocks run
-  // (0.5078 of the non-causal work), times the causal grid's tail (6400
-  // CTAs of 1..64 blocks list-scheduled on 100 SMs: makespan 2119 blocks
-  // against 64 waves x 32.5 = 2080, 1.0188): 0.5173 of the full kernel's
-  // tile time; the launch and per-wave overheads, equal in both, pull the
-  // ratio towards 1, hence up to 0.53.
+  // 8192 tokens: 128 query blocks of 64 rows, query block i runs
+  // ceil((i + 1) / 2) key blocks of 128: 2 x 64 x 65 / 2 = 4160 of 8192
+  // run (0.5078 of the non-causal work), times the causal grid's tail
+  // (12800 CTAs of 1..64 blocks list-scheduled on 100 SMs, about 1%): about
+  // 0.513 of the full kernel's tile time; the launch and per-wave overheads,
+  // equal in both, pull the ratio towards 1, hence up to 0.53.
   const double full = gpu::isolated_time(g, gpu::attention_kernel(g, shape(8192, 8192, false)),
                                          g.sm_count).seconds();
   const double causal = gpu::isolated_time(g, gpu::attention_kernel(g, shape(8192, 8192, true)),
