@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Why gcsim's cudnn prefill model is fast on the serving model's attention (batch 1, 16-64 query heads
-per TP rank): a prototype, not yet in gcsim (models/gpu/attention_kernel_model.h would need new
-FusedAttentionPass fields; README "Serving: framework and a real step" says what is left).
+"""Why gcsim's cudnn prefill model was fast on the serving model's attention (batch 1, 16-64 query heads
+per TP rank): the prototype. gcsim now has it (models/gpu/attention_grid_tail.h, FusedAttentionPass's
+ctas_per_sm, lone_cta_fraction, cta_latency_blocks and kernel_overhead), fitted jointly with the large
+grids by calibration/fit/attention_family_fit.cpp (report attention_families_2026-11-27.md); this
+script is kept as the record of how the regime was found.
 
 cuDNN's sm90 forward kernel that PyTorch 2.11 runs here (knob_7, 64x128x128) gives each CTA 64 query
 rows; a causal CTA i walks ceil(64 (i + 1) / 128) key blocks of 128. The fitted cudnn family (fitted on

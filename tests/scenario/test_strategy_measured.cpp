@@ -83,8 +83,8 @@ const char* const kClasses[] = {"gemm", "attention", "elementwise+norm", "optimi
 // SM-bound reduction passes run at the capped clock (+13% -> +15% on DP4
 // against rested; calibration/fit/reduction_kernels_2026-11-26.md); what
 // is left is the plain kernels at the H200-fitted vectorized
-// fraction); attention 8% (cuDNN's kernels, -5 .. +5% on the H100s with
-// the causal grid's tail, below; 2% above the worst for run-to-run spread;
+// fraction); attention 8% (cuDNN's kernels, -4.4 .. +5.6% on the H100s
+// with the grid schedule, below; 2% above the worst for run-to-run spread;
 // before the tail 0 .. -16%: measured on 2x
 // H100, calibration/measurements/h100-x2/attention_beside_nccl_2026-11-26,
 // cuDNN's one-CTA-per-SM kernels run 1.13-1.18x beside an NCCL all-reduce
@@ -100,6 +100,9 @@ const char* const kClasses[] = {"gemm", "attention", "elementwise+norm", "optimi
 // 2026-11-27: alone on one H100, b1 h16 costs 26% / 21% more per unit of
 // work than b8 h8), which gcsim's wave model did not charge; now charged
 // (models/gpu/attention_grid_tail.h): TP2xPP2 -16 -> +3% both builds;
+// with cuDNN's forward as two 64-row CTAs a SM, a lone one latency-bound
+// (the same schedule, fitted on the serving grids too), +3.3% eager, +5.6%
+// compiled;
 // with DDP's buckets the DP4 all-reduce after
 // {norm2 + proj} runs beside the attention backward as in the real step,
 // whose cuDNN backward it makes 12.4 instead of 11.3 ms, but it becomes

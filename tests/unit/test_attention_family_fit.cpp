@@ -304,10 +304,10 @@ TEST_CASE("attention fit: run it (hidden; prints the profile block, writes GCSIM
     for (const auto& n : notes) std::cout << "  note: " << n << "\n";
     report += "## " + std::string(m.gpu) + " (" + m.file + ")\n\n";
     report += calibration::attention_errors_markdown(calibration::attention_errors(spec, points));
-    report += "\nThe same with the profile's parameters before this refit:\n\n" +
+    report += "\nThe same with the shipped preset's parameters (the refit's starting point):\n\n" +
               calibration::attention_errors_markdown(calibration::attention_errors(before, points));
     report += "\nSmall grids, point by point (kernel durations; the grid-size run's spacing):\n\n"
-              "| point | set | measured (us) | before | after |\n|---|---|---:|---:|---:|\n";
+              "| point | set | measured (us) | shipped preset | this refit |\n|---|---|---:|---:|---:|\n";
     for (const auto& p : points) {
       if (p.source.empty() || p.backend == "FLASH_ATTENTION") continue;
       std::ostringstream row;
