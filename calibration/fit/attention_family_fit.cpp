@@ -430,6 +430,36 @@ std::vector<AttentionPoint> load_serving_attention_points(const std::string& pat
     throw std::runtime_error(path + ": no attention list");
   }
   std::vector<AttentionPoint> out;
+  // The backward sweep (serving_attention_sweep.py; default backend,
+  // contiguous): timed by its spacing, as the families grid's backward (the
+  // call's preprocessing, dQ conversion and GQA reduction kernels in it).
+  if (doc.contains("attention_backward") && doc["attention_backward"].is_array()) {
+    for (const auto& r : doc["attention_backward"]) {
+      if (!r.contains("timing")) continue;
+      AttentionPoint p;
+      p.backend = "DEFAULT";
+      AttentionShape& s = p.shape;
+      try {
+        s.batch = 1;
+        s.heads = r.at("q_heads").get<int64_t>();
+        s.kv_heads = r.at("kv_heads").get<int64_t>();
+        s.q_len = s.kv_len = r.at("tokens").get<int64_t>();
+        s.head_dim = r.at("head_dim").get<int64_t>();
+        s.causal = r.at("causal").get<bool>();
+        s.backward = true;
+        p.time_us = r.at("timing").at("time_us").get<double>();
+      } catch (const std::exception& e) {
+        throw std::runtime_error(path + ": an attention_backward record lacks a key: " + e.what());
+      }
+      s.family = models::gpu::resolve_attention_family(std::nullopt, spec, false);
+      p.source = "serving";
+      p.heldout = true;
+      p.label = "serving DEFAULT bwd b1 h" + std::to_string(s.heads) + "/" +
+                std::to_string(s.kv_heads) + " q" + std::to_string(s.q_len) + " d" +
+                std::to_string(s.head_dim) + (s.causal ? " causal" : "");
+      out.push_back(std::move(p));
+    }
+  }
   for (const auto& r : doc["attention"]) {
     if (r.value("layout", "") != "contiguous" || !r.contains("attention_kernel_us")) continue;
     AttentionPoint p;

@@ -58,8 +58,10 @@ bool attention_heldout(const models::gpu::AttentionShape& shape);
 // heads, head dim 128, 512-8192 tokens, 128-8192 CTAs): the contiguous
 // layout's CUDNN_ATTENTION and default records, their torch.profiler
 // kernel durations (kernel_only). Held out: 1024 and 4096 tokens, and every
-// 32-head (TP2) shape. Throws std::runtime_error naming the file when it
-// cannot be read.
+// 32-head (TP2) shape. A file with an `attention_backward` list
+// (serving_attention_sweep.py) adds the default backend's backward at the
+// same shapes, timed by its spacing, all held out. Throws
+// std::runtime_error naming the file when it cannot be read.
 std::vector<AttentionPoint> load_serving_attention_points(const std::string& path,
                                                           const models::gpu::GpuSpec& spec);
 bool serving_attention_heldout(const models::gpu::AttentionShape& shape);

@@ -188,6 +188,9 @@ struct Measured {
   // attention_grid_size.py's run (b1 h8/16/32 and 64-pair grids at 4096
   // tokens, default backend; all held out), or nullptr.
   const char* grid_size;
+  // serving_attention_sweep.py's run on another machine (the serving grids
+  // forward and backward; all held out), or nullptr.
+  const char* serving_other;
 };
 // PyTorch 2.11 SDPA on one H100 SXM and one H200 (GPU 0 of 2), 2026-11-26;
 // the H100's small grids on 2026-11-27. The H200 has no small grid of its
@@ -197,9 +200,10 @@ const Measured kMeasured[] = {
     {"h100-sxm", "calibration/measurements/h100-sxm/attention_families_2026-11-26/attention_families.json",
      "calibration/measurements/h100-sxm/attention_2026-11-22.json",
      "calibration/measurements/h100-sxm/serving_kernels_2026-11-27/serving_kernels.json", true,
-     "calibration/measurements/h100-sxm/attention_grid_size_2026-11-27/attention_grid_size.json"},
+     "calibration/measurements/h100-sxm/attention_grid_size_2026-11-27/attention_grid_size.json",
+     "calibration/measurements/h100-sxm/serving_attention_2026-11-27/attention_sweep.json"},
     {"h200-sxm", "calibration/measurements/h200-x2/attention_families_2026-11-26/attention_families.json",
-     "calibration/measurements/h200-x4/attention_2026-11-22.json", nullptr, false, nullptr},
+     "calibration/measurements/h200-x4/attention_2026-11-22.json", nullptr, false, nullptr, nullptr},
 };
 
 // Every point of a GPU: the families grid, then its small serving grids
@@ -209,6 +213,14 @@ std::vector<AttentionPoint> all_points(const gpu::GpuSpec& spec, const Measured&
   if (m.serving) {
     for (auto p : calibration::load_serving_attention_points(test::source_path(m.serving), spec)) {
       p.heldout = p.heldout || !m.serving_fitted;
+      points.push_back(p);
+    }
+  }
+  if (m.serving_other) {
+    for (auto p : calibration::load_serving_attention_points(test::source_path(m.serving_other), spec)) {
+      p.heldout = true;
+      p.source = "serving (2nd H100)";
+      p.label += " (2nd H100)";
       points.push_back(p);
     }
   }
@@ -374,6 +386,19 @@ TEST_CASE("attention fit: the shipped presets predict measured SDPA on shapes no
       if (!row.heldout) continue;
       INFO(row.group << ": median " << row.median << ", worst " << row.worst << " ("
                      << row.worst_label << ")");
+      if (row.group.rfind("serving (2nd H100) grids: ", 0) == 0) {
+        // serving_attention_2026-11-27: the same grids on another H100,
+        // nothing fitted. Forward 2.4-2.6% median, worst 7.5%: 5% / 10%.
+        // Backward (the call's bprop kernel and its four small kernels as
+        // one, one CTA a SM): -35.5 .. +8.4%, 9.3% median, the short
+        // sequences fast (README: not done); held to that, 12% / 40%, so
+        // that it does not get worse unseen.
+        const bool bwd = row.group.find(" bwd") != std::string::npos;
+        CHECK(row.median <= (bwd ? 0.12 : 0.05));
+        CHECK(row.worst <= (bwd ? 0.40 : 0.10));
+        ++checked;
+        continue;
+      }
       if (row.group.rfind("serving grids: ", 0) == 0) {
         // The serving model's small grids (serving_kernels_2026-11-27,
         // kernel durations), 1024/4096 tokens and every 32-head shape held
@@ -419,9 +444,9 @@ TEST_CASE("attention fit: the shipped presets predict measured SDPA on shapes no
         ++checked;
       }
     }
-    // 9 groups of the families grid; the H100 adds 2 serving and 2
-    // grid-size groups.
-    CHECK(checked == (m.serving ? 13 : 9));
+    // 9 groups of the families grid; the H100 adds 2 serving, 2 grid-size
+    // and 3 second-machine serving groups.
+    CHECK(checked == (m.serving ? 16 : 9));
     // The 2026-11-22 run's FA2 decode (batch 8-128, 1K-16K keys), held out
     // by date as well: measured within 10% every case.
     const auto earlier = calibration::attention_errors(spec, earlier_flash2_decode(spec, m));
