@@ -52,6 +52,15 @@ all-reduces on 4 ranks; NCCL's time does not depend on the values).  Cases run i
 measured the first time it is needed; --budget-s (from the process's start) stops starting new
 cases; each rank's partial results are written after every case.
 
+Suite "ddp" (--suite ddp, or ddp+interf: ddp first, then interf, one process): what an eager DDP
+step overlaps.  The memory-bound kernel kinds of an eager transformer backward at the step's
+tensor sizes (bf16 add of 8, 32 and 64 MiB per tensor, bf16 mul 32 MiB (SiLU-times-gate),
+aten silu 32 MiB, bf16 -> fp32 copy_ of 16 and 64 MiB of bf16 input, F.rms_norm forward on 32 MiB
+of rows of 4096), inputs rotated over >= 256 MiB, each beside back-to-back all-reduces of DDP's
+25 MiB bucket (fp32 and bf16, cycling through 8 distinct buffers as DDP's buckets are distinct
+tensors) and of 256 MiB bf16 in place, "steady" mode as above; same JSON schema and record
+fields as suite interf (records carry "suite": "ddp").
+
 NVLink multicast (NVLS) must stay OFF on the lent machines: the three variables below are forced
 here before torch is imported, and the launcher sets them too.
 """
@@ -90,6 +99,10 @@ OVERLAP_AR = [1 * GIB, 256 * MIB]
 ADD_ELEMENTS = 1 << 27   # bf16 add: 3 x 256 MiB moved per kernel
 INTERF_WINDOW_US = 15000.0  # each stream's back-to-back work per release
 INTERF_REPS = 5
+# suite "ddp": an eager backward's memory-bound kernels beside DDP's bucket all-reduces
+DDP_HIDDEN = 4096  # row length of the rms_norm rows (the strategy step's hidden size is 4096)
+DDP_BUCKET = 25 * MIB  # PyTorch DDP's default bucket_cap_mb
+DDP_BUCKETS = 8  # distinct bucket buffers cycled (8 x 25 MiB overflow the 50-60 MB L2)
 TOL_US = 5.0  # slack when testing "wholly inside" (event granularity ~0.5 us, release skew)
 
 SECTION = {"name": "init"}
@@ -578,8 +591,9 @@ class Bench:
         needed: the memory-bound add and the GEMMs beside the all-reduces first, reduce-scatter
         and all-gather last.  No case starts once --budget-s (from process start) is spent."""
         res = self.res
-        res.update({"suite": "interf", "kernel_alone": {}, "comm_alone": {}, "interf": {},
-                    "skipped": []})
+        for key in ("kernel_alone", "comm_alone", "interf", "skipped"):
+            res.setdefault(key, {} if key != "skipped" else [])
+        res.setdefault("suite", "interf")
         ks = self.interf_kernels()
         cs = self.interf_comms()
         log(f"[r{self.rank}] buffers ready")
@@ -601,6 +615,108 @@ class Bench:
         if res["skipped"]:
             log(f"[r{self.rank}] budget spent, skipped: {', '.join(res['skipped'])}")
         SECTION["name"] = "done"
+
+    # -- suite "ddp": an eager backward's memory-bound kernels beside DDP's bucket all-reduces ----
+    def ddp_kernels(self):
+        """name -> (kern_fn(i), description): the memory-bound kernel kinds of an eager transformer
+        backward at the step's tensor sizes (8-64 MiB per bf16 tensor), every input rotated over
+        >= 256 MiB of sets so each call reads HBM (the 50 MB L2 holds none of them between calls)."""
+        ks = {}
+
+        def nsets(set_bytes):
+            return max(1, min(64, math.ceil(256 * MIB / set_bytes)))
+
+        def elems(mib):
+            return (mib * MIB // 2) // DDP_HIDDEN * DDP_HIDDEN  # whole rows of DDP_HIDDEN
+
+        for fn_name, mib in (("add", 8), ("add", 32), ("add", 64), ("mul", 32)):
+            e = elems(mib)
+            k = nsets(3 * 2 * e)
+            sets = [(self.randn(e), self.randn(e), torch.empty(e, device=self.dev, dtype=BF16))
+                    for _ in range(k)]
+            op = torch.add if fn_name == "add" else torch.mul
+            ks[f"{fn_name}_bf16_{mib}MiB"] = (
+                (lambda i, sets=sets, op=op: op(*sets[i % len(sets)][:2], out=sets[i % len(sets)][2])),
+                {"kind": "elementwise", "fn": fn_name, "elements": e, "dtype": "bfloat16",
+                 "hbm_bytes_per_kernel": 3 * 2 * e, "rot_sets": k})
+        e = elems(32)
+        k = nsets(2 * 2 * e)
+        sets = [(self.randn(e), torch.empty(e, device=self.dev, dtype=BF16)) for _ in range(k)]
+        ks["silu_bf16_32MiB"] = (
+            (lambda i, sets=sets: torch.ops.aten.silu.out(sets[i % len(sets)][0],
+                                                          out=sets[i % len(sets)][1])),
+            {"kind": "elementwise", "fn": "silu", "elements": e, "dtype": "bfloat16",
+             "hbm_bytes_per_kernel": 2 * 2 * e, "rot_sets": k})
+        for mib in (16, 64):  # bf16 -> fp32 (DDP's / autocast's gradient casts): 6 B per element
+            e = elems(mib)
+            k = nsets(6 * e)
+            sets = [(self.randn(e), torch.empty(e, device=self.dev, dtype=torch.float32))
+                    for _ in range(k)]
+            ks[f"cast_bf16_fp32_{mib}MiB"] = (
+                (lambda i, sets=sets: sets[i % len(sets)][1].copy_(sets[i % len(sets)][0])),
+                {"kind": "cast", "elements": e, "dtype": "bfloat16", "out_dtype": "float32",
+                 "hbm_bytes_per_kernel": 6 * e, "rot_sets": k})
+        e = elems(32)
+        rows = e // DDP_HIDDEN
+        k = nsets(2 * 2 * e)
+        w = self.randn(DDP_HIDDEN)
+        xs = [self.randn(rows, DDP_HIDDEN) for _ in range(k)]
+        ks["rms_norm_bf16_32MiB"] = (
+            (lambda i, xs=xs, w=w: torch.nn.functional.rms_norm(xs[i % len(xs)], [DDP_HIDDEN], w,
+                                                                1e-6)),
+            {"kind": "rms_norm", "tokens": rows, "hidden": DDP_HIDDEN, "elements": e,
+             "dtype": "bfloat16", "hbm_bytes_per_kernel": 2 * 2 * e, "rot_sets": k,
+             "call": "torch.nn.functional.rms_norm (forward; the per-call time spans every "
+                     "kernel it launches)"})
+        return ks
+
+    def ddp_comms(self):
+        """DDP-like all-reduces: 25 MiB buckets (PyTorch DDP's bucket_cap_mb), bf16 and fp32,
+        cycling through 8 distinct buffers (DDP's buckets are distinct tensors; 200 MiB overflow
+        the L2), and a 256 MiB bf16 all-reduce in place (as suite interf)."""
+        cs = {}
+        for dt, tag in ((BF16, "bf16"), (torch.float32, "fp32")):
+            esz = torch.tensor([], dtype=dt).element_size()
+            bufs = [torch.zeros(DDP_BUCKET // esz, device=self.dev, dtype=dt)
+                    for _ in range(DDP_BUCKETS)]
+            ctr = [0]
+
+            def fn(bufs=bufs, ctr=ctr):
+                dist.all_reduce(bufs[ctr[0] % len(bufs)])
+                ctr[0] += 1
+            cs[f"ar25MiBx{DDP_BUCKETS}_{tag}"] = (
+                fn, {"op": "all_reduce", "bytes": DDP_BUCKET, "dtype": tag,
+                     "distinct_buffers": DDP_BUCKETS})
+        cs.update(self.interf_comms(ar_sizes=(256 * MIB,), rs_sizes=(), ag_sizes=()))
+        return cs
+
+    def run_ddp(self):
+        """The ddp cases, every kernel beside each collective ("steady"), the 25 MiB fp32 bucket
+        (the measured step's DDP reduces fp32 gradients) first.  Results go to the same
+        res["kernel_alone"], ["comm_alone"], ["interf"] as suite interf (kernel names differ)."""
+        res = self.res
+        for key in ("kernel_alone", "comm_alone", "interf", "skipped"):
+            res.setdefault(key, {} if key != "skipped" else [])
+        res["suite"] = "ddp+interf" if "interf" in self.args.suite else "ddp"
+        ks = self.ddp_kernels()
+        cs = self.ddp_comms()
+        log(f"[r{self.rank}] ddp buffers ready")
+        order = [(k, c) for c in (f"ar25MiBx{DDP_BUCKETS}_fp32", "ar256MiB",
+                                  f"ar25MiBx{DDP_BUCKETS}_bf16") for k in ks]
+        for kname, cname in order:
+            key = f"{kname}__{cname}"
+            if self.over_budget():
+                res["skipped"].append(key)
+                continue
+            try:
+                rec = self.interf_case(kname, ks[kname], cname, cs[cname])
+                rec["suite"] = "ddp"
+            except Exception:  # noqa: BLE001
+                res["errors"].append({"where": key, "tb": traceback.format_exc()})
+                log(traceback.format_exc())
+            self.dump_partial()
+        del ks, cs
+        torch.cuda.empty_cache()
 
     def interf_case(self, kname, kern, cname, comm, target=INTERF_WINDOW_US, gate_extra_us=0.0):
         """One kernel x collective pair in "steady" mode: kern = (kern_fn(i), description), comm =
@@ -688,7 +804,7 @@ def meta_info(bench):
     q = "name,pci.bus_id,driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.limit,power.draw,temperature.gpu"
     m["nvidia_smi_query"] = nvsmi(["--query-gpu=" + q, "--format=csv"])
     m["nvidia_smi_topo"] = nvsmi(["topo", "-m"])
-    if bench.args.suite != "interf":  # run_interference.sh logs the topology; keep start-up short
+    if bench.args.suite == "ar":  # run_interference.sh logs the topology; keep start-up short
         m["nvidia_smi_nvlink_status"] = nvsmi(["nvlink", "-s"])
     try:
         o = dist.ProcessGroupNCCL.Options()
@@ -803,9 +919,11 @@ def main():
     ap.add_argument("--name", default="gemm_beside_nccl.json")
     ap.add_argument("--nccl-info", action="store_true")
     ap.add_argument("--no-variants", action="store_true")
-    ap.add_argument("--suite", choices=("ar", "interf"), default="ar",
+    ap.add_argument("--suite", choices=("ar", "interf", "ddp", "ddp+interf"), default="ar",
                     help="ar: the 2-GPU GEMM-beside-all-reduce study (default); interf: kernels x "
-                         "collectives, both sides' slowdowns (issue 16)")
+                         "collectives, both sides' slowdowns (issue 16); ddp: an eager "
+                         "backward's memory-bound kernels beside DDP-like all-reduces (same "
+                         "schema); ddp+interf: both, ddp first")
     ap.add_argument("--partial-dir", default=None,
                     help="where each rank writes its partial JSON (default: --out)")
     ap.add_argument("--budget-s", type=float, default=1e9,
@@ -824,7 +942,9 @@ def main():
     log(f"[r{bench.rank}] metadata taken")
     t_start = time.time()
     try:
-        if args.suite == "interf":
+        if "ddp" in args.suite:
+            bench.run_ddp()
+        if "interf" in args.suite:
             bench.run_interf(t_start)
         else:
             bench.run_all()
@@ -842,9 +962,9 @@ def main():
         for r in range(bench.world):
             with open(os.path.join(args.partial_dir or args.out, f"rank{r}_partial.json")) as f:
                 ranks[str(r)] = json.load(f)
-        if args.suite == "interf":
+        if args.suite != "ar":
             final = {"schema": "gcsim.calibration.interference.v1",
-                     "script": "calibration/microbench/gemm_beside_nccl.py --suite interf",
+                     "script": "calibration/microbench/gemm_beside_nccl.py --suite " + args.suite,
                      "meta": meta, "clocks_by_section": sampler.summary(), "ranks": ranks,
                      "definitions": INTERF_DEFINITIONS}
             p = os.path.join(args.out, args.name)
