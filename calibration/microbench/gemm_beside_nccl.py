@@ -103,6 +103,7 @@ INTERF_REPS = 5
 DDP_HIDDEN = 4096  # row length of the rms_norm rows (the strategy step's hidden size is 4096)
 DDP_BUCKET = 25 * MIB  # PyTorch DDP's default bucket_cap_mb
 DDP_BUCKETS = 8  # distinct bucket buffers cycled (8 x 25 MiB overflow the 50-60 MB L2)
+STEP_BUCKET = 360710144  # the measured DP4 step's fc1 gradient bucket, fp32 (DDP's rebuilt size)
 TOL_US = 5.0  # slack when testing "wholly inside" (event granularity ~0.5 us, release skew)
 
 SECTION = {"name": "init"}
@@ -690,6 +691,113 @@ class Bench:
         cs.update(self.interf_comms(ar_sizes=(256 * MIB,), rs_sizes=(), ag_sizes=()))
         return cs
 
+    def step_kernels(self):
+        """name -> (kern_fn(i), description): single kernels of the measured DP4 step's eager
+        backward (strategy_step_bench.py's Llama: 8192 tokens per micro-batch, hidden 4096, SwiGLU
+        11008, RMSNorm in fp32) at its sizes, the passes gcsim charges most beside DDP's all-reduces:
+        the SwiGLU backward's cat of the gate and up gradients (2 x 172 MiB bf16 in, 344 out),
+        aten silu_backward (172 MiB bf16 each) and its mul, the RMSNorm backward's fp32 pow and
+        its broadcast mul by the rows' rsqrt (128 MiB fp32), and the whole RMSNorm backward as
+        autograd runs it (one call = all its kernels).  Inputs rotated over >= 512 MiB."""
+        ks = {}
+        tok, h, f = 8192, DDP_HIDDEN, 11008
+
+        def nsets(set_bytes):
+            return max(2, min(8, math.ceil(512 * MIB / set_bytes)))
+
+        k = nsets(4 * tok * f * 2)
+        sets = [(self.randn(tok, f), self.randn(tok, f),
+                 torch.empty(tok, 2 * f, device=self.dev, dtype=BF16)) for _ in range(k)]
+        ks["step_cat_bf16_2x172MiB"] = (
+            (lambda i, sets=sets: torch.cat(sets[i % len(sets)][:2], dim=-1,
+                                            out=sets[i % len(sets)][2])),
+            {"kind": "step_pass", "fn": "cat", "shape": [tok, 2 * f], "dtype": "bfloat16",
+             "hbm_bytes_per_kernel": 4 * tok * f * 2, "rot_sets": k})
+        k = nsets(3 * tok * f * 2)
+        sets = [(self.randn(tok, f), self.randn(tok, f), torch.empty(tok, f, device=self.dev,
+                                                                     dtype=BF16)) for _ in range(k)]
+        ks["step_silu_bwd_bf16_172MiB"] = (
+            (lambda i, sets=sets: torch.ops.aten.silu_backward.grad_input(
+                sets[i % len(sets)][0], sets[i % len(sets)][1], grad_input=sets[i % len(sets)][2])),
+            {"kind": "step_pass", "fn": "silu_backward", "shape": [tok, f], "dtype": "bfloat16",
+             "hbm_bytes_per_kernel": 3 * tok * f * 2, "rot_sets": k})
+        ks["step_mul_bf16_172MiB"] = (
+            (lambda i, sets=sets: torch.mul(*sets[i % len(sets)][:2], out=sets[i % len(sets)][2])),
+            {"kind": "elementwise", "fn": "mul", "elements": tok * f, "dtype": "bfloat16",
+             "hbm_bytes_per_kernel": 3 * tok * f * 2, "rot_sets": k})
+        k = nsets(2 * tok * h * 4)
+        xs = [torch.randn(tok, h, device=self.dev, dtype=torch.float32, generator=self.gen)
+              for _ in range(k)]
+        outs = [torch.empty_like(x) for x in xs]
+        rs = [torch.rand(tok, 1, device=self.dev, dtype=torch.float32, generator=self.gen) + 0.5
+              for _ in range(k)]
+        ks["step_pow_fp32_128MiB"] = (
+            (lambda i, xs=xs, outs=outs: torch.pow(xs[i % len(xs)], 2, out=outs[i % len(xs)])),
+            {"kind": "step_pass", "fn": "pow", "shape": [tok, h], "dtype": "float32",
+             "hbm_bytes_per_kernel": 2 * tok * h * 4, "rot_sets": k})
+        ks["step_mul_rsqrt_fp32_128MiB"] = (
+            (lambda i, xs=xs, outs=outs, rs=rs: torch.mul(xs[i % len(xs)], rs[i % len(xs)],
+                                                          out=outs[i % len(xs)])),
+            {"kind": "step_pass", "fn": "mul_broadcast_rows", "shape": [tok, h],
+             "dtype": "float32", "hbm_bytes_per_kernel": 2 * tok * h * 4, "rot_sets": k})
+        # The framework's RMSNorm (fp32 upcast) forward once per set, its backward per call.
+        w = torch.ones(h, device=self.dev, dtype=torch.float32, requires_grad=True)
+        graphs = []
+        for _ in range(2):
+            x = self.randn(tok, h).requires_grad_(True)
+            xf = x.to(torch.float32)
+            y = w * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-5)).to(BF16)
+            graphs.append((y, self.randn(tok, h), x))
+
+        def rms_bwd(i, graphs=graphs, w=w):
+            y, g, x = graphs[i % len(graphs)]
+            torch.autograd.grad(y, (x, w), g, retain_graph=True)
+        ks["step_rmsnorm_bwd_eager_64MiB"] = (
+            rms_bwd, {"kind": "step_pass", "fn": "rmsnorm_backward_autograd", "shape": [tok, h],
+                      "dtype": "bfloat16 in, fp32 inside",
+                      "call": "torch.autograd.grad of framework_step.py's RMSNorm forward "
+                              "(x and w): one call spans every kernel of its backward"})
+        return ks
+
+    def run_step(self):
+        """Suite "step": step_kernels beside back-to-back fp32 all-reduces of the step's fc1
+        bucket (360710144 B, DDP's rebuilt bucket size in ddp_bucket_timeline_2026-11-26, two
+        distinct buffers) and of the 25 MiB bucket (8 buffers)."""
+        res = self.res
+        for key in ("kernel_alone", "comm_alone", "interf", "skipped"):
+            res.setdefault(key, {} if key != "skipped" else [])
+        ks = self.step_kernels()
+        cs = {}
+        for nbytes, nbuf, name in ((STEP_BUCKET, 2, "ar344MiBx2_fp32"),
+                                   (DDP_BUCKET, DDP_BUCKETS, f"ar25MiBx{DDP_BUCKETS}_fp32")):
+            bufs = [torch.zeros(nbytes // 4, device=self.dev, dtype=torch.float32)
+                    for _ in range(nbuf)]
+            ctr = [0]
+
+            def fn(bufs=bufs, ctr=ctr):
+                dist.all_reduce(bufs[ctr[0] % len(bufs)])
+                ctr[0] += 1
+            cs[name] = (fn, {"op": "all_reduce", "bytes": nbytes, "dtype": "fp32",
+                             "distinct_buffers": nbuf})
+        log(f"[r{self.rank}] step buffers ready")
+        for cname in cs:
+            for kname in ks:
+                key = f"{kname}__{cname}"
+                if self.over_budget():
+                    res["skipped"].append(key)
+                    continue
+                try:
+                    # autograd's host time per call: a longer gate keeps the GPU from idling
+                    rec = self.interf_case(kname, ks[kname], cname, cs[cname],
+                                           gate_extra_us=20000.0)
+                    rec["suite"] = "step"
+                except Exception:  # noqa: BLE001
+                    res["errors"].append({"where": key, "tb": traceback.format_exc()})
+                    log(traceback.format_exc())
+                self.dump_partial()
+        del ks, cs
+        torch.cuda.empty_cache()
+
     def run_ddp(self):
         """The ddp cases, every kernel beside each collective ("steady"), the 25 MiB fp32 bucket
         (the measured step's DDP reduces fp32 gradients) first.  Results go to the same
@@ -697,7 +805,7 @@ class Bench:
         res = self.res
         for key in ("kernel_alone", "comm_alone", "interf", "skipped"):
             res.setdefault(key, {} if key != "skipped" else [])
-        res["suite"] = "ddp+interf" if "interf" in self.args.suite else "ddp"
+        res["suite"] = self.args.suite
         ks = self.ddp_kernels()
         cs = self.ddp_comms()
         log(f"[r{self.rank}] ddp buffers ready")
@@ -919,7 +1027,8 @@ def main():
     ap.add_argument("--name", default="gemm_beside_nccl.json")
     ap.add_argument("--nccl-info", action="store_true")
     ap.add_argument("--no-variants", action="store_true")
-    ap.add_argument("--suite", choices=("ar", "interf", "ddp", "ddp+interf"), default="ar",
+    ap.add_argument("--suite", choices=("ar", "interf", "ddp", "ddp+interf", "ddp+step+interf",
+                                        "step"), default="ar",
                     help="ar: the 2-GPU GEMM-beside-all-reduce study (default); interf: kernels x "
                          "collectives, both sides' slowdowns (issue 16); ddp: an eager "
                          "backward's memory-bound kernels beside DDP-like all-reduces (same "
@@ -944,6 +1053,8 @@ def main():
     try:
         if "ddp" in args.suite:
             bench.run_ddp()
+        if "step" in args.suite:
+            bench.run_step()
         if "interf" in args.suite:
             bench.run_interf(t_start)
         else:

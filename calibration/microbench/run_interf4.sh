@@ -5,8 +5,12 @@
 #     back-to-back 25 MiB all-reduces (fp32 and bf16, 8 distinct bucket buffers cycled) and
 #     256 MiB bf16 ones ("steady"), then the existing interf suite (GEMMs + add beside
 #     all-reduce 256 MiB / 1 GiB, reduce-scatter, all-gather 256 MiB). budget 130 s, kill 170 s.
-#  2. 2 GPUs (0,1) of the same host: --suite ddp only (world-size effect). budget 60 s, kill 95 s.
-# Writes $OUT/interf4/{w4.json,w4.log,w2.json,w2.log,machine.txt}. Cap ~280 s. Reads clocks and
+#     The default (the second call; INTERF4_SUITE=ddp+interf was the first) adds, after the ddp cases, single kernels of
+#     the measured DP4 step's eager backward at its sizes (SwiGLU backward's cat, silu_backward,
+#     mul; RMSNorm backward's fp32 pow and broadcast mul; the whole RMSNorm backward) beside fp32
+#     all-reduces of the step's 344 MiB fc1 bucket and of 25 MiB. budget 150 s, kill 190 s.
+#  2. 2 GPUs (0,1) of the same host: --suite ddp only (world-size effect). budget 60 s, kill 90 s.
+# Writes $OUT/interf4/{w4.json,w4.log,w2.json,w2.log,machine.txt}. Cap ~290 s. Reads clocks and
 # power only; never changes a GPU setting. NVLS off.
 here=$(cd "$(dirname "$0")" && pwd)
 dir="${OUT:?set OUT}/interf4"
@@ -56,12 +60,13 @@ PY
   grep -v "NCCL INFO" "$log" | tail -60
 }
 
+suite4=${INTERF4_SUITE:-ddp+step+interf}
 if [ "$ngpu" -ge 4 ]; then
-  run_one w4 4 ddp+interf 130 170
+  if [ "$suite4" = ddp+interf ]; then run_one w4 4 "$suite4" 130 170; else run_one w4 4 "$suite4" 150 190; fi
 else
   echo "only $ngpu GPUs: no 4-GPU run"
 fi
 if [ "$ngpu" -ge 2 ]; then
-  run_one w2 2 ddp 60 95
+  run_one w2 2 ddp 60 90
 fi
 echo "all done $(date -u)"
