@@ -580,6 +580,47 @@ class Bench:
                 {"op": "all_gather", "bytes": S, "dtype": "bfloat16"})
         return cs
 
+    def warm_comms(self, cs, n_buffers):
+        """Every collective of `cs` run ungated (no sleep kernel in flight) before any timeline:
+        NCCL connects its rings / trees and protocols lazily at the first collective that needs
+        them (NCCL_RUNTIME_CONNECT, "Connected all rings" in the log), and the first call of the
+        2026-11-27 4x H100 run, made inside the gated harness, never returned (memkern_bench.py,
+        which warms its all-reduces this way, ran the same 25 MiB all-reduces gated without
+        trouble).  n_buffers[name]: how many distinct buffers a name cycles (each gets two calls)."""
+        for name, (fn, desc) in cs.items():
+            self.progress(f"warm {name}")
+            for _ in range(2 * n_buffers.get(name, 1)):
+                fn()
+            torch.cuda.synchronize()
+            dist.barrier(group=self.cpu_pg)
+            log(f"[r{self.rank}] warmed {name} ({desc['op']} {desc['bytes']} B "
+                f"{desc.get('dtype', 'bfloat16')})")
+
+    def progress(self, what):
+        """Marks progress for the watchdog (start_watchdog)."""
+        self.last_progress = (time.time(), what)
+
+    def start_watchdog(self, stall_s):
+        """If no case or warm-up step finishes for stall_s seconds (a collective that never
+        returns), write this rank's partial results and leave the process (exit 3), so that the
+        launcher's next stage gets the remaining time."""
+        self.progress("start")
+
+        def loop():
+            while True:
+                time.sleep(1.0)
+                t, what = self.last_progress
+                if time.time() - t > stall_s:
+                    log(f"[r{self.rank}] WATCHDOG: no progress for {stall_s:.0f} s since "
+                        f"'{what}'; writing partial results and exiting")
+                    self.res["errors"].append({"where": what, "tb": f"watchdog: stalled "
+                                               f"> {stall_s} s"})
+                    try:
+                        self.dump_partial()
+                    finally:
+                        os._exit(3)
+        threading.Thread(target=loop, daemon=True).start()
+
     def over_budget(self):
         """The same decision on every rank (a rank skipping alone would hang its peers); the
         budget counts from the process's start (T0)."""
@@ -598,6 +639,7 @@ class Bench:
         ks = self.interf_kernels()
         cs = self.interf_comms()
         log(f"[r{self.rank}] buffers ready")
+        self.warm_comms(cs, {})
         order = [(k, c) for c in ("ar256MiB", "ar1024MiB") for k in
                  ("add_bf16", "gemm8192", "gemm4096", "gemm2048x8192x8192")]
         order += [(k, c) for c in ("rs256MiB", "ag256MiB") for k in
@@ -747,7 +789,8 @@ class Bench:
             x = self.randn(tok, h).requires_grad_(True)
             xf = x.to(torch.float32)
             y = w * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-5)).to(BF16)
-            graphs.append((y, self.randn(tok, h), x))
+            graphs.append((y, torch.randn(y.shape, device=self.dev, dtype=y.dtype,
+                                          generator=self.gen), x))
 
         def rms_bwd(i, graphs=graphs, w=w):
             y, g, x = graphs[i % len(graphs)]
@@ -780,6 +823,7 @@ class Bench:
             cs[name] = (fn, {"op": "all_reduce", "bytes": nbytes, "dtype": "fp32",
                              "distinct_buffers": nbuf})
         log(f"[r{self.rank}] step buffers ready")
+        self.warm_comms(cs, {n: d.get("distinct_buffers", 1) for n, (_, d) in cs.items()})
         for cname in cs:
             for kname in ks:
                 key = f"{kname}__{cname}"
@@ -809,6 +853,7 @@ class Bench:
         ks = self.ddp_kernels()
         cs = self.ddp_comms()
         log(f"[r{self.rank}] ddp buffers ready")
+        self.warm_comms(cs, {n: d.get("distinct_buffers", 1) for n, (_, d) in cs.items()})
         order = [(k, c) for c in (f"ar25MiBx{DDP_BUCKETS}_fp32", "ar256MiB",
                                   f"ar25MiBx{DDP_BUCKETS}_bf16") for k in ks]
         for kname, cname in order:
@@ -832,6 +877,7 @@ class Bench:
         needed (same harness); results go to res["kernel_alone"], ["comm_alone"], ["interf"]."""
         res = self.res
         key = f"{kname}__{cname}"
+        self.progress(key)
         if kname not in res["kernel_alone"]:
             SECTION["name"] = f"kernel_alone_{kname}"
             reps, ok = self.run_reps(2, 1, kern_fn=kern[0], n_gemm=10,
@@ -897,7 +943,7 @@ def meta_info(bench):
          "devices": [], "env": {k: os.environ.get(k) for k in (
              "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
              "NCCL_DEBUG", "NCCL_ALGO", "NCCL_PROTO", "NCCL_MAX_CTAS", "NCCL_MIN_CTAS",
-             "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_MAX_CONNECTIONS")},
+             "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_MAX_CONNECTIONS", "NCCL_RUNTIME_CONNECT")},
          "argv": sys.argv,
          "cublas_note": "torch.matmul(A,B,out=C) bf16 row-major, output bf16, default cuBLAS heuristics"}
     for i in range(torch.cuda.device_count()):
@@ -1028,13 +1074,16 @@ def main():
     ap.add_argument("--nccl-info", action="store_true")
     ap.add_argument("--no-variants", action="store_true")
     ap.add_argument("--suite", choices=("ar", "interf", "ddp", "ddp+interf", "ddp+step+interf",
-                                        "step"), default="ar",
+                                        "step", "ddp+step"), default="ar",
                     help="ar: the 2-GPU GEMM-beside-all-reduce study (default); interf: kernels x "
                          "collectives, both sides' slowdowns (issue 16); ddp: an eager "
                          "backward's memory-bound kernels beside DDP-like all-reduces (same "
                          "schema); ddp+interf: both, ddp first")
     ap.add_argument("--partial-dir", default=None,
                     help="where each rank writes its partial JSON (default: --out)")
+    ap.add_argument("--stall-s", type=float, default=0.0,
+                    help="suites interf / ddp / step: leave (exit 3, partial results written) "
+                         "when no case finishes for this long; 0: never")
     ap.add_argument("--budget-s", type=float, default=1e9,
                     help="interf: start no case after this many seconds from the process's start")
     args = ap.parse_args()
@@ -1050,18 +1099,22 @@ def main():
     meta = meta_info(bench) if bench.rank == 0 else None
     log(f"[r{bench.rank}] metadata taken")
     t_start = time.time()
+    bench.dump_partial()  # an empty partial at once: a stalled first case still leaves a file
+    if args.stall_s > 0:
+        bench.start_watchdog(args.stall_s)
     try:
+        if args.suite == "ar":
+            bench.run_all()
         if "ddp" in args.suite:
             bench.run_ddp()
         if "step" in args.suite:
             bench.run_step()
         if "interf" in args.suite:
             bench.run_interf(t_start)
-        else:
-            bench.run_all()
     except Exception:  # noqa: BLE001
         bench.res["errors"].append({"where": "run_all", "tb": traceback.format_exc()})
         log(traceback.format_exc())
+    bench.progress("done")
     bench.res["elapsed_s"] = time.time() - t_start
     bench.dump_partial()
     dist.barrier(group=bench.cpu_pg)

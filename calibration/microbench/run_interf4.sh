@@ -1,43 +1,51 @@
 #!/bin/bash
-# gcsim helper "interf4" (issue 16): kernels beside NCCL collectives on 4 GPUs, both sides' times.
-#  1. 4 GPUs: gemm_beside_nccl.py --suite ddp+interf: an eager backward's memory-bound kernels
-#     (bf16 add 8/32/64 MiB, mul 32, silu 32, bf16->fp32 cast 16/64, rms_norm 32) beside
-#     back-to-back 25 MiB all-reduces (fp32 and bf16, 8 distinct bucket buffers cycled) and
-#     256 MiB bf16 ones ("steady"), then the existing interf suite (GEMMs + add beside
-#     all-reduce 256 MiB / 1 GiB, reduce-scatter, all-gather 256 MiB). budget 130 s, kill 170 s.
-#     The default (the second call; INTERF4_SUITE=ddp+interf was the first) adds, after the ddp cases, single kernels of
-#     the measured DP4 step's eager backward at its sizes (SwiGLU backward's cat, silu_backward,
-#     mul; RMSNorm backward's fp32 pow and broadcast mul; the whole RMSNorm backward) beside fp32
-#     all-reduces of the step's 344 MiB fc1 bucket and of 25 MiB. budget 150 s, kill 190 s.
-#  2. 2 GPUs (0,1) of the same host: --suite ddp only (world-size effect). budget 60 s, kill 90 s.
-# Writes $OUT/interf4/{w4.json,w4.log,w2.json,w2.log,machine.txt}. Cap ~290 s. Reads clocks and
-# power only; never changes a GPU setting. NVLS off.
+# gcsim helper "interf4" (issue 16): kernels beside NCCL collectives on 4 GPUs, both sides' times
+# (calibration/microbench/gemm_beside_nccl.py; "steady" releases), three processes so that a
+# stalled collective in one cannot take the others' time:
+#  1. w4_ddp (4 GPUs, --suite ddp+step): an eager backward's memory-bound kernels (bf16 add 8/32/64
+#     MiB, mul 32, silu 32, bf16->fp32 cast 16/64, rms_norm 32) beside back-to-back all-reduces of
+#     25 MiB (fp32 and bf16, 8 distinct bucket buffers cycled) and 256 MiB bf16; then single
+#     kernels of the measured DP4 step's eager backward at its sizes (SwiGLU backward's cat,
+#     silu_backward, mul; RMSNorm backward's fp32 pow and broadcast mul; the whole RMSNorm
+#     backward) beside fp32 all-reduces of the step's 344 MiB fc1 bucket and of 25 MiB.
+#  2. w4_interf (4 GPUs, --suite interf): GEMMs 8192^3, 4096^3, 2048x8192x8192 and a 768 MiB add
+#     beside all-reduce 256 MiB / 1 GiB, reduce-scatter and all-gather 256 MiB.
+#  3. w2_ddp (GPUs 0,1, --suite ddp): stage 1's first part on 2 GPUs (world-size effect).
+# Every collective is warmed up outside the timed harness first and NCCL connects at init
+# (NCCL_RUNTIME_CONNECT=0): the first call of this script's previous version, made inside the
+# harness with NCCL connecting lazily, never returned. Each process leaves with its
+# partial results when no case finishes for --stall-s. Caps 115 + 80 + 65 s (~270 s in all).
+# Writes $OUT/interf4/{machine.txt,w4_ddp.*,w4_interf.*,w2_ddp.*}. Reads clocks and power only;
+# never changes a GPU setting. NVLS off.
 here=$(cd "$(dirname "$0")" && pwd)
 dir="${OUT:?set OUT}/interf4"
 mkdir -p "$dir"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 OMP_NUM_THREADS=1
 export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT
+# Connect every channel and protocol at init (the default before NCCL 2.22), not lazily at the
+# first collective that needs it: no connection set-up can fall inside a timed release.
+export NCCL_RUNTIME_CONNECT=0
 {
   date -u
   nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,power.limit,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv
   nvidia-smi topo -m
-  sha256sum "$here/run.sh" "$here/gemm_beside_nccl.py"
+  sha256sum "$here/run.sh" "$here/gemm_beside_nccl.py" "$0"
   python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'nccl', torch.cuda.nccl.version(), 'cudnn', torch.backends.cudnn.version(), 'gpus', torch.cuda.device_count())"
 } > "$dir/machine.txt" 2>&1
 cat "$dir/machine.txt"
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 [ "$ngpu" -gt 4 ] && ngpu=4
 
-run_one() {  # name world suite budget cap
-  local name=$1 w=$2 suite=$3 budget=$4 cap=$5
+run_one() {  # name world suite budget cap stall
+  local name=$1 w=$2 suite=$3 budget=$4 cap=$5 stall=$6
   local part; part=$(mktemp -d /tmp/interf4_partials.XXXXXX)
   local devs; devs=$(seq -s, 0 $((w - 1)))
   local log="$dir/$name.log"
-  { date -u; echo "world $w suite $suite budget $budget cap $cap CUDA_VISIBLE_DEVICES=$devs"; } > "$log"
+  { date -u; echo "world $w suite $suite budget $budget cap $cap stall $stall CUDA_VISIBLE_DEVICES=$devs"; } > "$log"
   echo "== $name: world $w suite $suite $(date -u)"
   CUDA_VISIBLE_DEVICES=$devs timeout -k 5 $cap python3 -m torch.distributed.run --standalone \
     --nproc_per_node=$w "$here/gemm_beside_nccl.py" --suite "$suite" --out "$dir" \
-    --name "$name.json" --partial-dir "$part" --budget-s "$budget" >> "$log" 2>&1
+    --name "$name.json" --partial-dir "$part" --budget-s "$budget" --stall-s "$stall" >> "$log" 2>&1
   echo "rc=$? $(date -u)" >> "$log"
   if [ ! -s "$dir/$name.json" ]; then
     python3 - "$part" "$dir/$name.json" >> "$log" 2>&1 <<'PY'
@@ -57,16 +65,14 @@ PY
   fi
   { date -u; nvidia-smi --query-gpu=index,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv; } >> "$log" 2>&1
   rm -rf "$part"
-  grep -v "NCCL INFO" "$log" | tail -60
+  grep -v "NCCL INFO" "$log" | tail -70
 }
 
-suite4=${INTERF4_SUITE:-ddp+step+interf}
 if [ "$ngpu" -ge 4 ]; then
-  if [ "$suite4" = ddp+interf ]; then run_one w4 4 "$suite4" 130 170; else run_one w4 4 "$suite4" 150 190; fi
+  run_one w4_ddp 4 ddp+step 85 115 25
+  run_one w4_interf 4 interf 50 80 25
 else
   echo "only $ngpu GPUs: no 4-GPU run"
 fi
-if [ "$ngpu" -ge 2 ]; then
-  run_one w2 2 ddp 60 90
-fi
+[ "$ngpu" -ge 2 ] && run_one w2_ddp 2 ddp 40 65 20
 echo "all done $(date -u)"
