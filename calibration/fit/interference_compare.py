@@ -309,7 +309,7 @@ def select(cases, patterns, exclude):
 GRID = [round(0.05 * i, 2) for i in range(21)]  # each sensitivity's physical range [0, 1]
 
 
-def fit_pair(gcsim, fit_cases, overrides, jobs, quiet=False):
+def fit_pair(gcsim, fit_cases, overrides, jobs, quiet=False, grid=None):
     """kernel_sensitivity on the kernels' slowdowns (collective_sensitivity at 0), then
     collective_sensitivity on the collectives' with it: grids of 0.05 over [0, 1], the least
     mean |log(predicted / measured)| (the method of the 2x H200 fit)."""
@@ -318,7 +318,7 @@ def fit_pair(gcsim, fit_cases, overrides, jobs, quiet=False):
                                ("collective_sensitivity", "comm", None)):
         fixed = fixed or {"kernel_sensitivity": best["kernel_sensitivity"]}
         scores = []
-        for v in GRID:
+        for v in grid or GRID:
             ov = overrides + [f"network.interference.{k}={x}" for k, x in fixed.items()] + [
                 f"network.interference.{name}={v}"]
             scores.append((log_error(evaluate(gcsim, fit_cases, ov, jobs), field), v))
@@ -329,7 +329,7 @@ def fit_pair(gcsim, fit_cases, overrides, jobs, quiet=False):
     return best, score
 
 
-def fit(gcsim, cases, overrides, patterns, exclude, staging_grid, jobs):
+def fit(gcsim, cases, overrides, patterns, exclude, staging_grid, jobs, grid=None):
     """The two sensitivities (fit_pair) for each staging_in_hbm of `staging_grid` (in [0, 1]);
     the staging value whose fit leaves the least kernel + collective mean |log error| on the fit
     cases wins."""
@@ -344,7 +344,7 @@ def fit(gcsim, cases, overrides, patterns, exclude, staging_grid, jobs):
             sys.exit(f"--staging-grid: {st} outside [0, 1]")
         ov = overrides + [f"network.interference.staging_in_hbm={st}"]
         print(f"staging_in_hbm = {st}:", file=sys.stderr)
-        best, score = fit_pair(gcsim, fit_cases, ov, jobs)
+        best, score = fit_pair(gcsim, fit_cases, ov, jobs, grid=grid)
         results.append((score["kernel"] + score["comm"], st, best, score))
     total, st, best, score = min(results, key=lambda r: r[0])
     print("fit summary (staging_in_hbm: kernel_sensitivity, collective_sensitivity, mean |log "
@@ -400,6 +400,8 @@ def main():
     ap.add_argument("--staging-grid", default="1.0",
                     help="--fit: comma-separated staging_in_hbm values (each in [0, 1]) to fit "
                          "the sensitivities at; the best fit's value is kept")
+    ap.add_argument("--grid-step", type=float, default=0.05,
+                    help="--fit: the sensitivities' grid step over [0, 1]")
     ap.add_argument("--fit-attention", action="store_true",
                     help="fit attention_sensitivity on the SDPA cases beside 1 GiB collectives")
     ap.add_argument("--exclude", action="append", default=[],
@@ -416,8 +418,9 @@ def main():
     fit_names = set()
     if a.fit:
         grid = [float(x) for x in a.staging_grid.split(",")]
+        steps = int(round(1.0 / a.grid_step))
         best, fit_cases = fit(a.gcsim, cases, a.overrides, a.fit_on or [r"steady$"], a.exclude,
-                              grid, a.jobs)
+                              grid, a.jobs, [round(i / steps, 4) for i in range(steps + 1)])
         fit_names = {c["name"] for c in fit_cases}
         a.overrides += [f"network.interference.{k}={v}" for k, v in best.items()]
         print("adopted for the table: " + " ".join(a.overrides), file=sys.stderr)
