@@ -78,6 +78,7 @@ import datetime
 import json
 import math
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -785,12 +786,15 @@ class Bench:
         # The framework's RMSNorm (fp32 upcast) forward once per set, its backward per call.
         w = torch.ones(h, device=self.dev, dtype=torch.float32, requires_grad=True)
         graphs = []
-        for _ in range(2):
-            x = self.randn(tok, h).requires_grad_(True)
-            xf = x.to(torch.float32)
-            y = w * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-5)).to(BF16)
-            graphs.append((y, torch.randn(y.shape, device=self.dev, dtype=y.dtype,
-                                          generator=self.gen), x))
+        # forward on the compute stream: autograd runs each backward op on its forward op's stream
+        with torch.cuda.stream(self.comp):
+            for _ in range(2):
+                x = self.randn(tok, h).requires_grad_(True)
+                xf = x.to(torch.float32)
+                y = w * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-5)).to(BF16)
+                graphs.append((y, torch.randn(y.shape, device=self.dev, dtype=y.dtype,
+                                              generator=self.gen), x))
+        torch.cuda.synchronize()
 
         def rms_bwd(i, graphs=graphs, w=w):
             y, g, x = graphs[i % len(graphs)]
@@ -823,17 +827,18 @@ class Bench:
             cs[name] = (fn, {"op": "all_reduce", "bytes": nbytes, "dtype": "fp32",
                              "distinct_buffers": nbuf})
         log(f"[r{self.rank}] step buffers ready")
+        cs = {n: c for n, c in cs.items() if re.search(self.args.comms, n)}
         self.warm_comms(cs, {n: d.get("distinct_buffers", 1) for n, (_, d) in cs.items()})
         for cname in cs:
+            if not re.search(self.args.comms, cname):
+                continue
             for kname in ks:
                 key = f"{kname}__{cname}"
                 if self.over_budget():
                     res["skipped"].append(key)
                     continue
                 try:
-                    # autograd's host time per call: a longer gate keeps the GPU from idling
-                    rec = self.interf_case(kname, ks[kname], cname, cs[cname],
-                                           gate_extra_us=20000.0)
+                    rec = self.pair_case(kname, ks[kname], cname, cs[cname])
                     rec["suite"] = "step"
                 except Exception:  # noqa: BLE001
                     res["errors"].append({"where": key, "tb": traceback.format_exc()})
@@ -853,16 +858,18 @@ class Bench:
         ks = self.ddp_kernels()
         cs = self.ddp_comms()
         log(f"[r{self.rank}] ddp buffers ready")
+        cs = {n: c for n, c in cs.items() if re.search(self.args.comms, n)}
         self.warm_comms(cs, {n: d.get("distinct_buffers", 1) for n, (_, d) in cs.items()})
-        order = [(k, c) for c in (f"ar25MiBx{DDP_BUCKETS}_fp32", "ar256MiB",
-                                  f"ar25MiBx{DDP_BUCKETS}_bf16") for k in ks]
+        order = [(k, c) for c in ("ar256MiB", f"ar25MiBx{DDP_BUCKETS}_fp32",
+                                  f"ar25MiBx{DDP_BUCKETS}_bf16")
+                 if re.search(self.args.comms, c) for k in ks]
         for kname, cname in order:
             key = f"{kname}__{cname}"
             if self.over_budget():
                 res["skipped"].append(key)
                 continue
             try:
-                rec = self.interf_case(kname, ks[kname], cname, cs[cname])
+                rec = self.pair_case(kname, ks[kname], cname, cs[cname])
                 rec["suite"] = "ddp"
             except Exception:  # noqa: BLE001
                 res["errors"].append({"where": key, "tb": traceback.format_exc()})
@@ -925,6 +932,143 @@ class Bench:
             f"(x{rec['ratio_kernel'] or float('nan'):.3f}) | comm {c_ref:.1f} -> "
             f"{med(ca) if ca else float('nan'):.1f} us "
             f"(x{rec['ratio_comm'] or float('nan'):.3f}) gate_ok {ok}")
+        return rec
+
+    # -- "pair" releases (suites ddp and step since the third call) ----------------------------
+    def pair_release(self, kern_fn=None, n_k=0, comm_fn=None, n_c=0, k_delay_us=0.0,
+                     c_delay_us=0.0):
+        """memkern_bench.py's harness, which ran gated NCCL all-reduces of 25 MiB on these machines
+        (the per-item harness above stalled at the first gated 25 MiB all-reduce, twice): the
+        sleep gate on the compute stream (not the default stream), t0 recorded after it, the
+        comm stream waiting on t0; one event pair around all n_c collectives and one around all
+        n_k kernels (no event between items), each side optionally delayed by a sleep.  Returns
+        (a0, a1, k0, k1) in us from t0 (None for an absent side) and gate_ok."""
+        self.host_barrier()
+        gate_us = 3000.0 + 40.0 * n_k + 150.0 * n_c + k_delay_us + c_delay_us
+        t0 = torch.cuda.Event(enable_timing=True)
+        ev = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+        with torch.cuda.stream(self.comp):
+            torch.cuda._sleep(int(gate_us * SLEEP_CYC_PER_US))
+            t0.record(self.comp)
+        if n_c:
+            self.comm.wait_event(t0)
+            with torch.cuda.stream(self.comm):
+                if c_delay_us > 0:
+                    torch.cuda._sleep(int(c_delay_us * SLEEP_CYC_PER_US))
+                ev[0].record(self.comm)
+                for _ in range(n_c):
+                    comm_fn()
+                ev[1].record(self.comm)
+        if n_k:
+            with torch.cuda.stream(self.comp):
+                if k_delay_us > 0:
+                    torch.cuda._sleep(int(k_delay_us * SLEEP_CYC_PER_US))
+                ev[2].record(self.comp)
+                for i in range(n_k):
+                    kern_fn(i)
+                ev[3].record(self.comp)
+        gate_ok = not t0.query()
+        torch.cuda.synchronize()
+        if not gate_ok:
+            self.res["gate_fail_count"] += 1
+
+        def rel(e):
+            return t0.elapsed_time(e) * 1000.0
+        a0, a1 = (rel(ev[0]), rel(ev[1])) if n_c else (None, None)
+        k0, k1 = (rel(ev[2]), rel(ev[3])) if n_k else (None, None)
+        return (a0, a1, k0, k1), gate_ok
+
+    def pair_case(self, kname, kern, cname, comm, reps=3, gate_extra_us=0.0):
+        """One kernel x collective pair with pair_release, both sides' means per item:
+          kernel alone: R kernels (~2 ms) alone; collective alone: C collectives (~3 ms) alone;
+          kernel side: the R kernels 300 us after the release, beside collectives covering
+            3 x their batch + 1.5 ms (the batch must lie wholly inside the collectives' span);
+          collective side: the C collectives 300 us after the release, beside kernels covering
+            2.5 x their span + 1 ms (wholly inside the kernels' span).
+        Each: 1 warm-up release + `reps`; the per-item mean of a release is its span / count.
+        The record has suite interf's fields; n_kernels / n_comms are the counts of a ~15 ms
+        steady window (what interference_compare.py replays), the counts run are in pair_*."""
+        res = self.res
+        key = f"{kname}__{cname}"
+        self.progress(key)
+        kfn, kdesc = kern
+        cfn, cdesc = comm
+        if kname not in res["kernel_alone"]:
+            SECTION["name"] = f"kernel_alone_{kname}"
+            _, probe_ok = self.pair_release(kfn, 3)
+            (_, _, k0, k1), _ = self.pair_release(kfn, 3)
+            per = (k1 - k0) / 3
+            n = int(min(400, max(4, math.ceil(2000.0 / max(per, 1.0)))))
+            self.pair_release(kfn, n)
+            vals, oks = [], []
+            for _ in range(reps):
+                (_, _, k0, k1), ok = self.pair_release(kfn, n)
+                vals.append((k1 - k0) / n)
+                oks.append(ok)
+            res["kernel_alone"][kname] = {"desc": kdesc, "per_kernel_us": stats(vals),
+                                          "per_rep": n, "reps": reps, "gate_ok": all(oks),
+                                          "harness": "pair"}
+            log(f"[r{self.rank}] {kname} alone: {n} per release, mean {statistics.median(vals):.1f} us")
+        if cname not in res["comm_alone"]:
+            SECTION["name"] = f"comm_alone_{cname}"
+            self.pair_release(comm_fn=cfn, n_c=3)
+            (a0, a1, _, _), _ = self.pair_release(comm_fn=cfn, n_c=3)
+            per = (a1 - a0) / 3
+            n = int(min(300, max(3, math.ceil(3000.0 / max(per, 1.0)))))
+            self.pair_release(comm_fn=cfn, n_c=n)
+            vals, oks = [], []
+            for _ in range(reps):
+                (a0, a1, _, _), ok = self.pair_release(comm_fn=cfn, n_c=n)
+                vals.append((a1 - a0) / n)
+                oks.append(ok)
+            med_c = statistics.median(vals)
+            res["comm_alone"][cname] = {"desc": cdesc, "per_op_us": stats(vals), "n_ops": n,
+                                        "reps": reps, "gate_ok": all(oks), "harness": "pair",
+                                        "algbw_GBps": cdesc["bytes"] / (med_c * 1e-6) / 1e9}
+            log(f"[r{self.rank}] {cname} alone: {n} per release, mean {med_c:.1f} us per op")
+        SECTION["name"] = "pair_" + key
+        ka_rec, ca_rec = res["kernel_alone"][kname], res["comm_alone"][cname]
+        k_alone, c_alone = med(ka_rec["per_kernel_us"]), med(ca_rec["per_op_us"])
+        n_k, n_c = ka_rec["per_rep"], ca_rec["n_ops"]
+        # kernel side: the R kernels inside a longer run of collectives
+        c_cover = int(min(300, max(3, math.ceil((3.0 * n_k * k_alone + 1500.0) / c_alone))))
+        k_vals, k_in, k_ok = [], [], []
+        for r in range(reps + 1):
+            (a0, a1, k0, k1), ok = self.pair_release(kfn, n_k, cfn, c_cover, k_delay_us=300.0)
+            if r == 0:
+                continue
+            k_vals.append((k1 - k0) / n_k)
+            k_in.append(bool(k0 >= a0 - TOL_US and k1 <= a1 + TOL_US))
+            k_ok.append(ok)
+        # collective side: the C collectives inside a longer run of kernels
+        k_cover = int(min(3000, max(3, math.ceil((2.5 * n_c * c_alone + 1000.0) / k_alone))))
+        c_vals, c_in, c_ok = [], [], []
+        for r in range(reps + 1):
+            (a0, a1, k0, k1), ok = self.pair_release(kfn, k_cover, cfn, n_c, c_delay_us=300.0,)
+            if r == 0:
+                continue
+            c_vals.append((a1 - a0) / n_c)
+            c_in.append(bool(a0 >= k0 - TOL_US and a1 <= k1 + TOL_US))
+            c_ok.append(ok)
+        ki = stats([v for v, i in zip(k_vals, k_in) if i])
+        ci = stats([v for v, i in zip(c_vals, c_in) if i])
+        rec = {"kernel": kname, "comm": cname, "harness": "pair",
+               "n_kernels": max(3, math.ceil(INTERF_WINDOW_US / k_alone)),
+               "n_comms": max(3, math.ceil(INTERF_WINDOW_US / c_alone)),
+               "pair_kernel_side": {"n_kernels": n_k, "n_comms": c_cover, "per_kernel_us": k_vals,
+                                    "inside": k_in, "gate_ok": k_ok},
+               "pair_comm_side": {"n_kernels": k_cover, "n_comms": n_c, "per_op_us": c_vals,
+                                  "inside": c_in, "gate_ok": c_ok},
+               "reps": reps, "gate_ok": all(k_ok) and all(c_ok),
+               "kernel_alone_us": k_alone, "comm_alone_us": c_alone,
+               "kernel_inside_comm_us": ki, "comm_inside_kernels_us": ci,
+               "ratio_kernel": (med(ki) / k_alone) if ki else None,
+               "ratio_comm": (med(ci) / c_alone) if ci else None}
+        res["interf"][key] = rec
+        log(f"[r{self.rank}] {key}: kernel {k_alone:.1f} -> {med(ki) if ki else float('nan'):.1f} us "
+            f"(x{rec['ratio_kernel'] or float('nan'):.3f}) | comm {c_alone:.1f} -> "
+            f"{med(ci) if ci else float('nan'):.1f} us (x{rec['ratio_comm'] or float('nan'):.3f}) "
+            f"inside {sum(k_in)}/{len(k_in)} {sum(c_in)}/{len(c_in)} gate_ok {rec['gate_ok']}")
         return rec
 
     def dump_partial(self):
@@ -1081,6 +1225,9 @@ def main():
                          "schema); ddp+interf: both, ddp first")
     ap.add_argument("--partial-dir", default=None,
                     help="where each rank writes its partial JSON (default: --out)")
+    ap.add_argument("--comms", default=".*",
+                    help="suites ddp / step: only the collectives whose name matches this "
+                         "regular expression")
     ap.add_argument("--stall-s", type=float, default=0.0,
                     help="suites interf / ddp / step: leave (exit 3, partial results written) "
                          "when no case finishes for this long; 0: never")

@@ -1,21 +1,21 @@
 #!/bin/bash
-# gcsim helper "interf4" (issue 16): kernels beside NCCL collectives on 4 GPUs, both sides' times
-# (calibration/microbench/gemm_beside_nccl.py; "steady" releases), three processes so that a
-# stalled collective in one cannot take the others' time:
-#  1. w4_ddp (4 GPUs, --suite ddp+step): an eager backward's memory-bound kernels (bf16 add 8/32/64
-#     MiB, mul 32, silu 32, bf16->fp32 cast 16/64, rms_norm 32) beside back-to-back all-reduces of
-#     25 MiB (fp32 and bf16, 8 distinct bucket buffers cycled) and 256 MiB bf16; then single
-#     kernels of the measured DP4 step's eager backward at its sizes (SwiGLU backward's cat,
+# gcsim helper "interf4" (issue 16): memory-bound kernels beside NCCL all-reduces on 4 GPUs, both
+# sides' times (calibration/microbench/gemm_beside_nccl.py, suites ddp and step, "pair" releases:
+# memkern_bench.py's gating, one event pair per side). Three processes, so that a stalled
+# collective in one cannot take the others' time:
+#  1. w4_big (4 GPUs): an eager backward's memory-bound kernels (bf16 add 8/32/64 MiB, mul 32,
+#     silu 32, bf16->fp32 cast 16/64, rms_norm 32) beside back-to-back 256 MiB bf16 all-reduces;
+#     single kernels of the measured DP4 step's eager backward at its sizes (SwiGLU backward's cat,
 #     silu_backward, mul; RMSNorm backward's fp32 pow and broadcast mul; the whole RMSNorm
-#     backward) beside fp32 all-reduces of the step's 344 MiB fc1 bucket and of 25 MiB.
-#  2. w4_interf (4 GPUs, --suite interf): GEMMs 8192^3, 4096^3, 2048x8192x8192 and a 768 MiB add
-#     beside all-reduce 256 MiB / 1 GiB, reduce-scatter and all-gather 256 MiB.
-#  3. w2_ddp (GPUs 0,1, --suite ddp): stage 1's first part on 2 GPUs (world-size effect).
-# Every collective is warmed up outside the timed harness first and NCCL connects at init
-# (NCCL_RUNTIME_CONNECT=0): the first call of this script's previous version, made inside the
-# harness with NCCL connecting lazily, never returned. Each process leaves with its
-# partial results when no case finishes for --stall-s. Caps 115 + 80 + 65 s (~270 s in all).
-# Writes $OUT/interf4/{machine.txt,w4_ddp.*,w4_interf.*,w2_ddp.*}. Reads clocks and power only;
+#     backward) beside fp32 all-reduces of the step's 344 MiB fc1 bucket (2 buffers).
+#  2. w4_25 (4 GPUs): the same kernels beside DDP's 25 MiB bucket (fp32 and bf16, 8 buffers).
+#  3. w2_ddp (GPUs 0,1): stage 1's and 2's ddp kernels on 2 GPUs (256 MiB first).
+# The second call's per-item harness stalled at the first gated 25 MiB all-reduce (and at the
+# first gated 256 MiB all-gather on 4 GPUs, after 12 cases of suite interf); this call uses the
+# harness that ran gated 25 MiB all-reduces before. Every collective is warmed up outside the
+# harness, NCCL connects at init (NCCL_RUNTIME_CONNECT=0), each process writes partial results
+# after every case and leaves after --stall-s without progress. Caps 100 + 70 + 60 s.
+# Writes $OUT/interf4/{machine.txt,w4_big.*,w4_25.*,w2_ddp.*}. Reads clocks and power only;
 # never changes a GPU setting. NVLS off.
 here=$(cd "$(dirname "$0")" && pwd)
 dir="${OUT:?set OUT}/interf4"
@@ -36,15 +36,15 @@ cat "$dir/machine.txt"
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 [ "$ngpu" -gt 4 ] && ngpu=4
 
-run_one() {  # name world suite budget cap stall
-  local name=$1 w=$2 suite=$3 budget=$4 cap=$5 stall=$6
+run_one() {  # name world suite comms budget cap stall
+  local name=$1 w=$2 suite=$3 comms=$4 budget=$5 cap=$6 stall=$7
   local part; part=$(mktemp -d /tmp/interf4_partials.XXXXXX)
   local devs; devs=$(seq -s, 0 $((w - 1)))
   local log="$dir/$name.log"
-  { date -u; echo "world $w suite $suite budget $budget cap $cap stall $stall CUDA_VISIBLE_DEVICES=$devs"; } > "$log"
+  { date -u; echo "world $w suite $suite comms $comms budget $budget cap $cap stall $stall CUDA_VISIBLE_DEVICES=$devs"; } > "$log"
   echo "== $name: world $w suite $suite $(date -u)"
   CUDA_VISIBLE_DEVICES=$devs timeout -k 5 $cap python3 -m torch.distributed.run --standalone \
-    --nproc_per_node=$w "$here/gemm_beside_nccl.py" --suite "$suite" --out "$dir" \
+    --nproc_per_node=$w "$here/gemm_beside_nccl.py" --suite "$suite" --comms "$comms" --out "$dir" \
     --name "$name.json" --partial-dir "$part" --budget-s "$budget" --stall-s "$stall" >> "$log" 2>&1
   echo "rc=$? $(date -u)" >> "$log"
   if [ ! -s "$dir/$name.json" ]; then
@@ -69,10 +69,10 @@ PY
 }
 
 if [ "$ngpu" -ge 4 ]; then
-  run_one w4_ddp 4 ddp+step 85 115 25
-  run_one w4_interf 4 interf 50 80 25
+  run_one w4_big 4 ddp+step 'ar256MiB|ar344' 70 100 25
+  run_one w4_25 4 ddp+step 'ar25MiB' 45 70 20
 else
   echo "only $ngpu GPUs: no 4-GPU run"
 fi
-[ "$ngpu" -ge 2 ] && run_one w2_ddp 2 ddp 40 65 20
+[ "$ngpu" -ge 2 ] && run_one w2_ddp 2 ddp '.*' 40 60 20
 echo "all done $(date -u)"
