@@ -196,6 +196,8 @@ def cases_interf(d):
     r0 = d["ranks"]["0"]
     for key, o in r0.get("interf", {}).items():
         kd = dict(r0["kernel_alone"][o["kernel"]]["desc"])
+        if kd["kind"] == "step_pass":
+            continue  # a framework pass with no graph op (calibration/fit/step_passes_beside.py)
         cd = dict(r0["comm_alone"][o["comm"]]["desc"])
         meas = {}
         for field in ("kernel", "comm"):

@@ -351,7 +351,7 @@ TEST_CASE("interference: fitted sensitivities stay inside their physical range",
   const Json& p = s["config"]["network"]["interference"];
   CHECK(p["enabled"] == true);
   for (const char* key : {"kernel_sensitivity", "collective_sensitivity", "attention_sensitivity",
-                          "staging_in_hbm"}) {
+                          "memory_sensitivity", "staging_in_hbm"}) {
     INFO(key);
     CHECK(p[key].get<double>() >= 0.0);
     CHECK(p[key].get<double>() <= 1.0);
@@ -359,6 +359,8 @@ TEST_CASE("interference: fitted sensitivities stay inside their physical range",
   CHECK(p["kernel_sensitivity"].get<double>() == Approx(0.5));
   CHECK(p["collective_sensitivity"].get<double>() == Approx(0.2));
   CHECK(p["attention_sensitivity"].get<double>() == Approx(0.1));
+  CHECK(p["memory_sensitivity"].get<double>() == Approx(0.0));
+  CHECK(p["staging_in_hbm"].get<double>() == Approx(1.0));
 }
 
 TEST_CASE("bad input: interference sensitivities outside [0, 1]", "[cli][interference]") {
@@ -367,7 +369,7 @@ TEST_CASE("bad input: interference sensitivities outside [0, 1]", "[cli][interfe
   const Case c{"small", gemm_op(4096), all_reduce_op(int64_t{1} << 20), 1, 1};
   gcsim::test::write_text(cfg, harness("h200-sxm", c, 1, 1));
   for (const char* key : {"kernel_sensitivity", "collective_sensitivity", "attention_sensitivity",
-                          "staging_in_hbm"}) {
+                          "memory_sensitivity", "staging_in_hbm"}) {
     for (const char* value : {"1.5", "-0.1"}) {
       INFO(key << " = " << value);
       const auto r = gcsim::test::run_gcsim(
