@@ -73,12 +73,13 @@ def measured(doc):
         print()
 
 
-def simulated(gcsim, strategy, build, gpu):
+def simulated(gcsim, strategy, build, gpu, overrides=()):
     cfg = os.path.join(ROOT, "calibration/validation/strategy_step/%s.yaml" % CONFIG[strategy])
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out")
         subprocess.run([gcsim, "run", cfg, "-s", "workload.framework=" + FRAMEWORK[build], "-s",
-                        "cluster.gpu=" + gpu, "-o", out, "-q", "--trace"], check=True, stdout=subprocess.DEVNULL)
+                        "cluster.gpu=" + gpu, "-o", out, "-q", "--trace"] +
+                       [x for o in overrides for x in ("-s", o)], check=True, stdout=subprocess.DEVNULL)
         s = json.load(open(os.path.join(out, "summary.json")))
         t = json.load(open(os.path.join(out, "trace.json")))
     ev = t["traceEvents"] if isinstance(t, dict) else t
@@ -124,6 +125,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("measurement")
     ap.add_argument("--gcsim", default=os.path.join(ROOT, "build/gcsim"))
+    ap.add_argument("-s", action="append", default=[], help="an override passed to every gcsim run")
     a = ap.parse_args()
     doc = json.load(open(a.measurement))
     measured(doc)
@@ -134,7 +136,7 @@ def main():
         if key in seen or rec["strategy"] not in CONFIG:
             continue
         seen.add(key)
-        simulated(a.gcsim, rec["strategy"], rec["build"], gpu)
+        simulated(a.gcsim, rec["strategy"], rec["build"], gpu, a.s)
     return 0
 
 

@@ -52,6 +52,15 @@ all-reduces on 4 ranks; NCCL's time does not depend on the values).  Cases run i
 measured the first time it is needed; --budget-s (from the process's start) stops starting new
 cases; each rank's partial results are written after every case.
 
+Suite "ddp" (--suite ddp, or ddp+interf: ddp first, then interf, one process): what an eager DDP
+step overlaps.  The memory-bound kernel kinds of an eager transformer backward at the step's
+tensor sizes (bf16 add of 8, 32 and 64 MiB per tensor, bf16 mul 32 MiB (SiLU-times-gate),
+aten silu 32 MiB, bf16 -> fp32 copy_ of 16 and 64 MiB of bf16 input, F.rms_norm forward on 32 MiB
+of rows of 4096), inputs rotated over >= 256 MiB, each beside back-to-back all-reduces of DDP's
+25 MiB bucket (fp32 and bf16, cycling through 8 distinct buffers as DDP's buckets are distinct
+tensors) and of 256 MiB bf16 in place, "steady" mode as above; same JSON schema and record
+fields as suite interf (records carry "suite": "ddp").
+
 NVLink multicast (NVLS) must stay OFF on the lent machines: the three variables below are forced
 here before torch is imported, and the launcher sets them too.
 """
@@ -69,6 +78,7 @@ import datetime
 import json
 import math
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -90,6 +100,11 @@ OVERLAP_AR = [1 * GIB, 256 * MIB]
 ADD_ELEMENTS = 1 << 27   # bf16 add: 3 x 256 MiB moved per kernel
 INTERF_WINDOW_US = 15000.0  # each stream's back-to-back work per release
 INTERF_REPS = 5
+# suite "ddp": an eager backward's memory-bound kernels beside DDP's bucket all-reduces
+DDP_HIDDEN = 4096  # row length of the rms_norm rows (the strategy step's hidden size is 4096)
+DDP_BUCKET = 25 * MIB  # PyTorch DDP's default bucket_cap_mb
+DDP_BUCKETS = 8  # distinct bucket buffers cycled (8 x 25 MiB overflow the 50-60 MB L2)
+STEP_BUCKET = 360710144  # the measured DP4 step's fc1 gradient bucket, fp32 (DDP's rebuilt size)
 TOL_US = 5.0  # slack when testing "wholly inside" (event granularity ~0.5 us, release skew)
 
 SECTION = {"name": "init"}
@@ -566,6 +581,47 @@ class Bench:
                 {"op": "all_gather", "bytes": S, "dtype": "bfloat16"})
         return cs
 
+    def warm_comms(self, cs, n_buffers):
+        """Every collective of `cs` run ungated (no sleep kernel in flight) before any timeline:
+        NCCL connects its rings / trees and protocols lazily at the first collective that needs
+        them (NCCL_RUNTIME_CONNECT, "Connected all rings" in the log), and the first call of the
+        2026-11-27 4x H100 run, made inside the gated harness, never returned (memkern_bench.py,
+        which warms its all-reduces this way, ran the same 25 MiB all-reduces gated without
+        trouble).  n_buffers[name]: how many distinct buffers a name cycles (each gets two calls)."""
+        for name, (fn, desc) in cs.items():
+            self.progress(f"warm {name}")
+            for _ in range(2 * n_buffers.get(name, 1)):
+                fn()
+            torch.cuda.synchronize()
+            dist.barrier(group=self.cpu_pg)
+            log(f"[r{self.rank}] warmed {name} ({desc['op']} {desc['bytes']} B "
+                f"{desc.get('dtype', 'bfloat16')})")
+
+    def progress(self, what):
+        """Marks progress for the watchdog (start_watchdog)."""
+        self.last_progress = (time.time(), what)
+
+    def start_watchdog(self, stall_s):
+        """If no case or warm-up step finishes for stall_s seconds (a collective that never
+        returns), write this rank's partial results and leave the process (exit 3), so that the
+        launcher's next stage gets the remaining time."""
+        self.progress("start")
+
+        def loop():
+            while True:
+                time.sleep(1.0)
+                t, what = self.last_progress
+                if time.time() - t > stall_s:
+                    log(f"[r{self.rank}] WATCHDOG: no progress for {stall_s:.0f} s since "
+                        f"'{what}'; writing partial results and exiting")
+                    self.res["errors"].append({"where": what, "tb": f"watchdog: stalled "
+                                               f"> {stall_s} s"})
+                    try:
+                        self.dump_partial()
+                    finally:
+                        os._exit(3)
+        threading.Thread(target=loop, daemon=True).start()
+
     def over_budget(self):
         """The same decision on every rank (a rank skipping alone would hang its peers); the
         budget counts from the process's start (T0)."""
@@ -578,11 +634,13 @@ class Bench:
         needed: the memory-bound add and the GEMMs beside the all-reduces first, reduce-scatter
         and all-gather last.  No case starts once --budget-s (from process start) is spent."""
         res = self.res
-        res.update({"suite": "interf", "kernel_alone": {}, "comm_alone": {}, "interf": {},
-                    "skipped": []})
+        for key in ("kernel_alone", "comm_alone", "interf", "skipped"):
+            res.setdefault(key, {} if key != "skipped" else [])
+        res.setdefault("suite", "interf")
         ks = self.interf_kernels()
         cs = self.interf_comms()
         log(f"[r{self.rank}] buffers ready")
+        self.warm_comms(cs, {})
         order = [(k, c) for c in ("ar256MiB", "ar1024MiB") for k in
                  ("add_bf16", "gemm8192", "gemm4096", "gemm2048x8192x8192")]
         order += [(k, c) for c in ("rs256MiB", "ag256MiB") for k in
@@ -602,12 +660,231 @@ class Bench:
             log(f"[r{self.rank}] budget spent, skipped: {', '.join(res['skipped'])}")
         SECTION["name"] = "done"
 
+    # -- suite "ddp": an eager backward's memory-bound kernels beside DDP's bucket all-reduces ----
+    def ddp_kernels(self):
+        """name -> (kern_fn(i), description): the memory-bound kernel kinds of an eager transformer
+        backward at the step's tensor sizes (8-64 MiB per bf16 tensor), every input rotated over
+        >= 256 MiB of sets so each call reads HBM (the 50 MB L2 holds none of them between calls)."""
+        ks = {}
+
+        def nsets(set_bytes):
+            return max(1, min(64, math.ceil(256 * MIB / set_bytes)))
+
+        def elems(mib):
+            return (mib * MIB // 2) // DDP_HIDDEN * DDP_HIDDEN  # whole rows of DDP_HIDDEN
+
+        for fn_name, mib in (("add", 8), ("add", 32), ("add", 64), ("mul", 32)):
+            e = elems(mib)
+            k = nsets(3 * 2 * e)
+            sets = [(self.randn(e), self.randn(e), torch.empty(e, device=self.dev, dtype=BF16))
+                    for _ in range(k)]
+            op = torch.add if fn_name == "add" else torch.mul
+            ks[f"{fn_name}_bf16_{mib}MiB"] = (
+                (lambda i, sets=sets, op=op: op(*sets[i % len(sets)][:2], out=sets[i % len(sets)][2])),
+                {"kind": "elementwise", "fn": fn_name, "elements": e, "dtype": "bfloat16",
+                 "hbm_bytes_per_kernel": 3 * 2 * e, "rot_sets": k})
+        e = elems(32)
+        k = nsets(2 * 2 * e)
+        sets = [(self.randn(e), torch.empty(e, device=self.dev, dtype=BF16)) for _ in range(k)]
+        ks["silu_bf16_32MiB"] = (
+            (lambda i, sets=sets: torch.ops.aten.silu.out(sets[i % len(sets)][0],
+                                                          out=sets[i % len(sets)][1])),
+            {"kind": "elementwise", "fn": "silu", "elements": e, "dtype": "bfloat16",
+             "hbm_bytes_per_kernel": 2 * 2 * e, "rot_sets": k})
+        for mib in (16, 64):  # bf16 -> fp32 (DDP's / autocast's gradient casts): 6 B per element
+            e = elems(mib)
+            k = nsets(6 * e)
+            sets = [(self.randn(e), torch.empty(e, device=self.dev, dtype=torch.float32))
+                    for _ in range(k)]
+            ks[f"cast_bf16_fp32_{mib}MiB"] = (
+                (lambda i, sets=sets: sets[i % len(sets)][1].copy_(sets[i % len(sets)][0])),
+                {"kind": "cast", "elements": e, "dtype": "bfloat16", "out_dtype": "float32",
+                 "hbm_bytes_per_kernel": 6 * e, "rot_sets": k})
+        e = elems(32)
+        rows = e // DDP_HIDDEN
+        k = nsets(2 * 2 * e)
+        w = self.randn(DDP_HIDDEN)
+        xs = [self.randn(rows, DDP_HIDDEN) for _ in range(k)]
+        ks["rms_norm_bf16_32MiB"] = (
+            (lambda i, xs=xs, w=w: torch.nn.functional.rms_norm(xs[i % len(xs)], [DDP_HIDDEN], w,
+                                                                1e-6)),
+            {"kind": "rms_norm", "tokens": rows, "hidden": DDP_HIDDEN, "elements": e,
+             "dtype": "bfloat16", "hbm_bytes_per_kernel": 2 * 2 * e, "rot_sets": k,
+             "call": "torch.nn.functional.rms_norm (forward; the per-call time spans every "
+                     "kernel it launches)"})
+        return ks
+
+    def ddp_comms(self):
+        """DDP-like all-reduces: 25 MiB buckets (PyTorch DDP's bucket_cap_mb), bf16 and fp32,
+        cycling through 8 distinct buffers (DDP's buckets are distinct tensors; 200 MiB overflow
+        the L2), and a 256 MiB bf16 all-reduce in place (as suite interf)."""
+        cs = {}
+        for dt, tag in ((BF16, "bf16"), (torch.float32, "fp32")):
+            esz = torch.tensor([], dtype=dt).element_size()
+            bufs = [torch.zeros(DDP_BUCKET // esz, device=self.dev, dtype=dt)
+                    for _ in range(DDP_BUCKETS)]
+            ctr = [0]
+
+            def fn(bufs=bufs, ctr=ctr):
+                dist.all_reduce(bufs[ctr[0] % len(bufs)])
+                ctr[0] += 1
+            cs[f"ar25MiBx{DDP_BUCKETS}_{tag}"] = (
+                fn, {"op": "all_reduce", "bytes": DDP_BUCKET, "dtype": tag,
+                     "distinct_buffers": DDP_BUCKETS})
+        cs.update(self.interf_comms(ar_sizes=(256 * MIB,), rs_sizes=(), ag_sizes=()))
+        return cs
+
+    def step_kernels(self):
+        """name -> (kern_fn(i), description): single kernels of the measured DP4 step's eager
+        backward (strategy_step_bench.py's Llama: 8192 tokens per micro-batch, hidden 4096, SwiGLU
+        11008, RMSNorm in fp32) at its sizes, the passes gcsim charges most beside DDP's all-reduces:
+        the SwiGLU backward's cat of the gate and up gradients (2 x 172 MiB bf16 in, 344 out),
+        aten silu_backward (172 MiB bf16 each) and its mul, the RMSNorm backward's fp32 pow and
+        its broadcast mul by the rows' rsqrt (128 MiB fp32), and the whole RMSNorm backward as
+        autograd runs it (one call = all its kernels).  Inputs rotated over >= 512 MiB."""
+        ks = {}
+        tok, h, f = 8192, DDP_HIDDEN, 11008
+
+        def nsets(set_bytes):
+            return max(2, min(8, math.ceil(512 * MIB / set_bytes)))
+
+        k = nsets(4 * tok * f * 2)
+        sets = [(self.randn(tok, f), self.randn(tok, f),
+                 torch.empty(tok, 2 * f, device=self.dev, dtype=BF16)) for _ in range(k)]
+        ks["step_cat_bf16_2x172MiB"] = (
+            (lambda i, sets=sets: torch.cat(sets[i % len(sets)][:2], dim=-1,
+                                            out=sets[i % len(sets)][2])),
+            {"kind": "step_pass", "fn": "cat", "shape": [tok, 2 * f], "dtype": "bfloat16",
+             "hbm_bytes_per_kernel": 4 * tok * f * 2, "rot_sets": k})
+        k = nsets(3 * tok * f * 2)
+        sets = [(self.randn(tok, f), self.randn(tok, f), torch.empty(tok, f, device=self.dev,
+                                                                     dtype=BF16)) for _ in range(k)]
+        ks["step_silu_bwd_bf16_172MiB"] = (
+            (lambda i, sets=sets: torch.ops.aten.silu_backward.grad_input(
+                sets[i % len(sets)][0], sets[i % len(sets)][1], grad_input=sets[i % len(sets)][2])),
+            {"kind": "step_pass", "fn": "silu_backward", "shape": [tok, f], "dtype": "bfloat16",
+             "hbm_bytes_per_kernel": 3 * tok * f * 2, "rot_sets": k})
+        ks["step_mul_bf16_172MiB"] = (
+            (lambda i, sets=sets: torch.mul(*sets[i % len(sets)][:2], out=sets[i % len(sets)][2])),
+            {"kind": "elementwise", "fn": "mul", "elements": tok * f, "dtype": "bfloat16",
+             "hbm_bytes_per_kernel": 3 * tok * f * 2, "rot_sets": k})
+        k = nsets(2 * tok * h * 4)
+        xs = [torch.randn(tok, h, device=self.dev, dtype=torch.float32, generator=self.gen)
+              for _ in range(k)]
+        outs = [torch.empty_like(x) for x in xs]
+        rs = [torch.rand(tok, 1, device=self.dev, dtype=torch.float32, generator=self.gen) + 0.5
+              for _ in range(k)]
+        ks["step_pow_fp32_128MiB"] = (
+            (lambda i, xs=xs, outs=outs: torch.pow(xs[i % len(xs)], 2, out=outs[i % len(xs)])),
+            {"kind": "step_pass", "fn": "pow", "shape": [tok, h], "dtype": "float32",
+             "hbm_bytes_per_kernel": 2 * tok * h * 4, "rot_sets": k})
+        ks["step_mul_rsqrt_fp32_128MiB"] = (
+            (lambda i, xs=xs, outs=outs, rs=rs: torch.mul(xs[i % len(xs)], rs[i % len(xs)],
+                                                          out=outs[i % len(xs)])),
+            {"kind": "step_pass", "fn": "mul_broadcast_rows", "shape": [tok, h],
+             "dtype": "float32", "hbm_bytes_per_kernel": 2 * tok * h * 4, "rot_sets": k})
+        # The framework's RMSNorm (fp32 upcast) forward once per set, its backward per call.
+        w = torch.ones(h, device=self.dev, dtype=torch.float32, requires_grad=True)
+        graphs = []
+        # forward on the compute stream: autograd runs each backward op on its forward op's stream
+        with torch.cuda.stream(self.comp):
+            for _ in range(2):
+                x = self.randn(tok, h).requires_grad_(True)
+                xf = x.to(torch.float32)
+                y = w * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-5)).to(BF16)
+                graphs.append((y, torch.randn(y.shape, device=self.dev, dtype=y.dtype,
+                                              generator=self.gen), x))
+        torch.cuda.synchronize()
+
+        def rms_bwd(i, graphs=graphs, w=w):
+            y, g, x = graphs[i % len(graphs)]
+            torch.autograd.grad(y, (x, w), g, retain_graph=True)
+        ks["step_rmsnorm_bwd_eager_64MiB"] = (
+            rms_bwd, {"kind": "step_pass", "fn": "rmsnorm_backward_autograd", "shape": [tok, h],
+                      "dtype": "bfloat16 in, fp32 inside",
+                      "call": "torch.autograd.grad of framework_step.py's RMSNorm forward "
+                              "(x and w): one call spans every kernel of its backward"})
+        return ks
+
+    def run_step(self):
+        """Suite "step": step_kernels beside back-to-back fp32 all-reduces of the step's fc1
+        bucket (360710144 B, DDP's rebuilt bucket size in ddp_bucket_timeline_2026-11-26, two
+        distinct buffers) and of the 25 MiB bucket (8 buffers)."""
+        res = self.res
+        for key in ("kernel_alone", "comm_alone", "interf", "skipped"):
+            res.setdefault(key, {} if key != "skipped" else [])
+        ks = self.step_kernels()
+        cs = {}
+        for nbytes, nbuf, name in ((STEP_BUCKET, 2, "ar344MiBx2_fp32"),
+                                   (DDP_BUCKET, DDP_BUCKETS, f"ar25MiBx{DDP_BUCKETS}_fp32")):
+            bufs = [torch.zeros(nbytes // 4, device=self.dev, dtype=torch.float32)
+                    for _ in range(nbuf)]
+            ctr = [0]
+
+            def fn(bufs=bufs, ctr=ctr):
+                dist.all_reduce(bufs[ctr[0] % len(bufs)])
+                ctr[0] += 1
+            cs[name] = (fn, {"op": "all_reduce", "bytes": nbytes, "dtype": "fp32",
+                             "distinct_buffers": nbuf})
+        log(f"[r{self.rank}] step buffers ready")
+        cs = {n: c for n, c in cs.items() if re.search(self.args.comms, n)}
+        self.warm_comms(cs, {n: d.get("distinct_buffers", 1) for n, (_, d) in cs.items()})
+        for cname in cs:
+            if not re.search(self.args.comms, cname):
+                continue
+            for kname in ks:
+                key = f"{kname}__{cname}"
+                if self.over_budget():
+                    res["skipped"].append(key)
+                    continue
+                try:
+                    rec = self.pair_case(kname, ks[kname], cname, cs[cname])
+                    rec["suite"] = "step"
+                except Exception:  # noqa: BLE001
+                    res["errors"].append({"where": key, "tb": traceback.format_exc()})
+                    log(traceback.format_exc())
+                self.dump_partial()
+        del ks, cs
+        torch.cuda.empty_cache()
+
+    def run_ddp(self):
+        """The ddp cases, every kernel beside each collective ("steady"), the 25 MiB fp32 bucket
+        (the measured step's DDP reduces fp32 gradients) first.  Results go to the same
+        res["kernel_alone"], ["comm_alone"], ["interf"] as suite interf (kernel names differ)."""
+        res = self.res
+        for key in ("kernel_alone", "comm_alone", "interf", "skipped"):
+            res.setdefault(key, {} if key != "skipped" else [])
+        res["suite"] = self.args.suite
+        ks = self.ddp_kernels()
+        cs = self.ddp_comms()
+        log(f"[r{self.rank}] ddp buffers ready")
+        cs = {n: c for n, c in cs.items() if re.search(self.args.comms, n)}
+        self.warm_comms(cs, {n: d.get("distinct_buffers", 1) for n, (_, d) in cs.items()})
+        order = [(k, c) for c in ("ar256MiB", f"ar25MiBx{DDP_BUCKETS}_fp32",
+                                  f"ar25MiBx{DDP_BUCKETS}_bf16")
+                 if re.search(self.args.comms, c) for k in ks]
+        for kname, cname in order:
+            key = f"{kname}__{cname}"
+            if self.over_budget():
+                res["skipped"].append(key)
+                continue
+            try:
+                rec = self.pair_case(kname, ks[kname], cname, cs[cname])
+                rec["suite"] = "ddp"
+            except Exception:  # noqa: BLE001
+                res["errors"].append({"where": key, "tb": traceback.format_exc()})
+                log(traceback.format_exc())
+            self.dump_partial()
+        del ks, cs
+        torch.cuda.empty_cache()
+
     def interf_case(self, kname, kern, cname, comm, target=INTERF_WINDOW_US, gate_extra_us=0.0):
         """One kernel x collective pair in "steady" mode: kern = (kern_fn(i), description), comm =
         (comm_fn(), description).  Each side's alone reference is measured the first time it is
         needed (same harness); results go to res["kernel_alone"], ["comm_alone"], ["interf"]."""
         res = self.res
         key = f"{kname}__{cname}"
+        self.progress(key)
         if kname not in res["kernel_alone"]:
             SECTION["name"] = f"kernel_alone_{kname}"
             reps, ok = self.run_reps(2, 1, kern_fn=kern[0], n_gemm=10,
@@ -657,6 +934,143 @@ class Bench:
             f"(x{rec['ratio_comm'] or float('nan'):.3f}) gate_ok {ok}")
         return rec
 
+    # -- "pair" releases (suites ddp and step since the third call) ----------------------------
+    def pair_release(self, kern_fn=None, n_k=0, comm_fn=None, n_c=0, k_delay_us=0.0,
+                     c_delay_us=0.0):
+        """memkern_bench.py's harness, which ran gated NCCL all-reduces of 25 MiB on these machines
+        (the per-item harness above stalled at the first gated 25 MiB all-reduce, twice): the
+        sleep gate on the compute stream (not the default stream), t0 recorded after it, the
+        comm stream waiting on t0; one event pair around all n_c collectives and one around all
+        n_k kernels (no event between items), each side optionally delayed by a sleep.  Returns
+        (a0, a1, k0, k1) in us from t0 (None for an absent side) and gate_ok."""
+        self.host_barrier()
+        gate_us = 3000.0 + 40.0 * n_k + 150.0 * n_c + k_delay_us + c_delay_us
+        t0 = torch.cuda.Event(enable_timing=True)
+        ev = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+        with torch.cuda.stream(self.comp):
+            torch.cuda._sleep(int(gate_us * SLEEP_CYC_PER_US))
+            t0.record(self.comp)
+        if n_c:
+            self.comm.wait_event(t0)
+            with torch.cuda.stream(self.comm):
+                if c_delay_us > 0:
+                    torch.cuda._sleep(int(c_delay_us * SLEEP_CYC_PER_US))
+                ev[0].record(self.comm)
+                for _ in range(n_c):
+                    comm_fn()
+                ev[1].record(self.comm)
+        if n_k:
+            with torch.cuda.stream(self.comp):
+                if k_delay_us > 0:
+                    torch.cuda._sleep(int(k_delay_us * SLEEP_CYC_PER_US))
+                ev[2].record(self.comp)
+                for i in range(n_k):
+                    kern_fn(i)
+                ev[3].record(self.comp)
+        gate_ok = not t0.query()
+        torch.cuda.synchronize()
+        if not gate_ok:
+            self.res["gate_fail_count"] += 1
+
+        def rel(e):
+            return t0.elapsed_time(e) * 1000.0
+        a0, a1 = (rel(ev[0]), rel(ev[1])) if n_c else (None, None)
+        k0, k1 = (rel(ev[2]), rel(ev[3])) if n_k else (None, None)
+        return (a0, a1, k0, k1), gate_ok
+
+    def pair_case(self, kname, kern, cname, comm, reps=3, gate_extra_us=0.0):
+        """One kernel x collective pair with pair_release, both sides' means per item:
+          kernel alone: R kernels (~2 ms) alone; collective alone: C collectives (~3 ms) alone;
+          kernel side: the R kernels 300 us after the release, beside collectives covering
+            3 x their batch + 1.5 ms (the batch must lie wholly inside the collectives' span);
+          collective side: the C collectives 300 us after the release, beside kernels covering
+            2.5 x their span + 1 ms (wholly inside the kernels' span).
+        Each: 1 warm-up release + `reps`; the per-item mean of a release is its span / count.
+        The record has suite interf's fields; n_kernels / n_comms are the counts of a ~15 ms
+        steady window (what interference_compare.py replays), the counts run are in pair_*."""
+        res = self.res
+        key = f"{kname}__{cname}"
+        self.progress(key)
+        kfn, kdesc = kern
+        cfn, cdesc = comm
+        if kname not in res["kernel_alone"]:
+            SECTION["name"] = f"kernel_alone_{kname}"
+            _, probe_ok = self.pair_release(kfn, 3)
+            (_, _, k0, k1), _ = self.pair_release(kfn, 3)
+            per = (k1 - k0) / 3
+            n = int(min(400, max(4, math.ceil(2000.0 / max(per, 1.0)))))
+            self.pair_release(kfn, n)
+            vals, oks = [], []
+            for _ in range(reps):
+                (_, _, k0, k1), ok = self.pair_release(kfn, n)
+                vals.append((k1 - k0) / n)
+                oks.append(ok)
+            res["kernel_alone"][kname] = {"desc": kdesc, "per_kernel_us": stats(vals),
+                                          "per_rep": n, "reps": reps, "gate_ok": all(oks),
+                                          "harness": "pair"}
+            log(f"[r{self.rank}] {kname} alone: {n} per release, mean {statistics.median(vals):.1f} us")
+        if cname not in res["comm_alone"]:
+            SECTION["name"] = f"comm_alone_{cname}"
+            self.pair_release(comm_fn=cfn, n_c=3)
+            (a0, a1, _, _), _ = self.pair_release(comm_fn=cfn, n_c=3)
+            per = (a1 - a0) / 3
+            n = int(min(300, max(3, math.ceil(3000.0 / max(per, 1.0)))))
+            self.pair_release(comm_fn=cfn, n_c=n)
+            vals, oks = [], []
+            for _ in range(reps):
+                (a0, a1, _, _), ok = self.pair_release(comm_fn=cfn, n_c=n)
+                vals.append((a1 - a0) / n)
+                oks.append(ok)
+            med_c = statistics.median(vals)
+            res["comm_alone"][cname] = {"desc": cdesc, "per_op_us": stats(vals), "n_ops": n,
+                                        "reps": reps, "gate_ok": all(oks), "harness": "pair",
+                                        "algbw_GBps": cdesc["bytes"] / (med_c * 1e-6) / 1e9}
+            log(f"[r{self.rank}] {cname} alone: {n} per release, mean {med_c:.1f} us per op")
+        SECTION["name"] = "pair_" + key
+        ka_rec, ca_rec = res["kernel_alone"][kname], res["comm_alone"][cname]
+        k_alone, c_alone = med(ka_rec["per_kernel_us"]), med(ca_rec["per_op_us"])
+        n_k, n_c = ka_rec["per_rep"], ca_rec["n_ops"]
+        # kernel side: the R kernels inside a longer run of collectives
+        c_cover = int(min(300, max(3, math.ceil((3.0 * n_k * k_alone + 1500.0) / c_alone))))
+        k_vals, k_in, k_ok = [], [], []
+        for r in range(reps + 1):
+            (a0, a1, k0, k1), ok = self.pair_release(kfn, n_k, cfn, c_cover, k_delay_us=300.0)
+            if r == 0:
+                continue
+            k_vals.append((k1 - k0) / n_k)
+            k_in.append(bool(k0 >= a0 - TOL_US and k1 <= a1 + TOL_US))
+            k_ok.append(ok)
+        # collective side: the C collectives inside a longer run of kernels
+        k_cover = int(min(3000, max(3, math.ceil((2.5 * n_c * c_alone + 1000.0) / k_alone))))
+        c_vals, c_in, c_ok = [], [], []
+        for r in range(reps + 1):
+            (a0, a1, k0, k1), ok = self.pair_release(kfn, k_cover, cfn, n_c, c_delay_us=300.0,)
+            if r == 0:
+                continue
+            c_vals.append((a1 - a0) / n_c)
+            c_in.append(bool(a0 >= k0 - TOL_US and a1 <= k1 + TOL_US))
+            c_ok.append(ok)
+        ki = stats([v for v, i in zip(k_vals, k_in) if i])
+        ci = stats([v for v, i in zip(c_vals, c_in) if i])
+        rec = {"kernel": kname, "comm": cname, "harness": "pair",
+               "n_kernels": max(3, math.ceil(INTERF_WINDOW_US / k_alone)),
+               "n_comms": max(3, math.ceil(INTERF_WINDOW_US / c_alone)),
+               "pair_kernel_side": {"n_kernels": n_k, "n_comms": c_cover, "per_kernel_us": k_vals,
+                                    "inside": k_in, "gate_ok": k_ok},
+               "pair_comm_side": {"n_kernels": k_cover, "n_comms": n_c, "per_op_us": c_vals,
+                                  "inside": c_in, "gate_ok": c_ok},
+               "reps": reps, "gate_ok": all(k_ok) and all(c_ok),
+               "kernel_alone_us": k_alone, "comm_alone_us": c_alone,
+               "kernel_inside_comm_us": ki, "comm_inside_kernels_us": ci,
+               "ratio_kernel": (med(ki) / k_alone) if ki else None,
+               "ratio_comm": (med(ci) / c_alone) if ci else None}
+        res["interf"][key] = rec
+        log(f"[r{self.rank}] {key}: kernel {k_alone:.1f} -> {med(ki) if ki else float('nan'):.1f} us "
+            f"(x{rec['ratio_kernel'] or float('nan'):.3f}) | comm {c_alone:.1f} -> "
+            f"{med(ci) if ci else float('nan'):.1f} us (x{rec['ratio_comm'] or float('nan'):.3f}) "
+            f"inside {sum(k_in)}/{len(k_in)} {sum(c_in)}/{len(c_in)} gate_ok {rec['gate_ok']}")
+        return rec
+
     def dump_partial(self):
         p = os.path.join(self.args.partial_dir or self.args.out, f"rank{self.rank}_partial.json")
         with open(p, "w") as f:
@@ -673,7 +1087,7 @@ def meta_info(bench):
          "devices": [], "env": {k: os.environ.get(k) for k in (
              "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
              "NCCL_DEBUG", "NCCL_ALGO", "NCCL_PROTO", "NCCL_MAX_CTAS", "NCCL_MIN_CTAS",
-             "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_MAX_CONNECTIONS")},
+             "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_MAX_CONNECTIONS", "NCCL_RUNTIME_CONNECT")},
          "argv": sys.argv,
          "cublas_note": "torch.matmul(A,B,out=C) bf16 row-major, output bf16, default cuBLAS heuristics"}
     for i in range(torch.cuda.device_count()):
@@ -688,7 +1102,7 @@ def meta_info(bench):
     q = "name,pci.bus_id,driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.limit,power.draw,temperature.gpu"
     m["nvidia_smi_query"] = nvsmi(["--query-gpu=" + q, "--format=csv"])
     m["nvidia_smi_topo"] = nvsmi(["topo", "-m"])
-    if bench.args.suite != "interf":  # run_interference.sh logs the topology; keep start-up short
+    if bench.args.suite == "ar":  # run_interference.sh logs the topology; keep start-up short
         m["nvidia_smi_nvlink_status"] = nvsmi(["nvlink", "-s"])
     try:
         o = dist.ProcessGroupNCCL.Options()
@@ -803,11 +1217,20 @@ def main():
     ap.add_argument("--name", default="gemm_beside_nccl.json")
     ap.add_argument("--nccl-info", action="store_true")
     ap.add_argument("--no-variants", action="store_true")
-    ap.add_argument("--suite", choices=("ar", "interf"), default="ar",
+    ap.add_argument("--suite", choices=("ar", "interf", "ddp", "ddp+interf", "ddp+step+interf",
+                                        "step", "ddp+step"), default="ar",
                     help="ar: the 2-GPU GEMM-beside-all-reduce study (default); interf: kernels x "
-                         "collectives, both sides' slowdowns (issue 16)")
+                         "collectives, both sides' slowdowns (issue 16); ddp: an eager "
+                         "backward's memory-bound kernels beside DDP-like all-reduces (same "
+                         "schema); ddp+interf: both, ddp first")
     ap.add_argument("--partial-dir", default=None,
                     help="where each rank writes its partial JSON (default: --out)")
+    ap.add_argument("--comms", default=".*",
+                    help="suites ddp / step: only the collectives whose name matches this "
+                         "regular expression")
+    ap.add_argument("--stall-s", type=float, default=0.0,
+                    help="suites interf / ddp / step: leave (exit 3, partial results written) "
+                         "when no case finishes for this long; 0: never")
     ap.add_argument("--budget-s", type=float, default=1e9,
                     help="interf: start no case after this many seconds from the process's start")
     args = ap.parse_args()
@@ -823,14 +1246,22 @@ def main():
     meta = meta_info(bench) if bench.rank == 0 else None
     log(f"[r{bench.rank}] metadata taken")
     t_start = time.time()
+    bench.dump_partial()  # an empty partial at once: a stalled first case still leaves a file
+    if args.stall_s > 0:
+        bench.start_watchdog(args.stall_s)
     try:
-        if args.suite == "interf":
-            bench.run_interf(t_start)
-        else:
+        if args.suite == "ar":
             bench.run_all()
+        if "ddp" in args.suite:
+            bench.run_ddp()
+        if "step" in args.suite:
+            bench.run_step()
+        if "interf" in args.suite:
+            bench.run_interf(t_start)
     except Exception:  # noqa: BLE001
         bench.res["errors"].append({"where": "run_all", "tb": traceback.format_exc()})
         log(traceback.format_exc())
+    bench.progress("done")
     bench.res["elapsed_s"] = time.time() - t_start
     bench.dump_partial()
     dist.barrier(group=bench.cpu_pg)
@@ -842,9 +1273,9 @@ def main():
         for r in range(bench.world):
             with open(os.path.join(args.partial_dir or args.out, f"rank{r}_partial.json")) as f:
                 ranks[str(r)] = json.load(f)
-        if args.suite == "interf":
+        if args.suite != "ar":
             final = {"schema": "gcsim.calibration.interference.v1",
-                     "script": "calibration/microbench/gemm_beside_nccl.py --suite interf",
+                     "script": "calibration/microbench/gemm_beside_nccl.py --suite " + args.suite,
                      "meta": meta, "clocks_by_section": sampler.summary(), "ranks": ranks,
                      "definitions": INTERF_DEFINITIONS}
             p = os.path.join(args.out, args.name)

@@ -652,8 +652,9 @@ class Gpu::Impl : public sim::EventHandler {
             ? std::min(b, active * r.kernel.bytes_per_tile / own.seconds())
             : 0.0;
     const double fraction = kernel_hbm_fraction(b, active, demand, sms_.held(), hbm_load_);
-    const double sensitivity = r.kernel.fused_attention ? interference_.attention_sensitivity
-                                                        : interference_.kernel_sensitivity;
+    const double sensitivity = r.kernel.fused_attention        ? interference_.attention_sensitivity
+                               : r.kernel.unit == ExecUnit::memory ? interference_.memory_sensitivity
+                                                                   : interference_.kernel_sensitivity;
     const double stretch = kernel_compute_stretch(b, hbm_load_, sensitivity);
     return sim::max(wave_time(spec_, r.kernel, active, r.stretch * stretch, fraction), r.issue_wave);
   }

@@ -49,6 +49,17 @@ struct InterferenceParams {
   // SMs' share (132/108 = 1.22); range [0, 1]
   // (calibration/measurements/h100-x2/attention_beside_nccl_2026-11-26/run2).
   double attention_sensitivity = 0.1;
+  // kernel_sensitivity's counterpart for memory-bound kernels
+  // (ExecUnit::memory: elementwise, norms, copies) whose tiles the cost model
+  // times by their issue rate (PyTorch's non-vectorised passes): measured
+  // beside DDP's all-reduces in the DP4 step on 4x H100
+  // (calibration/measurements/h100-x4/ddp_bucket_timeline_2026-11-26, the
+  // same kernels under no_sync as reference) they slow by about their SMs'
+  // share only (silu_backward 1.31x, the SwiGLU cat 1.12x, fp32 muls
+  // 1.23-1.24x; alone in the harness beside a 344 MiB all-reduce the cat
+  // 1.22x, interference_2026-11-27/call3), where the GEMMs' 0.5 stretched
+  // their arithmetic 1.2-1.3x on top. Range [0, 1].
+  double memory_sensitivity = 0.0;
   // Fraction of NCCL's staging traffic (its FIFO written and read back, two
   // HBM accesses per byte on the wire) that reaches HBM rather than staying
   // in L2 (models/cluster/collective_hbm.h); range [0, 1], 1 the algorithm's

@@ -181,6 +181,9 @@ void read_interference(ConfigReader& r, models::gpu::InterferenceParams& p) {
   p.attention_sensitivity = sensitivity(
       "attention_sensitivity", p.attention_sensitivity,
       "kernel_sensitivity for fused attention kernels (operands on chip)");
+  p.memory_sensitivity = sensitivity(
+      "memory_sensitivity", p.memory_sensitivity,
+      "kernel_sensitivity for memory-bound kernels (elementwise, norms, copies)");
   p.staging_in_hbm = r.get_double(
       "staging_in_hbm", p.staging_in_hbm,
       "fraction of NCCL's staging traffic (FIFO written and read back) that reaches HBM, not L2");

@@ -120,7 +120,13 @@ constexpr double kGemm = 0.10, kAttention = 0.08, kOptimizer = 0.06;
 // class misses issue 16's 10% on DP4 and PP4/PP2xDP2 compiled; these bounds
 // hold today's misses from growing (the remaining NCCL HBM share beside the
 // low-efficiency passes: README Status), they are not the bar.
-constexpr double kElementwiseEager = 0.20, kElementwiseCompile = 0.18;
+// Since the issue-bound memory passes no longer take the GEMMs' arithmetic
+// stretch beside a collective (network.interference.memory_sensitivity 0,
+// measured in the real DP4 step: silu_backward 1.31x, the SwiGLU cat 1.12x
+// beside DDP's all-reduces; models/gpu/interference.h) DP4 eager is +16%
+// on the H100s (+18% before) and +9% on the H200s (+12%); compiled
+// unchanged (+16% / +8%). Eager bound 0.20 -> 0.18 (2 points above the worst).
+constexpr double kElementwiseEager = 0.18, kElementwiseCompile = 0.18;
 constexpr double kPeak = 0.05;
 // Strategy order: pairs whose measured steps are closer than 3% are not
 // held to an order (the compiled TP2xPP2 and PP2xDP2, 2.5% apart, come

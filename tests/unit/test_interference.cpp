@@ -196,6 +196,48 @@ TEST_CASE("interference: kernel waves beside a collective's HBM load", "[gpu][in
                             static_cast<double>(waves) * wave_us)
                          .epsilon(1e-6));
   }
+  SECTION("a memory kernel's issue-bound tiles take memory_sensitivity, not the GEMMs'") {
+    // 132 tiles of a memory-unit kernel timed by their arithmetic (10 us at
+    // the vector rate, 1 KiB of traffic each: PyTorch's non-vectorised
+    // passes): beside a load of B/3 with kernel_sensitivity 0.6 the tiles
+    // keep their length under memory_sensitivity 0 (the default: measured
+    // in the DP4 step, models/gpu/interference.h) and take 1 + 0.6/3 = 1.2x
+    // their arithmetic under memory_sensitivity 0.6 (10 x 0.2 = 2 us more).
+    // No SM held: one wave either way.
+    gpu::KernelDesc k;
+    k.name = "issue-bound pass";
+    k.unit = gpu::ExecUnit::memory;
+    k.efficiency = 1.0;
+    k.bandwidth_efficiency = 1.0;
+    k.tiles = 132;
+    k.bytes_per_tile = 1024.0;
+    k.flops_per_tile = 1.0;
+    const sim::Duration unit = gpu::tile_cost(h100, k, 132).compute;
+    REQUIRE(unit > sim::Duration::zero());
+    k.flops_per_tile = 10e-6 / unit.seconds();  // 10 us of arithmetic per tile
+    REQUIRE(gpu::tile_cost(h100, k, 132).memory * 10 < gpu::tile_cost(h100, k, 132).compute);
+    auto run = [&](bool load, double memory_sensitivity) {
+      sim::Simulator s;
+      gpu::GpuOptions o = with_interference(0.6);
+      o.interference.memory_sensitivity = memory_sensitivity;
+      gpu::Gpu g(s, h100, 0, o);
+      sim::Time end;
+      s.call_at(sim::Time::zero(), [&] {
+        if (load) g.add_hbm_load(kB / 3);
+        g.launch(k, [&](sim::Time, sim::Time e) { end = e; });
+      });
+      s.run();
+      return us(end);
+    };
+    // The tile's arithmetic as the cost model times it (the launch and
+    // per-wave overheads are the rest of `alone` and do not stretch).
+    const double arithmetic = us(sim::Time::zero() + gpu::tile_cost(h100, k, 132).compute);
+    const double alone = run(false, 0.0);
+    // ~10 us: the one-flop probe above is rounded to whole picoseconds.
+    CHECK(arithmetic == Approx(10.0).epsilon(0.02));
+    CHECK(run(true, 0.0) == Approx(alone).epsilon(1e-9));
+    CHECK(run(true, 0.6) == Approx(alone + 0.2 * arithmetic).epsilon(1e-3));
+  }
   SECTION("off: the same load changes nothing") {
     sim::Simulator s;
     gpu::GpuOptions off = with_interference(0.6);
