@@ -79,7 +79,9 @@ int64_t decode_kv_splits(const GpuSpec& spec, int64_t heads_total, int64_t kv_le
 // Bandwidth-bound ops, grid-stride: one tile per 64 KiB, at most one per SM.
 // A softmax adds the SM work of PyTorch's eager kernel for its row length
 // (GpuEfficiency::softmax): its cycles per element over the tiles' SMs on
-// top of its arithmetic, or for long rows the row's extra loads.
+// top of its arithmetic, or for long rows the row's extra loads. A
+// log_softmax (MemoryOpShape::log_softmax) runs the same kernels with a
+// cheaper last pass: its counted saving per element comes off the cycles.
 inline constexpr int64_t kMemoryBytesPerTile = 64 * 1024;
 KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& shape);
 

@@ -370,4 +370,29 @@ TEST_CASE("eager softmax: PyTorch's kernel by row length, and its SM cycles", "[
   const gpu::KernelDesc m = gpu::memory_kernel(h100, s);
   CHECK(m.total_bytes() == Approx(3.0 * 131'072'000 * 2));
   CHECK(m.latency_cycles_per_tile == 0.0);
+
+  // log_softmax: the same kernels less the epilogue's counted issue slots
+  // per element (kernel_cost_model.cpp: a division, 8 slots, and in the CTA
+  // kernels a recomputed exponential, 1 + 8, for two adds; 128 lanes a
+  // cycle). 8192 x 4096 (CTA per row): (0.88 - 15/128) x 33,554,432 /
+  // 132 = 193,907.1 cycles a tile, 97.933 us at 1.98 GHz.
+  s.rows = 8192;
+  s.cols = 4096;
+  s.log_softmax = true;
+  const gpu::KernelDesc lb = gpu::memory_kernel(h100, s);
+  CHECK(lb.latency_cycles_per_tile == Approx((0.88 - 15.0 / 128) * 33'554'432 / 132));
+  CHECK(gpu::tile_cost(h100, lb, 132).compute.microseconds() == Approx(97.933).epsilon(1e-4));
+  // 32768 x 1024 (a warp per row): (0.5 - 6/128) x 33,554,432 / 132 cycles a tile.
+  s.rows = 32768;
+  s.cols = 1024;
+  CHECK(gpu::memory_kernel(h100, s).latency_cycles_per_tile == Approx((0.5 - 6.0 / 128) * 33'554'432 / 132));
+  // The three-pass kernel is charged its bytes either way.
+  s.rows = 4096;
+  s.cols = 32000;
+  CHECK(gpu::memory_kernel(h100, s).total_bytes() == Approx(m.total_bytes()));
+  // A profile with no softmax cycles: none below zero.
+  h100.efficiency.softmax = {};
+  s.rows = 32768;
+  s.cols = 1024;
+  CHECK(gpu::memory_kernel(h100, s).latency_cycles_per_tile == 0.0);
 }

@@ -189,9 +189,11 @@ TEST_CASE("H100 kernel grid: the shipped profile per class on shapes it never sa
   // halves included, and by the 32 shapes cuBLAS ran split-K (20.0 -> 7.4%;
   // their worst, 256 x 512 x 8192, +21%, stays under 25%). The eager
   // softmax forward, fitted (kernel_grid_fit.h): 30.5 -> 7.9%. log_softmax,
-  // held out, to 15%: it does one exponential per element where softmax
-  // does two and the cycles fitted on softmax overcharge it (13.5%, its
-  // worst +31% at 2048 x 50304).
+  // held out, to 14%: 13.5 -> 12.4% with its counted epilogue saving
+  // (kernel_cost_model.cpp: softmax divides, and its CTA kernels recompute
+  // the exponential); what is left is softmax's own miss at the same row
+  // lengths and the three-pass kernel, which the model charges its bytes
+  // whatever the op (its worst +31% at 2048 x 50304).
   const std::map<std::string, double> bar{{"gemm llama", 0.10},
                                           {"gemm large", 0.10},
                                           {"gemm decode", 0.10},
@@ -202,7 +204,7 @@ TEST_CASE("H100 kernel grid: the shipped profile per class on shapes it never sa
                                           {"gemm mid (held out)", 0.10},
                                           {"split-K shapes", 0.10},
                                           {"memory softmax", 0.10},
-                                          {"memory log_softmax", 0.15}};
+                                          {"memory log_softmax", 0.14}};
   REQUIRE(set.items.size() >= 500);
   for (const auto& [cls, e] : errors) {
     double sum = 0;
