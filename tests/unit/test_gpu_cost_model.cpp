@@ -338,12 +338,18 @@ TEST_CASE("a GEMM's setup grows with the CTAs of its first wave", "[gpu]") {
 TEST_CASE("eager softmax: PyTorch's kernel by row length, and its SM cycles", "[gpu]") {
   using gpu::EagerSoftmaxKernel;
   using gpu::Dtype;
-  // Rows of at most 4 KiB a warp each; a CTA per row up to 8192 columns; beyond, three passes.
+  // As torch.profiler named them on two H100s (kernel_grid 2026-11-26 and
+  // -27): a warp per row up to 2048 columns and 8 KiB; a CTA per row in
+  // registers up to 16 KiB; in shared memory up to 48 KiB; beyond, three passes.
   CHECK(gpu::eager_softmax_kernel(2048, Dtype::bf16) == EagerSoftmaxKernel::warp_per_row);
   CHECK(gpu::eager_softmax_kernel(1024, Dtype::fp32) == EagerSoftmaxKernel::warp_per_row);
+  CHECK(gpu::eager_softmax_kernel(2048, Dtype::fp32) == EagerSoftmaxKernel::warp_per_row);
+  CHECK(gpu::eager_softmax_kernel(3072, Dtype::bf16) == EagerSoftmaxKernel::block_per_row);
   CHECK(gpu::eager_softmax_kernel(4096, Dtype::fp32) == EagerSoftmaxKernel::block_per_row);
   CHECK(gpu::eager_softmax_kernel(8192, Dtype::bf16) == EagerSoftmaxKernel::block_per_row);
+  CHECK(gpu::eager_softmax_kernel(16384, Dtype::bf16) == EagerSoftmaxKernel::smem_per_row);
   CHECK(gpu::eager_softmax_kernel(32000, Dtype::bf16) == EagerSoftmaxKernel::multipass);
+  CHECK(gpu::eager_softmax_kernel(50304, Dtype::fp32) == EagerSoftmaxKernel::multipass);
 
   gpu::GpuSpec h100 = h100_datasheet();
   h100.sm_clock_ghz = 1.98;
@@ -386,6 +392,13 @@ TEST_CASE("eager softmax: PyTorch's kernel by row length, and its SM cycles", "[
   s.rows = 32768;
   s.cols = 1024;
   CHECK(gpu::memory_kernel(h100, s).latency_cycles_per_tile == Approx((0.5 - 6.0 / 128) * 33'554'432 / 132));
+  // 4096 x 16384 (the row cached in shared memory): its bytes alone, read
+  // once and written once, 2 x 67,108,864 x 2 B, no SM term.
+  s.rows = 4096;
+  s.cols = 16384;
+  const gpu::KernelDesc sm = gpu::memory_kernel(h100, s);
+  CHECK(sm.total_bytes() == Approx(2.0 * 67'108'864 * 2));
+  CHECK(sm.latency_cycles_per_tile == 0.0);
   // The three-pass kernel is charged its bytes either way.
   s.rows = 4096;
   s.cols = 32000;

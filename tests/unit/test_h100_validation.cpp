@@ -286,3 +286,42 @@ TEST_CASE("H100 profile: its GEMM fixed cost, split-K slice and softmax cycles a
   CHECK(p.multipass_reads >= 1.0);
   CHECK(p.multipass_reads <= 3.0);
 }
+
+TEST_CASE("H100 kernel grid on a second machine: the shipped profile per class, all held out",
+          "[gpu][validation]") {
+  // kernel_grid.py 1.1 on another H100 SXM (2026-11-27, calibration/
+  // measurements/h100-sxm/kernel_grid_2026-11-27/): the 2026-11-26 run's
+  // 533 points again plus 22 GEMMs around 1024^3 and 22 more softmax /
+  // log_softmax row shapes. The profile's kernel-grid terms were fitted on
+  // the other machine's run, so every case here is held out.
+  const auto spec = h100();
+  const calibration::MeasurementSet set = calibration::load_measurements(
+      {kMeasured + "kernel_grid_2026-11-27/kernel_grid.json"});
+  REQUIRE(set.items.size() >= 560);
+  const auto errors = calibration::kernel_grid_class_errors(spec, set);
+  for (const auto& [cls, e] : errors) {
+    std::printf("  machine 2 %-30s n %3d  mean |error| %5.1f%%  bias %+5.1f%%  max %5.1f%%\n", cls.c_str(), e.n,
+                100 * e.mean, 100 * e.bias, 100 * e.max);
+  }
+  for (const auto& m : set.items) {
+    if (calibration::is_softmax_forward(m)) {
+      std::printf("  machine 2 %-40s measured %8.1f us  gcsim %8.1f us  %+6.1f%%\n", m.label.c_str(), m.time_us,
+                  calibration::predicted_us(spec, m), 100 * (calibration::predicted_us(spec, m) / m.time_us - 1));
+    }
+  }
+  // Issue 16's 10% per GEMM class holds on the second machine, every case
+  // held out. The eager softmax forward, held out on 11 new row shapes
+  // (among them the shared-memory kernel, charged its bytes alone, and the
+  // fp32 rows of 2048 that run the warp kernel): 9.6%, to 12%; log_softmax
+  // to the first machine's 14%.
+  const std::map<std::string, double> bar{{"gemm llama", 0.10},  {"gemm large", 0.10},
+                                          {"gemm decode", 0.10}, {"gemm wave", 0.10},
+                                          {"gemm mid", 0.10},    {"gemm small", 0.10},
+                                          {"split-K shapes", 0.10}, {"memory softmax", 0.12},
+                                          {"memory log_softmax", 0.14}};
+  for (const auto& [cls, limit] : bar) {
+    INFO(cls);
+    REQUIRE(errors.count(cls) == 1);
+    CHECK(errors.at(cls).mean < limit);
+  }
+}
