@@ -23,6 +23,7 @@
 #include "calibration/fit/measurements.h"
 #include "calibration/fit/profile_fit.h"
 #include "calibration/fit/validation.h"
+#include "models/gpu/kernel_cost_model.h"
 #include "catch.h"
 #include "preset_fixtures.h"
 #include "sim/scenario/gpu_spec_loader.h"
@@ -304,6 +305,13 @@ TEST_CASE("H100 kernel grid on a second machine: the shipped profile per class, 
                 100 * e.mean, 100 * e.bias, 100 * e.max);
   }
   for (const auto& m : set.items) {
+    // The GEMMs around 1024^3 (group "tile"), with the model's kernel beside cuBLAS's.
+    if (m.gemm && m.record.value("group", "") == "tile") {
+      std::printf("  machine 2 %-28s measured %7.2f us  gcsim %7.2f us  %+6.1f%%  %s | %s\n", m.label.c_str(),
+                  m.time_us, calibration::predicted_us(spec, m),
+                  100 * (calibration::predicted_us(spec, m) / m.time_us - 1),
+                  models::gpu::gemm_kernel(spec, *m.gemm).name.c_str(), m.record.value("kernels_top", "").c_str());
+    }
     if (calibration::is_softmax_forward(m)) {
       std::printf("  machine 2 %-40s measured %8.1f us  gcsim %8.1f us  %+6.1f%%\n", m.label.c_str(), m.time_us,
                   calibration::predicted_us(spec, m), 100 * (calibration::predicted_us(spec, m) / m.time_us - 1));
