@@ -152,4 +152,34 @@ SoftmaxFit fit_eager_softmax(const GpuSpec& base, const std::vector<const Measur
   return fit;
 }
 
+std::map<std::string, GridClassError> kernel_grid_class_errors(const GpuSpec& spec, const MeasurementSet& set) {
+  std::map<std::string, std::vector<double>> errors;
+  for (const Measurement& m : set.items) {
+    const double e = (predicted_us(spec, m) - m.time_us) / m.time_us;
+    if (!m.excluded.empty()) {
+      errors[m.shape_class + " (excluded)"].push_back(e);
+      continue;
+    }
+    errors[m.shape_class].push_back(e);
+    if (m.record.value("kernels_top", "").find("splitK") != std::string::npos) errors["split-K shapes"].push_back(e);
+    if (m.shape_class == "gemm small" || m.shape_class == "gemm mid") {
+      errors[m.shape_class + (in_gemm_fit_half(m) ? " (fit half)" : " (held out)")].push_back(e);
+    }
+  }
+  std::map<std::string, GridClassError> out;
+  for (const auto& [cls, es] : errors) {
+    GridClassError c;
+    c.n = static_cast<int>(es.size());
+    for (double e : es) {
+      c.mean += std::fabs(e);
+      c.bias += e;
+      c.max = std::max(c.max, std::fabs(e));
+    }
+    c.mean /= c.n;
+    c.bias /= c.n;
+    out[cls] = c;
+  }
+  return out;
+}
+
 }  // namespace gcsim::calibration

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "calibration/fit/measurements.h"
@@ -65,5 +67,19 @@ struct SoftmaxFit {
 // steps: the kernel's three passes each load it).
 SoftmaxFit fit_eager_softmax(const models::gpu::GpuSpec& base,
                              const std::vector<const Measurement*>& cases);
+
+// |predicted - measured| / measured of a kernel_grid.py run, per class:
+// measurements.cpp's shape_class (excluded cases apart, as "<class>
+// (excluded)"), the shapes cuBLAS ran split-K ("split-K shapes", from its
+// kernel's name), and the small and mid GEMM classes split into the fit half
+// of in_gemm_fit_half ("... (fit half)") and the rest ("... (held out)").
+struct GridClassError {
+  int n = 0;
+  double mean = 0;  // mean |error|
+  double max = 0;   // largest |error|
+  double bias = 0;  // mean signed error
+};
+std::map<std::string, GridClassError> kernel_grid_class_errors(const models::gpu::GpuSpec& spec,
+                                                               const MeasurementSet& set);
 
 }  // namespace gcsim::calibration

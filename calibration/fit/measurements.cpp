@@ -252,6 +252,7 @@ void add_grid_softmax(MeasurementSet& set, const json& r, const std::string& whe
       s.cols = cols;
       s.elements = rows * cols;
       s.flops_per_element = 5;
+      s.log_softmax = op == "log_softmax";
       m.shape_class = "memory " + op;
     } else {
       s.kind = MemoryOpKind::elementwise;

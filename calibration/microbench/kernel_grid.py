@@ -10,6 +10,9 @@ quantization and mid-size efficiency; softmax; the compiled loss kernels).
                bf16 and fp32
   loss         torch.compile'd F.cross_entropy(logits.float(), target) over bf16 logits (the
                compiled build's loss: an online-softmax forward and a log-softmax backward kernel)
+  (1.1)        appended after each phase's 1.0 points, which keep their order: "tile" GEMMs
+               around 1024^3 (one and two waves of small tiles) and 11 more softmax/log_softmax
+               row shapes (7 bf16, 4 fp32)
 
 Method. Every time comes from torch_timing.measure (the microbenchmarks' one loop: warm-up, the
 stream back-logged with torch.cuda._sleep, CUDA events around each repetition -> median_us, and
@@ -52,7 +55,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_timing  # noqa: E402  (the shared CUDA-event timing loop)
 import compiled_kernels  # noqa: E402  (the loss op, its run_point and profile_kernels)
 
-VERSION = "kernel_grid 1.0"
+VERSION = "kernel_grid 1.1"  # 1.1: the "tile" GEMMs and the extra softmax rows, appended
 T0 = time.time()
 B16, F32 = torch.bfloat16, torch.float32
 MAX_ROTATION_SETS = 64
@@ -222,6 +225,13 @@ def gemm_points():
     random.Random(2026).shuffle(grid)
     for m, n, k in grid:
         add("grid", m, n, k)
+    # 1.1, after every 1.0 point (whose order is unchanged): one-wave and two-wave GEMMs around
+    # 1024^3 (cuBLAS runs 1024 x 1024 as 128 CTAs of 128x64; the model as 256 of 64x64 in two
+    # waves), M x N from 768 to 1536 at K 1024 and 4096
+    for m, n in [(768, 768), (768, 1024), (1024, 768), (896, 1024), (1024, 1152), (1152, 1152),
+                 (1024, 1280), (1280, 1280), (1024, 1536), (1536, 1536), (1024, 1088)]:
+        for k in (1024, 4096):
+            add("tile", m, n, k)
     return pts
 
 
@@ -323,6 +333,14 @@ def softmax_points():
                            (4096, 8192), (2048, 50304), (131072, 128)]:
             pts.append((op, rows, cols, "bf16"))
         for rows, cols in [(4096, 32000), (8192, 4096)]:
+            pts.append((op, rows, cols, "fp32"))
+    # 1.1, after every 1.0 point: more row lengths of each kernel (warp per row, CTA per row in
+    # registers, three passes) in both dtypes, softmax and log_softmax alike
+    for op in ("softmax", "log_softmax"):
+        for rows, cols in [(32768, 512), (16384, 1536), (16384, 3072), (8192, 6144), (16384, 4096),
+                           (4096, 16384), (1024, 128256)]:
+            pts.append((op, rows, cols, "bf16"))
+        for rows, cols in [(65536, 256), (16384, 1024), (16384, 2048), (2048, 50304)]:
             pts.append((op, rows, cols, "fp32"))
     return pts
 

@@ -22,10 +22,10 @@ namespace gcsim::models::gpu {
 // element, spread over the SMs, and for long rows the bytes of re-reading
 // each row. Zeros: the bytes alone at row_reduction (no profile measured it).
 struct EagerSoftmaxParams {
-  // Rows of at most 4 KiB, a warp each (softmax_warp_forward).
+  // Up to 2048 columns and 8 KiB, a warp per row (softmax_warp_forward).
   double warp_cycles_per_element = 0.0;
-  // Up to 8192 columns, a CTA per row holding it in registers
-  // (cunn_SoftMaxForwardReg): two block-wide reductions a row.
+  // Rows up to 16 KiB, a CTA per row in registers (cunn_SoftMaxForwardReg),
+  // two block reductions a row (to 48 KiB, in shared memory: its bytes).
   double block_cycles_per_element = 0.0;
   // Longer rows (cunn_SoftMaxForward): its max, sum and write passes each
   // load the row; this many of the loads reach HBM (1: read once).

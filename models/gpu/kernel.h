@@ -119,6 +119,11 @@ struct MemoryOpShape {
   // PyTorch's broadcast and atomic kernels in workloads/moe, reach less);
   // in (0, 1].
   double bandwidth_efficiency = 1.0;
+  // softmax only: PyTorch's log_softmax forward, which runs softmax's
+  // kernels but ends each element with x - max - log(sum), where softmax
+  // divides (and its CTA-per-row kernels recompute the exponential first):
+  // fewer SM cycles per element (kernel_cost_model.h, memory_kernel).
+  bool log_softmax = false;
 };
 
 }  // namespace gcsim::models::gpu

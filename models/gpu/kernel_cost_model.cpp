@@ -186,9 +186,31 @@ int64_t decode_kv_splits(const GpuSpec& spec, int64_t heads_total, int64_t kv_le
   return most;
 }
 
+namespace {
+
+// SM cycles per element an eager log_softmax forward saves on softmax's
+// kernel (MemoryOpShape::log_softmax). Its last pass writes x - max -
+// log(sum), two adds, where softmax divides by the sum (IEEE fp32 division:
+// MUFU.RCP, Newton steps and the FCHK guard, about 8 issue slots) and, in the
+// CTA-per-row kernels, first recomputes exp(x - max) (an add and CUDA's
+// accurate expf: range reduction, MUFU.EX2 and scaling, about 8 slots); the
+// warp kernel keeps the exponentials of its sum pass. An SM issues 4 warp
+// instructions, 128 lanes, per cycle. Counted, not fitted (each count
+// 6-12 slots: a bound of about +-50% on these savings); on the H100's grid
+// (kernel_grid, 2026-11-26) the measured differences are 0.04-0.07 (warp)
+// and 0.10-0.15 (CTA per row, bf16) cycles per element.
+constexpr double kLaneSlotsPerCycle = 128.0;
+constexpr double kLogSoftmaxSavedWarp = (8.0 - 2.0) / kLaneSlotsPerCycle;
+constexpr double kLogSoftmaxSavedBlock = (1.0 + 8.0 + 8.0 - 2.0) / kLaneSlotsPerCycle;
+
+}  // namespace
+
 EagerSoftmaxKernel eager_softmax_kernel(int64_t cols, Dtype dtype) {
-  if (static_cast<double>(cols) * dtype_bytes(dtype) <= 4096.0) return EagerSoftmaxKernel::warp_per_row;
-  if (cols <= 8192) return EagerSoftmaxKernel::block_per_row;
+  const double row_bytes = static_cast<double>(cols) * dtype_bytes(dtype);
+  if (cols <= 2048 && row_bytes <= 8192.0) return EagerSoftmaxKernel::warp_per_row;
+  if (row_bytes <= 16384.0) return EagerSoftmaxKernel::block_per_row;
+  // Less a few hundred bytes of the block reductions' scratch.
+  if (row_bytes <= 48.0 * 1024 - 512) return EagerSoftmaxKernel::smem_per_row;
   return EagerSoftmaxKernel::multipass;
 }
 
@@ -228,20 +250,32 @@ KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
       if (s.kind == MemoryOpKind::softmax) {
         // PyTorch's eager kernel for this row length: its SM cycles, spread
         // over the grid's SMs, and its extra loads of long rows.
+        // log_softmax: the same kernels, less the epilogue's division (and
+        // recomputed exponential) per element; none below zero (a profile
+        // with no softmax cycles charges both their bytes alone). The
+        // three-pass kernel is charged its bytes, which the op leaves alike.
         const EagerSoftmaxParams& p = spec.efficiency.softmax;
+        auto cycles = [&](double per_element, double saved) {
+          return std::max(0.0, per_element - (s.log_softmax ? saved : 0.0)) * elements;
+        };
         switch (eager_softmax_kernel(s.cols, s.dtype)) {
           case EagerSoftmaxKernel::warp_per_row:
-            latency_cycles = p.warp_cycles_per_element * elements;
+            latency_cycles = cycles(p.warp_cycles_per_element, kLogSoftmaxSavedWarp);
             break;
           case EagerSoftmaxKernel::block_per_row:
-            latency_cycles = p.block_cycles_per_element * elements;
+            latency_cycles = cycles(p.block_cycles_per_element, kLogSoftmaxSavedBlock);
+            break;
+          case EagerSoftmaxKernel::smem_per_row:
+            // The row read once into shared memory and written once: its
+            // bytes (no profile measured its SM cycles; on an H100, 0.5 per
+            // element against the bytes' 0.4).
             break;
           case EagerSoftmaxKernel::multipass:
             bytes = (p.multipass_reads + 1.0) * elements * dtype_bytes(s.dtype);
             break;
         }
       }
-      what = s.kind == MemoryOpKind::softmax    ? "softmax"
+      what = s.kind == MemoryOpKind::softmax    ? (s.log_softmax ? "log_softmax" : "softmax")
              : s.kind == MemoryOpKind::rms_norm ? "rms_norm"
                                                 : "layer_norm";
       break;

@@ -79,16 +79,21 @@ int64_t decode_kv_splits(const GpuSpec& spec, int64_t heads_total, int64_t kv_le
 // Bandwidth-bound ops, grid-stride: one tile per 64 KiB, at most one per SM.
 // A softmax adds the SM work of PyTorch's eager kernel for its row length
 // (GpuEfficiency::softmax): its cycles per element over the tiles' SMs on
-// top of its arithmetic, or for long rows the row's extra loads.
+// top of its arithmetic, or for long rows the row's extra loads. A
+// log_softmax (MemoryOpShape::log_softmax) runs the same kernels with a
+// cheaper last pass: its counted saving per element comes off the cycles.
 inline constexpr int64_t kMemoryBytesPerTile = 64 * 1024;
 KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& shape);
 
 // The kernel PyTorch's eager softmax forward runs for rows of `cols`, as
-// torch.profiler named them on an H100 (kernel_grid, 2026-11-26): a warp
-// per row for rows of at most 4 KiB (bf16 128-2048 columns), a CTA per row
-// held in registers up to 8192 columns (bf16 4096/8192, fp32 4096), the
-// three-pass kernel beyond (32000-50304).
-enum class EagerSoftmaxKernel { warp_per_row, block_per_row, multipass };
+// torch.profiler named them on two H100s (kernel_grid, 2026-11-26 and -27):
+// a warp per row up to 2048 columns and 8 KiB (softmax_warp_forward: bf16
+// 128-2048, fp32 256-2048), a CTA per row held in registers up to 16 KiB
+// (cunn_SoftMaxForwardReg, 1024 threads of 16 B: bf16 3072-8192, fp32
+// 4096), a CTA per row cached in shared memory while the row fits a block's
+// default 48 KiB (cunn_SoftMaxForwardSmem: bf16 16384), the three-pass
+// kernel beyond (bf16 32000-128256, fp32 50304).
+enum class EagerSoftmaxKernel { warp_per_row, block_per_row, smem_per_row, multipass };
 EagerSoftmaxKernel eager_softmax_kernel(int64_t cols, Dtype dtype);
 
 // The two bounds of one tile while `active_sms` SMs (this wave and any

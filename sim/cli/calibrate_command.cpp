@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -151,6 +152,20 @@ int fit_and_write(const std::vector<std::string>& files, const std::string& kern
       << "held-out cases:\n"
       << error_table(content.heldout);
   for (const auto& n : fit.notes) out << "note: " << n << "\n";
+  if (!kernel_grid.empty()) {
+    // The grid's classes at the written profile: the 7^3 grid's even-index
+    // half and the softmax (not log_softmax) forward are fitted, the rest
+    // held out (kernel_grid_fit.h).
+    out << "kernel grid " << fs::path(kernel_grid).filename().string()
+        << " per class (fitted: the 7^3 grid's even-index half, softmax forward; the rest held out):\n";
+    const MeasurementSet grid = load_measurements({kernel_grid});
+    for (const auto& [cls, e] : kernel_grid_class_errors(fit.spec, grid)) {
+      char line[160];
+      std::snprintf(line, sizeof line, "  %-30s n %3d  mean |error| %5.1f%%  bias %+5.1f%%  max %5.1f%%\n",
+                    cls.c_str(), e.n, 100 * e.mean, 100 * e.bias, 100 * e.max);
+      out << line;
+    }
+  }
   return 0;
 }
 

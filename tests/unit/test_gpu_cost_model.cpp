@@ -338,12 +338,18 @@ TEST_CASE("a GEMM's setup grows with the CTAs of its first wave", "[gpu]") {
 TEST_CASE("eager softmax: PyTorch's kernel by row length, and its SM cycles", "[gpu]") {
   using gpu::EagerSoftmaxKernel;
   using gpu::Dtype;
-  // Rows of at most 4 KiB a warp each; a CTA per row up to 8192 columns; beyond, three passes.
+  // As torch.profiler named them on two H100s (kernel_grid 2026-11-26 and
+  // -27): a warp per row up to 2048 columns and 8 KiB; a CTA per row in
+  // registers up to 16 KiB; in shared memory up to 48 KiB; beyond, three passes.
   CHECK(gpu::eager_softmax_kernel(2048, Dtype::bf16) == EagerSoftmaxKernel::warp_per_row);
   CHECK(gpu::eager_softmax_kernel(1024, Dtype::fp32) == EagerSoftmaxKernel::warp_per_row);
+  CHECK(gpu::eager_softmax_kernel(2048, Dtype::fp32) == EagerSoftmaxKernel::warp_per_row);
+  CHECK(gpu::eager_softmax_kernel(3072, Dtype::bf16) == EagerSoftmaxKernel::block_per_row);
   CHECK(gpu::eager_softmax_kernel(4096, Dtype::fp32) == EagerSoftmaxKernel::block_per_row);
   CHECK(gpu::eager_softmax_kernel(8192, Dtype::bf16) == EagerSoftmaxKernel::block_per_row);
+  CHECK(gpu::eager_softmax_kernel(16384, Dtype::bf16) == EagerSoftmaxKernel::smem_per_row);
   CHECK(gpu::eager_softmax_kernel(32000, Dtype::bf16) == EagerSoftmaxKernel::multipass);
+  CHECK(gpu::eager_softmax_kernel(50304, Dtype::fp32) == EagerSoftmaxKernel::multipass);
 
   gpu::GpuSpec h100 = h100_datasheet();
   h100.sm_clock_ghz = 1.98;
@@ -370,4 +376,36 @@ TEST_CASE("eager softmax: PyTorch's kernel by row length, and its SM cycles", "[
   const gpu::KernelDesc m = gpu::memory_kernel(h100, s);
   CHECK(m.total_bytes() == Approx(3.0 * 131'072'000 * 2));
   CHECK(m.latency_cycles_per_tile == 0.0);
+
+  // log_softmax: the same kernels less the epilogue's counted issue slots
+  // per element (kernel_cost_model.cpp: a division, 8 slots, and in the CTA
+  // kernels a recomputed exponential, 1 + 8, for two adds; 128 lanes a
+  // cycle). 8192 x 4096 (CTA per row): (0.88 - 15/128) x 33,554,432 /
+  // 132 = 193,907.1 cycles a tile, 97.933 us at 1.98 GHz.
+  s.rows = 8192;
+  s.cols = 4096;
+  s.log_softmax = true;
+  const gpu::KernelDesc lb = gpu::memory_kernel(h100, s);
+  CHECK(lb.latency_cycles_per_tile == Approx((0.88 - 15.0 / 128) * 33'554'432 / 132));
+  CHECK(gpu::tile_cost(h100, lb, 132).compute.microseconds() == Approx(97.933).epsilon(1e-4));
+  // 32768 x 1024 (a warp per row): (0.5 - 6/128) x 33,554,432 / 132 cycles a tile.
+  s.rows = 32768;
+  s.cols = 1024;
+  CHECK(gpu::memory_kernel(h100, s).latency_cycles_per_tile == Approx((0.5 - 6.0 / 128) * 33'554'432 / 132));
+  // 4096 x 16384 (the row cached in shared memory): its bytes alone, read
+  // once and written once, 2 x 67,108,864 x 2 B, no SM term.
+  s.rows = 4096;
+  s.cols = 16384;
+  const gpu::KernelDesc sm = gpu::memory_kernel(h100, s);
+  CHECK(sm.total_bytes() == Approx(2.0 * 67'108'864 * 2));
+  CHECK(sm.latency_cycles_per_tile == 0.0);
+  // The three-pass kernel is charged its bytes either way.
+  s.rows = 4096;
+  s.cols = 32000;
+  CHECK(gpu::memory_kernel(h100, s).total_bytes() == Approx(m.total_bytes()));
+  // A profile with no softmax cycles: none below zero.
+  h100.efficiency.softmax = {};
+  s.rows = 32768;
+  s.cols = 1024;
+  CHECK(gpu::memory_kernel(h100, s).latency_cycles_per_tile == 0.0);
 }

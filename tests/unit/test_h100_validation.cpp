@@ -23,6 +23,7 @@
 #include "calibration/fit/measurements.h"
 #include "calibration/fit/profile_fit.h"
 #include "calibration/fit/validation.h"
+#include "models/gpu/kernel_cost_model.h"
 #include "catch.h"
 #include "preset_fixtures.h"
 #include "sim/scenario/gpu_spec_loader.h"
@@ -189,9 +190,11 @@ TEST_CASE("H100 kernel grid: the shipped profile per class on shapes it never sa
   // halves included, and by the 32 shapes cuBLAS ran split-K (20.0 -> 7.4%;
   // their worst, 256 x 512 x 8192, +21%, stays under 25%). The eager
   // softmax forward, fitted (kernel_grid_fit.h): 30.5 -> 7.9%. log_softmax,
-  // held out, to 15%: it does one exponential per element where softmax
-  // does two and the cycles fitted on softmax overcharge it (13.5%, its
-  // worst +31% at 2048 x 50304).
+  // held out, to 14%: 13.5 -> 12.4% with its counted epilogue saving
+  // (kernel_cost_model.cpp: softmax divides, and its CTA kernels recompute
+  // the exponential); what is left is softmax's own miss at the same row
+  // lengths and the three-pass kernel, which the model charges its bytes
+  // whatever the op (its worst +31% at 2048 x 50304).
   const std::map<std::string, double> bar{{"gemm llama", 0.10},
                                           {"gemm large", 0.10},
                                           {"gemm decode", 0.10},
@@ -202,7 +205,7 @@ TEST_CASE("H100 kernel grid: the shipped profile per class on shapes it never sa
                                           {"gemm mid (held out)", 0.10},
                                           {"split-K shapes", 0.10},
                                           {"memory softmax", 0.10},
-                                          {"memory log_softmax", 0.15}};
+                                          {"memory log_softmax", 0.14}};
   REQUIRE(set.items.size() >= 500);
   for (const auto& [cls, e] : errors) {
     double sum = 0;
@@ -283,4 +286,50 @@ TEST_CASE("H100 profile: its GEMM fixed cost, split-K slice and softmax cycles a
   CHECK(p.block_cycles_per_element < 4.0);
   CHECK(p.multipass_reads >= 1.0);
   CHECK(p.multipass_reads <= 3.0);
+}
+
+TEST_CASE("H100 kernel grid on a second machine: the shipped profile per class, all held out",
+          "[gpu][validation]") {
+  // kernel_grid.py 1.1 on another H100 SXM (2026-11-27, calibration/
+  // measurements/h100-sxm/kernel_grid_2026-11-27/): the 2026-11-26 run's
+  // 533 points again plus 22 GEMMs around 1024^3 and 22 more softmax /
+  // log_softmax row shapes. The profile's kernel-grid terms were fitted on
+  // the other machine's run, so every case here is held out.
+  const auto spec = h100();
+  const calibration::MeasurementSet set = calibration::load_measurements(
+      {kMeasured + "kernel_grid_2026-11-27/kernel_grid.json"});
+  REQUIRE(set.items.size() >= 560);
+  const auto errors = calibration::kernel_grid_class_errors(spec, set);
+  for (const auto& [cls, e] : errors) {
+    std::printf("  machine 2 %-30s n %3d  mean |error| %5.1f%%  bias %+5.1f%%  max %5.1f%%\n", cls.c_str(), e.n,
+                100 * e.mean, 100 * e.bias, 100 * e.max);
+  }
+  for (const auto& m : set.items) {
+    // The GEMMs around 1024^3 (group "tile"), with the model's kernel beside cuBLAS's.
+    if (m.gemm && m.record.value("group", "") == "tile") {
+      std::printf("  machine 2 %-28s measured %7.2f us  gcsim %7.2f us  %+6.1f%%  %s | %s\n", m.label.c_str(),
+                  m.time_us, calibration::predicted_us(spec, m),
+                  100 * (calibration::predicted_us(spec, m) / m.time_us - 1),
+                  models::gpu::gemm_kernel(spec, *m.gemm).name.c_str(), m.record.value("kernels_top", "").c_str());
+    }
+    if (calibration::is_softmax_forward(m)) {
+      std::printf("  machine 2 %-40s measured %8.1f us  gcsim %8.1f us  %+6.1f%%\n", m.label.c_str(), m.time_us,
+                  calibration::predicted_us(spec, m), 100 * (calibration::predicted_us(spec, m) / m.time_us - 1));
+    }
+  }
+  // Issue 16's 10% per GEMM class holds on the second machine, every case
+  // held out. The eager softmax forward, held out on 11 new row shapes
+  // (among them the shared-memory kernel, charged its bytes alone, and the
+  // fp32 rows of 2048 that run the warp kernel): 9.6%, to 12%; log_softmax
+  // to the first machine's 14%.
+  const std::map<std::string, double> bar{{"gemm llama", 0.10},  {"gemm large", 0.10},
+                                          {"gemm decode", 0.10}, {"gemm wave", 0.10},
+                                          {"gemm mid", 0.10},    {"gemm small", 0.10},
+                                          {"split-K shapes", 0.10}, {"memory softmax", 0.12},
+                                          {"memory log_softmax", 0.14}};
+  for (const auto& [cls, limit] : bar) {
+    INFO(cls);
+    REQUIRE(errors.count(cls) == 1);
+    CHECK(errors.at(cls).mean < limit);
+  }
 }

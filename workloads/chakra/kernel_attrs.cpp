@@ -79,6 +79,7 @@ struct Writer {
       add_int(n, "gcsim_reduction_rows", s.reduction_rows);
       add_double(n, "gcsim_cycles_per_row", s.cycles_per_row);
     }
+    if (s.log_softmax) add_bool(n, "gcsim_log_softmax", true);
     dtype(s.dtype);
   }
 };
@@ -167,6 +168,7 @@ std::optional<ComputeOp> read_kernel_shape(const ChakraProtoMsg::Node& n) {
     s.transcendentals_per_element = number_attr(n, "gcsim_transcendentals_per_element").value_or(0.0);
     s.reduction_rows = int_attr(n, "gcsim_reduction_rows").value_or(0);
     s.cycles_per_row = number_attr(n, "gcsim_cycles_per_row").value_or(0.0);
+    s.log_softmax = bool_attr(n, "gcsim_log_softmax").value_or(false);
     if (!(s.transcendentals_per_element >= 0.0) || s.reduction_rows < 0 || !(s.cycles_per_row >= 0.0)) {
       throw std::invalid_argument(
           "attributes 'gcsim_transcendentals_per_element', 'gcsim_reduction_rows' and "

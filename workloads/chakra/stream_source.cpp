@@ -29,7 +29,7 @@ std::string shape_key(const ComputeOp& op) {
           return "m" + f(static_cast<int>(s.kind), s.elements, s.rows, s.cols, s.inputs,
                          s.flops_per_element, static_cast<int>(s.dtype), s.bytes_per_element,
                          s.bandwidth_efficiency, s.transcendentals_per_element, s.reduction_rows,
-                         s.cycles_per_row);
+                         s.cycles_per_row, s.log_softmax);
         }
       },
       op.shape);
