@@ -34,7 +34,6 @@ namespace gcsim::models::gpu {
 struct GovernorState {
   Activity slow;  // over time_constant
   Activity fast;  // over fast_time_constant (equal to slow where there is no fast loop)
-  bool operator==(const GovernorState&) const = default;
 };
 
 // The state a GPU starts a period with when the same work repeats back to
