@@ -71,12 +71,19 @@ ClusterModel::ClusterModel(sim::Simulator& sim, ClusterModelConfig config)
     spec_of_rank_[static_cast<size_t>(rank)] = static_cast<int>(specs_.size());
     specs_.push_back(spec);
   }
+  if (!config_.clock_rank_start.empty() &&
+      config_.clock_rank_start.size() != static_cast<size_t>(config_.num_ranks)) {
+    throw std::invalid_argument("clock_rank_start has " + std::to_string(config_.clock_rank_start.size()) +
+                                " states for " + std::to_string(config_.num_ranks) + " ranks");
+  }
   kernels_.resize(specs_.size());
   gpus_.reserve(static_cast<size_t>(config_.num_ranks));
   for (int r = 0; r < config_.num_ranks; ++r) {
     gpu::GpuOptions options;
     options.clock_model = config_.clock_model;
-    options.initial_activity = config_.clock_model_start;
+    options.initial_state = static_cast<size_t>(r) < config_.clock_rank_start.size()
+                                ? config_.clock_rank_start[static_cast<size_t>(r)]
+                                : config_.clock_model_start;
     options.interference = config_.interference;
     gpus_.push_back(std::make_unique<gpu::Gpu>(
         sim_, specs_[static_cast<size_t>(spec_of_rank_[static_cast<size_t>(r)])], r, options));

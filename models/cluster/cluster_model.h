@@ -36,9 +36,11 @@ struct ClusterModelConfig {
   // collectives::params_for(gpu) with collective_sms channels.
   std::optional<collectives::CollectiveParams> collective_params;
   // The power cap's clock governor on every GPU (gpu::GpuOptions), its
-  // averaged activity at time zero.
+  // averages at time zero: clock_rank_start[rank] where given (one entry per
+  // rank), clock_model_start otherwise.
   bool clock_model = false;
-  gpu::Activity clock_model_start;
+  gpu::GovernorState clock_model_start;
+  std::vector<gpu::GovernorState> clock_rank_start;
   // The host launches through one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS
   // =1, as Megatron-LM sets it): kernels and NCCL kernels reach the GPU in
   // issue order, so a collective issued before a kernel gets its SMs before

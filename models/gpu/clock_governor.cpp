@@ -11,6 +11,11 @@ ClockGovernor::ClockGovernor(const PowerParams& params, sim::Time start, const A
   if (!params_.enabled()) throw std::invalid_argument("a clock governor needs a power cap");
 }
 
+ClockGovernor::ClockGovernor(const PowerParams& params, sim::Time start, const GovernorState& state)
+    : ClockGovernor(params, start, state.slow) {
+  averaged_fast_ = state.fast;
+}
+
 namespace {
 // Exact step response of a first-order filter to constant input `in` over
 // `keep` = exp(-dt / tau).
@@ -21,6 +26,37 @@ void relax(Activity& avg, const Activity& in, double keep) {
   avg.hbm_unshared = in.hbm_unshared + (avg.hbm_unshared - in.hbm_unshared) * keep;
 }
 }  // namespace
+
+GovernorState periodic_start(const PowerParams& params, const GovernorState& start, const GovernorState& end,
+                             sim::Duration period) {
+  if (period <= sim::Duration::zero()) return end;
+  auto fixed_point = [&](const Activity& a0, const Activity& a1, sim::Duration tau) {
+    const double x = period.seconds() / tau.seconds();
+    const double keep = std::exp(-x);
+    const double gain = -std::expm1(-x);  // 1 - keep, exact for short periods
+    // end - start keep is the period's own contribution B, computed once per
+    // component; a period far shorter than tau leaves B small but exact to
+    // ~1e-16 of the averages, so B / gain keeps ~1e-16 tau / period.
+    auto one = [&](double s0, double s1) { return std::max(0.0, (s1 - s0 * keep) / gain); };
+    return Activity{one(a0.tensor, a1.tensor), one(a0.vector, a1.vector), one(a0.hbm, a1.hbm),
+                    one(a0.hbm_unshared, a1.hbm_unshared)};
+  };
+  GovernorState p;
+  p.slow = fixed_point(start.slow, end.slow, params.time_constant);
+  p.fast = params.fast_loop() ? fixed_point(start.fast, end.fast, params.fast_time_constant) : p.slow;
+  return p;
+}
+
+double state_clock(const PowerParams& params, const GovernorState& state) {
+  const double slow = cap_clock(params, state.slow);
+  return params.fast_loop() ? std::min(slow, cap_clock(params, state.fast, params.fast_cap_w)) : slow;
+}
+
+GovernorState ClockGovernor::state_at(sim::Time until) const {
+  ClockGovernor copy = *this;
+  copy.advance(std::max(until, last_));
+  return GovernorState{copy.averaged_, params_.fast_loop() ? copy.averaged_fast_ : copy.averaged_};
+}
 
 double ClockGovernor::demand_w(const Activity& a) const {
   return params_.tensor_w * a.tensor + params_.vector_w * a.vector + memory_power_w(params_, a);

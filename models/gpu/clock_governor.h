@@ -29,11 +29,35 @@
 
 namespace gcsim::models::gpu {
 
+// The governor's two averages at some instant: what a GPU carries into the
+// work that starts then (zero: a rested GPU).
+struct GovernorState {
+  Activity slow;  // over time_constant
+  Activity fast;  // over fast_time_constant (equal to slow where there is no fast loop)
+};
+
+// The state a GPU starts a period with when the same work repeats back to
+// back, each period `period` long: the fixed point of start -> end. For a
+// fixed activity timeline each average is linear in its start, end = start
+// k + B with k = exp(-period / tau), so the periodic start is B / (1 - k) =
+// (end - start k) / (1 - k), per component and per loop. The timeline itself
+// moves with the clocks the start gives, so callers iterate (warm-up passes).
+// `start` and `end` are the averages a run of one period began and ended
+// with; a zero period returns `end`.
+GovernorState periodic_start(const PowerParams& params, const GovernorState& start, const GovernorState& end,
+                             sim::Duration period);
+
+// The SM clock fraction (of f_max) a GPU in `state` gives the next kernel:
+// the lower of the two loops' cap clocks.
+double state_clock(const PowerParams& params, const GovernorState& state);
+
 class ClockGovernor {
  public:
   // `averaged` is the filter's state at `start`: zero for a rested GPU, the
-  // activity of the work before it for one already running.
+  // activity of the work before it for one already running (both loops).
   ClockGovernor(const PowerParams& params, sim::Time start, const Activity& averaged);
+  // Each loop from its own average (a recorded or periodic state).
+  ClockGovernor(const PowerParams& params, sim::Time start, const GovernorState& state);
 
   // Work starts or ends now: activity `a` and its arithmetic's power
   // `arithmetic_w` (W_tensor a_tensor + W_vector a_vector at its clock) are
@@ -59,6 +83,9 @@ class ClockGovernor {
   double energy_j(sim::Time until) const;
   const Activity& averaged() const { return averaged_; }
   const Activity& averaged_fast() const { return averaged_fast_; }
+  // Both averages as they stand at `until` (>= the last update), the levels
+  // still held then included: what the GPU carries into work starting then.
+  GovernorState state_at(sim::Time until) const;
   const PowerParams& params() const { return params_; }
 
  private:

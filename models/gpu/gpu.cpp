@@ -70,7 +70,7 @@ class Gpu::Impl : public sim::EventHandler {
       if (!spec.power.enabled()) {
         throw std::invalid_argument("the clock model needs the power parameters of " + spec.name);
       }
-      gov_.emplace(spec.power, sim.now(), options.initial_activity);
+      gov_.emplace(spec.power, sim.now(), options.initial_state);
       if (options.pinned_clock > 0.0) gov_->pin(options.pinned_clock);
     }
   }

@@ -54,8 +54,8 @@ struct GpuOptions {
   // relative to the clock the spec's efficiencies stand for (the sustained
   // clock when spec.at_sustained_clocks, else f_max).
   bool clock_model = false;
-  // The governor's averaged activity at time zero (zero: a rested GPU).
-  Activity initial_activity;
+  // The governor's averages at time zero (zero: a rested GPU).
+  GovernorState initial_state;
   // > 0: the governor holds the SM clock at this fraction of f_max (the
   // power fit reads the runtime's activity at a measured clock).
   double pinned_clock = 0.0;

@@ -13,6 +13,7 @@
 #include "sim/report/collective_report.h"
 #include "sim/report/failures_report.h"
 #include "sim/report/fault_verdict.h"
+#include "sim/cli/clock_warmup.h"
 #include "sim/cli/inference_run.h"
 #include "sim/scenario/network_setup.h"
 #include "sim/report/run_html.h"
@@ -85,6 +86,10 @@ int run_command(const std::string& config_path, const RunOptions& options, std::
     if (auto missed = inference_faults_not_honoured(s)) s.notes.push_back(*missed);
     return run_inference(s, cluster_model_config(s), options, dir, out, wall_start);
   }
+
+  // A step that starts from its own periodic steady state: warm-up passes
+  // find each GPU's start first (clock_warmup.h).
+  if (s.cluster.clock_settle) settle_clock_start(s, options.load.limits);
 
   sim::Simulator simulator(s.seed);
   models::cluster::ClusterModel cluster(simulator, cluster_model_config(s));

@@ -43,6 +43,7 @@ models::cluster::ClusterModelConfig cluster_model_config(const Scenario& s) {
   c.interference = s.network.interference;
   c.clock_model = s.cluster.clock_model;
   c.clock_model_start = s.cluster.clock_model_start;
+  c.clock_rank_start = s.cluster.clock_rank_start;
   return c;
 }
 

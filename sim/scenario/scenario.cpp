@@ -1,6 +1,9 @@
 #include "sim/scenario/scenario.h"
 
+#include <cmath>
 #include <memory>
+
+#include <nlohmann/json.hpp>
 
 #include "models/gpu/power_steady_state.h"
 #include "models/gpu/sustained_clocks.h"
@@ -18,6 +21,7 @@
 #include "sim/scenario/packet_config_loader.h"
 #include "sim/scenario/straggler_loader.h"
 #include "sim/scenario/training_workload_loader.h"
+#include "sim/config/input_file.h"
 #include "sim/config/unit_parse.h"
 
 namespace gcsim::cli {
@@ -56,6 +60,84 @@ std::vector<std::string> names_of(const std::vector<Registered>& r) {
   return v;
 }
 
+// One activity of a state file: [tensor, vector, hbm, hbm_unshared], time
+// fractions of the whole GPU (power_model.h). Tensor and vector shares of
+// SM-time lie in [0, 1]; HBM demand over the peak may exceed 1 (kernels and
+// collectives beside each other ask for more than the peak), so it is only
+// finite and non-negative, and the traffic beside no arithmetic is part of it.
+models::gpu::Activity state_activity(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_array() || j.size() != 4) {
+    throw std::invalid_argument(where + ": expected [tensor, vector, hbm, hbm_unshared]");
+  }
+  double v[4];
+  for (size_t i = 0; i < 4; ++i) {
+    if (!j[i].is_number()) throw std::invalid_argument(where + "[" + std::to_string(i) + "]: expected a number");
+    v[i] = j[i].get<double>();
+    if (!std::isfinite(v[i]) || v[i] < 0.0) {
+      throw std::invalid_argument(where + "[" + std::to_string(i) + "]: must be finite and non-negative");
+    }
+  }
+  constexpr double kRound = 1e-9;  // sums of per-wave shares round a little above 1
+  if (v[0] > 1.0 + kRound || v[1] > 1.0 + kRound) {
+    throw std::invalid_argument(where + ": tensor and vector shares of SM-time lie in [0, 1]");
+  }
+  if (v[3] > v[2] * (1.0 + kRound) + kRound) {
+    throw std::invalid_argument(where + ": hbm_unshared is part of hbm, so it cannot exceed it");
+  }
+  return models::gpu::Activity{v[0], v[1], v[2], v[3]};
+}
+
+// cluster.clock_start: auto | rest | steady, or the path of a state file
+// written by gcsim export (clock_start_file()), one state per rank.
+void read_clock_start(ClusterConfig& cluster, ConfigReader& c) {
+  const char* doc =
+      "where each GPU's power governor starts under cluster.clocks: model: rest, steady (the "
+      "periodic steady state of the workload repeated back to back, found by warm-up passes "
+      "before the run), auto (steady for training, rest otherwise), or the path of a state file "
+      "written by gcsim export (the exported step's start)";
+  YAML::Node n = c.raw("clock_start", doc);
+  cluster.clock_start_line = c.line_of("clock_start");
+  if (!n.IsDefined() || n.IsNull() ||
+      (n.IsScalar() && (n.Scalar() == "auto" || n.Scalar() == "rest" || n.Scalar() == "steady"))) {
+    cluster.clock_start = c.get_choice("clock_start", {"auto", "rest", "steady"}, std::string("auto"), doc);
+    return;
+  }
+  if (!n.IsScalar()) c.fail("clock_start", "expected auto, rest, steady or the path of a state file");
+  const std::string file = c.get_path("clock_start", std::nullopt, doc);
+  cluster.clock_start = file;
+  std::string text, error;
+  if (!sim::config::read_input_file(file, sim::config::kMaxDataBytes, "clock-state", text, error)) {
+    c.fail("clock_start", "not auto, rest or steady, and not a readable state file '" + file + "': " + error);
+  }
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    if (!j.is_object() || !j.contains("ranks") || !j["ranks"].is_array()) {
+      throw std::invalid_argument(file + ": expected an object with a list `ranks` (gcsim export writes it)");
+    }
+    if (j.contains("gpu") && j["gpu"] != cluster.gpu.name) {
+      throw std::invalid_argument(file + ": recorded on " + j["gpu"].dump() + ", the cluster runs " +
+                                  cluster.gpu.name);
+    }
+    const auto& ranks = j["ranks"];
+    if (ranks.size() != static_cast<size_t>(cluster.total_gpus())) {
+      throw std::invalid_argument(file + ": " + std::to_string(ranks.size()) + " ranks, the cluster has " +
+                                  std::to_string(cluster.total_gpus()) + " GPUs");
+    }
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      const std::string where = file + ": ranks[" + std::to_string(r) + "]";
+      if (!ranks[r].is_object() || !ranks[r].contains("slow") || !ranks[r].contains("fast")) {
+        throw std::invalid_argument(where + ": expected {slow: [...], fast: [...]}");
+      }
+      cluster.clock_rank_start.push_back(models::gpu::GovernorState{
+          state_activity(ranks[r]["slow"], where + ".slow"), state_activity(ranks[r]["fast"], where + ".fast")});
+    }
+  } catch (const nlohmann::json::exception& e) {
+    c.fail("clock_start", file + ": not valid JSON: " + e.what());
+  } catch (const std::invalid_argument& e) {
+    c.fail("clock_start", e.what());
+  }
+}
+
 ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes,
                            topologies::TopologySpec& topology) {
   ClusterConfig cluster;
@@ -88,6 +170,7 @@ ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes,
       "averaged activity), sustained (tensor efficiencies x the GPU's "
       "sustained_tensor_fraction), rested (isolated kernels), auto (sustained for training; "
       "the model, from rest, for every other workload, rested where the GPU has no power model)");
+  read_clock_start(cluster, c);
   cluster.launch_queues = c.get_choice(
       "launch_queues", {"auto", "one", "many"}, std::string("auto"),
       "host-to-GPU launch queues: one (CUDA_DEVICE_MAX_CONNECTIONS=1: kernels and NCCL kernels "
@@ -109,33 +192,51 @@ ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes,
 
 namespace {
 
-// Under `model` the governor moves the clock kernel by kernel; a training
-// step starts from the steady state of back-to-back GEMMs (the steps before
-// it), everything else from rest. `auto`, the default, takes the model for
-// graphs, serving, collectives and Chakra replays (from rest) and the fixed
-// sustained fraction for training. With the activity hold the H200 steps
-// and the strategy steps meet their bars under the model too (README,
-// "Clocks from a power model"), but a training step's Chakra export,
-// replayed, runs from rest where the step runs from the GEMMs' steady
-// state, so the round trip would no longer give the same time: not
-// switched yet.
+// Under `model` the governor moves the clock kernel by kernel. `auto`, the
+// default, takes the model for every workload but training where the GPU
+// has power parameters, the fixed sustained fraction for training (and
+// rested clocks for the rest where it has none). Where the governors start (cluster.clock_start): a training step,
+// one of many identical steps, from the periodic steady state of the step
+// repeated back to back (warm-up passes before the run, sim/cli/
+// clock_warmup.h; the first starts from back-to-back GEMMs' steady state);
+// everything else from rest; a Chakra replay of an exported step from the
+// states the export recorded. A start other than rest derates the
+// efficiencies to the model's steady GEMM speed (as `sustained` does) and
+// each kernel stretches from there, so a step and its replay build the
+// same kernels.
 void apply_clocks(Scenario& s) {
   ClusterConfig& c = s.cluster;
   const bool training = s.workload_kind == "training";
-  if (c.clocks == "model" && !c.gpu.power.enabled()) {
+  const bool power = c.gpu.power.enabled();
+  if (c.clocks == "model" && !power) {
     s.notes.push_back("cluster.clocks: model needs the GPU's power parameters (`power:` in the "
                       "preset); " + c.gpu.name + " has none, so clocks follow cluster.clocks: auto");
   }
-  const bool model = c.clocks == "model" || (c.clocks == "auto" && !training);
-  if (model && c.gpu.power.enabled()) {
+  // `auto` keeps the fixed sustained fraction for training: under the model
+  // (from the step's periodic state) two of the measured H200 steps miss
+  // their bars (README, "Clocks from a power model").
+  const bool model = (c.clocks == "model" || (c.clocks == "auto" && !training)) && power;
+  if (!model && c.clock_start != "auto" && c.clock_start != "rest") {
+    s.notes.push_back("cluster.clock_start has no effect without the clock model (cluster.clocks: " +
+                      c.clocks + (power ? "" : ", and " + c.gpu.name + " has no power parameters") + ")");
+    c.clock_rank_start.clear();
+  }
+  if (model) {
     namespace g = models::gpu;
+    const std::string start = c.clock_start == "auto" ? (training ? "steady" : "rest") : c.clock_start;
+    if (start == "steady" && s.workload_kind == "inference") {
+      throw sim::config::ConfigError(s.config_path, c.clock_start_line, "cluster.clock_start",
+                        "steady repeats a fixed graph to its periodic state; serving builds its "
+                        "iterations while it runs (and runs at rested clocks): use rest or auto");
+    }
     c.clock_model = true;
     const g::SteadyState gemm = g::steady_state(c.gpu, g::reference_gemm(c.gpu));
     c.gpu.sustained_tensor_fraction = gemm.speed;
     const std::string mhz = fmt("%.0f MHz", gemm.clock * c.gpu.sm_clock_ghz * 1e3);
-    if (training) {
-      c.clock_model_start = gemm.activity;
-      c.gpu = g::at_sustained_clocks(c.gpu);
+    if (start != "rest") c.gpu = g::at_sustained_clocks(c.gpu);
+    if (start == "steady") {
+      c.clock_model_start = g::GovernorState{gemm.activity, gemm.activity};
+      c.clock_settle = true;
     }
     const g::PowerParams& p = c.gpu.power;
     std::string fast;  // the fast loop, and its cap where it is not the board cap
@@ -143,12 +244,14 @@ void apply_clocks(Scenario& s) {
       fast = fmt(" and %.0f ms", p.fast_time_constant.seconds() * 1e3);
       if (p.fast_cap_w != p.cap_w) fast += fmt(" (at %.0f W)", p.fast_cap_w);
     }
+    const std::string from = start == "rest"     ? ", from rest"
+                             : start == "steady" ? ", from the workload's periodic steady state"
+                                                 : ", from the states recorded in " + start;
     s.notes.push_back("SM clocks from the power model (cap " + fmt("%.0f W", p.cap_w) + ", averaged over " +
                       fmt("%.0f ms", p.time_constant.seconds() * 1e3) + fast +
                       "): back-to-back bf16 GEMMs settle at " + mhz + ", x" + fmt("%.3f", gemm.speed) +
                       " of the rested rate; each kernel runs at the clock its GPU's averaged "
-                      "activity allows" + (training ? ", from that state at the step's start" : ", from rest") +
-                      " (cluster.clocks: sustained | rested overrides)");
+                      "activity allows" + from + " (cluster.clocks: sustained | rested overrides)");
     return;
   }
   const bool sustained = c.clocks == "sustained" || (c.clocks != "rested" && training);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "models/gpu/clock_governor.h"
 #include "models/gpu/gpu_spec.h"
 #include "models/gpu/gpu_throttle.h"
 #include "models/gpu/interference.h"
@@ -54,12 +55,21 @@ struct ClusterConfig {
   // SM clocks: "model" (the power cap's governor sets each kernel's clock
   // from the GPU's averaged activity: models/gpu/clock_governor.h),
   // "sustained" (the power-capped steady state as one fraction), "rested",
-  // or "auto" (the pre-model switch: sustained for training, rested
-  // otherwise). `gpu` is already derated when sustained
-  // (gpu.at_sustained_clocks); under "model" a training step's GPUs start
-  // from the sustained state (clock_model_start) and the governor moves
-  // each kernel's clock from there.
+  // or "auto" (sustained for training; the model for the rest where the
+  // GPU has power parameters, rested otherwise). `gpu` is already derated
+  // when sustained (gpu.at_sustained_clocks), and under "model" when the
+  // GPUs start from a running state (the governor stretches each kernel
+  // from that clock).
   std::string clocks = "model";
+  // Where each GPU's governor starts under the model (cluster.clock_start):
+  // "rest", "steady" (the periodic steady state of the workload repeated
+  // back to back: clock_settle, found by warm-up passes before the run,
+  // sim/cli/clock_warmup.h) or a state file written by gcsim export
+  // (clock_rank_start read from it). "auto": steady for training, rest for
+  // the rest.
+  std::string clock_start = "auto";
+  int clock_start_line = 0;  // where it was written (0: not written, or -s)
+  bool clock_settle = false;
   // Hardware launch queues from host to GPU: "one" (CUDA_DEVICE_MAX_CONNECTIONS
   // =1: kernels and NCCL kernels reach the GPU in issue order), "many"
   // (CUDA's default of 8: a collective issued with kernels on other streams
@@ -67,7 +77,8 @@ struct ClusterConfig {
   // sets it; many otherwise). Resolved by launch_queues_one().
   std::string launch_queues = "auto";
   bool clock_model = false;  // the governor runs (model, and the GPU has power parameters)
-  models::gpu::Activity clock_model_start;  // the governor's averaged activity at time zero
+  models::gpu::GovernorState clock_model_start;  // every governor's averages at time zero
+  std::vector<models::gpu::GovernorState> clock_rank_start;  // per rank where set (overrides)
   std::vector<StragglerConfig> stragglers;  // ascending rank, as written (speed 1 included)
   // The host CPU's per-call costs for eager MoE layers (cluster.host).
   workloads::moe::EagerHostCost host = workloads::moe::eager_host_cost();

@@ -258,3 +258,48 @@ TEST_CASE("clock governor: a pinned clock and the integrated activity", "[gpu][p
   CHECK_THROWS_AS(g.pin(0.0), std::invalid_argument);
   CHECK_THROWS_AS(g.pin(1.5), std::invalid_argument);
 }
+
+TEST_CASE("clock governor: the periodic start of a repeated burst", "[gpu][power]") {
+  // A 50 ms period: 40 ms of tensor work (activity 1, HBM 0.25), 10 ms idle.
+  // Over one period a first-order average goes A -> A e^-0.5 + B with B =
+  // (1 - e^-0.4) e^-0.1 (the burst charged, then decaying over the idle
+  // part), so the start that repeats is B / (1 - e^-0.5) = 0.758; the 5 ms
+  // loop's is (1 - e^-8) e^-2 / (1 - e^-10) = 0.135.
+  gpu::PowerParams p = flat_voltage();  // tau 100 ms, no hold
+  p.fast_cap_w = p.cap_w * 1.05;
+  p.fast_time_constant = sim::ms(int64_t{5});
+  const gpu::Activity gemm{1.0, 0.0, 0.25};
+  const sim::Time t0 = sim::Time::zero();
+  const sim::Duration period = sim::ms(int64_t{50});
+  const double slow = (1.0 - std::exp(-0.4)) * std::exp(-0.1) / (1.0 - std::exp(-0.5));
+  const double fast = (1.0 - std::exp(-8.0)) * std::exp(-2.0) / (1.0 - std::exp(-10.0));
+  auto one_period = [&](const gpu::GovernorState& start) {
+    gpu::ClockGovernor g(p, t0, start);
+    g.add(t0, gemm, 800.0);
+    g.remove(t0 + sim::ms(int64_t{40}), gemm, 800.0);
+    return g.state_at(t0 + period);
+  };
+  // From rest and from a GPU far above the periodic state, one period's
+  // end gives the same periodic start: the filter is linear in its start.
+  for (const double a0 : {0.0, 0.9}) {
+    const gpu::GovernorState start{gpu::Activity{a0, 0.0, 0.25 * a0}, gpu::Activity{a0, 0.0, 0.25 * a0}};
+    const gpu::GovernorState periodic = gpu::periodic_start(p, start, one_period(start), period);
+    CHECK(periodic.slow.tensor == Approx(slow).epsilon(1e-9));
+    CHECK(periodic.slow.hbm == Approx(0.25 * slow).epsilon(1e-9));
+    CHECK(periodic.fast.tensor == Approx(fast).epsilon(1e-6));
+    CHECK(periodic.slow.vector == 0.0);
+  }
+  // Started there, a period ends where it began.
+  const gpu::GovernorState periodic{gpu::Activity{slow, 0.0, 0.25 * slow}, gpu::Activity{fast, 0.0, 0.25 * fast}};
+  const gpu::GovernorState end = one_period(periodic);
+  CHECK(end.slow.tensor == Approx(slow).epsilon(1e-12));
+  CHECK(end.fast.tensor == Approx(fast).epsilon(1e-9));
+  // The next kernel's clock: the lower of the two loops' (the slow one:
+  // 100 + 1000 r 0.758 + 200 x 0.25 x 0.758 = 700 W at r = 0.742; the fast
+  // loop's 0.135 would allow more than f_max).
+  CHECK(gpu::state_clock(p, periodic) == Approx((600.0 - 50.0 * slow) / (1000.0 * slow)).epsilon(1e-9));
+  // A zero period has no fixed point to find: the end stands.
+  const gpu::GovernorState same = gpu::periodic_start(p, periodic, end, sim::Duration::zero());
+  CHECK(same.slow.tensor == end.slow.tensor);
+  CHECK(same.fast.hbm == end.fast.hbm);
+}
