@@ -687,6 +687,10 @@ TrainingWorkload generate_training(const TrainingConfig& c, const GeneratorOptio
                         "(most rows) and its all-to-alls carry the whole group's splits, so each "
                         "layer takes its slowest rank's time (exact when one rank is hot in every "
                         "layer; an upper bound when the hot rank moves and DualPipe overlaps layers)";
+        if (c.model.moe.sample) {
+          w.mirror_note += "; sampled, each (MoE layer, micro-batch) draw's hot rank: an upper "
+                           "bound, as no one GPU is hot in every draw";
+        }
       }
     }
   } else {
