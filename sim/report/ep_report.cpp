@@ -20,7 +20,8 @@ struct Spread {
   double expert_imbalance_max = 1;  // most rows of an expert / mean (Wang et al.'s MaxVio + 1)
   int hot_rank = 0;                 // EP index hot in the most layers (lowest on ties)
   int hot_layers = 0;               // in how many
-  int layers = 0;
+  int layers = 0;                   // MoE layers, x micro-batches when sampled
+  int64_t dropped = 0;              // copies over capacity, over the draws
   int legs = 1;                     // 2: node-limited routing's IB then NVLink legs
 };
 
@@ -30,22 +31,18 @@ Spread spread_of(const TrainingRun& run) {
   const auto& m = run.config.model;
   std::map<int, int> hot_count;
   double sum = 0;
+  // Sampled, every (layer, micro-batch) draw counts: the mean and the
+  // worst over them, the hot rank the one hot in the most draws.
   for (int l = m.moe.dense_layers; l < m.layers; ++l) {
-    const auto& r = ep.routing(l);
-    const double imbalance = r.rank_imbalance();
-    sum += imbalance;
-    s.rank_imbalance_max = std::max(s.rank_imbalance_max, imbalance);
-    int64_t most = 0, total = 0;
-    for (int e = 0; e < r.experts(); ++e) {
-      most = std::max(most, r.expert_rows(e));
-      total += r.expert_rows(e);
+    for (int mb = 0; mb < ep.draws_per_layer(); ++mb) {
+      const auto& d = ep.draw(l, mb);
+      sum += d.rank_imbalance;
+      s.rank_imbalance_max = std::max(s.rank_imbalance_max, d.rank_imbalance);
+      s.expert_imbalance_max = std::max(s.expert_imbalance_max, d.expert_imbalance);
+      s.dropped += d.dropped;
+      ++hot_count[d.hot];
+      ++s.layers;
     }
-    if (total > 0) {
-      s.expert_imbalance_max = std::max(s.expert_imbalance_max,
-                                        static_cast<double>(most) * r.experts() / static_cast<double>(total));
-    }
-    ++hot_count[r.hot_rank()];
-    ++s.layers;
   }
   s.rank_imbalance_mean = s.layers > 0 ? sum / s.layers : 1.0;
   for (const auto& [rank, n] : hot_count) {
@@ -124,6 +121,18 @@ Json ep_summary(const TrainingRun& run, const EpTimes& times, const std::optiona
                   {"rank_imbalance_mean", s.rank_imbalance_mean},
                   {"rank_imbalance_max", s.rank_imbalance_max},
                   {"expert_imbalance_max", s.expert_imbalance_max}};
+  // Keys only where set, so a run without them writes what it did before.
+  if (moe.sample) {
+    j["routing"]["sample"] = true;
+    j["routing"]["draws_per_layer"] = ep.draws_per_layer();
+  }
+  if (moe.capacity_factor > 0) {
+    j["routing"]["capacity_factor"] = moe.capacity_factor;
+    // Per EP group and step: every source's dropped copies over the draws
+    // (x micro-batches / draws_per_layer when expected counts repeat).
+    j["routing"]["dropped_copies"] =
+        s.dropped * (run.config.micro_batches() / ep.draws_per_layer());
+  }
   j["hot_rank"] = {{"ep_index", s.hot_rank},
                    {"rank", global_rank(run, s.hot_rank)},
                    {"hot_in_layers", s.hot_layers},
@@ -157,16 +166,19 @@ std::string ep_report_section(const TrainingRun& run, const EpTimes& times,
     << " (Zipf), balance " << fmt("%g", moe.balance)
     << " (auxiliary-loss-free: the fraction of the skew removed), placement "
     << (moe.permuted_placement ? "permuted per layer" : "by index");
+  if (moe.sample) o << ", counts drawn per (MoE layer, micro-batch) under the seed";
+  if (moe.capacity_factor > 0) o << ", capacity factor " << fmt("%g", moe.capacity_factor);
   if (moe.max_route_nodes > 0) {
     o << ", node-limited to " << moe.max_route_nodes << " nodes per token ("
       << (s.legs == 2 ? "dispatch = IB leg then NVLink leg" : "the EP group is within one node") << ")";
   }
   o << ".\n\n| | |\n|---|---|\n";
   o << "| rank imbalance (most rows / mean) | " << fmt("%.3f", s.rank_imbalance_mean) << " mean, "
-    << fmt("%.3f", s.rank_imbalance_max) << " worst layer |\n";
-  o << "| expert imbalance (most rows / mean) | " << fmt("%.3f", s.expert_imbalance_max) << " worst layer |\n";
+    << fmt("%.3f", s.rank_imbalance_max) << (moe.sample ? " worst draw |\n" : " worst layer |\n");
+  o << "| expert imbalance (most rows / mean) | " << fmt("%.3f", s.expert_imbalance_max) << (moe.sample ? " worst draw |\n" : " worst layer |\n");
   o << "| hot rank | EP rank " << s.hot_rank << " (GPU " << global_rank(run, s.hot_rank) << " in the first EP group), hot in "
-    << s.hot_layers << " of " << s.layers << " MoE layers |\n";
+    << s.hot_layers << " of " << s.layers
+    << (moe.sample ? " (MoE layer, micro-batch) draws |\n" : " MoE layers |\n");
   o << "| EP all-to-all | " << human_time(times.all_to_all_s) << " per step (+ "
     << human_time(times.wait_s) << " waiting for peers), " << human_time(times.exposed_s) << " exposed |\n";
   if (balanced) {

@@ -128,6 +128,18 @@ ModelSpec read_model_fields(ConfigReader& r, const ModelSpec* base) {
                      std::string(m.moe.permuted_placement ? "permuted" : "index"),
                      "index: popular experts on the lowest indices (EP rank 0 hot); permuted: a "
                      "seeded permutation per layer") == "permuted";
+  // Read only where given, so a config without them resolves (and echoes
+  // in summary.json) as it did before they existed.
+  if (moe.has("sample")) {
+    m.moe.sample = moe.get_bool("sample", m.moe.sample,
+                                "draw each (MoE layer, micro-batch)'s routing under the seed "
+                                "instead of its expected counts");
+  }
+  if (moe.has("capacity_factor")) {
+    m.moe.capacity_factor = moe.get_double("capacity_factor", m.moe.capacity_factor,
+                                           "expert capacity factor per source rank (0: "
+                                           "dropless), 0..1000");
+  }
   moe.finish();
 
   if (auto problem = workloads::models::check_model(m)) {

@@ -196,6 +196,8 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
   if (balanced_routing) {
     c.model.moe.skew = 0.0;
     c.model.moe.balance = 0.0;
+    // Every expert equally popular at its expected count: no draw's noise.
+    c.model.moe.sample = false;
   }
   ConfigReader batch = w.child("batch", "sequences per step", true);
   c.batch.global = batch.get_int_in("global", std::nullopt, "sequences per step (global batch)", 1);

@@ -111,4 +111,8 @@ TEST_CASE("training EP run: bad routing keys name the key", "[scenario][training
   expect_bad("balance: 1.5", "balance", "[0, 1]");
   expect_bad("balance: -0.1", "balance", "[0, 1]");
   expect_bad("placement: random", "placement", "permuted");
+  expect_bad("sample: maybe", "sample", "true or false");
+  expect_bad("capacity_factor: -1", "capacity_factor", "[0, 1000]");
+  expect_bad("capacity_factor: 2000", "capacity_factor", "[0, 1000]");
+  expect_bad("capacity_factor: lots", "capacity_factor", "number");
 }

@@ -60,6 +60,10 @@ ModelProblem check_model(const ModelSpec& m) {
     if (!(e.balance >= 0.0 && e.balance <= 1.0)) {
       return {"moe.balance", "must lie in [0, 1] (the fraction of the skew balancing removes)"};
     }
+    // The op's bound (moe_op_loader.cpp): a factor above 1000 keeps every copy.
+    if (!(e.capacity_factor >= 0.0 && e.capacity_factor <= 1000.0)) {
+      return {"moe.capacity_factor", "must lie in [0, 1000] (0: dropless)"};
+    }
   }
   if (m.dense_mlp_layers() > 0 && m.ffn_hidden < 1) {
     return {"ffn_hidden", "must be at least 1 (the model has dense MLP layers)"};

@@ -62,6 +62,13 @@ struct MoeSpec {
   // The popular experts on a seeded permutation per layer instead of the
   // lowest indices (EP rank 0 hot in every layer).
   bool permuted_placement = false;
+  // Draw each (MoE layer, micro-batch)'s routing under the run's seed
+  // instead of its expected counts (the graph `moe` op's `sample`).
+  bool sample = false;
+  // GShard/Switch capacity per expert and source rank,
+  // ceil(capacity_factor x tokens x top_k / experts) copies, the rest
+  // dropped (the op's `capacity_factor`); 0 = dropless.
+  double capacity_factor = 0.0;
 };
 
 struct ModelSpec {

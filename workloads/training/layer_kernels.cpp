@@ -155,7 +155,7 @@ uint32_t LayerKernels::ep_all_to_all(OpEmitter& e, const std::string& name, int 
                                      EpExchange x, bool chain, std::vector<uint32_t> extra) const {
   if (ep_ == nullptr) throw std::logic_error("MoE layer without EP routing");
   // Lane 1's communicator lists the EP group backwards (training_generator.cpp).
-  const auto& legs = ep_->legs(layer, x, e.lane() == 1);
+  const auto& legs = ep_->legs(layer, micro_, x, e.lane() == 1);
   const auto names = ep_->leg_names(x);
   uint32_t last = kNoOp;
   for (size_t i = 0; i < legs.size(); ++i) {
@@ -306,8 +306,8 @@ LayerKernels::Moe LayerKernels::moe_linears(int layer) const {
   const int64_t fs = f * moe.shared_experts;
   // Each local expert's real rows (the routing's, as the graph `moe` op
   // runs them); experts with equal rows share one batched GEMM.
-  const std::vector<int64_t>& rows = ep_->local_rows(layer, ep_index_);
-  const int rank = ep_index_ < 0 ? ep_->hot_rank(layer) : ep_index_;
+  const std::vector<int64_t> rows = ep_->local_rows(layer, micro_, ep_index_);
+  const int rank = ep_index_ < 0 ? ep_->hot_rank(layer, micro_) : ep_index_;
   const int first_expert = rank * static_cast<int>(rows.size());
   std::vector<std::pair<int64_t, int64_t>> groups;  // (rows, experts), in expert order
   std::vector<int> first_of_group;

@@ -82,6 +82,9 @@ class LayerKernels {
   // step, whose weight gradients plain PyTorch adds into the .grad of the
   // earlier ones (Megatron accumulates inside its wgrad GEMM).
   void set_accumulating(bool accumulating) { accumulating_ = accumulating; }
+  // The micro-batch whose passes are emitted next: a sampled routing
+  // (ep_routing.h) gives each its own splits and expert rows.
+  void set_micro_batch(int micro) { micro_ = micro; }
   // DDP's passes over `params` gradients of the synced backward (plain
   // PyTorch profiles; none for Megatron, whose buckets are its gradient
   // buffer): each gradient scaled into its bucket once ready, after `after`;
@@ -233,6 +236,7 @@ class LayerKernels {
   const EpRouting* ep_;
   int ep_index_;
   bool accumulating_ = false;  // set_accumulating()
+  int micro_ = 0;              // set_micro_batch()
   GradReadyHook grad_hook_;
 };
 

@@ -244,6 +244,7 @@ class ProgramBuilder {
     em_->set_cursor(ext(lane_cursor_[lane]));
     const std::string p = prefix('F', w);
     const uint32_t start = em_->size();
+    kernels_.set_micro_batch(w.micro);
     if (o_.memory_ops) {
       em_->memory(p + " activations", static_cast<int64_t>(std::llround(stage_bytes_[w.stage])), {});
     }
@@ -284,6 +285,7 @@ class ProgramBuilder {
     const uint32_t start = em_->size();
     std::vector<DeferredWeights> deferred;
     kernels_.set_accumulating(w.micro > 0);
+    kernels_.set_micro_batch(w.micro);
     // The gradients reduced after this pass: bucketed as they complete.
     if (!defer && reduces_after(w)) start_buckets(w.stage, p);
     uint32_t incoming = kNoOp;
@@ -685,6 +687,10 @@ TrainingWorkload generate_training(const TrainingConfig& c, const GeneratorOptio
                         "(most rows) and its all-to-alls carry the whole group's splits, so each "
                         "layer takes its slowest rank's time (exact when one rank is hot in every "
                         "layer; an upper bound when the hot rank moves and DualPipe overlaps layers)";
+        if (c.model.moe.sample) {
+          w.mirror_note += "; sampled, each (MoE layer, micro-batch) draw's hot rank: an upper "
+                           "bound, as no one GPU is hot in every draw";
+        }
       }
     }
   } else {
