@@ -357,7 +357,8 @@ bool attention_heldout(const AttentionShape& s) {
   return s.q_len == 1024 || s.q_len == 4096 || s.q_len == 16384;
 }
 
-std::vector<AttentionPoint> load_attention_points(const std::string& path, const GpuSpec& spec) {
+// The JSON document at `path`, which must hold an array under `list`.
+static nlohmann::json read_measurement(const std::string& path, const char* list) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error(path + ": cannot read");
   nlohmann::json doc;
@@ -366,9 +367,14 @@ std::vector<AttentionPoint> load_attention_points(const std::string& path, const
   } catch (const std::exception& e) {
     throw std::runtime_error(path + ": not JSON: " + e.what());
   }
-  if (!doc.contains("results") || !doc["results"].is_array()) {
-    throw std::runtime_error(path + ": no results list");
+  if (!doc.contains(list) || !doc[list].is_array()) {
+    throw std::runtime_error(path + ": no " + list + " list");
   }
+  return doc;
+}
+
+std::vector<AttentionPoint> load_attention_points(const std::string& path, const GpuSpec& spec) {
+  const nlohmann::json doc = read_measurement(path, "results");
   std::vector<AttentionPoint> out;
   for (const auto& r : doc["results"]) {
     if (r.value("kind", "") != "attention" || !r.value("backlog_ok", true)) continue;
@@ -418,17 +424,7 @@ bool serving_attention_heldout(const AttentionShape& s) {
 
 std::vector<AttentionPoint> load_serving_attention_points(const std::string& path,
                                                           const GpuSpec& spec) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot read");
-  nlohmann::json doc;
-  try {
-    in >> doc;
-  } catch (const std::exception& e) {
-    throw std::runtime_error(path + ": not JSON: " + e.what());
-  }
-  if (!doc.contains("attention") || !doc["attention"].is_array()) {
-    throw std::runtime_error(path + ": no attention list");
-  }
+  const nlohmann::json doc = read_measurement(path, "attention");
   std::vector<AttentionPoint> out;
   // The backward sweep (serving_attention_sweep.py; default backend,
   // contiguous): timed by its spacing, as the families grid's backward (the
