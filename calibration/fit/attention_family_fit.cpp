@@ -422,6 +422,20 @@ bool serving_attention_heldout(const AttentionShape& s) {
   return s.q_len == 1024 || s.q_len == 4096 || s.heads == 32;
 }
 
+// The shape of one record of serving_attention_sweep.py / serving_kernels_bench.py
+// (batch 1, self-attention over `tokens`); throws on a missing key.
+static AttentionShape serving_record_shape(const nlohmann::json& r, bool backward) {
+  AttentionShape s;
+  s.batch = 1;
+  s.heads = r.at("q_heads").get<int64_t>();
+  s.kv_heads = r.at("kv_heads").get<int64_t>();
+  s.q_len = s.kv_len = r.at("tokens").get<int64_t>();
+  s.head_dim = r.at("head_dim").get<int64_t>();
+  s.causal = r.at("causal").get<bool>();
+  s.backward = backward;
+  return s;
+}
+
 std::vector<AttentionPoint> load_serving_attention_points(const std::string& path,
                                                           const GpuSpec& spec) {
   const nlohmann::json doc = read_measurement(path, "attention");
@@ -436,13 +450,7 @@ std::vector<AttentionPoint> load_serving_attention_points(const std::string& pat
       p.backend = "DEFAULT";
       AttentionShape& s = p.shape;
       try {
-        s.batch = 1;
-        s.heads = r.at("q_heads").get<int64_t>();
-        s.kv_heads = r.at("kv_heads").get<int64_t>();
-        s.q_len = s.kv_len = r.at("tokens").get<int64_t>();
-        s.head_dim = r.at("head_dim").get<int64_t>();
-        s.causal = r.at("causal").get<bool>();
-        s.backward = true;
+        s = serving_record_shape(r, true);
         p.time_us = r.at("timing").at("time_us").get<double>();
       } catch (const std::exception& e) {
         throw std::runtime_error(path + ": an attention_backward record lacks a key: " + e.what());
@@ -469,13 +477,7 @@ std::vector<AttentionPoint> load_serving_attention_points(const std::string& pat
     }
     AttentionShape& s = p.shape;
     try {
-      s.batch = 1;
-      s.heads = r.at("q_heads").get<int64_t>();
-      s.kv_heads = r.at("kv_heads").get<int64_t>();
-      s.q_len = s.kv_len = r.at("tokens").get<int64_t>();
-      s.head_dim = r.at("head_dim").get<int64_t>();
-      s.causal = r.at("causal").get<bool>();
-      s.backward = r.value("pass", std::string("fwd")) == "bwd";
+      s = serving_record_shape(r, r.value("pass", std::string("fwd")) == "bwd");
       p.time_us = r.at("attention_kernel_us").get<double>();
     } catch (const std::exception& e) {
       throw std::runtime_error(path + ": an attention record lacks a key: " + e.what());

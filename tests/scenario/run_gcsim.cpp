@@ -106,6 +106,17 @@ nlohmann::ordered_json run_summary(const std::string& yaml, std::vector<std::str
   return read_json(tmp / "out" / "summary.json");
 }
 
+std::string run_bad_config(const std::string& yaml, std::vector<std::string> extra) {
+  TempDir tmp;
+  write_text(tmp / "config.yaml", yaml);
+  std::vector<std::string> args{"run", (tmp / "config.yaml").string(), "-q", "-o",
+                                (tmp / "out").string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const GcsimResult r = run_gcsim(args);
+  CHECK(r.exit_status == 2);
+  return r.err;
+}
+
 namespace {
 
 // One CSV line split at commas outside double quotes (quotes dropped).

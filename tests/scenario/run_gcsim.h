@@ -60,6 +60,9 @@ std::vector<std::map<std::string, std::string>> run_study(const std::string& stu
 // `extra` arguments), requires exit status 0 and returns its summary.json.
 nlohmann::ordered_json run_summary(const std::string& yaml, std::vector<std::string> extra = {});
 
+// The same for bad input: checks exit status 2 and returns stderr.
+std::string run_bad_config(const std::string& yaml, std::vector<std::string> extra = {});
+
 // One 8192^3 bf16 GEMM on one H100 (2048 tiles of 128x256 in 16 waves), with
 // the preset's rounded efficiencies (`calibration: none`) that hand figures use.
 inline constexpr const char* kH100Gemm8192 =

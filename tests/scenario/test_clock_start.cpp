@@ -14,6 +14,7 @@
 #include "sim/scenario/scenario.h"
 
 using gcsim::test::contains;
+using gcsim::test::run_bad_config;
 using gcsim::test::run_gcsim;
 using gcsim::test::run_summary;
 using gcsim::test::TempDir;
@@ -46,16 +47,6 @@ workload:
   parallelism: {tp: 2, pp: 2, dp: 2, schedule: 1f1b}
   optimizer: {kind: adam, zero_stage: 1}
 )";
-
-std::string run_bad(const std::string& config, const std::vector<std::string>& extra = {}) {
-  TempDir tmp;
-  write_text(tmp / "c.yaml", config);
-  std::vector<std::string> args{"run", (tmp / "c.yaml").string(), "-q", "-o", (tmp / "out").string()};
-  args.insert(args.end(), extra.begin(), extra.end());
-  const auto r = run_gcsim(args);
-  CHECK(r.exit_status == 2);
-  return r.err;
-}
 
 }  // namespace
 
@@ -146,13 +137,13 @@ TEST_CASE("clock_start: the same config gives the same step, warm-up included, b
 
 TEST_CASE("clock_start: bad values and state files are exit-2 errors naming the key", "[scenario][clocks][cli]") {
   const std::string loop = gemm_loop("rest");
-  std::string err = run_bad(loop, {"-s", "cluster.clock_start=/nonexistent/states.json"});
+  std::string err = run_bad_config(loop, {"-s", "cluster.clock_start=/nonexistent/states.json"});
   CHECK(contains(err, "cluster.clock_start"));
   CHECK(contains(err, "/nonexistent/states.json"));
   TempDir tmp;
   auto with_file = [&](const std::string& json) {
     write_text(tmp / "s.json", json);
-    return run_bad(loop, {"-s", "cluster.clock_start=" + (tmp / "s.json").string()});
+    return run_bad_config(loop, {"-s", "cluster.clock_start=" + (tmp / "s.json").string()});
   };
   // One GPU: one state.
   err = with_file(R"({"ranks": [{"slow": [0.9, 0, 0.2, 0], "fast": [0.9, 0, 0.2, 0]},
@@ -170,7 +161,7 @@ TEST_CASE("clock_start: bad values and state files are exit-2 errors naming the 
   err = with_file("{\"ranks\": [");
   CHECK(contains(err, "not valid JSON"));
   // Serving builds its iterations while it runs: no graph to repeat.
-  err = run_bad(R"(cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1, clock_start: steady}
+  err = run_bad_config(R"(cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1, clock_start: steady}
 workload:
   kind: inference
   model: {preset: llama3-8b}

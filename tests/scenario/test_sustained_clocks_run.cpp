@@ -8,6 +8,7 @@
 #include "catch.h"
 #include "scenario/run_gcsim.h"
 
+using gcsim::test::run_bad_config;
 using gcsim::test::run_gcsim;
 using gcsim::test::run_summary;
 using gcsim::test::TempDir;
@@ -16,17 +17,6 @@ using gcsim::test::write_text;
 namespace {
 
 const char* const kGemm = gcsim::test::kH100Gemm8192;
-
-// Runs `config` expecting bad input: exit status 2; returns stderr.
-std::string run_bad(const std::string& config, std::vector<std::string> extra) {
-  TempDir tmp;
-  write_text(tmp / "c.yaml", config);
-  std::vector<std::string> args{"run", (tmp / "c.yaml").string(), "-q", "-o", (tmp / "out").string()};
-  args.insert(args.end(), extra.begin(), extra.end());
-  const auto r = run_gcsim(args);
-  CHECK(r.exit_status == 2);
-  return r.err;
-}
 
 }  // namespace
 
@@ -71,7 +61,7 @@ workload:
 }
 
 TEST_CASE("bad clocks and sustained fractions are exit-2 errors naming the key", "[scenario][clocks][cli]") {
-  CHECK(run_bad(kGemm, {"-s", "cluster.clocks=fast"}).find("cluster.clocks") != std::string::npos);
+  CHECK(run_bad_config(kGemm, {"-s", "cluster.clocks=fast"}).find("cluster.clocks") != std::string::npos);
   const std::string inline_gpu = R"(cluster:
   gpu: {preset: h100-sxm, sustained_tensor_fraction: 1.5}
   nodes: 1
@@ -81,9 +71,9 @@ workload:
   ops:
     - {name: g, rank: 0, op: gemm, m: 64, n: 64, k: 64}
 )";
-  const std::string err = run_bad(inline_gpu, {});
+  const std::string err = run_bad_config(inline_gpu, {});
   CHECK(err.find("sustained_tensor_fraction") != std::string::npos);
-  CHECK(err.find("c.yaml:2") != std::string::npos);
+  CHECK(err.find("config.yaml:2") != std::string::npos);
 }
 
 TEST_CASE("power parameters outside their physical ranges are exit-2 errors naming the key",
@@ -92,45 +82,45 @@ TEST_CASE("power parameters outside their physical ranges are exit-2 errors nami
     return "cluster:\n  gpu: {preset: h100-sxm, power: " + power + "}\n  nodes: 1\n  gpus_per_node: 1\n" +
            "workload:\n  kind: graph\n  ops:\n    - {name: g, rank: 0, op: gemm, m: 64, n: 64, k: 64}\n";
   };
-  std::string err = run_bad(with_power("{tensor_w: 5000}"), {});
+  std::string err = run_bad_config(with_power("{tensor_w: 5000}"), {});
   CHECK(err.find("tensor_w") != std::string::npos);
-  CHECK(err.find("c.yaml:2") != std::string::npos);
+  CHECK(err.find("config.yaml:2") != std::string::npos);
   CHECK(err.find("physical range") != std::string::npos);
-  err = run_bad(with_power("{time_constant: 10s}"), {});
+  err = run_bad_config(with_power("{time_constant: 10s}"), {});
   CHECK(err.find("time_constant") != std::string::npos);
-  err = run_bad(with_power("{idle_w: 200, cap_w: 150}"), {});
+  err = run_bad_config(with_power("{idle_w: 200, cap_w: 150}"), {});
   CHECK(err.find("idle_w") != std::string::npos);
-  err = run_bad(with_power("{tensr_w: 900}"), {});
+  err = run_bad_config(with_power("{tensr_w: 900}"), {});
   CHECK(err.find("tensr_w") != std::string::npos);
-  err = run_bad(with_power("{cap_w: -1}"), {});
+  err = run_bad_config(with_power("{cap_w: -1}"), {});
   CHECK(err.find("cap_w") != std::string::npos);
   // The fast loop: its cap over the board cap, its window, and that window
   // against the slow one.
-  err = run_bad(with_power("{fast_cap_w: 2000}"), {});
+  err = run_bad_config(with_power("{fast_cap_w: 2000}"), {});
   CHECK(err.find("fast_cap_w") != std::string::npos);
   CHECK(err.find("physical range") != std::string::npos);
-  err = run_bad(with_power("{fast_cap_w: 750, fast_time_constant: 200ms}"), {});
+  err = run_bad_config(with_power("{fast_cap_w: 750, fast_time_constant: 200ms}"), {});
   CHECK(err.find("fast_time_constant") != std::string::npos);
-  err = run_bad(with_power("{fast_cap_w: 750, fast_time_constant: 40ms, time_constant: 30ms}"), {});
+  err = run_bad_config(with_power("{fast_cap_w: 750, fast_time_constant: 40ms, time_constant: 30ms}"), {});
   CHECK(err.find("shorter than time_constant") != std::string::npos);
-  err = run_bad(with_power("{fast_cap_w: -5}"), {});
+  err = run_bad_config(with_power("{fast_cap_w: -5}"), {});
   CHECK(err.find("fast_cap_w") != std::string::npos);
   // A -s override names itself.
-  err = run_bad(with_power("{idle_w: 120}"), {"-s", "cluster.gpu.power.clock_bound_share=3"});
+  err = run_bad_config(with_power("{idle_w: 120}"), {"-s", "cluster.gpu.power.clock_bound_share=3"});
   CHECK(err.find("clock_bound_share") != std::string::npos);
-  err = run_bad(with_power("{hbm_device_share: 0.05}"), {});
+  err = run_bad_config(with_power("{hbm_device_share: 0.05}"), {});
   CHECK(err.find("hbm_device_share") != std::string::npos);
   CHECK(err.find("physical range") != std::string::npos);
-  err = run_bad(with_power("{idle_w: 120}"), {"-s", "cluster.gpu.power.hbm_device_share=abc"});
+  err = run_bad_config(with_power("{idle_w: 120}"), {"-s", "cluster.gpu.power.hbm_device_share=abc"});
   CHECK(err.find("hbm_device_share") != std::string::npos);
-  err = run_bad(with_power("{memory_issue_share: 1.2}"), {});
+  err = run_bad_config(with_power("{memory_issue_share: 1.2}"), {});
   CHECK(err.find("memory_issue_share") != std::string::npos);
-  CHECK(err.find("c.yaml:2") != std::string::npos);
+  CHECK(err.find("config.yaml:2") != std::string::npos);
   CHECK(err.find("physical range") != std::string::npos);
-  err = run_bad(with_power("{activity_hold: 5ms}"), {});
+  err = run_bad_config(with_power("{activity_hold: 5ms}"), {});
   CHECK(err.find("activity_hold") != std::string::npos);
   CHECK(err.find("physical range") != std::string::npos);
-  err = run_bad(with_power("{idle_w: 120}"), {"-s", "cluster.gpu.power.activity_hold=abc"});
+  err = run_bad_config(with_power("{idle_w: 120}"), {"-s", "cluster.gpu.power.activity_hold=abc"});
   CHECK(err.find("activity_hold") != std::string::npos);
 }
 
