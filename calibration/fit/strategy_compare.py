@@ -82,7 +82,7 @@ def config_path(strategy):
 
 def split_row(gcsim, rec, gpu, overrides):
     """Rank 0's elementwise kernels by access pattern: measured and gcsim, ms per step."""
-    meas = {"generic": 0.0, "reduction": 0.0, "vectorized": 0.0}
+    meas = {"generic": 0.0, "reduction": 0.0, "vectorized": 0.0, "streaming": 0.0}
     for k in rec["rank0_kernels"]:
         if k["class"] in ("gemm", "attention", "optimizer", "communication"):
             continue
@@ -90,7 +90,7 @@ def split_row(gcsim, rec, gpu, overrides):
     extra = ["cluster.gpu=" + gpu] + list(overrides)
     sim = PassSplit(gcsim, config_path(rec["strategy"]), FRAMEWORK[rec["build"]], extra).times(extra)
     return " | ".join("%.1f | %.1f | %+.0f%%" % (meas[c], sim[c] * 1e-3, err(sim[c] * 1e-3, meas[c]))
-                      for c in ("generic", "reduction", "vectorized"))
+                      for c in ("generic", "reduction", "vectorized", "streaming"))
 
 
 def err(sim, meas):
@@ -132,8 +132,8 @@ def main():
             pm / 2**30, peak / 2**30, err(peak, pm)))
     if a.split:
         print("\n| strategy | build | generic meas. ms | gcsim ms | err | reduction meas. ms | gcsim ms | err | "
-              "vectorized meas. ms | gcsim ms | err |")
-        print("|---|---|" + "---:|" * 9)
+              "vectorized meas. ms | gcsim ms | err | streaming meas. ms | gcsim ms | err |")
+        print("|---|---|" + "---:|" * 12)
         for rec in doc["results"]:
             print("| %s | %s | %s |" % (rec["strategy"], rec["build"], split_row(a.gcsim, rec, gpu, a.s)))
     print()

@@ -12,6 +12,9 @@ model can be checked per kernel and per size, not only on a step's sum:
   generic:    x * rsqrt(var) (per-row broadcast), weight * x (per-column broadcast),
               bf16 -> fp32 cast, fp32 + bf16 add, silu(chunk view), chunk view * chunk view,
               rotate-half's neg of a half view and cat, q * cos (cos broadcast over heads)
+  v2 adds:    SwiGLU's gradient cat of two contiguous chunks (a plain copy), RMSNorm's fp32
+              reductions (mean and sum over the hidden size, sum over tokens), the loss's fp32
+              log_softmax forward and backward over vocabularies of 32000 and 128256
 
 Method: inputs torch.randn; per op and size, 5 warm-up runs, then 7 batches of back-to-back
 repetitions timed with CUDA events (time = batch time / repetitions, median over batches), the
@@ -113,6 +116,35 @@ def ops():
         return lambda: (rn(1, r, 3 * HIDDEN, dtype=b16), rn(1, 1, r, HEAD_DIM, dtype=b16))
     out.append(("q * cos (broadcast over heads) bf16", "generic",
                 lambda r: (lambda x, c: q_of(x) * c, q_cos(r), 4, r * HIDDEN)))
+    # --- the eager step's other vectorized kinds (v2) ---
+    # SwiGLU backward: autograd cats the two chunks' gradients (contiguous bf16, rows x ffn each)
+    # into the fused GEMM's gradient: CatArrayBatchedCopy_vectorized, a plain copy.
+    out.append(("swiglu grad cat (contiguous) bf16", "copy",
+                lambda r: (lambda a, b: torch.cat((a, b), -1),
+                           lambda: (rn(r, ffn, dtype=b16), rn(r, ffn, dtype=b16)), 4, 2 * r * ffn)))
+    # RMSNorm's reductions in fp32: the mean over the hidden size (forward), the weight's gradient
+    # summed over tokens (a column reduction) and the per-row sum of the backward.
+    out.append(("mean over hidden fp32", "reduction",
+                lambda r: (lambda a: a.mean(-1, keepdim=True), lambda: (rn(r, HIDDEN),), 4, r * HIDDEN)))
+    out.append(("sum over tokens fp32", "reduction",
+                lambda r: (lambda a: a.sum(0), lambda: (rn(r, HIDDEN),), 4, r * HIDDEN)))
+    out.append(("sum over hidden fp32", "reduction",
+                lambda r: (lambda a: a.sum(-1, keepdim=True), lambda: (rn(r, HIDDEN),), 4, r * HIDDEN)))
+    # The loss over the vocabulary: fp32 log_softmax forward and its backward (bytes: the row read
+    # and written once; the forward's kernel loads each row three times, the backward's twice).
+    for vocab, rows_cap in ((32000, 8192), (128256, 4096)):
+        def lsm(r, v=vocab, cap=rows_cap):  # None: rows above the cap (memory and time)
+            if r > cap:
+                return None
+            return (lambda x: torch.log_softmax(x, -1), lambda: (rn(r, v),), 8, r * v)
+
+        def lsm_bwd(r, v=vocab, cap=rows_cap):
+            if r > cap:
+                return None
+            return (lambda g, y: torch._log_softmax_backward_data(g, y, -1, torch.float32),
+                    lambda: (rn(r, v), torch.log_softmax(rn(r, v), -1)), 12, r * v)
+        out.append(("log_softmax fwd fp32 v%d" % vocab, "softmax", lsm))
+        out.append(("log_softmax bwd fp32 v%d" % vocab, "softmax", lsm_bwd))
     return out
 
 
@@ -174,7 +206,7 @@ def main():
     t0 = time.time()
     torch.manual_seed(0)
     p = torch.cuda.get_device_properties(0)
-    doc = {"schema": "gcsim.calibration.elementwise_access.v1",
+    doc = {"schema": "gcsim.calibration.elementwise_access.v2",
            "script": "calibration/microbench/elementwise_access.py", "script_sha256": script_sha256(),
            "meta": {"date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(),
                     "device_name": p.name, "sm_count": p.multi_processor_count, "l2_bytes": p.L2_cache_size,
@@ -198,7 +230,10 @@ def main():
                 doc["errors"].append({"op": name, "rows": rows, "error": "skipped: budget"})
                 continue
             try:
-                fn, make, bpe, elements = build(rows)
+                built = build(rows)
+                if built is None:
+                    continue
+                fn, make, bpe, elements = built
                 rec = {"op": name, "access": access, "rows": rows, "elements": elements,
                        "bytes_per_element": bpe, "bytes": bpe * elements}
                 rec.update(time_op(fn, make, bpe * elements))

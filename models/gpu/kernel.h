@@ -113,6 +113,12 @@ struct MemoryOpShape {
   // other work does not hide (KernelDesc::latency_cycles_per_tile); 0: none.
   int64_t reduction_rows = 0;
   double cycles_per_row = 0.0;
+  // elementwise only: the pass is PyTorch's three-pass softmax kernel over
+  // rows too long for one CTA to keep (kernel_cost_model.h, multipass): its
+  // max, sum and write passes each load the row, so the one load of each
+  // element counted in bytes_per_element becomes the GPU's
+  // efficiency.softmax.multipass_reads loads (the rest hit L2).
+  bool multipass_row_loads = false;
   // elementwise only: the fraction of the achieved streaming HBM bandwidth
   // the kernel's access pattern reaches (1: vectorized and contiguous; a
   // framework's unfused kernels on small or strided tensors, and eager

@@ -234,6 +234,9 @@ KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
       flops = s.flops_per_element * elements;
       sfu = s.transcendentals_per_element * elements;
       latency_cycles = static_cast<double>(s.reduction_rows) * s.cycles_per_row;
+      if (s.multipass_row_loads) {
+        bytes += (spec.efficiency.softmax.multipass_reads - 1.0) * elements * dtype_bytes(s.dtype);
+      }
       if (!(s.bandwidth_efficiency > 0.0 && s.bandwidth_efficiency <= 1.0)) {
         throw std::invalid_argument("memory op: bandwidth efficiency outside (0, 1]");
       }

@@ -1,5 +1,7 @@
 #include "workloads/training/framework_profile.h"
 
+#include "models/gpu/kernel_cost_model.h"
+
 namespace gcsim::workloads::training {
 
 namespace {
@@ -15,8 +17,16 @@ constexpr double kRowScalar = 2 * kF32;
 constexpr PassAccess kGeneric = PassAccess::generic;
 constexpr PassAccess kReduction = PassAccess::reduction;
 constexpr PassAccess kVectorized = PassAccess::vectorized;
+constexpr PassAccess kStreaming = PassAccess::streaming;
 // Transcendentals per element: sigmoid is an exponential and a reciprocal.
 constexpr double kSigmoid = 2;
+
+// Whether PyTorch's eager (log_)softmax over fp32 rows of `cols` runs its
+// three-pass kernel (rows past a CTA's 48 KiB of shared memory).
+bool long_softmax_rows(int64_t cols) {
+  return models::gpu::eager_softmax_kernel(cols, models::gpu::Dtype::fp32) ==
+         models::gpu::EagerSoftmaxKernel::multipass;
+}
 
 // Fitted by calibration/fit/framework_fit.py on calibration/measurements/
 // h200-x1/framework_step_2026-11-26 (calibration/fit/framework_profiles_2026-11-26.md),
@@ -31,10 +41,16 @@ constexpr double kSigmoid = 2;
 // H100's elementwise class +20 .. +26%). torch-compile's two were refitted
 // (0.807 -> 0.836, 130.6 -> 135.9) once the loss's log-softmax kernels
 // became reduction passes with their own SM cost (below), which the
-// vectorized fraction no longer absorbs.
+// vectorized fraction no longer absorbs. Eager's two were refitted
+// (0.739 -> 0.785, 161.2 -> 178.2; calibration/fit/
+// framework_eager_refit_2026-11-27.md) once the loss's row kernels and
+// SwiGLU's gradient cat became streaming passes (PassAccess::streaming, their
+// loads counted): the fraction had stood for the loss's slower three-pass
+// kernels, and the generic count had been lowered by the cat charged as a
+// generic pass (3.3x its measured time).
 constexpr double kEagerHostUsPerKernel = 48.6;
-constexpr double kEagerElementwiseBandwidth = 0.739;
-constexpr double kEagerGenericOpsPerElement = 161.2;
+constexpr double kEagerElementwiseBandwidth = 0.785;
+constexpr double kEagerGenericOpsPerElement = 178.2;
 constexpr double kCompileHostUsPerKernel = 45.8;
 constexpr double kCompileElementwiseBandwidth = 0.836;
 constexpr double kCompileGenericOpsPerElement = 135.9;
@@ -153,10 +169,12 @@ models::gpu::MemoryOpShape FrameworkProfile::shape(const FrameworkPass& p) const
   s.flops_per_element = p.access == PassAccess::generic     ? traits_.generic_ops_per_element
                         : p.access == PassAccess::reduction ? traits_.reduction_ops_per_element
                                                             : 1.0;
-  s.bandwidth_efficiency = p.access == PassAccess::reduction && f_ == Framework::torch_compile
+  s.bandwidth_efficiency = p.access == PassAccess::streaming ? 1.0
+                           : p.access == PassAccess::reduction && f_ == Framework::torch_compile
                                ? kCompileReductionBandwidth
                                : traits_.elementwise_bandwidth;
   s.transcendentals_per_element = p.transcendentals;
+  s.multipass_row_loads = p.multipass_row_loads;
   if (p.access == PassAccess::reduction && p.rows > 0) {
     s.reduction_rows = p.rows;
     s.cycles_per_row = traits_.cycles_per_row;
@@ -262,10 +280,13 @@ Passes FrameworkProfile::swiglu_backward(int64_t n) const {
     case Framework::megatron: return {};
     case Framework::pytorch_eager:
       // g * up, g * silu(gate), SiLU's backward, the chunk's gradient cat.
+      // The cat joins two contiguous gradients: PyTorch's vectorised cat
+      // (CatArrayBatchedCopy_vectorized in the measured steps, 1.36x longer
+      // on an H100 than an H200: bound by HBM), not the generic path.
       return {{" mul up", n, 3 * kB16, kGeneric},
               {" mul silu", n, 3 * kB16},
               {" silu bwd", n, 3 * kB16, kGeneric, kSigmoid},
-              {" cat", 2 * n, 2 * kB16, kGeneric}};
+              {" cat", 2 * n, 2 * kB16, kStreaming}};
     // Cats the two halves; sigmoid recomputed.
     case Framework::torch_compile: return {{"", n, 5 * kB16, kGeneric, kSigmoid}};
   }
@@ -290,12 +311,16 @@ Passes FrameworkProfile::cross_entropy_forward(int64_t tokens, int64_t vocab) co
   const int64_t n = tokens * vocab;
   switch (f_) {
     case Framework::megatron: return {};
-    case Framework::pytorch_eager:
-      return {{" logits fp32", n, kB16 + kF32, kGeneric},
-              // exp per element, one log per row; streams at HBM rate
-              // (1.33-1.55x longer on an H100 than an H200, measured).
-              {" log_softmax", n, 2 * kF32, kVectorized, 1.0 + 1.0 / static_cast<double>(vocab)},
-              {" nll", tokens, kRowScalar}};
+    case Framework::pytorch_eager: {
+      // exp per element, one log per row; streams at HBM rate (1.33-1.55x
+      // longer on an H100 than an H200, measured). Past 48 KiB a row
+      // (vocabularies above ~12K in fp32) PyTorch runs its three-pass kernel
+      // (cunn_SoftMaxForward in the measured steps), which loads each row
+      // for the max, the sum and the write: the GPU's multipass_reads.
+      FrameworkPass lsm{" log_softmax", n, 2 * kF32, kStreaming, 1.0 + 1.0 / static_cast<double>(vocab)};
+      lsm.multipass_row_loads = long_softmax_rows(vocab);
+      return {{" logits fp32", n, kB16 + kF32, kGeneric}, lsm, {" nll", tokens, kRowScalar}};
+    }
     case Framework::torch_compile:
       // One pass over the bf16 logits for max and sum of exponentials
       // (online: each element's exponential and the running sum's rescale),
@@ -313,7 +338,13 @@ Passes FrameworkProfile::cross_entropy_backward(int64_t tokens, int64_t vocab) c
     case Framework::pytorch_eager:
       return {{" nll bwd zero", n, kF32},
               {" nll bwd scatter", tokens, kRowScalar},
-              {" log_softmax bwd", n, 3 * kF32, kVectorized, 1},  // exp(log p)
+              // exp(log p). Over long rows (cunn_SoftMaxBackward) a first
+              // pass loads the gradient for its sum and a second loads it
+              // again with the output: 4 B x 4 per element, every load from
+              // HBM as measured (H100 fit shape: 729 us, 4.06 x 4 B per
+              // element at the achieved 2.92 TB/s); shorter rows keep the
+              // row in shared memory (one load of each).
+              {" log_softmax bwd", n, (long_softmax_rows(vocab) ? 4 : 3) * kF32, kStreaming, 1},
               {" cast bf16", n, kF32 + kB16}};
     // softmax = exp(logit - logsumexp) per element, written as the
     // gradient; a row per CTA.

@@ -65,7 +65,12 @@ const char* framework_name(Framework f);
 // and an H200 (0.95-1.02x), its backward 1.14-1.23x where HBM alone would
 // make it 1.40x. The norms' reductions (rows of the hidden size, several
 // to a CTA) measure 1.23-1.35x, mostly HBM: they stay vectorized.
-enum class PassAccess { vectorized, generic, reduction };
+// `streaming`: a plain contiguous kernel measured at the achieved copy rate
+// on its own and inside the steps (PyTorch's vectorised cat of two
+// contiguous gradients, the eager loss's row kernels over the vocabulary:
+// 0.93-1.0 of the measured copy rate on an H100 and an H200): its counted
+// bytes at the achieved HBM bandwidth, no fitted fraction.
+enum class PassAccess { vectorized, generic, reduction, streaming };
 
 // One memory-bound kernel of a framework's list: `name` follows the site's
 // name ("L3 norm1" + " pow"); bytes read + written per element.
@@ -84,6 +89,9 @@ struct FrameworkPass {
   // rows, each costing FrameworkTraits::cycles_per_row; 0 for rows short
   // enough that one CTA reduces many (the norms over the hidden size).
   int64_t rows = 0;
+  // PyTorch's three-pass softmax over long rows (the eager loss's forward):
+  // MemoryOpShape::multipass_row_loads.
+  bool multipass_row_loads = false;
 };
 
 // Fitted per framework: what the host spends issuing one kernel, the
