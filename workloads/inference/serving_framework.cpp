@@ -27,10 +27,16 @@ constexpr double kSigmoid = 2;
 // machine's. The vectorized passes' fraction of the achieved HBM bandwidth:
 // bisection on the elementwise + norm class of the TP4 8192-token prefill,
 // which stays above the measured one (+6%) even at 1.0: capped at 1 (those
-// passes stream 67M-element tensors at 3.0 TB/s, the training profile's 0.739
-// was fitted on smaller ones).
+// passes stream 67M-element tensors at 3.0 TB/s, the training profile's
+// fraction was fitted on smaller ones). The generic passes' SM operations per
+// element, then, by bisection on the same class at that fraction: 147.0
+// (serving_fit.py, 2026-11-27), below the training step's 178.2, which also
+// carries the training step's generic kernels its lists leave out (21 of 186
+// a step); one by one on an H100 these kernels take 153 (the median of
+// calibration/measurements/h100-sxm/elementwise_access_2026-11-26). In [1, 400].
 constexpr double kEagerServingHostUsPerKernel = 39.62;
 constexpr double kEagerServingElementwiseBandwidth = 1.0;
+constexpr double kEagerServingGenericOpsPerElement = 147.0;
 
 }  // namespace
 
@@ -52,6 +58,7 @@ training::FrameworkTraits eager_serving_traits() {
   training::FrameworkTraits t = training::framework_traits(training::Framework::pytorch_eager);
   t.host_us_per_kernel = kEagerServingHostUsPerKernel;
   t.elementwise_bandwidth = kEagerServingElementwiseBandwidth;
+  t.generic_ops_per_element = kEagerServingGenericOpsPerElement;
   return t;
 }
 
