@@ -67,6 +67,11 @@ def streaming_kernel(name):
 
 # gcsim's eager passes of that kind, by the end of their names (framework_profile.cpp).
 STREAMING_PASSES = ("cross entropy log_softmax", "cross entropy log_softmax bwd", "act bwd cat")
+# Streaming passes whose measured kernels share their names with other vectorized kernels (PyTorch's
+# bf16 copy and fp32 add, inductor's casts, DDP's memcpys): compared within the vectorized class
+# (where they are the fixed part of L + B / f).
+WEIGHT_PASSES = (" weight cast", " grad cast", " grad accumulate", " ddp bucket copy", " ddp copy back",
+                 " tp piece cast", " tp piece grad add")
 
 
 def access_of(name):
@@ -139,8 +144,10 @@ class PassSplit:
         self.reduction = doubled(run(1, 1, 400), run(1, 1, 800)) if fw == "torch-compile" else set()
         self.passes = self.generic | self.reduction | doubled(run(0.5, 1), run(0.25, 1))
         # Streaming passes follow no profile knob (the achieved bandwidth): told by name.
-        self.streaming = ({k for k in run(1, 1) if k[1].endswith(STREAMING_PASSES)}
+        spans = run(1, 1)
+        self.streaming = ({k for k in spans if k[1].endswith(STREAMING_PASSES)}
                           if fw == "pytorch-eager" else set()) - self.passes
+        self.passes |= {k for k in spans if k[1].endswith(WEIGHT_PASSES)} - self.generic
 
     def times(self, overrides):
         r = run_gcsim(self.gcsim, self.shape, self.fw, overrides, True)

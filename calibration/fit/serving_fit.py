@@ -11,9 +11,7 @@ Fitted, each on its own points (everything else is held out):
     step at each FIT_HOST decode point (host-bound) against the measured step, averaged;
   * elementwise_bandwidth (the vectorized passes' fraction of the achieved HBM bandwidth, <= 1):
     bisection on gcsim's elementwise + norm class of the FIT_BANDWIDTH prefill against the measured
-    elementwise + norm + other kernels; where even 1.0 leaves the class above the measured one,
-    generic_ops_per_element (the generic passes' SM operations per element) by bisection on the
-    same class at 1.0 instead.
+    elementwise + norm + other kernels (generic_ops_per_element stays the training eager profile's).
 The configs are calibration/validation/serving/*.yaml (calibration/fit/serving_configs.py); the
 eager build runs them as they are, the graph build with serving.cuda_graphs=true. gcsim's step is
 summary.json's breakdown.decode_steps (or prefill_steps) mean_step_s; the classes its
@@ -103,7 +101,7 @@ def fit_bandwidth(gcsim, points, host_us):
     lo, hi = 0.2, 1.0
     if model(hi) >= want:
         print("bandwidth: even at 1.0 the model's class is above the measured one: capped at 1.0")
-        return 1.0, fit_generic_ops(gcsim, cfg, host_us, want)
+        return 1.0
     for _ in range(30):
         mid = 0.5 * (lo + hi)
         if model(mid) > want:
@@ -112,26 +110,7 @@ def fit_bandwidth(gcsim, points, host_us):
             hi = mid
     print("bandwidth fit point TP%d %s b%d kv%d: measured elementwise+norm %.1f us -> fraction %.4f" % (
         FIT_BANDWIDTH + (want, hi)))
-    return hi, None
-
-
-def fit_generic_ops(gcsim, cfg, host_us, want):
-    """The generic passes' operations per element at bandwidth 1.0: geometric bisection in [1, 400]."""
-    def model(ops):
-        return run_gcsim(gcsim, cfg, "prefill", ["workload.host_overhead=%.3fus" % host_us,
-                                                 "workload.elementwise_bandwidth=1",
-                                                 "workload.generic_ops_per_element=%.4f" % ops])["classes"]["elementwise+norm"]
-    lo, hi = 1.0, 400.0
-    for _ in range(30):
-        mid = (lo * hi) ** 0.5
-        if model(mid) < want:
-            lo = mid
-        else:
-            hi = mid
-    ops = (lo * hi) ** 0.5
-    print("generic fit point TP%d %s b%d kv%d: measured elementwise+norm %.1f us -> %.2f operations per element" % (
-        FIT_BANDWIDTH + (want, ops)))
-    return ops
+    return hi
 
 
 def pct(model, meas):
@@ -149,13 +128,9 @@ def main():
         doc = json.load(f)
     points = {key(r): r for r in doc["results"]}
     host = a.host_us if a.host_us is not None else fit_host(a.gcsim, points)
-    bw, ops = (a.bandwidth, None) if a.bandwidth is not None else fit_bandwidth(gcsim=a.gcsim, points=points,
-                                                                                host_us=host)
-    print("\nfitted: host_overhead %.3f us per kernel, elementwise_bandwidth %.4f, generic_ops_per_element %s\n" % (
-        host, bw, "%.2f" % ops if ops else "(the profile's)"))
+    bw = a.bandwidth if a.bandwidth is not None else fit_bandwidth(gcsim=a.gcsim, points=points, host_us=host)
+    print("\nfitted: host_overhead %.3f us per kernel, elementwise_bandwidth %.4f\n" % (host, bw))
     after = ["workload.host_overhead=%.3fus" % host, "workload.elementwise_bandwidth=%.6f" % bw]
-    if ops:
-        after.append("workload.generic_ops_per_element=%.4f" % ops)
     fitted = set(FIT_HOST) | {FIT_BANDWIDTH}
     print("| point | build | measured (us) | before | after | kernels meas/gcsim | "
           + " | ".join("%s meas / after" % c for c in CLASSES) + " |")
