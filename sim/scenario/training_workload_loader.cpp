@@ -105,6 +105,16 @@ void read_optimizer(ConfigReader& w, TrainingConfig& c) {
   c.optimizer.grad_clip = o.get_double("grad_clip", 1.0,
                                        "gradient global-norm clip (Megatron-LM's default 1.0; 0 = off)");
   if (c.optimizer.grad_clip < 0) o.fail("grad_clip", "must be >= 0 (0 turns clipping off)");
+  c.optimizer.step = o.get_bool(
+      "step", true,
+      "false: no optimizer update runs (the step ends once the gradients are reduced; no optimizer "
+      "states are held), as a bench that times forward + backward alone");
+  if (!c.optimizer.step) {
+    if (c.optimizer.zero_stage != 0) {
+      o.fail("step", "false needs zero_stage: 0 (ZeRO shards the optimizer's states and update)");
+    }
+    c.optimizer.state_bytes = 0;  // no master weights, m or v without an optimizer
+  }
   o.finish();
 }
 

@@ -85,6 +85,10 @@ TEST_CASE("training bad input: optimizer settings", "[cli][training]") {
   expect_bad({"train_grad_clip.yaml", 14, "workload.optimizer.grad_clip", {"must be >= 0"}});
   expect_bad({"train_overlap_zero2.yaml", 11, "workload.parallelism.overlap_grad_reduce",
               {"zero_stage 0 or 1", "ZeRO-2/3"}});
+  expect_bad({"train_optimizer_step_word.yaml", 14, "workload.optimizer.step",
+              {"expected true or false", "'sometimes'"}});
+  expect_bad({"train_optimizer_step_zero.yaml", 14, "workload.optimizer.step",
+              {"zero_stage: 0"}});
 }
 
 TEST_CASE("training bad input: DP gradient bucket size", "[cli][training][buckets]") {

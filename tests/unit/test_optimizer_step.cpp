@@ -69,6 +69,12 @@ TEST_CASE("optimizer step: bytes per parameter of each mixed-precision pass",
   OptimizerConfig bf16_states = o;
   bf16_states.state_bytes = 8;
   CHECK(by_name(optimizer_passes(bf16_states, Precision::bf16)).at("adam").bytes() == 20);
+  // `optimizer.step: false` (benches timing forward + backward only): no
+  // pass at all, under either framework's optimizer.
+  OptimizerConfig none = o;
+  none.step = false;
+  CHECK(optimizer_passes(none, Precision::fp16).empty());
+  CHECK(optimizer_passes(none, Precision::bf16, Framework::pytorch_eager).empty());
 }
 
 TEST_CASE("optimizer step: the generator's kernels move the passes' bytes over shard and held "

@@ -27,6 +27,7 @@ std::vector<OptimizerPass> torch_foreach_passes(const OptimizerConfig& o) {
 
 std::vector<OptimizerPass> optimizer_passes(const OptimizerConfig& o, Precision precision,
                                             Framework framework) {
+  if (!o.step) return {};  // `optimizer.step: false`: no update, no passes
   if (framework != Framework::megatron) return torch_foreach_passes(o);
   const double g = o.grad_bytes;
   std::vector<OptimizerPass> passes;

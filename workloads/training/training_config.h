@@ -67,6 +67,9 @@ struct OptimizerConfig {
   double grad_bytes = 2.0;    // gradient per parameter
   double state_bytes = 12.0;  // Adam: fp32 master weight + m + v
   double grad_clip = 1.0;     // global-norm clipping threshold; 0 = no norm pass
+  // false: no optimizer update (the step ends once the gradients are reduced),
+  // as benches that time forward + backward alone run it; no states are held.
+  bool step = true;
 };
 
 struct TrainingConfig {
