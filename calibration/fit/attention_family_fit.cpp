@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <iomanip>
+#include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -125,6 +126,15 @@ bool memory_bound(const GpuSpec& spec, const AttentionPoint& p) {
       .memory_bound();
 }
 
+// The call's side kernels' streaming time under `pass`'s side_bandwidth
+// (fused_attention_kernel's setup besides kernel_overhead).
+double side_s(const GpuSpec& spec, const FusedAttentionPass& pass, const AttentionShape& s) {
+  const auto side = models::gpu::attention_side_kernels(s);
+  if (!(pass.side_bandwidth > 0.0) || !(side.bytes > 0.0)) return 0.0;
+  return static_cast<double>(side.kernels) * spec.kernel_launch_latency.seconds() +
+         side.bytes / (spec.hbm_bandwidth.bytes_per_s() * pass.side_bandwidth);
+}
+
 // Solves the pass's linear unknowns on `pts` with its sharing as `spec`
 // holds it; returns the sum of squared relative errors. `with_kernel`: the
 // once-per-kernel overhead is an unknown too (else the pass's is kept).
@@ -145,7 +155,7 @@ double solve_pass(const GpuSpec& spec, const std::vector<const AttentionPoint*>&
     a(r, 1) = t.wide * w * t.mma_s / meas;
     a(r, 2) = w * t.exp_s / meas;
     a(r, 3) = w / meas;
-    double fixed = fixed_s(spec, *pts[i], t.waves);
+    double fixed = fixed_s(spec, *pts[i], t.waves) + side_s(spec, pass, pts[i]->shape);
     if (with_kernel) {
       a(r, 4) = 1.0 / meas;
     } else if (!t.decode) {
@@ -193,6 +203,13 @@ void set_pass(GpuSpec& spec, AttentionFamily family, bool backward, const FusedA
 // than 6 key blocks would be several microseconds: a Q load and an O
 // store are one TMA round trip each), then 0.01 and 0.05 steps around the
 // best.
+// The backward starts at two CTAs a SM: cuDNN's bprop (knob_26_64x64x128,
+// one warpgroup a CTA) runs 256 CTAs of at most 8 blocks (32 heads, 512
+// tokens) in 25.4 us against 128 CTAs' 23.9 us (16 heads; kernel durations,
+// calibration/measurements/h100-sxm/serving_attention_2026-11-27): on 132
+// SMs the 256 run at once, two a SM. A fit that may pick one (the large
+// grids' weight wins it: efficiency 0.99 with every CTA latency-bound)
+// is 21-22% slow on those 256-CTA grids.
 void search_sharing(const GpuSpec& spec, AttentionFamily family, bool backward,
                     const std::vector<const AttentionPoint*>& pts, FusedAttentionPass& pass) {
   double best = std::numeric_limits<double>::infinity();
@@ -211,7 +228,7 @@ void search_sharing(const GpuSpec& spec, AttentionFamily family, bool backward,
       best_pass = p;
     }
   };
-  for (int64_t k = 1; k <= 3; ++k) {
+  for (int64_t k = backward ? 2 : 1; k <= 3; ++k) {
     for (int i = 0; i <= 14; ++i) {
       for (int j = 0; j <= 24; ++j) try_one(k, 0.30 + 0.05 * i, 0.25 * j);
     }
@@ -438,13 +455,22 @@ static AttentionShape serving_record_shape(const nlohmann::json& r, bool backwar
 
 std::vector<AttentionPoint> load_serving_attention_points(const std::string& path,
                                                           const GpuSpec& spec) {
-  const nlohmann::json doc = read_measurement(path, "attention");
+  // serving_attention_noncausal.py's file has the same grids without the
+  // causal mask (noncausal_fwd, noncausal_bwd lists) and no `attention`.
+  const bool noncausal_file = [&] {
+    std::ifstream in(path);
+    std::string head((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return head.find("\"noncausal_fwd\"") != std::string::npos &&
+           head.find("\"attention\":") == std::string::npos;
+  }();
+  const nlohmann::json doc = read_measurement(path, noncausal_file ? "noncausal_fwd" : "attention");
   std::vector<AttentionPoint> out;
   // The backward sweep (serving_attention_sweep.py; default backend,
   // contiguous): timed by its spacing, as the families grid's backward (the
   // call's preprocessing, dQ conversion and GQA reduction kernels in it).
-  if (doc.contains("attention_backward") && doc["attention_backward"].is_array()) {
-    for (const auto& r : doc["attention_backward"]) {
+  for (const char* list : {"attention_backward", "noncausal_bwd"}) {
+    if (!doc.contains(list) || !doc[list].is_array()) continue;
+    for (const auto& r : doc[list]) {
       if (!r.contains("timing")) continue;
       AttentionPoint p;
       p.backend = "DEFAULT";
@@ -457,41 +483,54 @@ std::vector<AttentionPoint> load_serving_attention_points(const std::string& pat
       }
       s.family = models::gpu::resolve_attention_family(std::nullopt, spec, false);
       p.source = "serving";
-      p.heldout = true;
+      p.heldout = serving_attention_heldout(s);
+      if (r.contains("kernels") && r["kernels"].is_array()) {
+        for (const auto& k : r["kernels"]) {
+          const std::string name = k.value("name", "");
+          if (name.find("dot_do_o") != std::string::npos ||
+              name.find("convert_dq") != std::string::npos ||
+              name.find("reduce_head") != std::string::npos) {
+            p.side_us += k.value("dur_us", 0.0);
+          }
+        }
+      }
       p.label = "serving DEFAULT bwd b1 h" + std::to_string(s.heads) + "/" +
                 std::to_string(s.kv_heads) + " q" + std::to_string(s.q_len) + " d" +
                 std::to_string(s.head_dim) + (s.causal ? " causal" : "");
       out.push_back(std::move(p));
     }
   }
-  for (const auto& r : doc["attention"]) {
-    if (r.value("layout", "") != "contiguous" || !r.contains("attention_kernel_us")) continue;
-    AttentionPoint p;
-    const std::string backend = r.value("backend", "");
-    if (backend == "default") {
-      p.backend = "DEFAULT";
-    } else if (backend == "CUDNN_ATTENTION") {
-      p.backend = backend;
-    } else {
-      continue;  // FLASH_ATTENTION: the large grids fit flash2
+  for (const char* list : {"attention", "noncausal_fwd"}) {
+    if (!doc.contains(list) || !doc[list].is_array()) continue;
+    for (const auto& r : doc[list]) {
+      if (r.value("layout", "") != "contiguous" || !r.contains("attention_kernel_us")) continue;
+      AttentionPoint p;
+      const std::string backend = r.value("backend", "");
+      if (backend == "default") {
+        p.backend = "DEFAULT";
+      } else if (backend == "CUDNN_ATTENTION") {
+        p.backend = backend;
+      } else {
+        continue;  // FLASH_ATTENTION: the large grids fit flash2
+      }
+      AttentionShape& s = p.shape;
+      try {
+        s = serving_record_shape(r, r.value("pass", std::string("fwd")) == "bwd");
+        p.time_us = r.at("attention_kernel_us").get<double>();
+      } catch (const std::exception& e) {
+        throw std::runtime_error(path + ": an attention record lacks a key: " + e.what());
+      }
+      s.family = p.backend == "DEFAULT"
+                     ? models::gpu::resolve_attention_family(std::nullopt, spec, false)
+                     : AttentionFamily::cudnn;
+      p.kernel_only = true;
+      p.source = "serving";
+      p.heldout = serving_attention_heldout(s);
+      p.label = "serving " + p.backend + " " + pass_name(s) + " b1 h" + std::to_string(s.heads) + "/" +
+                std::to_string(s.kv_heads) + " q" + std::to_string(s.q_len) + " d" +
+                std::to_string(s.head_dim) + (s.causal ? " causal" : "");
+      out.push_back(std::move(p));
     }
-    AttentionShape& s = p.shape;
-    try {
-      s = serving_record_shape(r, r.value("pass", std::string("fwd")) == "bwd");
-      p.time_us = r.at("attention_kernel_us").get<double>();
-    } catch (const std::exception& e) {
-      throw std::runtime_error(path + ": an attention record lacks a key: " + e.what());
-    }
-    s.family = p.backend == "DEFAULT"
-                   ? models::gpu::resolve_attention_family(std::nullopt, spec, false)
-                   : AttentionFamily::cudnn;
-    p.kernel_only = true;
-    p.source = "serving";
-    p.heldout = serving_attention_heldout(s);
-    p.label = "serving " + p.backend + " " + pass_name(s) + " b1 h" + std::to_string(s.heads) + "/" +
-              std::to_string(s.kv_heads) + " q" + std::to_string(s.q_len) + " d" +
-              std::to_string(s.head_dim) + (s.causal ? " causal" : "");
-    out.push_back(std::move(p));
   }
   return out;
 }
@@ -501,17 +540,60 @@ FusedAttentionParams fit_attention_family(const GpuSpec& spec, AttentionFamily f
                                           std::vector<std::string>& notes, bool search_sharing) {
   FusedAttentionParams p = spec.efficiency.fused_attention(family);
   std::vector<const AttentionPoint*> fwd, bwd, dec;
+  std::vector<AttentionPoint> side_points;
   for (const auto& pt : points) {
-    // Only the family's own forced-backend records: the default's are checks.
-    if (pt.heldout || pt.shape.family != family || pt.backend == "DEFAULT") continue;
+    if (pt.heldout || pt.shape.family != family) continue;
+    // Only the family's own forced-backend records: the default's are
+    // checks, except the serving grids' backward, measured with the default
+    // backend only, whose trace runs cuDNN's bprop and side kernels.
+    const bool serving_bwd = pt.source.rfind("serving", 0) == 0 && pt.shape.backward;
+    if (pt.backend == "DEFAULT" && !serving_bwd) continue;
     (is_decode(pt.shape) ? dec : pt.shape.backward ? bwd : fwd).push_back(&pt);
+    if (pt.side_us > 0.0) side_points.push_back(pt);
   }
   const std::string name(models::gpu::attention_family_name(family));
-  fit_pass(spec, family, fwd, false, p.forward, name + " forward", notes,
-           search_sharing && family != AttentionFamily::flash2);
-  fit_pass(spec, family, bwd, true, p.backward, name + " backward", notes);
+  const bool sharing = search_sharing && family != AttentionFamily::flash2;
+  fit_pass(spec, family, fwd, false, p.forward, name + " forward", notes, sharing);
+  if (sharing && !side_points.empty()) {
+    double fixed_us = 0.0;
+    p.backward.side_bandwidth =
+        fit_side_bandwidth(spec, side_points, p.backward.side_bandwidth, notes, &fixed_us);
+    std::ostringstream o;
+    o << name << " backward: side kernels at " << std::setprecision(3) << p.backward.side_bandwidth
+      << " of the HBM peak, " << fixed_us << " us fixed a kernel (" << side_points.size() << " calls)";
+    notes.push_back(o.str());
+  }
+  fit_pass(spec, family, bwd, true, p.backward, name + " backward", notes, sharing);
   fit_decode(spec, family, dec, p, name, notes);
   return p;
+}
+
+double fit_side_bandwidth(const GpuSpec& spec, const std::vector<AttentionPoint>& points,
+                          double fallback, std::vector<std::string>& notes, double* fixed_us) {
+  std::vector<const AttentionPoint*> pts;
+  for (const auto& p : points) {
+    if (!p.heldout && p.side_us > 0.0 && models::gpu::attention_side_kernels(p.shape).kernels > 0) {
+      pts.push_back(&p);
+    }
+  }
+  if (pts.empty()) {
+    notes.push_back("side kernels: no measurement; side_bandwidth kept");
+    return fallback;
+  }
+  // Unknowns: the fixed cost a kernel (s), 1 / side_bandwidth.
+  Eigen::MatrixXd a(static_cast<Eigen::Index>(pts.size()), 2);
+  Eigen::VectorXd b = Eigen::VectorXd::Ones(static_cast<Eigen::Index>(pts.size()));
+  for (size_t i = 0; i < pts.size(); ++i) {
+    const auto side = models::gpu::attention_side_kernels(pts[i]->shape);
+    const double meas = pts[i]->side_us * 1e-6;
+    a(static_cast<Eigen::Index>(i), 0) = static_cast<double>(side.kernels) / meas;
+    a(static_cast<Eigen::Index>(i), 1) = side.bytes / spec.hbm_bandwidth.bytes_per_s() / meas;
+  }
+  // A small kernel's launch-to-end floor on Hopper is 1.5-2.5 us: 5 us
+  // bounds it; side_bandwidth in (0, 1] (1/it in [1, 1e3]).
+  const Eigen::VectorXd x = bounded_lsq(a, b, {0.0, 1.0}, {5e-6, 1e3});
+  if (fixed_us) *fixed_us = x[0] * 1e6;
+  return 1.0 / x[1];
 }
 
 Flash2PrefillFit fit_flash2_prefill(const GpuSpec& spec, const std::vector<AttentionPoint>& points,
@@ -693,6 +775,7 @@ std::string attention_params_yaml(AttentionFamily family, const FusedAttentionPa
         << ", cta_latency_blocks: " << s.cta_latency_blocks
         << ", kernel_overhead: " << std::llround(s.kernel_overhead.seconds() * 1e9) << "ns";
     }
+    if (s.side_bandwidth != 0.0) o << ", side_bandwidth: " << s.side_bandwidth;
     o << "}";
   };
   o << "    " << models::gpu::attention_family_name(family) << ":\n      forward: ";
@@ -722,6 +805,7 @@ std::vector<std::string> attention_params_out_of_range(const FusedAttentionParam
     if (s.kernel_overhead < sim::Duration::zero() || s.kernel_overhead > kMaxKernelOverhead) {
       bad.push_back(w + ".kernel_overhead");
     }
+    if (!(s.side_bandwidth >= 0.0 && s.side_bandwidth <= 1.0)) bad.push_back(w + ".side_bandwidth");
   };
   check(p.forward, "forward");
   check(p.backward, "backward");

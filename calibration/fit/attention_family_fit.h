@@ -42,6 +42,10 @@ struct AttentionPoint {
   // "" for attention_families_bench.py's grid; "serving" for
   // serving_kernels_bench.py's small grids (the group names say so).
   std::string source;
+  // The call's side kernels' summed profiler durations (the backward's
+  // dO.O, dQ conversion and GQA head reductions), where the record lists
+  // its kernels; 0: not measured.
+  double side_us = 0.0;
 };
 
 // The points of one measurement file that a family models: CUDNN_ATTENTION
@@ -60,8 +64,10 @@ bool attention_heldout(const models::gpu::AttentionShape& shape);
 // kernel durations (kernel_only). Held out: 1024 and 4096 tokens, and every
 // 32-head (TP2) shape. A file with an `attention_backward` list
 // (serving_attention_sweep.py) adds the default backend's backward at the
-// same shapes, timed by its spacing, all held out. Throws
-// std::runtime_error naming the file when it cannot be read.
+// same shapes, timed by its spacing (the call's kernels and their gaps, as
+// the families grid's backward), held out the same way, with its side
+// kernels' durations (side_us). Throws std::runtime_error naming the file
+// when it cannot be read.
 std::vector<AttentionPoint> load_serving_attention_points(const std::string& path,
                                                           const models::gpu::GpuSpec& spec);
 bool serving_attention_heldout(const models::gpu::AttentionShape& shape);
@@ -69,18 +75,31 @@ bool serving_attention_heldout(const models::gpu::AttentionShape& shape);
 // Fits `family`'s forward, backward and decode parameters on the points
 // that are not held out; what lacks data keeps `spec`'s values (`notes`
 // says which). The forward of a family that is not flash2 also fits how
-// its CTAs share an SM (FusedAttentionPass: ctas_per_sm in 1..3,
+// its CTAs share an SM (FusedAttentionPass: ctas_per_sm in 1..3, the backward 2..3,
 // lone_cta_fraction in [0.3, 1], cta_latency_blocks in [0, 6], searched on
 // a grid, coarse then fine; the rest solved by least squares at each,
 // kernel_overhead in [0, 10 us] among them): on grids of every size
 // (attention_families_bench.py's and serving_kernels_bench.py's) at once.
 // `search_sharing` false keeps `spec`'s sharing and kernel_overhead (a GPU
 // with no small grids measured: the H200 takes the H100's, the same SM).
+// The backward the same way (cuDNN's bprop, 64 x 64 tiles), fitted on the
+// forced backend's large grids and the serving grids' default-backend
+// backward (whose trace runs cuDNN's bprop), after its side kernels'
+// side_bandwidth, fitted to their own durations (fit_side_bandwidth).
 models::gpu::FusedAttentionParams fit_attention_family(const models::gpu::GpuSpec& spec,
                                                        models::gpu::AttentionFamily family,
                                                        const std::vector<AttentionPoint>& points,
                                                        std::vector<std::string>& notes,
                                                        bool search_sharing = true);
+
+// The side kernels' fraction of the HBM peak, fitted on the points that
+// are not held out and carry side_us: side_us = kernels x a fixed cost +
+// side bytes / (HBM peak x side_bandwidth), least squares on relative
+// error, the fixed cost in [0, 5 us] (a small kernel's launch-to-end floor
+// on Hopper is 1.5-2.5 us), side_bandwidth in (0, 1]. Returns `fallback`
+// without such points (`notes` says so); `fixed_us` gets the fixed cost.
+double fit_side_bandwidth(const models::gpu::GpuSpec& spec, const std::vector<AttentionPoint>& points,
+                          double fallback, std::vector<std::string>& notes, double* fixed_us = nullptr);
 
 // Fits flash2's prefill (FlashAttention-2's tiles, attention_kernel_model.h)
 // on the FLASH_ATTENTION forward and backward points that are not held

@@ -74,6 +74,15 @@ struct FusedAttentionPass {
   // Once per kernel, after the launch: the grid's ramp and drain (first
   // TMA descriptor and K/V fetches, the last CTAs' stores), in [0, 10 us].
   sim::Duration kernel_overhead = sim::Duration::zero();
+  // The call's side kernels, as HBM passes (attention_side_bytes()): the
+  // fraction of the HBM peak they reach, in [0, 1]; 0: none modelled. cuDNN's
+  // backward launches dO.O (compute_dot_do_o), dQ's fp32 -> bf16 conversion
+  // (convert_dq_to_16bits) and, for GQA, one head reduction each for dK and
+  // dV (fmha_reduce_head) around its bprop kernel (torch.profiler in
+  // calibration/measurements/h100-sxm/serving_attention_2026-11-27 and
+  // attention_families_2026-11-26): 12 us of a 43 us call at 16 heads and
+  // 512 tokens, 9% at 8192. Each costs the GPU's launch latency besides.
+  double side_bandwidth = 0.0;
 };
 
 struct FusedAttentionParams {

@@ -134,6 +134,17 @@ FusedAttentionPass fused_attention_pass(const GpuSpec& spec, AttentionFamily fam
 KernelDesc fused_attention_kernel(const GpuSpec& spec, const AttentionShape& shape);
 KernelDesc unfused_attention_kernel(const GpuSpec& spec, const AttentionShape& shape);
 
+// The HBM traffic of the side kernels a backward call launches besides its
+// main kernel (cuDNN's, as traced: dO.O reads O and dO and writes an fp32
+// sum a row; dQ's fp32 accumulator is converted to 16 bits; with GQA, dK and
+// dV are produced per query head and summed over each group by one kernel
+// each), and how many kernels that is. Zero for a forward or decode shape.
+struct AttentionSideKernels {
+  double bytes = 0.0;
+  int kernels = 0;
+};
+AttentionSideKernels attention_side_kernels(const AttentionShape& shape);
+
 // Useful FLOPs of one attention op (unmasked pairs; backward 2 x pairs x
 // (3d + 2dv)), the figure a kernel's flops_per_tile adds up to.
 double attention_flops(const AttentionShape& shape);

@@ -46,6 +46,8 @@ void read_pass(ConfigReader& r, FusedAttentionPass& p) {
                                   "a CTA's fixed latency, in key blocks of its lone time");
   p.kernel_overhead = r.get_duration("kernel_overhead", p.kernel_overhead,
                                      "once per kernel: the grid's ramp and drain");
+  p.side_bandwidth = in_range(r, "side_bandwidth", p.side_bandwidth, 0.0, false, 1.0,
+                              "fraction of the HBM peak the call's side kernels reach (0: none)");
   // A kernel's ramp and drain is a few microseconds of SM and memory latency.
   if (p.kernel_overhead > sim::us(int64_t{10})) r.fail("kernel_overhead", "must lie in [0, 10us]");
   if (p.wave_overhead < sim::Duration::zero()) r.fail("wave_overhead", "must not be negative");
@@ -60,7 +62,8 @@ Json pass_json(const FusedAttentionPass& p) {
               {"ctas_per_sm", p.ctas_per_sm},
               {"lone_cta_fraction", p.lone_cta_fraction},
               {"cta_latency_blocks", p.cta_latency_blocks},
-              {"kernel_overhead", sim::format_duration(p.kernel_overhead)}};
+              {"kernel_overhead", sim::format_duration(p.kernel_overhead)},
+              {"side_bandwidth", p.side_bandwidth}};
 }
 
 std::vector<std::string> family_names() {

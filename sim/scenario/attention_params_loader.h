@@ -14,7 +14,8 @@ namespace gcsim::cli {
 // `efficiency.attention_families: {cudnn: {...}, flash3: {...}}`, each
 // {available, forward: {efficiency, wide_head, softmax_exposed,
 // wave_overhead, ctas_per_sm, lone_cta_fraction, cta_latency_blocks,
-// kernel_overhead}, backward: {...}, decode_bandwidth, decode_wave_overhead},
+// kernel_overhead, side_bandwidth}, backward: {...}, decode_bandwidth,
+// decode_wave_overhead},
 // and `flash2: {decode: {efficiency, bandwidth, wave_overhead,
 // combine_overhead, combine_per_split}}`; absent keys keep `eff`'s values.
 // Fractions outside their range are errors.

@@ -101,7 +101,8 @@ TEST_CASE("a calibration profile's flash2 decode parameter out of range is bad i
 
 TEST_CASE("a fused attention pass's CTA sharing out of range is bad input", "[cli]") {
   // ctas_per_sm in [1, 4], lone_cta_fraction in (0, 1], cta_latency_blocks
-  // in [0, 16], kernel_overhead in [0, 10us] (attention_family.h).
+  // in [0, 16], kernel_overhead in [0, 10us], side_bandwidth (a fraction of
+  // the HBM peak) in [0, 1] (attention_family.h).
   TempDir dir;
   write_text(dir / "gemm.yaml", kGemm);
   struct Case {
@@ -111,7 +112,9 @@ TEST_CASE("a fused attention pass's CTA sharing out of range is bad input", "[cl
   for (const Case& c : {Case{"ctas_per_sm: 5", "cudnn.forward.ctas_per_sm"},
                         Case{"lone_cta_fraction: 0", "cudnn.forward.lone_cta_fraction"},
                         Case{"cta_latency_blocks: 20", "cudnn.forward.cta_latency_blocks"},
-                        Case{"kernel_overhead: 50us", "cudnn.forward.kernel_overhead"}}) {
+                        Case{"kernel_overhead: 50us", "cudnn.forward.kernel_overhead"},
+                        Case{"side_bandwidth: 1.5", "cudnn.forward.side_bandwidth"},
+                        Case{"side_bandwidth: -0.1", "cudnn.forward.side_bandwidth"}}) {
     write_text(dir / "profile.yaml", std::string("gpu: h100-sxm\n"
                                                  "efficiency:\n"
                                                  "  attention_families:\n"

@@ -81,11 +81,14 @@ constexpr double kEagerMean = 0.25, kGraphMax = 0.20, kGraphMean = 0.12;
 // prefill (-19.5 .. +17%; -40 .. -13% before cuDNN's forward ran as its
 // 64-row CTAs, two a SM, a lone one latency-bound: attention_grid_tail.h,
 // the kernels alone within -8 .. +4%, calibration/measurements/h100-sxm/
-// serving_kernels_2026-11-27). What is left is not the kernel: at 512
-// tokens gcsim's class carries each kernel's 2.4 us launch (+12 .. +17%),
-// and TP2's 4096/8192-token prefills ran the kernel 23-25% slower in the
-// step than alone (1111 us a layer against 890), where gcsim's kernel
-// takes what it takes alone (-17 .. -19.5%); elementwise + norm within 15%
+// serving_kernels_2026-11-27). The class is the kernels' profiler
+// durations: the attention kernel's model is fitted to those, so its class
+// leaves out the launch latency its time in the step carries (512 tokens:
+// +12 .. +17% with it, -4 .. -9% without; the class -20 .. -4% in all).
+// What is left is not the kernel: TP2's 4096/8192-token prefills ran the
+// kernel 23-25% slower in the step than alone (1111 us a layer against
+// 890), where gcsim's kernel takes what it takes alone (-18 .. -20%);
+// elementwise + norm within 15%
 // on prefills
 // of 2048 tokens and more (-0 .. +12%); on decode and short prefills
 // gcsim's class is 1.2 - 2.8x the profiler's (every kernel carries the

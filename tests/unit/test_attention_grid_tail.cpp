@@ -109,11 +109,13 @@ TEST_CASE("attention grid schedule: CTAs sharing an SM, latency-bound alone, by 
 TEST_CASE("attention grid tail: cuDNN SDPA's small grids on an H100", "[gpu][attention]") {
   const gpu::GpuSpec h100 = gcsim::test::gpu_preset("h100-sxm");
   REQUIRE(h100.sm_count == 132);
-  // Backward (one CTA a SM, plain list scheduling): measured per (batch,
+  // Backward (cuDNN's 64-key CTAs two a SM, a lone one latency-bound: the
+  // preset's sharing, fitted on the serving grids): measured per (batch,
   // head) over b8 h8 (attention_grid_size_2026-11-27): causal b1 h16 1.214,
-  // b1 h32 1.068, full b1 h16 1.030. List scheduling
-  // (calibration/fit/attention_grid_tail.py) gives 1.197, 1.066 and 1.000:
-  // within 3.5% of each, the tolerance here (nothing is fitted to these grids).
+  // b1 h32 1.068, full b1 h16 1.030. Plain list scheduling of one CTA a SM
+  // (calibration/fit/attention_grid_tail.py) gave 1.197, 1.066 and 1.000,
+  // the preset's schedule 1.202 for b1 h16 causal: within 3.5% of each, the
+  // tolerance here (nothing is fitted to these grids).
   struct Case {
     int64_t heads;
     bool causal;
@@ -125,9 +127,6 @@ TEST_CASE("attention grid tail: cuDNN SDPA's small grids on an H100", "[gpu][att
     INFO("b1 h" << c.heads << (c.causal ? " causal" : " full") << " bwd");
     CHECK(ratio == Approx(c.measured).epsilon(0.035));
   }
-  // The script's figure exactly: b1 h16 causal 1.197.
-  CHECK(per_pair(h100, sdpa(1, 16, true, true)) / per_pair(h100, sdpa(8, 8, true, true)) ==
-        Approx(1.197).epsilon(1e-3));
   // Forward (two 64-row CTAs a SM, a lone one latency-bound): the kernel's
   // time against the measured spacing of back-to-back calls
   // (attention_grid_size.json, time_us; the spacing's memset and gap stand

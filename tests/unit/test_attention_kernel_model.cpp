@@ -135,13 +135,52 @@ TEST_CASE("attention families: head dims above 128 pay wide_head, backward its o
         Approx(2.0 + 8 * (25.166 + 2.048 + 1.0)).epsilon(1e-4));
   a.head_dim_v = 128;
   CHECK(gpu::fused_attention_terms(g, a).wide == 0.0);
-  // Backward (d = 128): 100 heads x 1024 keys in blocks of 128 = 800 CTAs,
-  // tensor work 2 x (3 x 128 + 2 x 128) = 1280 flops a score: 16.777 us at
-  // efficiency 1, / 0.4 = 41.943 us; exponentials 4.096 x 0.25 = 1.024 us;
-  // overhead 3 us. 2 + 8 x 45.967 = 369.74 us.
+  // Backward (d = 128): cuDNN's bprop tile is 64 x 64 (knob_26_64x64x128):
+  // 100 heads x 1024 keys in blocks of 64 = 1600 CTAs, 16 waves on 100 SMs.
+  // A CTA: 64 keys x 1024 queries = 65536 scores, tensor work 2 x (3 x 128
+  // + 2 x 128) = 1280 flops a score: 8.389 us at efficiency 1, / 0.4 =
+  // 20.972 us; exponentials 2.048 x 0.25 = 0.512 us; overhead 3 us: 24.484
+  // us a wave. 2 + 16 x 24.484 = 393.75 us (this GPU models no side kernels).
   const auto b = gpu::attention_kernel(g, shape(1024, 1024, false, true));
+  CHECK(b.tiles == 1600);
   CHECK(b.total_flops() == Approx(2.5 * 100.0 * 1024 * 1024 * 512));
-  CHECK(gpu::isolated_time(g, b, g.sm_count).microseconds() == Approx(369.74).epsilon(1e-4));
+  CHECK(gpu::isolated_time(g, b, g.sm_count).microseconds() == Approx(393.75).epsilon(1e-4));
+}
+
+TEST_CASE("attention families: cudnn backward's side kernels, by hand", "[gpu][attention]") {
+  gpu::GpuSpec g = round_gpu();
+  // GQA, 16 query / 2 KV heads, 512 tokens, d 128, bf16 (the serving
+  // model's TP4 rank): dO.O reads O and dO and writes an fp32 sum a row,
+  // 16 x 512 x (2 x 128 x 2 + 4) = 4227072 B; dQ's fp32 -> bf16 conversion
+  // 16 x 512 x 128 x 6 = 6291456 B; dK and dV summed over each group of 8
+  // heads, read per query head and written per KV head, 512 x 256 x 18 x 2
+  // = 4718592 B: 15237120 B in 4 kernels (the trace of
+  // calibration/measurements/h100-sxm/serving_attention_2026-11-27).
+  gpu::AttentionShape a = shape(512, 512, true, true);
+  a.heads = 16;
+  a.kv_heads = 2;
+  const auto side = gpu::attention_side_kernels(a);
+  CHECK(side.kernels == 4);
+  CHECK(side.bytes == 15237120.0);
+  // MHA: no head reduction, 2 kernels; a forward has none.
+  a.kv_heads = 16;
+  CHECK(gpu::attention_side_kernels(a).kernels == 2);
+  CHECK(gpu::attention_side_kernels(a).bytes == 4227072.0 + 6291456.0);
+  CHECK(gpu::attention_side_kernels(shape(512, 512, true, false)).kernels == 0);
+  // At 0.5 of the 3000 GB/s peak the GQA call's side kernels add 15237120 /
+  // 1.5e12 = 10.158 us and 4 launches of 2 us to the kernel's time, in its
+  // body (a profiler counts them), beside its 3 us overhead in the setup.
+  a.kv_heads = 2;
+  auto& bwd = g.efficiency.cudnn_attention.backward;
+  bwd.kernel_overhead = sim::us(int64_t{3});
+  const double without = gpu::isolated_time(g, gpu::attention_kernel(g, a), g.sm_count).microseconds();
+  bwd.side_bandwidth = 0.5;
+  const auto k = gpu::attention_kernel(g, a);
+  CHECK(k.setup == sim::us(int64_t{3}));
+  CHECK(gpu::isolated_time(g, k, g.sm_count).microseconds() - without == Approx(8.0 + 10.158).epsilon(1e-4));
+  // A pass's side_bandwidth outside [0, 1] is refused.
+  bwd.side_bandwidth = 1.5;
+  CHECK_THROWS_AS(gpu::attention_kernel(g, a), std::invalid_argument);
 }
 
 TEST_CASE("attention families: causal costs about half, plus the diagonal blocks",

@@ -4,6 +4,8 @@
 // CUDA graph and not inside one.
 #include "catch.h"
 #include "test_inference_fixtures.h"
+#include "models/gpu/attention_kernel_model.h"
+#include "models/gpu/kernel_cost_model.h"
 #include "workloads/inference/iteration_cost.h"
 #include "workloads/inference/serving_framework.h"
 
@@ -113,6 +115,37 @@ TEST_CASE("a GPU without a measured graph launch latency replays at its stream l
   // vLLM's 102 launches less 16 all-reduces, the embedding's all-reduce and
   // the all-gather: 84 kernels, 1.3 us sooner each.
   CHECK(stream.total - graph.total == sim::ns(int64_t{1300}) * 84);
+}
+
+TEST_CASE("a prefill's attention class is its kernels' profiler durations", "[inference][framework]") {
+  // cuDNN's prefill attention is fitted to torch.profiler's kernel durations
+  // (start to end, calibration/measurements/h100-sxm/serving_kernels_2026-11-27);
+  // its time in the step carries the GPU's launch latency besides (the
+  // preset's 2 us), which the class, a profiler's table, does not count.
+  // TP4 prefill of 512 tokens: 8 layers, one attention kernel each, so the
+  // class is 8 kernels' time less 8 x 2 us; the step is unchanged (it still
+  // waits for each launch). Classes of kernels fitted to back-to-back
+  // spacing (GEMMs, elementwise passes) keep their time.
+  test::NoComm comm;
+  StepShape p;
+  p.tokens = 512;
+  p.prefills = {{512, 512}};
+  p.sampled = 1;
+  IterationCostConfig c = bench_tp4(ServingFramework::pytorch_eager);
+  const StepCost s = IterationCost(c, comm).cost(p);
+  models::gpu::AttentionShape a;
+  a.batch = 1;
+  a.heads = 16;
+  a.kv_heads = 2;
+  a.q_len = a.kv_len = 512;
+  a.head_dim = 128;
+  a.causal = true;
+  a.dtype = c.kv_dtype;
+  a.family = models::gpu::AttentionFamily::cudnn;
+  const double kernel =
+      models::gpu::isolated_time(c.gpu, models::gpu::attention_kernel(c.gpu, a), c.gpu.sm_count).seconds();
+  CHECK(s.classes.of(KernelClass::attention) == Approx(8 * (kernel - 2e-6)).epsilon(1e-9));
+  CHECK(s.total == s.compute + s.communication);
 }
 
 TEST_CASE("an eager prefill on cuDNN clears a buffer before each attention kernel", "[inference][framework]") {

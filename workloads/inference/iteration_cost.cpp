@@ -308,7 +308,10 @@ std::vector<IterationCost::Launch> IterationCost::attention_launches(const StepS
         launches.push_back({KernelClass::elementwise, kernel_time(gpu::memory_kernel(g, stats), graph),
                             Slot::kernel, /*own_issue=*/false});
       }
-      launches.push_back({KernelClass::attention, t});
+      // The attention kernel's model is fitted to its profiler durations
+      // (calibration/fit/attention_family_fit.h, serving_kernels_2026-11-27):
+      // one launch latency in `t` the profiler's class does not count.
+      launches.push_back({KernelClass::attention, t, Slot::kernel, true, 1});
       it = prefill_attention.emplace(std::make_pair(q, kv), std::move(launches)).first;
     }
     out.insert(out.end(), it->second.begin(), it->second.end());
@@ -445,16 +448,25 @@ const IterationCost::Program& IterationCost::head_launches(int64_t tokens, int64
 // One stage's GPU stream as its host issues it: each launch waits for the
 // one before it on the GPU and, when the host pays `issue` per launch, for
 // its own issue (the host runs ahead of the GPU, never behind).
+//
+// The classes sum what a profiler's kernel table does (torch.profiler's
+// CUDA activity runs from a kernel's start to its end): a kernel whose
+// model is fitted to such durations (Launch::profiled_kernels) counts its
+// time less the launch latency the model adds to it; the others count their
+// time (fitted to back-to-back spacing, where the next launch overlaps the
+// kernel before it). `launch`: the stream's latency, or the graph's for a
+// replayed step.
 class IterationCost::Timeline {
  public:
-  explicit Timeline(sim::Duration issue) : issue_(issue) {}
+  Timeline(sim::Duration issue, sim::Duration launch) : issue_(issue), launch_(launch) {}
 
   void run(const Launch& l, training::KernelClassTimes& classes) {
     if (l.own_issue) host_ += issue_;
     gpu_ = std::max(gpu_, host_) + l.time;
     busy_ += l.time;
     if (l.cls == KernelClass::communication) comm_ += l.time;
-    classes.seconds[static_cast<size_t>(l.cls)] += l.time.seconds();
+    const sim::Duration own = std::max(sim::Duration::zero(), l.time - launch_ * l.profiled_kernels);
+    classes.seconds[static_cast<size_t>(l.cls)] += own.seconds();
     classes.kernels += 1;
   }
   // `count` runs of `body` in a row; without host cost in closed form (the
@@ -481,6 +493,7 @@ class IterationCost::Timeline {
 
  private:
   sim::Duration issue_;
+  sim::Duration launch_;
   sim::Duration host_ = sim::Duration::zero();
   sim::Duration gpu_ = sim::Duration::zero();
   sim::Duration busy_ = sim::Duration::zero();
@@ -504,7 +517,7 @@ StepCost IterationCost::cost(const StepShape& shape) {
     const int dense = layers_of_stage_dense_[static_cast<size_t>(s)];
     const int moe = layers_of_stage_moe_[static_cast<size_t>(s)];
     const sim::Duration ar = tp_all_reduce(s, t);
-    Timeline line(issue);
+    Timeline line(issue, (c.graph ? graph_gpu_ : config_.gpu).kernel_launch_latency);
     training::KernelClassTimes classes;
     const auto run_all = [&](const Program& p, training::KernelClassTimes& into) {
       for (const Launch& l : p) line.run(l, into);

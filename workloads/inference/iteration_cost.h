@@ -126,6 +126,12 @@ class IterationCost {
     // false: issued inside the op before it (a library's own memset), so
     // the host spends no launch cost of its own on it.
     bool own_issue = true;
+    // Kernels in `time` whose model is fitted to profiler durations (cuDNN's
+    // prefill attention: its time is that plus the GPU's launch latency,
+    // which a profiler's table does not count); 0 for the rest, fitted to
+    // the spacing of back-to-back launches, where the launch overlaps the
+    // kernel before it.
+    int profiled_kernels = 0;
   };
   using Program = std::vector<Launch>;
   class Timeline;
