@@ -37,6 +37,15 @@ StepShape decode(int64_t batch, int64_t kv_len) {
   return s;
 }
 
+// One prefill of 512 tokens: serving_step_bench.py's shortest TP4 prefill.
+StepShape prefill_512() {
+  StepShape p;
+  p.tokens = 512;
+  p.prefills = {{512, 512}};
+  p.sampled = 1;
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("serving launches per step: vllm's fused kernels, eager PyTorch's passes",
@@ -127,10 +136,7 @@ TEST_CASE("a prefill's attention class is its kernels' profiler durations", "[in
   // waits for each launch). Classes of kernels fitted to back-to-back
   // spacing (GEMMs, elementwise passes) keep their time.
   test::NoComm comm;
-  StepShape p;
-  p.tokens = 512;
-  p.prefills = {{512, 512}};
-  p.sampled = 1;
+  const StepShape p = prefill_512();
   IterationCostConfig c = bench_tp4(ServingFramework::pytorch_eager);
   const StepCost s = IterationCost(c, comm).cost(p);
   models::gpu::AttentionShape a;
@@ -153,10 +159,7 @@ TEST_CASE("an eager prefill on cuDNN clears a buffer before each attention kerne
   // kernels a step, 8 of them "Memset (Device)", one per layer's cuDNN
   // attention call (calibration/measurements/h100-x4/serving_step_2026-11-26).
   test::NoComm comm;
-  StepShape p;
-  p.tokens = 512;
-  p.prefills = {{512, 512}};
-  p.sampled = 1;
+  const StepShape p = prefill_512();
   IterationCostConfig c = bench_tp4(ServingFramework::pytorch_eager);
   CHECK(IterationCost(c, comm).cost(p).classes.kernels == 336 + 8);
   // FlashAttention-2 (no memset) and vLLM's kernels: none.
