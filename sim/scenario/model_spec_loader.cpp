@@ -140,6 +140,11 @@ ModelSpec read_model_fields(ConfigReader& r, const ModelSpec* base) {
                                            "expert capacity factor per source rank (0: "
                                            "dropless), 0..1000");
   }
+  if (moe.has("pad_to_capacity")) {
+    m.moe.pad_to_capacity = moe.get_bool("pad_to_capacity", m.moe.pad_to_capacity,
+                                         "fill every expert to its capacity from each source "
+                                         "(padding sent and computed); needs capacity_factor");
+  }
   moe.finish();
 
   if (auto problem = workloads::models::check_model(m)) {

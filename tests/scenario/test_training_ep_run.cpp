@@ -115,4 +115,6 @@ TEST_CASE("training EP run: bad routing keys name the key", "[scenario][training
   expect_bad("capacity_factor: -1", "capacity_factor", "[0, 1000]");
   expect_bad("capacity_factor: 2000", "capacity_factor", "[0, 1000]");
   expect_bad("capacity_factor: lots", "capacity_factor", "number");
+  expect_bad("pad_to_capacity: true", "pad_to_capacity", "capacity_factor");
+  expect_bad("pad_to_capacity: often", "pad_to_capacity", "true or false");
 }

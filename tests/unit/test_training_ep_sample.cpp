@@ -75,6 +75,21 @@ models::collectives::SplitMatrixPtr op_dispatch(const TrainingConfig& c, int lay
   return moe::leg_bytes(legs[0], r.ranks(), c.model.hidden * 2, false);
 }
 
+// One node of 8 H100s (datasheet) on an alpha-beta NVLink fabric.
+models::cluster::ClusterModelConfig ep8_cluster() {
+  models::cluster::ClusterModelConfig cfg;
+  cfg.gpu = test::h100_datasheet();
+  cfg.num_ranks = 8;
+  models::network::AlphaBetaFabric f;
+  f.gpus_per_node = 8;
+  f.scale_up_bandwidth = sim::Bandwidth::gb_per_s(450);
+  f.scale_up_latency = sim::ns(int64_t{600});
+  f.scale_out_bandwidth = sim::Bandwidth::gb_per_s(50);
+  f.scale_out_latency = sim::us(int64_t{2});
+  cfg.fabric = f;
+  return cfg;
+}
+
 int64_t sum(const std::vector<int64_t>& v) {
   int64_t s = 0;
   for (int64_t x : v) s += x;
@@ -182,16 +197,7 @@ TEST_CASE("training EP sample on: the hot rank's excess follows the multinomial,
   // rank than the expected 512, so the step is no faster than with
   // expected counts (the mirrored rank runs the hot rank's experts and
   // every dispatch waits for the hot receiver).
-  models::cluster::ClusterModelConfig cfg;
-  cfg.gpu = test::h100_datasheet();
-  cfg.num_ranks = 8;
-  models::network::AlphaBetaFabric f;
-  f.gpus_per_node = 8;
-  f.scale_up_bandwidth = sim::Bandwidth::gb_per_s(450);
-  f.scale_up_latency = sim::ns(int64_t{600});
-  f.scale_out_bandwidth = sim::Bandwidth::gb_per_s(50);
-  f.scale_out_latency = sim::us(int64_t{2});
-  cfg.fabric = f;
+  const models::cluster::ClusterModelConfig cfg = ep8_cluster();
   test::TrainingStep expected, sampled;
   expected.w = generate_training(sample_config(0.0, false), GeneratorOptions{});
   sampled.w = generate_training(sample_config(0.0, true), GeneratorOptions{});
@@ -240,4 +246,50 @@ TEST_CASE("training EP capacity factor: each expert keeps at most its capacity f
     }
     CHECK(seen);
   }
+}
+
+TEST_CASE("training EP pad to capacity: every expert runs its full capacity from each source",
+          "[training][moe][sample]") {
+  // Balanced routing, factor 1.25: 2048 x 2 / 16 = 256 expected copies per
+  // expert and source, capacity ceil(1.25 x 256) = 320. Padded, every expert
+  // runs 8 x 320 = 2560 rows (64 of each 320 padding), nothing dropped, and
+  // each source sends 320 rows to each expert: two experts a rank, 640 bf16
+  // rows of the hidden width to every destination.
+  TrainingConfig c = sample_config(0.0, false);
+  c.model.moe.capacity_factor = 1.25;
+  TrainingConfig padded = c;
+  padded.model.moe.pad_to_capacity = true;
+  const EpRouting plain_ep(c, 0), pad_ep(padded, 0);
+  const EpDraw& plain = plain_ep.draw(1, 0);
+  const EpDraw& pad = pad_ep.draw(1, 0);
+  for (int64_t rows : plain.expert_rows) CHECK(rows == 8 * 256);
+  for (int64_t rows : pad.expert_rows) CHECK(rows == 8 * 320);
+  CHECK(plain.dropped == 0);
+  CHECK(pad.dropped == 0);
+  CHECK(plain.padded == 0);
+  CHECK(pad.padded == 16 * 8 * 64);
+  const TrainingWorkload w = generate_training(padded, GeneratorOptions{});
+  const auto d = split_of(w, "F m0 L1 dispatch");
+  const int64_t hidden_bytes = padded.model.hidden * 2;
+  for (int s = 0; s < 8; ++s) {
+    for (int t = 0; t < 8; ++t) {
+      if (s != t) CHECK(d->at(s, t) == 2 * 320 * hidden_bytes);
+    }
+  }
+  // The padding is computed: the expert GEMMs of the mirrored rank run 2560
+  // rows where the dropless layer runs 2048, and the step takes longer.
+  int64_t m = 0;
+  for (const auto& op : w.graph->program(0).ops) {
+    const std::string n = w.graph->name(op.name);
+    if (n != "F m0 L1 expert fc1" && n != "F m0 L1 e0 expert fc1") continue;
+    m = std::get<models::gpu::GemmShape>(std::get<workloads::ComputeOp>(op.payload).shape).m;
+  }
+  CHECK(m == 8 * 320);
+  test::TrainingStep plain_step, pad_step;
+  plain_step.w = generate_training(c, GeneratorOptions{});
+  pad_step.w = generate_training(padded, GeneratorOptions{});
+  test::replay_training(plain_step, ep8_cluster());
+  test::replay_training(pad_step, ep8_cluster());
+  INFO("dropless " << plain_step.end.seconds() << " s, padded " << pad_step.end.seconds() << " s");
+  CHECK(pad_step.end > plain_step.end);
 }

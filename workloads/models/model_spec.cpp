@@ -64,6 +64,9 @@ ModelProblem check_model(const ModelSpec& m) {
     if (!(e.capacity_factor >= 0.0 && e.capacity_factor <= 1000.0)) {
       return {"moe.capacity_factor", "must lie in [0, 1000] (0: dropless)"};
     }
+    if (e.pad_to_capacity && e.capacity_factor == 0.0) {
+      return {"moe.pad_to_capacity", "needs moe.capacity_factor > 0 (a dropless layer has no capacity to fill)"};
+    }
   }
   if (m.dense_mlp_layers() > 0 && m.ffn_hidden < 1) {
     return {"ffn_hidden", "must be at least 1 (the model has dense MLP layers)"};

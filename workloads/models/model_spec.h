@@ -69,6 +69,11 @@ struct MoeSpec {
   // ceil(capacity_factor x tokens x top_k / experts) copies, the rest
   // dropped (the op's `capacity_factor`); 0 = dropless.
   double capacity_factor = 0.0;
+  // Every expert filled to its capacity from each source (the op's
+  // `pad_to_capacity`: fixed-size dispatch buffers, as GShard and Megatron's
+  // pad-to-capacity run them): the padding is sent and computed. Needs a
+  // capacity_factor.
+  bool pad_to_capacity = false;
 };
 
 struct ModelSpec {

@@ -35,6 +35,7 @@ EpDraw compact(const moe::Routing& r, const moe::MoeLayerSpec& spec) {
   d.hot = r.hot_rank();
   d.rank_imbalance = r.rank_imbalance();
   d.dropped = r.total_dropped();
+  d.padded = r.total_padding();
   int64_t most = 0, total = 0;
   for (int e = 0; e < r.experts(); ++e) {
     d.expert_rows.push_back(r.expert_rows(e));
@@ -60,6 +61,7 @@ EpRouting::EpRouting(const TrainingConfig& c, int ranks_per_node)
   config_.placement = moe.permuted_placement ? moe::HotPlacement::permuted : moe::HotPlacement::index;
   config_.sample = moe.sample;
   config_.capacity_factor = moe.capacity_factor;
+  config_.pad_to_capacity = moe.pad_to_capacity;
   config_.seed = c.routing_seed;
   const std::string why = moe::check_routing(config_);
   if (!why.empty()) throw std::invalid_argument("EP routing: " + why);

@@ -58,6 +58,7 @@ struct EpDraw {
   double rank_imbalance = 1;                // most rows of a rank / mean
   double expert_imbalance = 1;              // most rows of an expert / mean
   int64_t dropped = 0;                      // copies over capacity, every source
+  int64_t padded = 0;                       // padding rows (pad_to_capacity), every source
 };
 
 class EpRouting {
