@@ -62,15 +62,7 @@ std::vector<models::collectives::SplitMatrixPtr> splits_of(const workloads::Work
   return out;
 }
 
-models::network::AlphaBetaFabric fabric() {
-  models::network::AlphaBetaFabric f;
-  f.gpus_per_node = 8;
-  f.scale_up_bandwidth = sim::Bandwidth::gb_per_s(450);
-  f.scale_up_latency = sim::ns(int64_t{600});
-  f.scale_out_bandwidth = sim::Bandwidth::gb_per_s(50);
-  f.scale_out_latency = sim::us(int64_t{2});
-  return f;
-}
+models::network::AlphaBetaFabric fabric() { return test::ep_node_fabric(); }
 
 }  // namespace
 

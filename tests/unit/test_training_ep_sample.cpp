@@ -80,13 +80,7 @@ models::cluster::ClusterModelConfig ep8_cluster() {
   models::cluster::ClusterModelConfig cfg;
   cfg.gpu = test::h100_datasheet();
   cfg.num_ranks = 8;
-  models::network::AlphaBetaFabric f;
-  f.gpus_per_node = 8;
-  f.scale_up_bandwidth = sim::Bandwidth::gb_per_s(450);
-  f.scale_up_latency = sim::ns(int64_t{600});
-  f.scale_out_bandwidth = sim::Bandwidth::gb_per_s(50);
-  f.scale_out_latency = sim::us(int64_t{2});
-  cfg.fabric = f;
+  cfg.fabric = test::ep_node_fabric();
   return cfg;
 }
 

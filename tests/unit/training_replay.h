@@ -6,6 +6,7 @@
 
 #include "catch.h"
 #include "models/cluster/cluster_model.h"
+#include "models/network/alpha_beta.h"
 #include "sim/engine/recorder.h"
 #include "sim/engine/replayer.h"
 #include "sim/engine/simulator.h"
@@ -39,6 +40,18 @@ struct TrainingStep {
   std::vector<sim::OpRecord> records;
   sim::Time end;
 };
+
+// One node of 8 GPUs on an alpha-beta fabric: NVLink 450 GB/s and 0.6 us,
+// 50 GB/s and 2 us between nodes (the EP tests' fabric).
+inline models::network::AlphaBetaFabric ep_node_fabric() {
+  models::network::AlphaBetaFabric f;
+  f.gpus_per_node = 8;
+  f.scale_up_bandwidth = sim::Bandwidth::gb_per_s(450);
+  f.scale_up_latency = sim::ns(int64_t{600});
+  f.scale_out_bandwidth = sim::Bandwidth::gb_per_s(50);
+  f.scale_out_latency = sim::us(int64_t{2});
+  return f;
+}
 
 // Runs `step.w` to its end on a cluster built from `cfg`; fills the records
 // and the makespan. Requires the replay to complete.
