@@ -12,7 +12,6 @@ import time
 import argparse
 import json
 import os
-import statistics
 import sys
 import traceback
 
@@ -48,24 +47,9 @@ def section_backward(doc, save, budget_s):
                 rec["error"] = repr(ex)[:500]
             doc["attention_backward"].append(rec)
         try:
-            def run_all():
-                for _, c in calls:
-                    for _ in range(3):
-                        torch.cuda._sleep(skb.SPIN_CYCLES)
-                        c()
-                torch.cuda._sleep(skb.SPIN_CYCLES)
-            groups = skb.split_on_spins(skb.gpu_activities(run_all))
-            if len(groups) == 3 * len(calls):
-                for i, (rec, _) in enumerate(calls):
-                    per = groups[3 * i:3 * i + 3]
-                    rec["kernels"] = [{"name": e["name"], "cat": e["cat"], "dur_us": e["dur_us"]} for e in per[-1]]
-                    rec["kernel_us"] = statistics.median(
-                        sum(e["dur_us"] for e in g if e["cat"] == "kernel") for g in per)
-                    rec["attention_kernel_us"] = statistics.median(
-                        sum(e["dur_us"] for e in g if skb.class_of(e["name"]) == "attention") for g in per)
-            else:
-                doc["errors"].append({"section": "attention_backward", "tp": tp,
-                                      "error": "%d profile groups for %d calls" % (len(groups), len(calls))})
+            error = skb.profile_calls(calls)
+            if error:
+                doc["errors"].append({"section": "attention_backward", "tp": tp, "error": error})
         except Exception as ex:  # noqa: BLE001
             doc["errors"].append({"section": "attention_backward profile", "tp": tp, "error": repr(ex)[:500]})
         for rec in doc["attention_backward"]:

@@ -157,6 +157,29 @@ def split_on_spins(acts):
     return groups
 
 
+def profile_calls(calls, repeats=3):
+    """Profiles `calls` ((rec, fn) pairs) in one torch.profiler run, each call `repeats` times after a
+    spin-kernel marker, and fills each rec's "kernels" (the last repeat's), "kernel_us" and
+    "attention_kernel_us" (medians over the repeats). Returns None, or an error string when the
+    markers do not split the trace into one group per call and repeat."""
+    def run_all():
+        for _, c in calls:
+            for _ in range(repeats):
+                torch.cuda._sleep(SPIN_CYCLES)
+                c()
+        torch.cuda._sleep(SPIN_CYCLES)
+    groups = split_on_spins(gpu_activities(run_all))
+    if len(groups) != repeats * len(calls):
+        return "%d profile groups for %d calls" % (len(groups), len(calls))
+    for i, (rec, _) in enumerate(calls):
+        per = groups[repeats * i:repeats * i + repeats]
+        rec["kernels"] = [{"name": e["name"], "cat": e["cat"], "dur_us": e["dur_us"]} for e in per[-1]]
+        rec["kernel_us"] = statistics.median(sum(e["dur_us"] for e in g if e["cat"] == "kernel") for g in per)
+        rec["attention_kernel_us"] = statistics.median(
+            sum(e["dur_us"] for e in g if class_of(e["name"]) == "attention") for g in per)
+    return None
+
+
 def gap_stats(acts):
     """Kernel spacing of a back-to-back sequence: span, sum of durations, start-to-start and
     end-to-start gaps (medians, means)."""
@@ -386,24 +409,9 @@ def section_attention(doc, save, budget_s):
                     doc["attention"].append(rec)
         # one profile per TP size: marker, 3 calls, marker, ... -> each call's kernels
         try:
-            def run_all():
-                for _, c in calls:
-                    for _ in range(3):
-                        torch.cuda._sleep(SPIN_CYCLES)
-                        c()
-                torch.cuda._sleep(SPIN_CYCLES)
-            groups = split_on_spins(gpu_activities(run_all))
-            if len(groups) == 3 * len(calls):
-                for i, (rec, _) in enumerate(calls):
-                    per = groups[3 * i:3 * i + 3]
-                    rec["kernels"] = [{"name": e["name"], "cat": e["cat"], "dur_us": e["dur_us"]} for e in per[-1]]
-                    rec["kernel_us"] = statistics.median(
-                        sum(e["dur_us"] for e in g if e["cat"] == "kernel") for g in per)
-                    rec["attention_kernel_us"] = statistics.median(
-                        sum(e["dur_us"] for e in g if class_of(e["name"]) == "attention") for g in per)
-            else:
-                doc.setdefault("errors", []).append({"section": "attention", "tp": tp,
-                                                     "error": "%d profile groups for %d calls" % (len(groups), len(calls))})
+            error = profile_calls(calls)
+            if error:
+                doc.setdefault("errors", []).append({"section": "attention", "tp": tp, "error": error})
         except Exception as ex:  # noqa: BLE001
             doc.setdefault("errors", []).append({"section": "attention profile", "tp": tp, "error": repr(ex)[:500]})
         for rec in recs:
