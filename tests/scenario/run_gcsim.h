@@ -73,4 +73,21 @@ workload:
     - {name: g, rank: 0, op: gemm, m: 8192, n: 8192, k: 8192}
 )";
 
+// TP 2 x PP 2 (1F1B) x DP 2 on one HGX node of H100s, flow network: a
+// ~5 ms step with kernels, TP all-reduces, pipeline sends and receives, DP
+// reduce-scatters and memory. `cluster_extra`: more keys of the cluster map
+// (", clocks: model").
+inline std::string small_hgx_training(const std::string& cluster_extra = "") {
+  return "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 8" + cluster_extra +
+         R"(, scale_up: {kind: nvswitch}, scale_out: {topology: none}}
+network: {model: flow}
+workload:
+  kind: training
+  model: {layers: 4, hidden: 1024, heads: 16, vocab: 32000, seq_len: 1024}
+  batch: {global: 8, micro: 1}
+  parallelism: {tp: 2, pp: 2, dp: 2, schedule: 1f1b}
+  optimizer: {kind: adam, zero_stage: 1}
+)";
+}
+
 }  // namespace gcsim::test

@@ -19,18 +19,8 @@ using gcsim::test::TempDir;
 
 namespace {
 
-// TP 2 x PP 2 (1F1B) x DP 2 on one HGX node, flow network: kernels, TP
-// all-reduces, pipeline sends and receives, DP reduce-scatters, memory.
-const char* kSmallTrain = R"(
-cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 8, scale_up: {kind: nvswitch}, scale_out: {topology: none}}
-network: {model: flow}
-workload:
-  kind: training
-  model: {layers: 4, hidden: 1024, heads: 16, vocab: 32000, seq_len: 1024}
-  batch: {global: 8, micro: 1}
-  parallelism: {tp: 2, pp: 2, dp: 2, schedule: 1f1b}
-  optimizer: {kind: adam, zero_stage: 1}
-)";
+// TP 2 x PP 2 (1F1B) x DP 2 on one HGX node, flow network (run_gcsim.h).
+const std::string kSmallTrain = gcsim::test::small_hgx_training();
 
 // Runs `config` directly and through export + replay; returns both summaries.
 // `both` are -s overrides of the direct run and the export alike.

@@ -33,20 +33,11 @@ std::string gemm_loop(const std::string& clock_start) {
   return c;
 }
 
-// TP 2 x PP 2 (1F1B) x DP 2 on one HGX node (as tests/scenario/
+// TP 2 x PP 2 (1F1B) x DP 2 on one HGX node (run_gcsim.h, as tests/scenario/
 // test_chakra_roundtrip.cpp) under the clock model: a ~5 ms step, far
 // shorter than the slow loop's 61 ms, so its start matters (4.76 ms from
 // rest, 5.14 ms from back-to-back GEMMs' state, 5.05 ms from its own).
-const char* kSmallTrain = R"(
-cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 8, clocks: model, scale_up: {kind: nvswitch}, scale_out: {topology: none}}
-network: {model: flow}
-workload:
-  kind: training
-  model: {layers: 4, hidden: 1024, heads: 16, vocab: 32000, seq_len: 1024}
-  batch: {global: 8, micro: 1}
-  parallelism: {tp: 2, pp: 2, dp: 2, schedule: 1f1b}
-  optimizer: {kind: adam, zero_stage: 1}
-)";
+const std::string kSmallTrain = gcsim::test::small_hgx_training(", clocks: model");
 
 }  // namespace
 
