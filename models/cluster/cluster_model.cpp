@@ -216,8 +216,44 @@ void ClusterModel::build_engine() {
     if (config_.collective_sms > 0) p.channels = config_.collective_sms;
   }
   if (choice_.nvls) p.nvls = p.nvls && *choice_.nvls;
+  const double nvlink_payload_share = p.scale_up_efficiency;
   engine_ = std::make_unique<collectives::CollectiveEngine>(sim_, *network_, *fabric_,
                                                             std::move(p), sim_.seed());
+  ports_.reset();
+  if (config_.share_scale_up_ports && config_.fabric.scale_up_bandwidth.bytes_per_s() > 0.0) {
+    ports_ = std::make_unique<ScaleUpPorts>(
+        config_.num_ranks, config_.fabric.scale_up_bandwidth.bytes_per_s() * nvlink_payload_share);
+  }
+}
+
+std::vector<PortLoad> ClusterModel::port_loads(const Op& op, const std::vector<int>& ranks,
+                                               sim::Duration planned) const {
+  std::vector<PortLoad> loads;
+  if (ports_ == nullptr || planned <= sim::Duration::zero() || ranks.size() < 2) return loads;
+  for (int r : ranks) {
+    if (!same_host(r, ranks.front())) return loads;  // crosses the NICs: not this port's
+  }
+  std::vector<network::RankTraffic> traffic;
+  if (const auto* c = std::get_if<workloads::CollectiveOp>(&op.payload)) {
+    if (c->bytes.count() <= 0) return loads;
+    traffic = c->splits ? network::all_to_all_v_traffic(ranks, c->splits->bytes())
+                        : network::collective_traffic(algo_for(c->kind), ranks, c->bytes, c->root);
+  } else {
+    const auto& p2p = std::get<workloads::P2pOp>(op.payload);
+    if (p2p.bytes.count() <= 0) return loads;
+    const bool lower_sends = op.kind == workloads::OpKind::send;
+    traffic.push_back({lower_sends ? ranks.front() : ranks.back(),
+                       lower_sends ? ranks.back() : ranks.front(), p2p.bytes.as_double(), 0});
+  }
+  // Wire bytes each GPU sends and receives, spread over the time alone.
+  std::map<int, std::pair<double, double>> bytes;  // rank -> (out, in)
+  for (const auto& t : traffic) {
+    bytes[t.src].first += t.bytes;
+    bytes[t.dst].second += t.bytes;
+  }
+  const double s = planned.seconds();
+  for (const auto& [rank, b] : bytes) loads.push_back({rank, b.first / s, b.second / s});
+  return loads;
 }
 
 collectives::CollectiveRequest ClusterModel::collective_request(
@@ -316,9 +352,13 @@ void ClusterModel::communicate(const Op& op, const std::vector<int>& ranks,
   const bool on_engine = engine_ != nullptr && choice_.on_network &&
                          op.kind == workloads::OpKind::collective &&
                          std::get<workloads::CollectiveOp>(op.payload).bytes.count() > 0;
+  // The transfer's time alone, for the loads it offers its GPUs' NVLink.
+  sim::Duration alone = sim::Duration::zero();
   if (move) {
     // p2p on the attached network, set above.
+    if (ports_ != nullptr) alone = communication_time(op, ranks);
   } else if (on_engine) {
+    if (ports_ != nullptr) alone = planned_time(collective_request(op, ranks));
     if (sms > 0 && config_.interference.enabled) planned = planned_time(collective_request(op, ranks));
     move = [this, req = collective_request(op, ranks), name = op.name, &op,
             siblings = std::move(siblings)](Finished finished) {
@@ -343,13 +383,26 @@ void ClusterModel::communicate(const Op& op, const std::vector<int>& ranks,
     };
   } else {
     planned = communication_time(op, ranks);
+    alone = planned;
     move = [this, d = planned, &op, ranks](Finished finished) {
       if (network_ != nullptr) count_closed_form(op, ranks, sim_.now() + d);
       sim_.call_in(d, std::move(finished));
     };
   }
+  std::vector<PortLoad> loads = port_loads(op, ranks, alone);
   if (sms == 0 && holds.empty()) {
-    move([this, start, done = std::move(done)] { done(start, sim_.now()); });
+    if (loads.empty()) {
+      move([this, start, done = std::move(done)] { done(start, sim_.now()); });
+      return;
+    }
+    auto use = ports_->begin(std::move(loads), sim_.now());
+    move([this, start, use, done = std::move(done)] {
+      const sim::Duration extra = (sim_.now() - use->began).scaled(ports_->stretch(*use, sim_.now()) - 1.0);
+      sim_.call_in(extra, [this, start, use, done] {
+        ports_->end(*use, sim_.now());
+        done(start, sim_.now());
+      });
+    });
     return;
   }
   // Data moves only once every GPU's channel blocks are resident: each
@@ -370,9 +423,13 @@ void ClusterModel::communicate(const Op& op, const std::vector<int>& ranks,
     double hbm_load = 0.0;
     sim::Time began;
     std::vector<gpu::GpuActivityIntegral> activity;
+    // Its NVLink loads (empty: not shared) and their registration.
+    std::vector<PortLoad> loads;
+    std::shared_ptr<ScaleUpPorts::Use> port_use;
   };
   auto p = std::make_shared<Pending>(Pending{ranks, sms, std::move(move), start, std::move(done),
-                                              std::move(holds), 0, 0.0, sim::Time::zero(), {}});
+                                              std::move(holds), 0, 0.0, sim::Time::zero(), {},
+                                              std::move(loads), nullptr});
   if (config_.interference.enabled && planned > sim::Duration::zero() &&
       op.kind == workloads::OpKind::collective) {
     const auto& c = std::get<workloads::CollectiveOp>(op.payload);
@@ -384,12 +441,17 @@ void ClusterModel::communicate(const Op& op, const std::vector<int>& ranks,
   }
   auto begin = [this, p] {
     start_streaming(p->ranks, p->hbm_load, p->activity, p->began);
+    if (!p->loads.empty()) p->port_use = ports_->begin(std::move(p->loads), p->began);
     p->move([this, p] {
-      // The kernels beside it stretch its data movement: it ends that
-      // much later, its SMs and HBM load held meanwhile.
-      const sim::Duration extra =
-          stretch_beyond(p->ranks, p->sms, p->hbm_load, p->activity, p->began);
+      // The kernels beside it (HBM) and the transfers beside it (NVLink)
+      // stretch its data movement: it ends as much later as the tighter of
+      // the two says, its SMs, HBM load and NVLink load held meanwhile.
+      sim::Duration extra = stretch_beyond(p->ranks, p->sms, p->hbm_load, p->activity, p->began);
+      if (p->port_use != nullptr) {
+        extra = std::max(extra, (sim_.now() - p->began).scaled(ports_->stretch(*p->port_use, sim_.now()) - 1.0));
+      }
       auto finish = [this, p] {
+        if (p->port_use != nullptr) ports_->end(*p->port_use, sim_.now());
         if (p->hbm_load > 0.0) {
           for (int r : p->ranks) gpus_[static_cast<size_t>(r)]->remove_hbm_load(p->hbm_load);
         }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "models/cluster/nccl_kernel_holds.h"
+#include "models/cluster/scale_up_ports.h"
 #include "models/cluster/sibling_contention.h"
 #include "models/collectives/collective_engine.h"
 #include "models/gpu/gpu.h"
@@ -58,6 +59,10 @@ struct ClusterModelConfig {
   // data moves; its end is stretched by collective_stretch, the largest
   // over the group (a ring runs at its slowest member's pace).
   gpu::InterferenceParams interference;
+  // Transfers in flight at once on a GPU share its NVLink (scale_up_ports.h):
+  // on under the analytical network model, whose links have no contention
+  // (the flow and packet models share their links themselves).
+  bool share_scale_up_ports = false;
 };
 
 // What the `collective` workload pins down for every collective: an
@@ -217,6 +222,13 @@ class ClusterModel : public sim::OpExecutor {
   sim::Duration stretch_beyond(const std::vector<int>& ranks, int sms, double hbm_load,
                                const std::vector<gpu::GpuActivityIntegral>& activity,
                                sim::Time began) const;
+  // NVLink shared by the transfers in flight on each GPU (null: off).
+  std::unique_ptr<ScaleUpPorts> ports_;
+  // The loads `op` among `ranks` offers the NVLink of each of its GPUs over
+  // `planned` (its time alone); empty when it leaves a host (the NICs are
+  // its bottleneck), moves nothing or ports are off.
+  std::vector<PortLoad> port_loads(const workloads::Op& op, const std::vector<int>& ranks,
+                                   sim::Duration planned) const;
   std::map<MemoKey, MemoEntry> memo_;
   int64_t memo_hits_ = 0;
   int64_t memo_misses_ = 0;

@@ -41,6 +41,11 @@ models::cluster::ClusterModelConfig cluster_model_config(const Scenario& s) {
   c.holds_from_issue = s.network.holds_from_issue;
   c.serial_launch_queue = one_launch_queue(s);
   c.interference = s.network.interference;
+  // Training and serving run NCCL's algorithms on every network model; under
+  // `analytical` (no link contention) the transfers in flight on one GPU
+  // still share its NVLink. Hand-written graphs keep the whiteboard α-β
+  // forms, each collective alone (DESIGN.md: analytical, no contention).
+  c.share_scale_up_ports = s.network.model == "analytical" && (s.training || s.inference);
   c.clock_model = s.cluster.clock_model;
   c.clock_model_start = s.cluster.clock_model_start;
   c.clock_rank_start = s.cluster.clock_rank_start;
