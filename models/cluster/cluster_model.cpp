@@ -216,13 +216,13 @@ void ClusterModel::build_engine() {
     if (config_.collective_sms > 0) p.channels = config_.collective_sms;
   }
   if (choice_.nvls) p.nvls = p.nvls && *choice_.nvls;
-  const double nvlink_payload_share = p.scale_up_efficiency;
+  const double shared_share = p.scale_up_shared_efficiency;
   engine_ = std::make_unique<collectives::CollectiveEngine>(sim_, *network_, *fabric_,
                                                             std::move(p), sim_.seed());
   ports_.reset();
   if (config_.share_scale_up_ports && config_.fabric.scale_up_bandwidth.bytes_per_s() > 0.0) {
     ports_ = std::make_unique<ScaleUpPorts>(
-        config_.num_ranks, config_.fabric.scale_up_bandwidth.bytes_per_s() * nvlink_payload_share);
+        sim_, config_.num_ranks, config_.fabric.scale_up_bandwidth.bytes_per_s() * shared_share);
   }
 }
 
@@ -395,13 +395,9 @@ void ClusterModel::communicate(const Op& op, const std::vector<int>& ranks,
       move([this, start, done = std::move(done)] { done(start, sim_.now()); });
       return;
     }
-    auto use = ports_->begin(std::move(loads), sim_.now());
+    auto use = ports_->begin(std::move(loads));
     move([this, start, use, done = std::move(done)] {
-      const sim::Duration extra = (sim_.now() - use->began).scaled(ports_->stretch(*use, sim_.now()) - 1.0);
-      sim_.call_in(extra, [this, start, use, done] {
-        ports_->end(*use, sim_.now());
-        done(start, sim_.now());
-      });
+      ports_->moved(use, [this, start, done] { done(start, sim_.now()); });
     });
     return;
   }
@@ -441,17 +437,14 @@ void ClusterModel::communicate(const Op& op, const std::vector<int>& ranks,
   }
   auto begin = [this, p] {
     start_streaming(p->ranks, p->hbm_load, p->activity, p->began);
-    if (!p->loads.empty()) p->port_use = ports_->begin(std::move(p->loads), p->began);
+    if (!p->loads.empty()) p->port_use = ports_->begin(std::move(p->loads));
     p->move([this, p] {
       // The kernels beside it (HBM) and the transfers beside it (NVLink)
-      // stretch its data movement: it ends as much later as the tighter of
-      // the two says, its SMs, HBM load and NVLink load held meanwhile.
-      sim::Duration extra = stretch_beyond(p->ranks, p->sms, p->hbm_load, p->activity, p->began);
-      if (p->port_use != nullptr) {
-        extra = std::max(extra, (sim_.now() - p->began).scaled(ports_->stretch(*p->port_use, sim_.now()) - 1.0));
-      }
+      // stretch its data movement: it ends when both allow, its SMs and
+      // HBM load held meanwhile (its NVLink load until the ports end it).
+      const sim::Duration extra =
+          stretch_beyond(p->ranks, p->sms, p->hbm_load, p->activity, p->began);
       auto finish = [this, p] {
-        if (p->port_use != nullptr) ports_->end(*p->port_use, sim_.now());
         if (p->hbm_load > 0.0) {
           for (int r : p->ranks) gpus_[static_cast<size_t>(r)]->remove_hbm_load(p->hbm_load);
         }
@@ -461,10 +454,15 @@ void ClusterModel::communicate(const Op& op, const std::vector<int>& ranks,
         }
         p->done(p->start, sim_.now());
       };
+      std::function<void()> end = std::move(finish);
+      if (p->port_use != nullptr) {
+        end = after_all(2, std::move(end));
+        ports_->moved(p->port_use, end);
+      }
       if (extra > sim::Duration::zero()) {
-        sim_.call_in(extra, std::move(finish));
+        sim_.call_in(extra, std::move(end));
       } else {
-        finish();
+        end();
       }
     });
   };

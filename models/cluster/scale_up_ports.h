@@ -6,26 +6,26 @@
 // two communicators are busy on one GPU at once (TP2xDP2: a TP all-reduce on
 // the critical path while DDP's bucket all-reduce streams beside it; a
 // pipeline send beside a TP all-reduce), their wire bytes leave through the
-// same NVLink links, whose payload rate (links x link rate x NVLink's payload
-// share, 18 x 25 GB/s x 0.824 = 371 GB/s a direction on an H100) bounds
-// their sum. The analytical network model has no contention, so this class
-// keeps, per GPU and direction, the bytes/s each transfer in flight offers
-// (its wire bytes over its planned time) and their time integral. When a
-// transfer's data has moved, it is stretched by the excess demand it met:
-//   stretch = max over its GPUs and directions of
-//             max(1, (own rate + others' mean rate over its interval) / payload rate),
-// the time the link needs to carry every byte offered while it ran, shared
-// in proportion to the rates (two equal transfers that overlap end to end
-// both take 2 r / R of their time alone, which is R for their sum).
-// Approximate where transfers overlap in part (the mean stands for the
-// profile). Used only under the analytical network model: the flow and
-// packet models share their links themselves.
+// same NVLink links, which carry at most `shared_bytes_per_s` a direction
+// for all of them together. The analytical network model has no contention,
+// so this class shares the port as a fluid: each transfer offers, per GPU and
+// direction, its wire bytes over its time alone; while the offered sum on a
+// direction exceeds the shared rate, every transfer on it progresses at
+// shared rate / offered sum of its own pace alone (proportional shares), the
+// slowest of its GPUs' directions setting its pace. A transfer's work is its
+// time alone; it ends once it has done that much at those paces, rates
+// re-solved whenever a transfer starts or ends (two equal transfers that
+// overlap end to end both take 2 r / R of their time alone, R for their sum).
+// Used only under the analytical network model: flow and packet share their
+// links themselves.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
-#include <utility>
 #include <vector>
 
+#include "sim/engine/simulator.h"
 #include "sim/engine/time.h"
 
 namespace gcsim::models::cluster {
@@ -39,35 +39,44 @@ struct PortLoad {
 
 class ScaleUpPorts {
  public:
-  // payload_bytes_per_s: what one direction of a GPU's NVLink carries (> 0).
-  ScaleUpPorts(int num_ranks, double payload_bytes_per_s);
+  // shared_bytes_per_s: what one direction of a GPU's NVLink carries for all
+  // transfers together (> 0).
+  ScaleUpPorts(sim::Simulator& sim, int num_ranks, double shared_bytes_per_s);
 
-  // A transfer in flight: its loads and the integrals when it began.
+  struct Use;
+  // A transfer's data starts moving now with `loads`.
+  std::shared_ptr<Use> begin(std::vector<PortLoad> loads);
+  // Its data would have moved by now alone (the engine's time): `done` fires
+  // once it has also done that much work at its shared pace (now, if it was
+  // never slowed); its loads come off then.
+  void moved(const std::shared_ptr<Use>& use, std::function<void()> done);
+
+  double shared_bytes_per_s() const { return shared_; }
+  // Its pace now: the fraction of its alone rate it moves at (<= 1).
+  double pace(const Use& use) const;
+
   struct Use {
     std::vector<PortLoad> loads;
-    std::vector<std::pair<double, double>> at_begin;  // (out, in) integrals, bytes
     sim::Time began;
+    sim::Time last;             // progress counted up to here
+    double progress_s = 0.0;    // work done, in seconds of its time alone
+    double work_s = -1.0;       // its time alone, once known (moved)
+    std::function<void()> done;
+    uint64_t generation = 0;    // its pending end event's stamp
   };
-  // Registers `loads` from `now`.
-  std::shared_ptr<Use> begin(std::vector<PortLoad> loads, sim::Time now);
-  // The factor (>= 1) by which the link stretches the transfer's time from
-  // its begin to `now`.
-  double stretch(const Use& use, sim::Time now);
-  // Takes the loads off at `now`.
-  void end(const Use& use, sim::Time now);
-
-  double payload_bytes_per_s() const { return payload_; }
 
  private:
-  struct Direction {
-    double load = 0.0;      // bytes/s offered now
-    double integral = 0.0;  // bytes offered since time zero, up to `last`
-    sim::Time last = sim::Time::zero();
-  };
-  void advance(Direction& d, sim::Time now) const;
+  // Counts every active transfer's progress up to now at the paces of the
+  // loads as they stood.
+  void advance_all();
+  // (Re)schedules the end of every transfer whose work is known.
+  void schedule_ends();
+  void finish(const std::shared_ptr<Use>& use);
 
-  double payload_;
-  std::vector<Direction> out_, in_;
+  sim::Simulator& sim_;
+  double shared_;
+  std::vector<double> out_, in_;  // offered bytes/s per GPU and direction
+  std::vector<std::shared_ptr<Use>> active_;
 };
 
 }  // namespace gcsim::models::cluster

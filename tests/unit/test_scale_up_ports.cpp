@@ -1,89 +1,169 @@
 // ScaleUpPorts (models/cluster/scale_up_ports.h): transfers in flight at
-// once on one GPU share each direction of its NVLink. Every figure below is
-// worked by hand from the stretch rule
-//   stretch = max(1, mean offered rate of the direction over the transfer's
-//                    interval / payload rate).
+// once on one GPU share each direction of its NVLink as a fluid, each at
+// shared rate / offered sum of its pace alone. The first cases are worked
+// by hand; the last compares with two all-reduces at once on 4 H100s
+// (calibration/measurements/h100-x4/concurrent_collectives_2026-11-27).
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "catch.h"
 #include "models/cluster/scale_up_ports.h"
+#include "scenario/run_gcsim.h"
+#include "sim/engine/simulator.h"
 
 using gcsim::models::cluster::PortLoad;
 using gcsim::models::cluster::ScaleUpPorts;
 using gcsim::sim::Duration;
-using gcsim::sim::Time;
+using gcsim::sim::Simulator;
 
 namespace {
 
-// An H100's NVLink a direction: 18 links x 25 GB/s x 0.824 payload share.
-constexpr double kPayload = 18 * 25e9 * 0.824;  // 370.8 GB/s
-// A 2-GPU ring all-reduce of 256 MiB alone in 830 us moves 256 MiB each way:
-// 323.4 GB/s offered on each direction of both GPUs.
-constexpr double kRing = 268435456.0 / 830e-6;
+// An H100's NVLink a direction, shared: 18 links x 25 GB/s x 0.716.
+constexpr double kShared = 18 * 25e9 * 0.716;  // 322.2 GB/s
 
-Time at_us(double us) { return Time::zero() + Duration::from_seconds(us * 1e-6); }
+Duration us(double v) { return Duration::from_seconds(v * 1e-6); }
+
+// Starts a transfer of `loads` at `at_us` whose data the engine moves alone
+// in `alone_us`; records when the ports let it end (us).
+void transfer(Simulator& sim, ScaleUpPorts& ports, double at_us, double alone_us,
+              std::vector<PortLoad> loads, double& ended_us) {
+  sim.call_in(us(at_us), [&sim, &ports, alone_us, loads, &ended_us] {
+    auto use = ports.begin(loads);
+    sim.call_in(us(alone_us), [&sim, &ports, use, &ended_us] {
+      ports.moved(use, [&sim, &ended_us] { ended_us = sim.now().seconds() * 1e6; });
+    });
+  });
+}
+
+// A 2-GPU ring all-reduce offering `rate` on both directions of both GPUs.
+std::vector<PortLoad> ring(int a, int b, double rate) { return {{a, rate, rate}, {b, rate, rate}}; }
 
 }  // namespace
 
-TEST_CASE("a transfer alone under the payload rate is not stretched", "[ports]") {
-  ScaleUpPorts ports(4, kPayload);
-  auto use = ports.begin({{0, kRing, kRing}, {1, kRing, kRing}}, at_us(0));
-  CHECK(ports.stretch(*use, at_us(830)) == 1.0);
-  ports.end(*use, at_us(830));
+TEST_CASE("a transfer alone under the shared rate keeps its time", "[ports]") {
+  Simulator sim(1);
+  ScaleUpPorts ports(sim, 4, kShared);
+  double end = -1;
+  transfer(sim, ports, 0, 830, ring(0, 1, 300e9), end);
+  sim.run();
+  CHECK(end == Approx(830).epsilon(1e-9));
 }
 
 TEST_CASE("two all-reduces overlapping end to end on one GPU share its NVLink", "[ports]") {
-  // TP {0,1} and DP {0,2} (TP2xDP2's groups) from 0 to 830 us: GPU 0 offers
-  // 2 x 323.4 = 646.8 GB/s a direction against 370.8, so each takes
-  // 646.8 / 370.8 = 1.744x its time alone; GPUs 1 and 2 carry one each.
-  ScaleUpPorts ports(4, kPayload);
-  auto tp = ports.begin({{0, kRing, kRing}, {1, kRing, kRing}}, at_us(0));
-  auto dp = ports.begin({{0, kRing, kRing}, {2, kRing, kRing}}, at_us(0));
-  const double expected = 2.0 * kRing / kPayload;
-  CHECK(expected == Approx(1.7444).epsilon(1e-3));
-  CHECK(ports.stretch(*tp, at_us(830)) == Approx(expected).epsilon(1e-9));
-  CHECK(ports.stretch(*dp, at_us(830)) == Approx(expected).epsilon(1e-9));
-  // Their sum then moves at the payload rate: 2 x 256 MiB in 1.744 x 830 us.
-  CHECK(2.0 * 268435456.0 / (expected * 830e-6) == Approx(kPayload).epsilon(1e-9));
-  ports.end(*tp, at_us(830));
-  ports.end(*dp, at_us(830));
+  // TP {0,1} and DP {0,2} (TP2xDP2's groups), 890 us alone each at 301.6
+  // GB/s: GPU 0 offers 603.2 GB/s a direction against 322.2, so both move at
+  // 322.2 / 603.2 of their pace and take 890 x 1.872 = 1666 us; their sum
+  // moves at the shared rate.
+  Simulator sim(1);
+  ScaleUpPorts ports(sim, 4, kShared);
+  const double r = 268435456.0 / 890e-6;
+  double tp = -1, dp = -1;
+  transfer(sim, ports, 0, 890, ring(0, 1, r), tp);
+  transfer(sim, ports, 0, 890, ring(0, 2, r), dp);
+  sim.run();
+  const double expected = 890.0 * 2.0 * r / kShared;
+  CHECK(tp == Approx(expected).epsilon(1e-6));
+  CHECK(dp == Approx(expected).epsilon(1e-6));
+  CHECK(2.0 * 268435456.0 / (expected * 1e-6) == Approx(kShared).epsilon(1e-6));
 }
 
-TEST_CASE("a partial overlap stretches by the mean load over the interval", "[ports]") {
-  // DP {0,2} from 400 to 1200 us; TP {0,1} from 0 to 800 us. TP's interval
-  // sees DP's 323.4 GB/s for 400 of 800 us: mean (323.4 + 161.7) / 370.8 =
-  // 1.308. DP's sees TP for 400 of its 800 us: the same.
-  ScaleUpPorts ports(4, kPayload);
-  auto tp = ports.begin({{0, kRing, kRing}, {1, kRing, kRing}}, at_us(0));
-  auto dp = ports.begin({{0, kRing, kRing}, {2, kRing, kRing}}, at_us(400));
-  const double expected = 1.5 * kRing / kPayload;
-  CHECK(ports.stretch(*tp, at_us(800)) == Approx(expected).epsilon(1e-9));
-  ports.end(*tp, at_us(800));
-  CHECK(ports.stretch(*dp, at_us(1200)) == Approx(expected).epsilon(1e-9));
-  ports.end(*dp, at_us(1200));
-  // Ended transfers leave nothing behind: a later one alone is not stretched.
-  auto later = ports.begin({{0, kRing, kRing}, {1, kRing, kRing}}, at_us(2000));
-  CHECK(ports.stretch(*later, at_us(2830)) == 1.0);
+TEST_CASE("a partial overlap: the fluid re-solves at every start and end", "[ports]") {
+  // Each offers 0.75 of the shared rate, so together they move at 2/3 of
+  // their pace. A: from 0, 800 us alone. B: from 400, 800 us alone.
+  // A: 400 us alone (400 done), then 2/3 pace; the engine's 800 us pass
+  // with 400 + 400 x 2/3 = 666.7 done, the last 133.3 take 200 us: ends at
+  // 1000. B: 2/3 pace from 400 to 1000 (400 done), alone after; its engine
+  // time ends at 1200 with 600 done, the last 200 at full pace: ends at
+  // 1400. Bytes: 400 r + 600 x 1.333 r + 400 r = 1600 r = 2 x 800 r.
+  Simulator sim(1);
+  ScaleUpPorts ports(sim, 4, kShared);
+  const double r = 0.75 * kShared;
+  double a = -1, b = -1;
+  transfer(sim, ports, 0, 800, ring(0, 1, r), a);
+  transfer(sim, ports, 400, 800, ring(0, 2, r), b);
+  sim.run();
+  CHECK(a == Approx(1000).epsilon(1e-6));
+  CHECK(b == Approx(1400).epsilon(1e-6));
 }
 
 TEST_CASE("directions are separate: a send shares only its sender's out side", "[ports]") {
-  // A pipeline send 0 -> 1 at 300 GB/s beside a send 2 -> 0 at 300 GB/s:
-  // GPU 0 sends one and receives the other, 300 GB/s each way: no stretch.
-  ScaleUpPorts ports(4, kPayload);
-  auto a = ports.begin({{0, 300e9, 0.0}, {1, 0.0, 300e9}}, at_us(0));
-  auto b = ports.begin({{2, 300e9, 0.0}, {0, 0.0, 300e9}}, at_us(0));
-  CHECK(ports.stretch(*a, at_us(100)) == 1.0);
-  CHECK(ports.stretch(*b, at_us(100)) == 1.0);
-  ports.end(*a, at_us(100));
-  ports.end(*b, at_us(100));
-  // Two sends out of GPU 0 at 300 GB/s: 600 / 370.8 = 1.618 on its out side.
-  auto c = ports.begin({{0, 300e9, 0.0}, {1, 0.0, 300e9}}, at_us(200));
-  auto d = ports.begin({{0, 300e9, 0.0}, {2, 0.0, 300e9}}, at_us(200));
-  CHECK(ports.stretch(*c, at_us(300)) == Approx(600e9 / kPayload).epsilon(1e-9));
-  CHECK(ports.stretch(*d, at_us(300)) == Approx(600e9 / kPayload).epsilon(1e-9));
+  // GPU 0 sends 0 -> 1 and receives 2 -> 0, 300 GB/s each way: no sharing.
+  {
+    Simulator sim(1);
+    ScaleUpPorts ports(sim, 4, kShared);
+    double a = -1, b = -1;
+    transfer(sim, ports, 0, 100, {{0, 300e9, 0.0}, {1, 0.0, 300e9}}, a);
+    transfer(sim, ports, 0, 100, {{2, 300e9, 0.0}, {0, 0.0, 300e9}}, b);
+    sim.run();
+    CHECK(a == Approx(100).epsilon(1e-9));
+    CHECK(b == Approx(100).epsilon(1e-9));
+  }
+  // Two sends out of GPU 0 at 300 GB/s: 600 / 322.2 = 1.862 on its out side.
+  {
+    Simulator sim(1);
+    ScaleUpPorts ports(sim, 4, kShared);
+    double a = -1, b = -1;
+    transfer(sim, ports, 0, 100, {{0, 300e9, 0.0}, {1, 0.0, 300e9}}, a);
+    transfer(sim, ports, 0, 100, {{0, 300e9, 0.0}, {2, 0.0, 300e9}}, b);
+    sim.run();
+    CHECK(a == Approx(100 * 600e9 / kShared).epsilon(1e-6));
+    CHECK(b == Approx(100 * 600e9 / kShared).epsilon(1e-6));
+  }
 }
 
-TEST_CASE("a port without a positive payload rate is refused", "[ports]") {
-  CHECK_THROWS_AS(ScaleUpPorts(4, 0.0), std::invalid_argument);
-  CHECK_THROWS_AS(ScaleUpPorts(4, -1.0), std::invalid_argument);
+TEST_CASE("two all-reduces at once on 4 H100s, pair by pair", "[ports][measured]") {
+  // Each pair's ops "together" ran wholly inside the other loop: an op of
+  // alone time t beside a loop that offers its rate all along. The model's
+  // time: t (r_op + r_other) / shared. The shared share 0.716 is fitted on
+  // the 256/256 pair (322 GB/s together); the rest is held out.
+  const auto doc = gcsim::test::read_json(gcsim::test::source_path(
+      "calibration/measurements/h100-x4/concurrent_collectives_2026-11-27/concurrent_collectives.json"));
+  int larger_checked = 0;
+  for (const auto& rec : doc["results"]) {
+    const double tp_bytes = rec["tp_bytes"].get<double>(), dp_bytes = rec["dp_bytes"].get<double>();
+    const auto& r0 = rec["ranks"][0];
+    const double tp_alone = r0["alone"]["tp"]["median_us"].get<double>();
+    const double dp_alone = r0["alone"]["dp"]["median_us"].get<double>();
+    const double tp_both = r0["both"]["tp"]["overlapped_median_us"].get<double>();
+    const double dp_both = r0["both"]["dp"]["overlapped_median_us"].get<double>();
+    const double r_tp = tp_bytes / (tp_alone * 1e-6), r_dp = dp_bytes / (dp_alone * 1e-6);
+    // The op beside a long transfer of the other's rate (ends after it).
+    const auto beside = [](double alone_us, double rate, double other_rate) {
+      Simulator sim(1);
+      ScaleUpPorts ports(sim, 4, kShared);
+      double op = -1, other = -1;
+      transfer(sim, ports, 0, 100 * alone_us, ring(0, 2, other_rate), other);
+      transfer(sim, ports, 0, alone_us, ring(0, 1, rate), op);
+      sim.run();
+      return op;
+    };
+    const double tp_model = beside(tp_alone, r_tp, r_dp), dp_model = beside(dp_alone, r_dp, r_tp);
+    INFO("TP " << tp_bytes / 1048576 << " MiB / DP " << dp_bytes / 1048576 << " MiB: TP " << tp_both
+                << " us measured, " << tp_model << " model; DP " << dp_both << " us, " << dp_model);
+    if (tp_bytes == dp_bytes) {
+      // The fit: 1623 / 1718 us measured, 1657 / 1676 model (+2.1%, -2.4%).
+      CHECK(tp_model == Approx(tp_both).epsilon(0.03));
+      CHECK(dp_model == Approx(dp_both).epsilon(0.03));
+    } else if (std::max(tp_bytes, dp_bytes) >= 64.0 * 1048576) {
+      // Held out, the larger transfer of each pair with one of 64 MiB or
+      // more (what a training step's TP and DP all-reduces are): -4.6 ..
+      // +5.8%; 8% for run-to-run spread (1-2% between ranks here). The
+      // smaller one is slowed more than its share says (-13 .. -23% here;
+      // 4-16 MiB all-reduces beside 25 MiB ones up to -47%: queueing behind
+      // the other communicator's traffic, not modelled; README
+      // *Collectives*).
+      const bool tp_larger = tp_bytes > dp_bytes;
+      CHECK((tp_larger ? tp_model : dp_model) ==
+            Approx(tp_larger ? tp_both : dp_both).epsilon(0.08));
+      ++larger_checked;
+    }
+  }
+  CHECK(larger_checked == 4);
+}
+
+TEST_CASE("a port without a positive shared rate is refused", "[ports]") {
+  Simulator sim(1);
+  CHECK_THROWS_AS(ScaleUpPorts(sim, 4, 0.0), std::invalid_argument);
+  CHECK_THROWS_AS(ScaleUpPorts(sim, 4, -1.0), std::invalid_argument);
 }
