@@ -12,22 +12,27 @@ namespace {
 constexpr double kDoneS = 1e-12;
 }  // namespace
 
-ScaleUpPorts::ScaleUpPorts(sim::Simulator& sim, int num_ranks, double shared_bytes_per_s)
+ScaleUpPorts::ScaleUpPorts(sim::Simulator& sim, int num_ranks, double link_bytes_per_s)
     : sim_(sim),
-      shared_(shared_bytes_per_s),
+      link_(link_bytes_per_s),
       out_(static_cast<size_t>(std::max(num_ranks, 0)), 0.0),
       in_(static_cast<size_t>(std::max(num_ranks, 0)), 0.0) {
-  if (!(shared_bytes_per_s > 0.0)) {
-    throw std::invalid_argument("ScaleUpPorts: the shared rate must be positive");
+  if (!(link_bytes_per_s > 0.0)) {
+    throw std::invalid_argument("ScaleUpPorts: the link rate must be positive");
   }
 }
 
 double ScaleUpPorts::pace(const Use& use) const {
-  double worst = 1.0;  // offered sum / shared rate, on its busiest direction
+  // 1 + the others' occupancy of its busiest direction.
+  double worst = 1.0;
   for (const PortLoad& l : use.loads) {
     const auto r = static_cast<size_t>(l.rank);
-    if (l.out_bytes_per_s > 0.0) worst = std::max(worst, out_[r] / shared_);
-    if (l.in_bytes_per_s > 0.0) worst = std::max(worst, in_[r] / shared_);
+    if (l.out_bytes_per_s > 0.0) {
+      worst = std::max(worst, 1.0 + std::max(0.0, out_[r] - l.out_bytes_per_s) / link_);
+    }
+    if (l.in_bytes_per_s > 0.0) {
+      worst = std::max(worst, 1.0 + std::max(0.0, in_[r] - l.in_bytes_per_s) / link_);
+    }
   }
   return 1.0 / worst;
 }

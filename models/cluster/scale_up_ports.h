@@ -1,23 +1,24 @@
 // Concurrent communication on one GPU's NVLink: the transfers that move at
-// the same time share each direction of the GPU's scale-up port.
+// the same time take turns on each direction of the GPU's scale-up port.
 //
 // A collective on its own moves its wire bytes at the rate the engine plans
 // for it (NCCL's algorithm, protocol and channels over an idle link). When
 // two communicators are busy on one GPU at once (TP2xDP2: a TP all-reduce on
 // the critical path while DDP's bucket all-reduce streams beside it; a
 // pipeline send beside a TP all-reduce), their wire bytes leave through the
-// same NVLink links, which carry at most `shared_bytes_per_s` a direction
-// for all of them together. The analytical network model has no contention,
-// so this class shares the port as a fluid: each transfer offers, per GPU and
-// direction, its wire bytes over its time alone; while the offered sum on a
-// direction exceeds the shared rate, every transfer on it progresses at
-// shared rate / offered sum of its own pace alone (proportional shares), the
-// slowest of its GPUs' directions setting its pace. A transfer's work is its
-// time alone; it ends once it has done that much at those paces, rates
-// re-solved whenever a transfer starts or ends (two equal transfers that
-// overlap end to end both take 2 r / R of their time alone, R for their sum).
-// Used only under the analytical network model: flow and packet share their
-// links themselves.
+// same NVLink links. The analytical network model has no contention, so this
+// class shares the port as a fluid of turns: a transfer alone occupies a
+// direction for its offered rate (wire bytes over its time alone) / the rate
+// one transfer moves at while it holds the links (`link_bytes_per_s`); beside
+// others it waits out their occupancy, so it moves at
+//     1 / (1 + sum over the others on its busiest direction of their occupancy)
+// of its pace alone. Its work is its time alone; it ends once it has done
+// that much, paces re-solved whenever a transfer starts or ends. Measured on
+// 4 H100s (two communicators' all-reduces at once, 4-256 MiB): the smaller
+// of two transfers loses as much as the larger (a 4 MiB all-reduce, latency-
+// bound alone, took 1.95x beside a 25 MiB one), which proportional shares of
+// a rate would not give. Used only under the analytical network model: flow
+// and packet share their links themselves.
 #pragma once
 
 #include <cstdint>
@@ -39,9 +40,9 @@ struct PortLoad {
 
 class ScaleUpPorts {
  public:
-  // shared_bytes_per_s: what one direction of a GPU's NVLink carries for all
-  // transfers together (> 0).
-  ScaleUpPorts(sim::Simulator& sim, int num_ranks, double shared_bytes_per_s);
+  // link_bytes_per_s: what one transfer moves a direction while it holds a
+  // GPU's NVLink (> 0).
+  ScaleUpPorts(sim::Simulator& sim, int num_ranks, double link_bytes_per_s);
 
   struct Use;
   // A transfer's data starts moving now with `loads`.
@@ -51,7 +52,7 @@ class ScaleUpPorts {
   // never slowed); its loads come off then.
   void moved(const std::shared_ptr<Use>& use, std::function<void()> done);
 
-  double shared_bytes_per_s() const { return shared_; }
+  double link_bytes_per_s() const { return link_; }
   // Its pace now: the fraction of its alone rate it moves at (<= 1).
   double pace(const Use& use) const;
 
@@ -74,7 +75,7 @@ class ScaleUpPorts {
   void finish(const std::shared_ptr<Use>& use);
 
   sim::Simulator& sim_;
-  double shared_;
+  double link_;
   std::vector<double> out_, in_;  // offered bytes/s per GPU and direction
   std::vector<std::shared_ptr<Use>> active_;
 };

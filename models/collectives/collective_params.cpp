@@ -106,12 +106,12 @@ CollectiveParams nccl_default_params(const gpu::GpuSpec& gpu) {
   // Blackwell): SM70/SM80 20.0, SM90 20.6, SM100 40.1.
   const double nvlink_share[4] = {20.0 / 25.0, 20.0 / 25.0, 20.6 / 25.0, 40.1 / 50.0};
   p.scale_up_efficiency = nvlink_share[static_cast<int>(g)];
-  // Several communicators at once on one GPU's links reach 0.869 of that
-  // payload together (0.716 of the datasheet: 322 of 450 GB/s a direction,
-  // two 256 MiB all-reduces at once on 4 H100s, calibration/measurements/
-  // h100-x4/concurrent_collectives_2026-11-27); measured on Hopper only,
-  // other generations take the same share of their payload rate.
-  p.scale_up_shared_efficiency = p.scale_up_efficiency * (0.716 / 0.824);
+  // A transfer holding the links beside another communicator's moves at
+  // 0.935 of that payload (0.770 of the datasheet, 346.6 of 450 GB/s a
+  // direction: two 256 MiB all-reduces at once on 4 H100s, calibration/
+  // measurements/h100-x4/concurrent_collectives_2026-11-27); measured on
+  // Hopper only, other generations take the same share of their payload.
+  p.scale_up_shared_efficiency = p.scale_up_efficiency * (0.770 / 0.824);
   p.scale_out_efficiency = 47.0 / 50.0;  // NDR: 46-48 of 50 GB/s
   p.nvls_efficiency = g == Generation::blackwell ? 0.74 : 0.85;
   p.tree_efficiency = 0.92;

@@ -86,12 +86,13 @@ struct CollectiveParams {
   // issue 290, ../shared/REFERENCE.md).
   double scale_up_efficiency = 1.0;
   double scale_out_efficiency = 1.0;
-  // Share of a GPU's NVLink datasheet bandwidth that transfers of several
-  // communicators in flight at once reach together (cluster/scale_up_ports.h;
-  // <= scale_up_efficiency, >= what one collective reaches alone). Measured
-  // on 4 H100s: two 256 MiB 2-GPU all-reduces of different communicators at
-  // once, 302 and 298 GB/s alone, 1.82x and 1.91x as long together: 322 GB/s
-  // a direction for both, 0.716 of 18 x 25 GB/s (fitted_params.cpp).
+  // Share of a GPU's NVLink datasheet bandwidth one transfer moves at while
+  // it holds the links that other communicators' transfers wait for: the
+  // unit of a transfer's occupancy in cluster/scale_up_ports.h (<=
+  // scale_up_efficiency; >= what one collective reaches alone, which then
+  // occupies the links all the time). Fitted on 4 H100s: two 256 MiB 2-GPU
+  // all-reduces of different communicators at once, 302 and 298 GB/s alone,
+  // 1.82x and 1.91x as long together: 1 + 300 / (0.770 x 450) = 1.865.
   double scale_up_shared_efficiency = 1.0;
   // Link time one direction of a GPU's NVLink spends per payload byte the
   // other direction carries: the responses and flow-control credits for the

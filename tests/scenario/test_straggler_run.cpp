@@ -72,9 +72,14 @@ TEST_CASE("straggler run: the slow GPU's stage mirror stands in for it, as the f
   INFO("step " << base["step_time_s"] << " s -> " << slow["step_time_s"] << " s");
   CHECK(ratio > 1.4);
   CHECK(ratio < 1.8);
-  // Every rank simulated gives the same step to the picosecond, for a
-  // straggler in either replica and either stage, and for one slowed in
-  // both clocks.
+  // Every rank simulated gives the same step, for a straggler in either
+  // replica and either stage, and for one slowed in both clocks: to the
+  // picosecond until transfers on one GPU shared its NVLink
+  // (models/cluster/scale_up_ports.h); now within 0.06% where the straggler
+  // is a TP peer of a fast rank (rank 1; ranks 3 and 6): in the full run
+  // the fast peer's DP all-reduce overlaps the group's TP all-reduces a
+  // little earlier than the slowed stand-in's does in the mirrored run.
+  // 0.1%: that, with room for the rounding of the fluid's paces.
   for (const char* st : {"[{rank: 1, speed: 0.5}]", "[{node: 0, gpu: 7, speed: 0.5}]",
                          "[{rank: 2, speed: 0.8, memory_speed: 0.9}]",
                          "[{rank: 3, speed: 0.5}, {rank: 6, speed: 0.7}]"}) {
@@ -84,7 +89,7 @@ TEST_CASE("straggler run: the slow GPU's stage mirror stands in for it, as the f
     INFO(st);
     CHECK(mirrored["simulation"]["mirrored"] == true);
     CHECK(all["simulation"]["simulated_ranks"] == 8);
-    CHECK(mirrored["step_time_s"] == all["step_time_s"]);
+    CHECK(mirrored["step_time_s"].get<double>() == Approx(all["step_time_s"].get<double>()).epsilon(1e-3));
   }
   // A slow rank in the other replica's last stage (node 0, gpu 7) slows
   // the step alike: every replica waits at the gradient all-reduce.
