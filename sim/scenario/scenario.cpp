@@ -247,6 +247,16 @@ void apply_clocks(Scenario& s) {
     const std::string from = start == "rest"     ? ", from rest"
                              : start == "steady" ? ", from the workload's periodic steady state"
                                                  : ", from the states recorded in " + start;
+    if (s.workload_kind == "inference") {
+      // Serving's iteration costs are closed forms the governor does not
+      // see: its kernels run at rested clocks whatever the load (README
+      // Status). Say so rather than claim the model.
+      s.notes.push_back("serving runs at rested clocks: its steps are closed forms the power model does "
+                        "not see (a loaded server's back-to-back GEMMs settle at " + mhz + ", x" +
+                        fmt("%.3f", gemm.speed) + " of the rested rate; cluster.clocks: sustained "
+                        "charges that)");
+      return;
+    }
     s.notes.push_back("SM clocks from the power model (cap " + fmt("%.0f W", p.cap_w) + ", averaged over " +
                       fmt("%.0f ms", p.time_constant.seconds() * 1e3) + fast +
                       "): back-to-back bf16 GEMMs settle at " + mhz + ", x" + fmt("%.3f", gemm.speed) +
