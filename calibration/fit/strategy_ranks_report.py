@@ -10,12 +10,16 @@ Per point:
   - with pipeline stages: the last stage's non-GEMM, non-attention, non-communication kernels
     against the first stage's (TP rank 0 of each; what the last runs beyond the first, by kernel
     name: launches per step and us per step), the largest differences first;
-  - from the timeline of one step on every rank (kernels with their CUDA stream; the streams of
-    the rank's TP and DP groups found by the benchmark's probe all-reduces):
+  - from the timeline of one step on every rank (kernels with their CUDA stream; the benchmark's
+    probe all-reduces name the stream a blocking collective of each group runs on: in PyTorch
+    2.11 the caller's, the compute stream, for every group, so the TP all-reduces (and the
+    clip's) are the NCCL kernels on that stream and DDP's asynchronous bucket all-reduces the
+    all-reduces on any other; pipeline SendRecv kernels are neither, "p2p" below):
       busy       the union of the compute (non-NCCL) kernels' intervals;
-      exposed    the step less that union: time no compute kernel runs, split into the time a TP
-                 or a DP NCCL kernel runs (communication on the critical path, or a kernel
-                 waiting for its peer) and the time neither does (host gaps, pipeline bubbles);
+      exposed    the step less that union: time no compute kernel runs, split into the time a TP,
+                 a DP or a p2p NCCL kernel runs (communication on the critical path, or a kernel
+                 waiting for its peer; TP taken first, then DP, then p2p) and the time none does
+                 (host gaps);
       TP / DP    each group's NCCL kernel time (sum of durations; NCCL kernels include the time
                  they wait for their peers), the part of it beside compute;
       TP all-reduces while a DP all-reduce runs (their intervals intersect) against those while
@@ -83,13 +87,20 @@ def timeline_stats(tl):
     step = tl["step_us"]
     streams = tl.get("group_streams", {})
     tp_s, dp_s = streams.get("tp"), streams.get("dp")
-    if tp_s is not None and tp_s == dp_s:
-        dp_s = None  # one group serving both: no way to tell them apart
     compute = union([(s, e) for _, c, _, s, e in rows if c != "communication"])
     comm = [(n, st, s, e) for n, c, st, s, e in rows if c == "communication"]
     tp = [(n, s, e) for n, st, s, e in comm if st == tp_s]
-    dp = [(n, s, e) for n, st, s, e in comm if st == dp_s]
-    other = [(n, s, e) for n, st, s, e in comm if st not in (tp_s, dp_s)]
+    if dp_s is not None and dp_s == tp_s:
+        # PyTorch 2.11 runs a blocking collective (async_op=False: the TP all-reduces, the
+        # probes, the clip's) on the caller's stream, so the probes name the compute stream for
+        # every group; DDP's bucket all-reduces are asynchronous and run on the DP group's NCCL
+        # stream: the all-reduces on any other stream.
+        dp = [(n, s, e) for n, st, s, e in comm if st != tp_s and "AllReduce" in n]
+    else:
+        dp = [(n, s, e) for n, st, s, e in comm if st == dp_s]
+    dp_streams = {st for n, st, s, e in comm if st != tp_s and (dp_s is None or dp_s == tp_s) and "AllReduce" in n}
+    dp_streams |= {dp_s} if dp_s is not None and dp_s != tp_s else set()
+    other = [(n, s, e) for n, st, s, e in comm if st != tp_s and st not in dp_streams]
     u_tp = clip(union([(s, e) for _, s, e in tp]), 0, step)
     u_dp = clip(union([(s, e) for _, s, e in dp]), 0, step)
     u_other = clip(union([(s, e) for _, s, e in other]), 0, step)
@@ -115,6 +126,30 @@ def timeline_stats(tl):
            "dp_first_us": min((s for _, s, _ in dp), default=None),
            "dp_last_end_us": max((e for _, _, e in dp), default=None)}
     out["exposed_none_us"] = out["exposed_us"] - out["exposed_comm_us"]
+    idle_no_tp = []  # the idle time outside TP kernels, then outside DP ones
+    rest = idle
+    for u in (u_tp, u_dp):
+        cut = []
+        for s0, e0 in rest:
+            t = s0
+            for s1, e1 in u:
+                if e1 <= t or s1 >= e0:
+                    continue
+                if s1 > t:
+                    cut.append([t, s1])
+                t = max(t, e1)
+            if t < e0:
+                cut.append([t, e0])
+        rest = cut
+        idle_no_tp.append(length(rest))
+    out["exposed_dp_only_us"] = idle_no_tp[0] - idle_no_tp[1]
+    out["exposed_p2p_only_us"] = length(intersect(rest, u_other))
+    # each TP all-reduce's share of its duration beside a DP all-reduce
+    out["tp_dp_fraction"] = {}
+    for n, s0, e0 in tp:
+        if e0 > s0:
+            f = length(intersect([[s0, e0]], u_dp)) / (e0 - s0)
+            out["tp_dp_fraction"].setdefault(n, []).append(f)
     by_name = {}
     for n, s, e in tp:
         beside = any(ds < e and s < de for _, ds, de in dp)
@@ -186,34 +221,40 @@ def timeline_report(rec):
         print("\n(no timeline: run with --timeline)")
         return
     print("\nTimeline of one step (us; NCCL kernel time includes waiting for the peer):\n")
-    print("| rank | step | compute busy | exposed | of it TP | of it DP | neither | TP sum | TP beside compute "
+    print("| rank | step | compute busy | exposed | of it TP | then DP | then p2p | none | TP sum | TP beside compute "
           "| DP sum | DP beside compute | DP exposed | TP/DP overlap | DP span |")
-    print("|---:|" + "---:|" * 13)
+    print("|---:|" + "---:|" * 14)
     stats = []
     for r in ranks:
         s = timeline_stats(r["timeline"])
         stats.append(s)
         span = ("%.0f-%.0f" % (s["dp_first_us"], s["dp_last_end_us"])) if s["dp_count"] else "-"
-        print("| %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f (%d) | %.0f | %.0f (%d) | %.0f | %.0f | %.0f | %s |" % (
-            r["rank"], s["step_us"], s["busy_us"], s["exposed_us"], s["exposed_tp_us"], s["exposed_dp_us"],
-            s["exposed_none_us"], s["tp_sum_us"], s["tp_count"], s["tp_beside_compute_us"], s["dp_sum_us"],
+        print("| %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f (%d) | %.0f | %.0f (%d) | %.0f | %.0f | %.0f | %s |" % (
+            r["rank"], s["step_us"], s["busy_us"], s["exposed_us"], s["exposed_tp_us"], s["exposed_dp_only_us"],
+            s["exposed_p2p_only_us"], s["exposed_none_us"], s["tp_sum_us"], s["tp_count"], s["tp_beside_compute_us"], s["dp_sum_us"],
             s["dp_count"], s["dp_beside_compute_us"], s["exposed_dp_us"], s["tp_dp_overlap_us"], span))
-    merged = {}
+    merged, frac = {}, {}
     for s in stats:
+        for n, f in s["tp_dp_fraction"].items():
+            frac.setdefault(n, []).extend(f)
         for n, d in s["tp_by_name"].items():
             m = merged.setdefault(n, {True: [], False: []})
             m[True] += d[True]
             m[False] += d[False]
     if any(m[True] for m in merged.values()):
         print("\nTP all-reduces (all ranks of the point) while a DP all-reduce kernel runs against while none does:\n")
-        print("| kernel | beside DP: count | mean us | median us | sum us | alone: count | mean us | median us |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        print("| kernel | beside DP: count | mean us | median us | sum us | share of it beside DP "
+              "| alone: count | mean us | median us |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for n, m in sorted(merged.items(), key=lambda x: -len(x[1][True])):
             def st(v):
                 return (len(v), statistics.mean(v), statistics.median(v), sum(v)) if v else (0, float("nan"), float("nan"), 0.0)
             b, a = st(m[True]), st(m[False])
-            print("| `%s` | %d | %.1f | %.1f | %.0f | %d | %.1f | %.1f |" % (short(n, 60), b[0], b[1], b[2], b[3],
-                                                                          a[0], a[1], a[2]))
+            fr = [f for f in frac.get(n, []) if f > 0]
+            print("| `%s` | %d | %.1f | %.1f | %.0f | %s | %d | %.1f | %.1f |" % (
+                short(n, 60), b[0], b[1], b[2], b[3], "%.2f" % statistics.mean(fr) if fr else "-", a[0], a[1], a[2]))
+        print("\n(TP all-reduces of one size: the forward's bf16 ones carry the activation, the backward's "
+              "f32 ones its gradient, twice the bytes; the small f32 ones are the loss's and the clip's.)")
 
 
 def main():
