@@ -51,10 +51,12 @@ Options for a narrower run (issue 16's per-rank look; the defaults run and write
   --all-rank-kernels       each rank's kernel table in its rank record ("kernels", as rank0_kernels);
   --timeline               each rank's kernels of one profiled step in its rank record ("timeline":
                            a names table [name cut to 160 characters, class], rows [name index,
-                           CUDA stream, start us from the step's start, duration us], the streams
-                           of the rank's TP, DP and model-parallel groups' NCCL kernels, found by
-                           a 1-element all-reduce on each before the steps); the JSON is then
-                           written without indentation.
+                           CUDA stream, start us from the step's start, duration us], and the
+                           stream a blocking 1-element all-reduce on each of the rank's TP, DP and
+                           model-parallel groups ran on before the steps: in PyTorch 2.11 the
+                           caller's (compute) stream for every group, as for the step's TP
+                           all-reduces; DDP's asynchronous bucket all-reduces run on the DP
+                           group's own NCCL stream); the JSON is then written without indentation.
 Each point is guarded (a Python failure on every rank is recorded and the rest still runs); rank 0
 rewrites the JSON after every point; rank 0 decides from `--budget-s` whether a point still fits
 and tells the others. NCCL's timeout is 240 s so a rank left waiting ends the run, not the budget.
