@@ -46,6 +46,17 @@ Per (strategy, build), on every rank:
   kernel classes     torch.profiler (CUDA activity) over 2 steps: kernel durations per step summed by
                      class (gemm, attention, elementwise, norm, optimizer, communication, other;
                      class_of below), every rank; rank 0's per-kernel table.
+Options for a narrower run (issue 16's per-rank look; the defaults run and write as before):
+  --points NAME:BUILD,...  only these points, in this order (a bad one: exit 2);
+  --all-rank-kernels       each rank's kernel table in its rank record ("kernels", as rank0_kernels);
+  --timeline               each rank's kernels of one profiled step in its rank record ("timeline":
+                           a names table [name cut to 160 characters, class], rows [name index,
+                           CUDA stream, start us from the step's start, duration us], and the
+                           stream a blocking 1-element all-reduce on each of the rank's TP, DP and
+                           model-parallel groups ran on before the steps: in PyTorch 2.11 the
+                           caller's (compute) stream for every group, as for the step's TP
+                           all-reduces; DDP's asynchronous bucket all-reduces run on the DP
+                           group's own NCCL stream); the JSON is then written without indentation.
 Each point is guarded (a Python failure on every rank is recorded and the rest still runs); rank 0
 rewrites the JSON after every point; rank 0 decides from `--budget-s` whether a point still fits
 and tells the others. NCCL's timeout is 240 s so a rank left waiting ends the run, not the budget.
@@ -72,7 +83,7 @@ from bench_common import class_of, gather, make_log, profile_steps, timed_steps 
 from framework_step import RMSNorm, rotate_half  # noqa: E402  (Hugging Face Llama's eager code paths)
 import bench_common  # noqa: E402
 
-VERSION = "strategy_step_bench 1.0"
+VERSION = "strategy_step_bench 1.1"
 T0 = time.time()
 log = make_log(T0)
 
@@ -455,7 +466,86 @@ class Runner:
 # ----------------------------------------------------------------------------------------------
 # kernel classes (framework_step.py's rules, with NCCL's kernels as communication)
 
-def run_point(m, name, tp, pp, dp, build, steps):
+def mark():
+    """A marker kernel of a few cycles ("spin_kernel") on the current stream: a step boundary in the
+    timeline (ddp_bucket_timeline.py's)."""
+    torch.cuda._sleep(64)
+
+
+TIMELINE_NAME_CHARS = 160  # kernel names in the timeline are cut here (the class is taken before)
+TIMELINE_MAX_ROWS = 12000  # per rank and point: TP2xPP2 eager runs ~4800 kernels a step
+
+
+def profile_timeline(step, lay, nsteps=2):
+    """Every kernel of ONE step on this rank (the last of `nsteps` profiled steps: the host is ahead
+    of the GPU from the second on), from torch.profiler's CUDA kernel events.
+
+    Before the steps, one 1-element all-reduce on each of this rank's TP, DP and model-parallel
+    groups (in that order, each synchronized), so that the stream each group's NCCL kernels run on
+    is known (a process group's collectives use one NCCL stream per device; batched p2p uses others).
+    A marker kernel before every step and after the last bounds the steps; the step is
+    [marker nsteps-1, marker nsteps), start_us relative to its start.
+    Returns {names: [[name, class]], fields, kernels: [[name index, stream, start_us, dur_us]], ...}."""
+    from torch.profiler import ProfilerActivity, profile
+    probes = [(k, g) for k, g in (("tp", lay.tp_group), ("dp", lay.dp_group), ("mp", lay.mp_group))
+              if g is not None]
+    torch.cuda.synchronize()
+    dist.barrier(device_ids=[torch.cuda.current_device()])
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _, g in probes:
+            dist.all_reduce(torch.ones(1, device="cuda"), group=g)
+            torch.cuda.synchronize()
+        for _ in range(nsteps):
+            mark()
+            step()
+        mark()
+        torch.cuda.synchronize()
+    evs = []
+    for ev in prof.events():
+        dt = getattr(ev, "device_type", None)
+        if dt is None or not str(dt).endswith("CUDA"):
+            continue
+        stream = getattr(ev, "device_resource_id", None)
+        evs.append((ev.time_range.start, ev.time_range.end - ev.time_range.start, ev.name,
+                    -1 if stream is None else int(stream)))
+    evs.sort(key=lambda e: (e[0], e[2]))
+    marks = [e[0] for e in evs if "spin_kernel" in e[2]]
+    out = {"fields": ["name", "stream", "start_us", "dur_us"], "profiled_steps": nsteps,
+           "step_index": nsteps - 1, "markers": len(marks), "group_streams": {}}
+    try:
+        out["trace_start_ns"] = int(prof.profiler.kineto_results.trace_start_ns())
+    except Exception as ex:  # noqa: BLE001
+        out["trace_start_ns"] = None
+        out["trace_start_error"] = repr(ex)[:200]
+    if len(marks) < nsteps + 1:
+        out["error"] = "found %d marker kernels, expected %d" % (len(marks), nsteps + 1)
+        return out
+    first = marks[0]
+    pre = [e for e in evs if e[0] < first and class_of(e[2]) == "communication"]
+    for (key, _), e in zip(probes, pre):
+        out["group_streams"][key] = e[3]
+    out["probe_kernels"] = [[e[2][:TIMELINE_NAME_CHARS], e[3]] for e in pre]
+    t0, t1 = marks[nsteps - 1], marks[nsteps]
+    names, index, rows = [], {}, []
+    for start, dur, name, stream in evs:
+        if start < t0 or start >= t1 or "spin_kernel" in name:
+            continue
+        if name not in index:
+            index[name] = len(names)
+            names.append([name[:TIMELINE_NAME_CHARS], class_of(name)])
+        rows.append([index[name], stream, round(start - t0, 1), round(dur, 1)])
+    out["step_us"] = round(t1 - t0, 1)
+    out["step_start_us_in_trace"] = round(t0, 1)
+    out["kernel_count"] = len(rows)
+    if len(rows) > TIMELINE_MAX_ROWS:
+        out["truncated_from"] = len(rows)
+        rows = rows[:TIMELINE_MAX_ROWS]
+    out["names"], out["kernels"] = names, rows
+    return out
+
+
+def run_point(m, name, tp, pp, dp, build, steps, all_rank_kernels=False, timeline=False):
     lay = Layout(tp, pp, dp)
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
@@ -479,6 +569,10 @@ def run_point(m, name, tp, pp, dp, build, steps):
             "max_reserved_bytes": reserved, "params": sum(p.numel() for p in r.params), "classes": classes,
             "kernels_per_step": sum(k["per_step_count"] for k in kernels),
             "kernel_sum_us": sum(k["per_step_us"] for k in kernels)}
+    if all_rank_kernels:
+        mine["kernels"] = kernels
+    if timeline:
+        mine["timeline"] = profile_timeline(r.step, lay)
     ranks = gather(mine)
     rec = {"strategy": name, "build": build, "tp": tp, "pp": pp, "dp": dp, "micro_batch": r.micro,
            "micro_batches_per_replica": r.n_micro, "global_batch": m["global_batch"], "seq": m["seq"],
@@ -494,6 +588,12 @@ def run_point(m, name, tp, pp, dp, build, steps):
         log("     %-14s %9.1f us  %7.1f kernels" % (c, v["us"], v["count"]))
     for k in kernels[:12]:
         log("     %8.1f us %6.1f x  %-13s %s" % (k["per_step_us"], k["per_step_count"], k["class"], k["name"][:90]))
+    if timeline:
+        for x in ranks:
+            tl = x["timeline"]
+            log("     timeline rank %d: %s kernels, step %s us, group streams %s%s" % (
+                x["rank"], tl.get("kernel_count"), tl.get("step_us"), tl.get("group_streams"),
+                " ERROR " + tl["error"] if "error" in tl else ""))
     del r
     return rec
 
@@ -504,7 +604,24 @@ def main():
     ap.add_argument("--budget-s", type=float, default=300.0)
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--quick", action="store_true", help="a tiny model, to try the script")
+    ap.add_argument("--points", default=None,
+                    help="run only these points, in this order: NAME:BUILD,... (e.g. TP2xDP2:eager,TP2xPP2:compile)")
+    ap.add_argument("--all-rank-kernels", action="store_true",
+                    help="every rank's kernel table in its rank record (as rank0_kernels)")
+    ap.add_argument("--timeline", action="store_true",
+                    help="every rank's kernels of one profiled step (name, class, stream, start, duration)")
     a = ap.parse_args()
+    by_name = {s[0]: s for s in STRATEGIES}
+    plan = [(s, "eager") for s in STRATEGIES] + [(by_name[n], "compile") for n in COMPILE_ORDER]
+    if a.points is not None:
+        plan = []
+        for item in a.points.split(","):
+            name, _, build = item.strip().partition(":")
+            if name not in by_name or build not in COST_GUESS_S:
+                print("--points: bad point %r (names %s, builds %s)" % (
+                    item, ",".join(by_name), ",".join(COST_GUESS_S)), file=sys.stderr)
+                sys.exit(2)
+            plan.append((by_name[name], build))
     local = int(os.environ.get("LOCAL_RANK", "0"))
     torch.cuda.set_device(local)
     dist.init_process_group("nccl", timeout=datetime.timedelta(seconds=240))
@@ -518,7 +635,11 @@ def main():
     m = dict(MODEL)
     if a.quick:
         m.update(name="quick_h256_L4_s256", layers=4, hidden=256, heads=4, ffn=704, vocab=1024, seq=256)
-    out = bench_common.ResultsFile(a.out, "gcsim.strategy_step.v1", __file__, VERSION, T0, method=__doc__, model=m)
+    # with --timeline the JSON is written without indentation (tens of thousands of short rows)
+    out = bench_common.ResultsFile(a.out, "gcsim.strategy_step.v1", __file__, VERSION, T0,
+                                   indent=None if a.timeline else 1, method=__doc__, model=m,
+                                   options={"points": a.points, "all_rank_kernels": a.all_rank_kernels,
+                                            "timeline": a.timeline, "steps": a.steps, "budget_s": a.budget_s})
     doc, save = out.doc, out.save
     save()
     if dist.get_world_size() != 4:
@@ -526,8 +647,6 @@ def main():
         save()
         dist.destroy_process_group()
         return
-    by_name = {s[0]: s for s in STRATEGIES}
-    plan = [(s, "eager") for s in STRATEGIES] + [(by_name[n], "compile") for n in COMPILE_ORDER]
     for (name, tp, pp, dp), build in plan:
         go = torch.tensor([1.0 if a.budget_s - (time.time() - T0) >= COST_GUESS_S[build] else 0.0],
                           device="cuda")
@@ -540,7 +659,7 @@ def main():
             continue
         err = None
         try:
-            doc["results"].append(run_point(m, name, tp, pp, dp, build, a.steps))
+            doc["results"].append(run_point(m, name, tp, pp, dp, build, a.steps, a.all_rank_kernels, a.timeline))
         except Exception as ex:  # noqa: BLE001
             err = {"strategy": name, "build": build, "rank": dist.get_rank(), "error": repr(ex)[:2000],
                    "traceback": traceback.format_exc()[-6000:]}

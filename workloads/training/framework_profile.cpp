@@ -126,6 +126,63 @@ void eager_rope(Passes& out, const char* which, int64_t n) {
   out.push_back({w + " add", n, 3 * kB16});
 }
 
+// Megatron-LM's vocabulary-parallel cross entropy as eager PyTorch runs it
+// (strategy_step_bench.py's VocabParallelCrossEntropy; the kernels as
+// torch.profiler names them on 4 H100s, calibration/measurements/h100-x4/
+// strategy_ranks_2026-11-27) over `tokens` rows of this rank's `cols`
+// vocabulary columns. The passes over the logits: the fp32 cast and the
+// products and differences with a per-row value (broadcast) take the
+// generic path; the row reductions (max, sum), the in-place exp and the
+// gradient's cast back to bf16 are plain contiguous kernels over hundreds
+// of MB to GB, measured at the achieved copy rate (streaming). The rest are
+// per-token kernels over the int64 targets and fp32 row values (launches,
+// a few bytes a token).
+Passes vocab_parallel_ce_forward(int64_t tokens, int64_t cols) {
+  const int64_t n = tokens * cols;
+  constexpr double kI64 = 8, kBool = 1;
+  return {{" logits fp32", n, kB16 + kF32, kGeneric},          // logits.float()
+          {" max", n, kF32, kStreaming},                       // logits.max(-1) (then all-reduced)
+          {" sub max", n, 2 * kF32, kGeneric},                 // logits - max: broadcast per row
+          {" target below", tokens, kI64 + kBool},             // target < vocab_start
+          {" target above", tokens, kI64 + kBool},             // target >= vocab_end
+          {" target outside", tokens, 3 * kBool},              // their or
+          {" target local", tokens, 2 * kI64},                 // target - vocab_start
+          {" target fill", tokens, 2 * kI64 + kBool},          // .masked_fill(outside, 0)
+          {" target gather", tokens, kI64 + 2 * kF32},         // z.gather(-1, local)
+          {" target mask", tokens, 2 * kF32 + kBool},          // .masked_fill(outside, 0.0) (all-reduced)
+          {" exp", n, 2 * kF32, kStreaming, 1},                // z.exp_()
+          {" sum", n, kF32, kStreaming},                       // z.sum(-1) (all-reduced)
+          {" log", tokens, 2 * kF32, kVectorized, 1},          // log(sum_exp)
+          {" loss", tokens, 3 * kF32},                         // - target logit
+          {" div sum", n, 2 * kF32, kGeneric},                 // z.div_(sum_exp): the probabilities, saved
+          {" mean", tokens, kF32}};                            // loss.mean()
+}
+
+// Its backward: the target's probability less one (an index, a sub and an
+// index_put over the tokens), the softmax scaled by the loss's gradient
+// (in place, a 0-dim CUDA tensor broadcast: the generic path), and
+// logits.float()'s backward, the cast to the head GEMM's bf16.
+Passes vocab_parallel_ce_backward(int64_t tokens, int64_t cols) {
+  const int64_t n = tokens * cols;
+  constexpr double kI64 = 8, kBool = 1;
+  return {{" bwd arange", tokens, kI64},
+          {" bwd mask float", tokens, kBool + kF32},
+          {" bwd one minus", tokens, 2 * kF32},
+          {" bwd index", tokens, 2 * kI64 + 2 * kF32},
+          {" bwd sub", tokens, 3 * kF32},
+          {" bwd index put", tokens, 2 * kI64 + 2 * kF32},
+          {" bwd scale", 1, 2 * kF32},                         // g / n
+          {" bwd mul", n, 2 * kF32, kGeneric},                 // softmax.mul_(g / n)
+          {" bwd cast bf16", n, kF32 + kB16, kStreaming}};
+}
+
+// The same passes marked as eager kernels (a compiled build costs them with
+// pytorch-eager's traits).
+Passes as_eager(Passes passes) {
+  for (FrameworkPass& p : passes) p.eager_kernel = true;
+  return passes;
+}
+
 }  // namespace
 
 const char* framework_name(Framework f) {
@@ -161,6 +218,10 @@ sim::Duration FrameworkProfile::host_per_kernel() const {
 }
 
 models::gpu::MemoryOpShape FrameworkProfile::shape(const FrameworkPass& p) const {
+  // An eager kernel in a compiled build runs PyTorch's kernels: eager's traits.
+  static const FrameworkTraits kEagerTraits = framework_traits(Framework::pytorch_eager);
+  const FrameworkTraits& traits =
+      p.eager_kernel && f_ == Framework::torch_compile ? kEagerTraits : traits_;
   models::gpu::MemoryOpShape s;
   s.kind = models::gpu::MemoryOpKind::elementwise;
   s.elements = p.elements > 0 ? p.elements : 1;
@@ -171,18 +232,18 @@ models::gpu::MemoryOpShape FrameworkProfile::shape(const FrameworkPass& p) const
   // Held out on the H100 this fits better than streaming them at the full
   // achieved bandwidth (eager generic kernels -1.8 .. +1.0% against
   // -5.3 .. -1.7%).
-  s.flops_per_element = p.access == PassAccess::generic     ? traits_.generic_ops_per_element
-                        : p.access == PassAccess::reduction ? traits_.reduction_ops_per_element
+  s.flops_per_element = p.access == PassAccess::generic     ? traits.generic_ops_per_element
+                        : p.access == PassAccess::reduction ? traits.reduction_ops_per_element
                                                             : 1.0;
   s.bandwidth_efficiency = p.access == PassAccess::streaming ? 1.0
                            : p.access == PassAccess::reduction && f_ == Framework::torch_compile
                                ? kCompileReductionBandwidth
-                               : traits_.elementwise_bandwidth;
+                               : traits.elementwise_bandwidth;
   s.transcendentals_per_element = p.transcendentals;
   s.multipass_row_loads = p.multipass_row_loads;
   if (p.access == PassAccess::reduction && p.rows > 0) {
     s.reduction_rows = p.rows;
-    s.cycles_per_row = traits_.cycles_per_row;
+    s.cycles_per_row = traits.cycles_per_row;
   }
   return s;
 }
@@ -302,22 +363,28 @@ Passes FrameworkProfile::swiglu_backward(int64_t n) const {
 // hundreds of MB: measured at the achieved copy rate (4x H100, PP4 compiled,
 // rank 0: fc1's weight cast, 541 MB, 184 us, 2.94 TB/s; the fp32 gradient
 // accumulation, PyTorch's vectorised add), so they stream.
-Passes FrameworkProfile::weight_cast(int64_t params) const {
+Passes FrameworkProfile::weight_cast(int64_t params, bool eager_op) const {
   if (fused()) return {};
-  return {{" weight cast", params, kF32 + kB16, kStreaming}};
+  Passes out = {{" weight cast", params, kF32 + kB16, kStreaming}};
+  return eager_op ? as_eager(std::move(out)) : out;
 }
 
-Passes FrameworkProfile::weight_grad_cast(int64_t params, bool accumulate) const {
+Passes FrameworkProfile::weight_grad_cast(int64_t params, bool accumulate, bool eager_op) const {
   if (fused()) return {};
   // Eager: bf16 -> fp32 copies take the generic (unrolled, casting) path;
-  // inductor emits the cast inside the compiled backward, a plain pointwise kernel.
-  const PassAccess cast = f_ == Framework::pytorch_eager ? kGeneric : kStreaming;
-  if (accumulate) return {{" grad cast", params, kB16 + kF32, cast}, {" grad accumulate", params, 3 * kF32, kStreaming}};
-  return {{" grad cast", params, kB16 + kF32, cast}};
+  // inductor emits the cast inside the compiled backward, a plain pointwise
+  // kernel. An eager linear of a compiled build (the head under TP) runs
+  // PyTorch's: measured on 4 H100s (TP2xPP2 compiled, last stage, the head's
+  // 65.5M-parameter gradient: 208 us, the unrolled direct_copy kernel).
+  const PassAccess cast = f_ == Framework::pytorch_eager || eager_op ? kGeneric : kStreaming;
+  Passes out = {{" grad cast", params, kB16 + kF32, cast}};
+  if (accumulate) out.push_back({" grad accumulate", params, 3 * kF32, kStreaming});
+  return eager_op ? as_eager(std::move(out)) : out;
 }
 
-Passes FrameworkProfile::cross_entropy_forward(int64_t tokens, int64_t vocab) const {
+Passes FrameworkProfile::cross_entropy_forward(int64_t tokens, int64_t vocab, int tp) const {
   const int64_t n = tokens * vocab;
+  if (tp > 1 && !fused()) return as_eager(vocab_parallel_ce_forward(tokens, vocab));
   switch (f_) {
     case Framework::megatron: return {};
     case Framework::pytorch_eager: {
@@ -340,8 +407,9 @@ Passes FrameworkProfile::cross_entropy_forward(int64_t tokens, int64_t vocab) co
   return {};
 }
 
-Passes FrameworkProfile::cross_entropy_backward(int64_t tokens, int64_t vocab) const {
+Passes FrameworkProfile::cross_entropy_backward(int64_t tokens, int64_t vocab, int tp) const {
   const int64_t n = tokens * vocab;
+  if (tp > 1 && !fused()) return as_eager(vocab_parallel_ce_backward(tokens, vocab));
   switch (f_) {
     case Framework::megatron: return {};
     case Framework::pytorch_eager:
@@ -384,6 +452,14 @@ Passes FrameworkProfile::tp_piece_forward(int64_t n, int tp) const {
 Passes FrameworkProfile::tp_piece_backward(int64_t n, int tp) const {
   if (f_ != Framework::torch_compile || tp <= 1) return {};
   return {{" tp piece grad add", n, 3 * kF32, kStreaming}};
+}
+
+// Measured on 4 H100s (TP2xPP2 compiled, last stage, 4096 x 4096 per
+// micro-batch: 52.9 us, an unrolled direct_copy kernel; the forward cast
+// beside it 34.2 us, a vectorized bf16 copy at the copy rate).
+Passes FrameworkProfile::tp_head_grad_cast(int64_t n, int tp) const {
+  if (f_ != Framework::torch_compile || tp <= 1) return {};
+  return as_eager({{" head grad cast fp32", n, kB16 + kF32, kGeneric}});
 }
 
 Passes FrameworkProfile::embedding_forward(int64_t tokens, int64_t hidden) const {

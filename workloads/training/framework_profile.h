@@ -18,7 +18,10 @@
 //   torch-compile  the same model with each decoder layer and the head + loss
 //                  torch.compile'd (inductor, no CUDA graphs): each chain of
 //                  elementwise ops between two GEMMs becomes one kernel; the
-//                  optimizer stays eager.
+//                  optimizer stays eager. Under TP the pieces between the
+//                  collectives are compiled, the final norm alone at the
+//                  head: the head GEMM and the vocabulary-parallel loss run
+//                  eagerly (eager_kernel passes below).
 //
 // Every kernel here is a memory pass: time = bytes read + written over the
 // achieved HBM bandwidth times `bandwidth_fraction` (the kernel cost model
@@ -92,6 +95,10 @@ struct FrameworkPass {
   // PyTorch's three-pass softmax over long rows (the eager loss's forward):
   // MemoryOpShape::multipass_row_loads.
   bool multipass_row_loads = false;
+  // An eager PyTorch kernel in a compiled build (the vocabulary-parallel
+  // loss under TP, which torch.compile leaves outside its graphs): costed
+  // with pytorch-eager's fitted traits, not the profile's.
+  bool eager_kernel = false;
 };
 
 // Fitted per framework: what the host spends issuing one kernel, the
@@ -165,13 +172,23 @@ class FrameworkProfile {
   std::vector<FrameworkPass> swiglu_backward(int64_t elements) const;
   // autocast's cast of an fp32 weight to bf16 each forward, and of its bf16
   // gradient back to the fp32 .grad.
-  std::vector<FrameworkPass> weight_cast(int64_t params) const;
+  // `eager_op`: the linear runs eagerly in a compiled build (the head under
+  // TP): its gradient cast is PyTorch's casting copy, not inductor's kernel.
+  std::vector<FrameworkPass> weight_cast(int64_t params, bool eager_op = false) const;
   // `accumulate`: a later micro-batch of the step, whose fp32 gradient
   // autograd adds into the existing .grad (AccumulateGrad) as well.
-  std::vector<FrameworkPass> weight_grad_cast(int64_t params, bool accumulate = false) const;
+  std::vector<FrameworkPass> weight_grad_cast(int64_t params, bool accumulate = false,
+                                              bool eager_op = false) const;
   // logits.float() and cross_entropy over tokens x vocab, and backward.
-  std::vector<FrameworkPass> cross_entropy_forward(int64_t tokens, int64_t vocab) const;
-  std::vector<FrameworkPass> cross_entropy_backward(int64_t tokens, int64_t vocab) const;
+  // With `tp` > 1, `vocab` is this rank's share of the vocabulary and the
+  // loss is Megatron-LM's vocabulary-parallel cross entropy (an autograd
+  // function of eager PyTorch ops around its max, target-logit and sum
+  // all-reduces, strategy_step_bench.py's): the same kernels in both
+  // builds, since the collectives in its middle keep torch.compile out
+  // (the compiled build compiles the final norm only; measured on 4 H100s,
+  // calibration/fit/strategy_ranks_2026-11-27.md).
+  std::vector<FrameworkPass> cross_entropy_forward(int64_t tokens, int64_t vocab, int tp = 1) const;
+  std::vector<FrameworkPass> cross_entropy_backward(int64_t tokens, int64_t vocab, int tp = 1) const;
   // nn.Embedding over fp32 weights: the gather, and the dense backward
   // (zeroed vocab x hidden gradient, sort of the token ids, index add).
   std::vector<FrameworkPass> embedding_forward(int64_t tokens, int64_t hidden) const;
@@ -191,6 +208,12 @@ class FrameworkProfile {
   // Empty for the other profiles and without TP.
   std::vector<FrameworkPass> tp_piece_forward(int64_t elements, int tp) const;
   std::vector<FrameworkPass> tp_piece_backward(int64_t elements, int tp) const;
+  // torch.compile under TP, the head: the compiled final norm's fp32 output
+  // is cast to bf16 by the eager head's autocast (tp_piece_forward), whose
+  // backward casts the head's bf16 input gradient to fp32 (PyTorch's
+  // unrolled casting copy: generic). Empty for the other profiles and
+  // without TP (the compiled head + loss, or eager's norm backward, has it).
+  std::vector<FrameworkPass> tp_head_grad_cast(int64_t elements, int tp) const;
 
   // A pass as the kernel cost model's shape (fp32 elementwise, the
   // framework's bandwidth fraction; a generic or reduction pass carries the

@@ -271,7 +271,9 @@ void LayerKernels::grad_ready(double params, bool expert, bool closes_region) co
 // Linear layers
 
 LayerKernels::Linear LayerKernels::logits() const {
-  return {"logits", tokens_, h_, ceil_div(c_.model.vocab, t_), false};
+  Linear l{"logits", tokens_, h_, ceil_div(c_.model.vocab, t_), false};
+  l.eager_op = t_ > 1;  // under TP the head and loss stay eager (framework_profile.h)
+  return l;
 }
 
 LayerKernels::AttentionLinears LayerKernels::attention_linears() const {
@@ -344,7 +346,7 @@ LayerKernels::Moe LayerKernels::moe_linears(int layer) const {
 uint32_t LayerKernels::linear_forward(OpEmitter& e, const std::string& p, const Linear& l,
                                       std::vector<uint32_t> deps) const {
   // autocast casts the fp32 weight to bf16 each forward (not Megatron).
-  framework_passes(e, p + " " + l.name, fw_.weight_cast(l.in * l.out * l.batch));
+  framework_passes(e, p + " " + l.name, fw_.weight_cast(l.in * l.out * l.batch, l.eager_op));
   return e.kernel(p + " " + l.name, gemm(l.rows, l.out, l.in, l.low_precision, l.batch),
                   OpCategory::compute, std::move(deps));
 }
@@ -362,7 +364,7 @@ uint32_t LayerKernels::linear_backward(OpEmitter& e, const std::string& p, const
              gemm(l.in, l.out, l.rows, l.low_precision, l.batch), std::move(wgrad_deps));
   if (!g.defer) {  // the bf16 weight gradient into the fp32 .grad (not Megatron)
     const uint32_t cast = framework_passes(
-        e, p + " " + l.name, fw_.weight_grad_cast(l.in * l.out * l.batch, accumulating_));
+        e, p + " " + l.name, fw_.weight_grad_cast(l.in * l.out * l.batch, accumulating_, l.eager_op));
     if (cast != kNoOp) g.last = cast;
     grad_ready(static_cast<double>(l.in * l.out * l.batch), g.expert, !g.region_open);
   }
@@ -411,10 +413,13 @@ void LayerKernels::head_forward(OpEmitter& e, const std::string& p) const {
   if (framework_passes(e, p + " final norm", fw_.norm_forward(norm_rows_, h_)) == kNoOp) {
     e.kernel(p + " final norm", norm(norm_rows_), OpCategory::compute);
   }
+  // torch.compile under TP: the eager head's autocast casts the compiled
+  // norm's fp32 output to bf16 (as at each layer's compiled piece).
+  framework_passes(e, p + " final norm", fw_.tp_piece_forward(norm_rows_ * h_, t_));
   tp_forward_gather(e, p + " head gather");
   const Linear l = logits();
   linear_forward(e, p, l);
-  if (framework_passes(e, p + " cross entropy", fw_.cross_entropy_forward(tokens_, l.out)) == kNoOp) {
+  if (framework_passes(e, p + " cross entropy", fw_.cross_entropy_forward(tokens_, l.out, t_)) == kNoOp) {
     e.kernel(p + " cross entropy", softmax(tokens_, l.out), OpCategory::compute);
   }
   if (t_ > 1) {
@@ -432,11 +437,14 @@ uint32_t LayerKernels::head_backward(OpEmitter& e, const std::string& p, bool de
   w.layer = kHeadLayer;
   WeightGrads g{w, defer};
   const Linear l = logits();
-  if (framework_passes(e, p + " cross entropy", fw_.cross_entropy_backward(tokens_, l.out)) == kNoOp) {
+  if (framework_passes(e, p + " cross entropy", fw_.cross_entropy_backward(tokens_, l.out, t_)) == kNoOp) {
     e.kernel(p + " cross entropy bwd", elementwise(tokens_ * l.out, 1, 2), OpCategory::compute);
   }
   const uint32_t gathered = sp_regather(e, p + " head regather");
-  const uint32_t coll = linear_backward(e, p, l, g, {gathered}, " head grad reduce");
+  uint32_t coll = linear_backward(e, p, l, g, {gathered}, " head grad reduce");
+  // ... and that cast's backward: the head's bf16 input gradient to fp32.
+  const uint32_t cast = framework_passes(e, p + " final norm", fw_.tp_head_grad_cast(norm_rows_ * h_, t_), {coll});
+  if (cast != kNoOp) coll = cast;
   if (framework_passes(e, p + " final norm", fw_.norm_backward(norm_rows_, h_), {coll}) == kNoOp) {
     e.kernel(p + " final norm bwd", norm_backward(norm_rows_ * h_), OpCategory::compute, {coll});
   }

@@ -110,6 +110,9 @@ class LayerKernels {
     int64_t rows, in, out;
     bool low_precision = true;  // the linear layers' dtype (fp8 when precision is fp8)
     int64_t batch = 1;          // grouped GEMM: one per local expert
+    // An eager PyTorch linear in a compiled build (the head under TP, left
+    // outside the compiled final norm): its weight's casts are eager kernels.
+    bool eager_op = false;
   };
   // fc1, activation, fc2: the dense MLP, the shared experts, or the routed
   // experts' grouped GEMMs.
