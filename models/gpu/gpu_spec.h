@@ -176,6 +176,27 @@ struct GpuSpec {
 // larger than an empty one's.
 inline constexpr sim::Duration kMinGraphLaunchLatency = sim::Duration::from_ps(200'000);  // 200 ns
 
+// Of a kernel's launch latency (kernel_launch_latency or the graph's, both
+// fitted to the spacing of back-to-back kernels), the part a profiler's
+// kernel duration covers: its CTAs dispatched to the SMs before the first
+// instruction and its completion at the end. The rest is the gap between one
+// kernel's end and the next one's start, which no kernel's duration holds.
+// Measured on one H100 (calibration/measurements/h100-sxm/
+// serving_kernels_2026-11-27, the serving model's six decode steps, each
+// profiled on a stream and replayed from a CUDA graph): the profiler's mean
+// end-to-start gap is 1.451 us on the stream (1.379 .. 1.554) and 0.160 us
+// in the graph (0.074 .. 0.210); the profile's launch latencies, 2.397 and
+// 1.106 us, less those gaps leave 0.946 us both ways. In [0, 1.12 us]: no
+// more than a 1-element kernel's whole profiled duration (1.12 us in a
+// graph, 1.15 on a stream, the same run's `tiny` section).
+inline constexpr sim::Duration kLaunchInsideKernel = sim::Duration::from_ps(946'000);  // 946 ns
+
+// The gap a profiler leaves between back-to-back kernels launched with
+// `launch` latency: launch less kLaunchInsideKernel, at least 0.
+inline sim::Duration launch_gap(sim::Duration launch) {
+  return launch > kLaunchInsideKernel ? launch - kLaunchInsideKernel : sim::Duration::zero();
+}
+
 // `s` as kernels replayed in a CUDA graph see it: the graph node's launch
 // latency in place of the stream's (the rest of the kernel cost model is the
 // same).

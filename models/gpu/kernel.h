@@ -130,6 +130,18 @@ struct MemoryOpShape {
   // divides (and its CTA-per-row kernels recompute the exponential first):
   // fewer SM cycles per element (kernel_cost_model.h, memory_kernel).
   bool log_softmax = false;
+  // elementwise only: elements one CTA of the kernel's launch takes; 0: the
+  // grid follows the bytes (kMemoryBytesPerTile a tile). PyTorch's
+  // TensorIterator kernels launch 128 threads of 4 elements a CTA
+  // (elementwise_kernel<128, 4>, vectorized_elementwise_kernel's
+  // block_work_size): a small tensor's CTAs land on as many SMs (up to all
+  // of them), each with its share of the bytes and the SM work, where
+  // 64 KiB tiles would put an 8192-element pass on one SM.
+  int64_t elements_per_cta = 0;
+  // With elements_per_cta: the threads of one such CTA (PyTorch's 128). A
+  // grid too small to give each SM kWarpsToHideIssueLatency warps runs its
+  // SM work latency-bound (memory_kernel); 0: never.
+  int threads_per_cta = 0;
 };
 
 }  // namespace gcsim::models::gpu

@@ -217,7 +217,7 @@ EagerSoftmaxKernel eager_softmax_kernel(int64_t cols, Dtype dtype) {
 KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
   if (s.elements < 0 || s.rows < 0 || s.cols < 0 || s.inputs < 0 || s.flops_per_element < 0 ||
       s.bytes_per_element < 0 || s.transcendentals_per_element < 0 || s.reduction_rows < 0 ||
-      s.cycles_per_row < 0) {
+      s.cycles_per_row < 0 || s.elements_per_cta < 0 || s.threads_per_cta < 0) {
     throw std::invalid_argument("memory op: sizes must be >= 0");
   }
   KernelDesc k;
@@ -288,8 +288,23 @@ KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
       what = "memcpy";
       break;
   }
-  const auto per_64k = static_cast<int64_t>(std::ceil(bytes / kMemoryBytesPerTile));
-  k.tiles = std::max<int64_t>(1, std::min<int64_t>(per_64k, spec.sm_count));
+  // Tiles: the SMs the grid covers, each a tile of the bytes and work. A
+  // launch whose CTAs are smaller than 64 KiB of bytes (elements_per_cta)
+  // spreads a small tensor over one SM per CTA, up to every SM.
+  int64_t grid = static_cast<int64_t>(std::ceil(bytes / kMemoryBytesPerTile));
+  if (s.kind == MemoryOpKind::elementwise && s.elements_per_cta > 0) {
+    grid = std::max(grid, ceil_div(std::max<int64_t>(1, s.elements), s.elements_per_cta));
+  }
+  k.tiles = std::max<int64_t>(1, std::min<int64_t>(grid, spec.sm_count));
+  if (s.kind == MemoryOpKind::elementwise && s.elements_per_cta > 0 && s.threads_per_cta > 0) {
+    // The warps each SM holds at once: its share of the CTAs, at most the
+    // SM's resident limit; below kWarpsToHideIssueLatency the SM work is
+    // latency-bound, stretched by the missing warps.
+    const int64_t ctas = ceil_div(std::max<int64_t>(1, s.elements), s.elements_per_cta);
+    const int64_t warps = std::min<int64_t>(
+        kMaxWarpsPerSm, ceil_div(ctas, k.tiles) * ceil_div(s.threads_per_cta, int64_t{32}));
+    flops *= std::max(1.0, static_cast<double>(kWarpsToHideIssueLatency) / static_cast<double>(warps));
+  }
   k.flops_per_tile = flops / static_cast<double>(k.tiles);
   k.bytes_per_tile = bytes / static_cast<double>(k.tiles);
   // Grid-stride: each tile takes an even share of the rows.

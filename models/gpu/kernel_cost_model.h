@@ -83,6 +83,17 @@ int64_t decode_kv_splits(const GpuSpec& spec, int64_t heads_total, int64_t kv_le
 // log_softmax (MemoryOpShape::log_softmax) runs the same kernels with a
 // cheaper last pass: its counted saving per element comes off the cycles.
 inline constexpr int64_t kMemoryBytesPerTile = 64 * 1024;
+// Warps an SM needs resident to issue its arithmetic at full rate: 4
+// schedulers, each issuing a warp's instruction a cycle, and a dependent
+// integer or fp32 instruction ready about 4 cycles after the one before
+// (Hopper and Ampere ALU latency), so 4 warps a scheduler. A memory kernel
+// whose grid leaves fewer on each SM (MemoryOpShape::threads_per_cta: a
+// small tensor's few CTAs of 4 warps) runs its SM work that many times
+// slower: each thread's offset arithmetic is a dependent chain nothing
+// else hides. Counted, not fitted: in [4, 64] warps (one CTA of 4 warps,
+// the SM's resident maximum).
+inline constexpr int kWarpsToHideIssueLatency = 16;
+inline constexpr int kMaxWarpsPerSm = 64;
 KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& shape);
 
 // The kernel PyTorch's eager softmax forward runs for rows of `cols`, as

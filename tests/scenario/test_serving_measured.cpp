@@ -66,37 +66,47 @@ const char* const kClasses[] = {"gemm", "attention", "elementwise+norm", "commun
 //   14.3 in the next): prefill < 2048 within 25% (-18.6 .. +2.6%), eager
 //   decode within 60% (-14.5 .. +58.1%, the fast host mode +45 .. +58%),
 //   mean |error| of the eager build 25% (18.2%);
-// - graph decode (GPU-bound, no host): +3.6 .. +17.5%, mean 9.5% (it was
-//   +9.2 .. +31.4% when a graph node paid the stream's 2.4 us launch
-//   latency; it now pays the profile's graph_kernel_launch_latency, fitted
-//   on single-GPU decode steps, not on these). What is left is the eager
-//   elementwise + norm passes' bodies: on one GPU at TP4 batch 32 they
-//   take 952 us in gcsim (launch latency taken off) against the profiler's
-//   641 us (calibration/measurements/h100-sxm/serving_kernels_2026-11-27),
-//   so gcsim stays above: held to [0, +20%], mean at most 12%.
+// - graph decode (GPU-bound, no host): -8.3 .. -0.1%, mean 4.2% (it was
+//   +3.7 .. +17.9%, mean 9.8%, while an eager pass of a few thousand
+//   elements put its SM work on one 64 KiB tile, one SM, instead of its
+//   launch's CTAs; +9.2 .. +31.4% when a graph node also paid the stream's
+//   2.4 us launch latency). What is left: the decode attention class at
+//   batch 1-8 (-9 .. -22%: cuDNN's split-KV decode runs a second kernel,
+//   lean_reduction_kernel, 2.2 us a layer, that gcsim's one kernel does not
+//   have), the GEMMs (-1 .. -9%) and the eager passes' kernels
+//   (calibration/fit/serving_small_kernels_2026-11-27.md): held to
+//   [-12%, +12%] (the lower bound was 0 while every pass was too long),
+//   mean at most 6%.
 constexpr double kPrefillLong = 0.10, kPrefillShort = 0.25, kEagerDecode = 0.60;
-constexpr double kEagerMean = 0.25, kGraphMax = 0.20, kGraphMean = 0.12;
-// Classes on the eager build: GEMM within 12% (-10 .. +5%); attention
-// within 15% on decode (-12 .. +7%: cuDNN's decode kernel) and 22% on
-// prefill (-19.5 .. +17%; -40 .. -13% before cuDNN's forward ran as its
-// 64-row CTAs, two a SM, a lone one latency-bound: attention_grid_tail.h,
-// the kernels alone within -8 .. +4%, calibration/measurements/h100-sxm/
-// serving_kernels_2026-11-27). The class is the kernels' profiler
-// durations: the attention kernel's model is fitted to those, so its class
-// leaves out the launch latency its time in the step carries (512 tokens:
-// +12 .. +17% with it, -4 .. -9% without; the class -20 .. -4% in all).
-// What is left is not the kernel: TP2's 4096/8192-token prefills ran the
-// kernel 23-25% slower in the step than alone (1111 us a layer against
-// 890), where gcsim's kernel takes what it takes alone (-18 .. -20%);
-// elementwise + norm within 15%
-// on prefills
-// of 2048 tokens and more (-0 .. +12%); on decode and short prefills
-// gcsim's class is 1.2 - 2.8x the profiler's (every kernel carries the
-// launch latency in gcsim, not in a profiler's duration; see above): held
-// to that band. Communication is not compared: the eager NCCL kernels
-// include each rank's wait for the slowest host.
-constexpr double kGemm = 0.12, kAttentionDecode = 0.15, kAttentionPrefill = 0.22;
-constexpr double kElementwiseLong = 0.15, kElementwiseSmallLo = 1.2, kElementwiseSmallHi = 2.8;
+constexpr double kEagerMean = 0.25, kGraphMax = 0.12, kGraphMean = 0.06;
+// Classes on the eager build: GEMM within 12% (-11 .. +2%); attention
+// within 25% on decode (-22 .. +7%: cuDNN's decode kernel, less the
+// lean_reduction_kernel it runs after it at batch 1-8, which gcsim does not
+// model; this bound was 15% while the class also counted each kernel's
+// stream launch latency, 2.4 us a layer, which hid that kernel's 2.2 us)
+// and 22% on prefill (-20 .. -4%; -40 .. -13% before cuDNN's forward ran
+// as its 64-row CTAs, two a SM, a lone one latency-bound:
+// attention_grid_tail.h, the kernels alone within -8 .. +4%,
+// calibration/measurements/h100-sxm/serving_kernels_2026-11-27). The class
+// is the kernels' profiler durations: each kernel's time in the step less
+// the gap before the next kernel (gpu_spec.h launch_gap); the attention
+// kernel's model is fitted to profiler durations, so its class leaves out
+// the whole launch latency its time in the step carries. What is left is
+// not the kernel: TP2's 4096/8192-token prefills ran the kernel 23-25%
+// slower in the step than alone (1111 us a layer against 890), where
+// gcsim's kernel takes what it takes alone (-18 .. -20%); elementwise +
+// norm within 15% on prefills of 2048 tokens and more (-3 .. +4%), within
+// 30% on decode and shorter prefills (-10 .. +26%; it was 1.2 - 2.8x the
+// profiler's while every kernel carried its launch latency and the small
+// passes' SM work sat on one SM: held to that band then). The 30%: a
+// vectorized pass of a few KiB takes 1.1 - 1.3 us under the profiler
+// against gcsim's 1.5, and the decode and 512-token activations, at most
+// 16 MB, are read back from L2 at 5.6 - 9.5 TB/s where gcsim streams them
+// at HBM's 2.9 (calibration/fit/serving_small_kernels_2026-11-27.md).
+// Communication is not compared: the eager NCCL kernels include each rank's
+// wait for the slowest host.
+constexpr double kGemm = 0.12, kAttentionDecode = 0.25, kAttentionPrefill = 0.22;
+constexpr double kElementwiseLong = 0.15, kElementwiseSmall = 0.30;
 
 struct Build {
   double step_us = 0, host_us = 0, kernels = 0;
@@ -200,8 +210,7 @@ TEST_CASE("serving steps against serving_step_bench on 4 H100s", "[validation][s
       after[build].push_back(std::abs(e));
       ++compared;
       if (build == "graph") {
-        CHECK(e >= 0.0);
-        CHECK(e <= kGraphMax);
+        CHECK(std::abs(e) <= kGraphMax);
         continue;
       }
       CHECK(std::abs(e) <= (p.key.kind == "decode" ? kEagerDecode : long_prefill ? kPrefillLong : kPrefillShort));
@@ -215,8 +224,7 @@ TEST_CASE("serving steps against serving_step_bench on 4 H100s", "[validation][s
         } else if (long_prefill) {
           CHECK(std::abs(rel(gs, ms)) <= kElementwiseLong);
         } else {
-          CHECK(gs / ms >= kElementwiseSmallLo);
-          CHECK(gs / ms <= kElementwiseSmallHi);
+          CHECK(std::abs(rel(gs, ms)) <= kElementwiseSmall);
         }
       }
     }

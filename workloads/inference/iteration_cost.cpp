@@ -217,7 +217,7 @@ std::vector<IterationCost::LayerKernel> IterationCost::eager_layer_program(int64
   passes(EagerServingPasses::rms_norm(t, h), KernelClass::norm);
   gemm(up * f, h);
   if (m.mlp == MlpKind::swiglu) {
-    passes(EagerServingPasses::swiglu(t * f), KernelClass::elementwise);
+    passes(EagerServingPasses::swiglu(t, f), KernelClass::elementwise);
   } else {
     MemoryOpShape s;  // GELU: one vectorized pass
     s.kind = MemoryOpKind::elementwise;
@@ -450,22 +450,29 @@ const IterationCost::Program& IterationCost::head_launches(int64_t tokens, int64
 // its own issue (the host runs ahead of the GPU, never behind).
 //
 // The classes sum what a profiler's kernel table does (torch.profiler's
-// CUDA activity runs from a kernel's start to its end): a kernel whose
-// model is fitted to such durations (Launch::profiled_kernels) counts its
-// time less the launch latency the model adds to it; the others count their
-// time (fitted to back-to-back spacing, where the next launch overlaps the
-// kernel before it). `launch`: the stream's latency, or the graph's for a
-// replayed step.
+// CUDA activity runs from a kernel's start to its end, the gap to the next
+// kernel left out): a kernel whose model is fitted to such durations
+// (Launch::profiled_kernels) counts its time less the launch latency the
+// model adds to it; the others, fitted to back-to-back spacing (a kernel's
+// duration and the gap before the next one), count their time less that
+// gap (gpu_spec.h launch_gap: the stream's 1.45 us on an H100, the graph's
+// 0.16 us; the rest of the launch latency, 0.95 us, is inside the
+// kernel's duration). Collectives count their whole time. `launch`: the
+// stream's latency, or the graph's for a replayed step.
 class IterationCost::Timeline {
  public:
-  Timeline(sim::Duration issue, sim::Duration launch) : issue_(issue), launch_(launch) {}
+  Timeline(sim::Duration issue, sim::Duration launch)
+      : issue_(issue), launch_(launch), gap_(gpu::launch_gap(launch)) {}
 
   void run(const Launch& l, training::KernelClassTimes& classes) {
     if (l.own_issue) host_ += issue_;
     gpu_ = std::max(gpu_, host_) + l.time;
     busy_ += l.time;
     if (l.cls == KernelClass::communication) comm_ += l.time;
-    const sim::Duration own = std::max(sim::Duration::zero(), l.time - launch_ * l.profiled_kernels);
+    const sim::Duration off = l.cls == KernelClass::communication ? sim::Duration::zero()
+                              : l.profiled_kernels > 0            ? launch_ * l.profiled_kernels
+                                                                  : gap_;
+    const sim::Duration own = std::max(sim::Duration::zero(), l.time - off);
     classes.seconds[static_cast<size_t>(l.cls)] += own.seconds();
     classes.kernels += 1;
   }
@@ -494,6 +501,7 @@ class IterationCost::Timeline {
  private:
   sim::Duration issue_;
   sim::Duration launch_;
+  sim::Duration gap_;
   sim::Duration host_ = sim::Duration::zero();
   sim::Duration gpu_ = sim::Duration::zero();
   sim::Duration busy_ = sim::Duration::zero();

@@ -129,8 +129,8 @@ class IterationCost {
     // Kernels in `time` whose model is fitted to profiler durations (cuDNN's
     // prefill attention: its time is that plus the GPU's launch latency,
     // which a profiler's table does not count); 0 for the rest, fitted to
-    // the spacing of back-to-back launches, where the launch overlaps the
-    // kernel before it.
+    // the spacing of back-to-back launches, whose class leaves out only the
+    // gap before the next kernel (gpu_spec.h launch_gap).
     int profiled_kernels = 0;
   };
   using Program = std::vector<Launch>;

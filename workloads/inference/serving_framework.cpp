@@ -69,7 +69,11 @@ training::FrameworkTraits eager_serving_traits() {
 Passes EagerServingPasses::rms_norm(int64_t rows, int64_t cols) {
   const int64_t n = rows * cols;
   // x.to(float32), x.pow(2), .mean(-1), var + eps, rsqrt, x * rsqrt (a
-  // per-row broadcast), .to(bf16), weight * x (a per-column broadcast).
+  // per-row broadcast), .to(bf16), weight * x (a per-column broadcast; one
+  // row is the weight's own shape, which TensorIterator runs vectorized:
+  // torch.profiler names vectorized_elementwise_kernel<8> there at batch 1,
+  // elementwise_kernel<128, 4> from batch 32, calibration/measurements/
+  // h100-sxm/serving_kernels_2026-11-27 `ops`).
   return {{" cast fp32", n, kB16 + kF32, kGeneric},
           {" pow", n, kF32 + kF32},
           {" mean", n, kF32},
@@ -77,7 +81,7 @@ Passes EagerServingPasses::rms_norm(int64_t rows, int64_t cols) {
           {" rsqrt", rows, kRowScalar, kVectorized, 1},
           {" mul rsqrt", n, kF32 + kF32, kGeneric},
           {" cast bf16", n, kF32 + kB16},
-          {" mul weight", n, kB16 + kB16, kGeneric}};
+          {" mul weight", n, kB16 + kB16, rows == 1 ? kVectorized : kGeneric}};
 }
 
 Passes EagerServingPasses::rope(int64_t q_elements, int64_t k_elements) {
@@ -102,9 +106,14 @@ Passes EagerServingPasses::residual_add(int64_t elements) {
   return {{" add", elements, 3 * kB16}};
 }
 
-Passes EagerServingPasses::swiglu(int64_t elements) {
-  // gate and up are the two halves of one GEMM output (strided views).
-  return {{" silu", elements, 2 * kB16, kGeneric, kSigmoid}, {" mul", elements, 3 * kB16, kGeneric}};
+Passes EagerServingPasses::swiglu(int64_t rows, int64_t cols) {
+  // gate and up are the two halves of one GEMM output (strided views); of
+  // one row each half is contiguous, and both kernels run vectorized
+  // (vectorized_elementwise_kernel<8> at batch 1, elementwise_kernel<128, 4>
+  // from batch 32: serving_kernels_2026-11-27 `ops`).
+  const int64_t n = rows * cols;
+  const PassAccess a = rows == 1 ? kVectorized : kGeneric;
+  return {{" silu", n, 2 * kB16, a, kSigmoid}, {" mul", n, 3 * kB16, a}};
 }
 
 Passes EagerServingPasses::embedding(int64_t tokens, int64_t hidden, int tp) {

@@ -71,8 +71,8 @@ class EagerServingPasses {
   static Passes kv_write(int64_t kv_elements);
   // The residual add of a block's output (bf16).
   static Passes residual_add(int64_t elements);
-  // SiLU(gate) * up over elements of the FFN shard: 2 kernels.
-  static Passes swiglu(int64_t elements);
+  // SiLU(gate) * up over rows x cols of the FFN shard: 2 kernels.
+  static Passes swiglu(int64_t rows, int64_t cols);
   // Vocabulary-parallel embedding lookup of `tokens` ids (tp > 1: the range
   // masks around the gather; its all-reduce is communication).
   static Passes embedding(int64_t tokens, int64_t hidden, int tp);

@@ -53,6 +53,11 @@ bool long_softmax_rows(int64_t cols) {
 // 0.739 -> 0.755 and 161.2 -> 178.2, torch-compile 0.836 -> 0.723 and
 // 135.9 -> 122.3 (what is left in its vectorized class is the norms and
 // pointwise chains, slower than a copy).
+// Eager PyTorch's elementwise launches: CTAs of 128 threads, 4 elements a
+// thread (ATen's num_threads() and thread_work_size(); the kernel names in
+// the profiles carry them: elementwise_kernel<128, 4>).
+constexpr int kEagerCtaThreads = 128;
+constexpr int64_t kEagerThreadElements = 4;
 constexpr double kEagerHostUsPerKernel = 48.6;
 constexpr double kEagerElementwiseBandwidth = 0.755;
 constexpr double kEagerGenericOpsPerElement = 178.2;
@@ -241,6 +246,15 @@ models::gpu::MemoryOpShape FrameworkProfile::shape(const FrameworkPass& p) const
                                : traits.elementwise_bandwidth;
   s.transcendentals_per_element = p.transcendentals;
   s.multipass_row_loads = p.multipass_row_loads;
+  // Eager PyTorch's TensorIterator kernels (vectorized and generic passes):
+  // 128 threads of 4 elements a CTA, so a small tensor's work spreads over
+  // one SM per CTA, each SM's few warps issuing latency-bound
+  // (memory_kernel, kernel_cost_model.h).
+  if (f_ == Framework::pytorch_eager &&
+      (p.access == PassAccess::vectorized || p.access == PassAccess::generic)) {
+    s.elements_per_cta = kEagerCtaThreads * kEagerThreadElements;
+    s.threads_per_cta = kEagerCtaThreads;
+  }
   if (p.access == PassAccess::reduction && p.rows > 0) {
     s.reduction_rows = p.rows;
     s.cycles_per_row = traits.cycles_per_row;
