@@ -12,6 +12,12 @@ constexpr double kF32 = 4, kB16 = 2;
 // A per-row value (mean, rsqrt, log-sum-exp): one fp32 per row read and
 // written, a launch of its own in eager PyTorch.
 constexpr double kRowScalar = 2 * kF32;
+// torch.compile's RMSNorm backward: the token count from which inductor
+// folds the weight gradient's partial sums into the input gradient's
+// kernel (measured folded at 8192-32768 tokens, separate at 4096), and
+// tokens per row of partials (norm_backward).
+constexpr int64_t kNormWeightFusedRows = 8192;
+constexpr double kRowsPerPartial = 8;
 // PyTorch's non-vectorised elementwise path and inductor's fused
 // reductions (framework_profile.h).
 constexpr PassAccess kGeneric = PassAccess::generic;
@@ -285,7 +291,20 @@ Passes FrameworkProfile::norm_backward(int64_t rows, int64_t cols) const {
     case Framework::torch_compile:
       // The input gradient (reads the bf16 gradient, the fp32 input and the
       // residual gradient, writes fp32: the residual sum fused in) and the
-      // weight gradient's reduction over tokens, in two stages.
+      // weight gradient's reduction over tokens. Inductor picks by size:
+      // at 4096 tokens a micro-batch the weight gradient is its own
+      // kernel over the gradient and input again (triton_red_fused_mul_sum,
+      // then a small sum; TP2xPP2, PP4, PP2xDP2), at 8192 and more (DP4,
+      // TP2xDP2, TP4) its partial sums ride in the input gradient's
+      // persistent kernel (triton_per_fused_..._pow_sum, 17 a step) and an
+      // ATen reduce_kernel<128, 4> adds the partials (TP2xDP2 at 16384
+      // tokens: 16.6 us each, about 33 MB read, one fp32 row of partials per
+      // 8 tokens); calibration/fit/strategy_ranks_2026-11-27.md. Where
+      // between 4096 and 8192 it switches is not measured.
+      if (rows >= kNormWeightFusedRows) {
+        return {{" bwd (weight partials fused)", n, kB16 + kF32 + kF32 + kF32 + kF32 / kRowsPerPartial},
+                {" bwd weight sum", n / static_cast<int64_t>(kRowsPerPartial), kF32}};
+      }
       return {{" bwd", n, kB16 + kF32 + kF32 + kF32},
               {" bwd weight", n, kB16 + kF32},
               {" bwd weight sum", rows, kRowScalar}};
