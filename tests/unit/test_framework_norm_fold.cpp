@@ -75,9 +75,33 @@ TEST_CASE("compiled RMSNorm backward: the weight gradient folds in from 8192 tok
   CHECK(folded[0].bytes_per_element == 14.5);
   CHECK(folded[1].elements == 16384 / 8 * h);
   CHECK(static_cast<double>(folded[1].elements) * folded[1].bytes_per_element == 32.0 * 1048576);
-  // The threshold is the measured side: 8192 folds, 8191 does not.
+  // The switch: 8192 folds, 8191 does not (measured: 7168 apart, 8192
+  // folded; the next case).
   CHECK(compiled.norm_backward(8192, h).size() == 2);
   CHECK(compiled.norm_backward(8191, h).size() == 3);
+}
+
+TEST_CASE("compiled RMSNorm backward: gcsim folds where inductor does, 4096-16384 tokens",
+          "[training][framework][compile][measured]") {
+  // calibration/measurements/h100-sxm/compiled_norm_fold_2026-11-27: the
+  // bench's compiled TP pieces at each token count on one H100, the form
+  // inductor chose from the kernels it launched (separate at 4096-7168,
+  // fused at 8192-16384).
+  std::ifstream in(std::string(GCSIM_SOURCE_DIR) +
+                   "/calibration/measurements/h100-sxm/compiled_norm_fold_2026-11-27/compiled_norm_fold.json");
+  REQUIRE(in.good());
+  const auto doc = nlohmann::json::parse(in);
+  const FrameworkProfile compiled(Framework::torch_compile);
+  int points = 0;
+  for (const auto& r : doc.at("results")) {
+    const auto tokens = r.at("tokens").get<int64_t>();
+    const std::string form = r.at("form").get<std::string>();
+    INFO(r.at("piece").get<std::string>() << " " << tokens << " tokens: " << form);
+    REQUIRE((form == "separate" || form == "fused"));
+    CHECK(compiled.norm_backward(tokens, 4096).size() == (form == "fused" ? 2u : 3u));
+    ++points;
+  }
+  CHECK(points == 14);
 }
 
 TEST_CASE("compiled RMSNorm backward against the real steps' kernels on 4 H100s",

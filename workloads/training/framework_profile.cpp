@@ -14,8 +14,9 @@ constexpr double kF32 = 4, kB16 = 2;
 constexpr double kRowScalar = 2 * kF32;
 // torch.compile's RMSNorm backward: the token count from which inductor
 // folds the weight gradient's partial sums into the input gradient's
-// kernel (measured folded at 8192-32768 tokens, separate at 4096), and
-// tokens per row of partials (norm_backward).
+// kernel (measured on one H100: separate at 4096-7168 tokens, folded at
+// 8192-16384; in the 4-GPU steps folded at 8192-32768), and tokens per row
+// of partials (norm_backward).
 constexpr int64_t kNormWeightFusedRows = 8192;
 constexpr double kRowsPerPartial = 8;
 // PyTorch's non-vectorised elementwise path and inductor's fused
@@ -299,8 +300,9 @@ Passes FrameworkProfile::norm_backward(int64_t rows, int64_t cols) const {
       // persistent kernel (triton_per_fused_..._pow_sum, 17 a step) and an
       // ATen reduce_kernel<128, 4> adds the partials (TP2xDP2 at 16384
       // tokens: 16.6 us each, about 33 MB read, one fp32 row of partials per
-      // 8 tokens); calibration/fit/strategy_ranks_2026-11-27.md. Where
-      // between 4096 and 8192 it switches is not measured.
+      // 8 tokens); calibration/fit/strategy_ranks_2026-11-27.md. It
+      // switches at 8192: separate at 4096-7168 tokens, fused at 8192-16384
+      // (calibration/measurements/h100-sxm/compiled_norm_fold_2026-11-27).
       if (rows >= kNormWeightFusedRows) {
         return {{" bwd (weight partials fused)", n, kB16 + kF32 + kF32 + kF32 + kF32 / kRowsPerPartial},
                 {" bwd weight sum", n / static_cast<int64_t>(kRowsPerPartial), kF32}};
