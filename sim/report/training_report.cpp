@@ -128,6 +128,9 @@ Json build_training_summary(const RunFigures& f, const TrainingFigures& t) {
     classes[workloads::training::kernel_class_name(kc)] = t.kernel_classes.of(kc);
   }
   bd["kernel_classes"] = classes;
+  // Communication as a profiler counts NCCL kernels: from each rank's issue,
+  // its waits for the peers included (kernel_classes.h).
+  bd["communication_with_waits_s"] = t.kernel_classes.communication_issued_s;
   bd["host"] = {{"framework", workloads::training::framework_name(c.framework)},
                 {"kernels_per_step", t.kernel_classes.kernels},
                 {"issue_s_per_kernel", run.workload.host_per_kernel.seconds()},

@@ -90,6 +90,7 @@ KernelClassTimes kernel_class_times(const WorkloadGraph& g, const TrainingWorklo
       const KernelClass k = kernel_class(g, op, cats[i]);
       const sim::Time from = is_communication(op.kind) ? rec->met : rec->start;
       out.seconds[static_cast<size_t>(k)] += (rec->end - from).seconds() / n;
+      if (is_communication(op.kind)) out.communication_issued_s += (rec->end - rec->start).seconds() / n;
       out.kernels += 1.0 / n;
       if (issue == nullptr || op.kind != OpKind::compute) continue;
       // Ready on the GPU when its stream predecessor and its deps ended;

@@ -30,6 +30,12 @@ struct KernelClassTimes {
   std::array<double, kKernelClasses> seconds{};
   double kernels = 0;      // kernels and communication ops launched per step
   double host_wait_s = 0;  // GPU-ready kernels held back by the host
+  // Communication from each rank's issue to its end (s): what a profiler's
+  // NCCL kernel time counts, the wait for the peers included (an
+  // overlapped DP all-reduce waiting for the backward, a pipeline receive
+  // waiting out the bubble); seconds[communication] counts from the
+  // meeting, the transfer alone.
+  double communication_issued_s = 0;
   double of(KernelClass k) const { return seconds[static_cast<size_t>(k)]; }
 };
 
