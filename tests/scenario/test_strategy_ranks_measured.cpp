@@ -147,3 +147,40 @@ TEST_CASE("TP2xDP2's TP and DP all-reduces share each GPU's NVLink as on 4 H100s
   // mean bar.
   CHECK(g.step_us == Approx(m.step_us).epsilon(0.05));
 }
+
+TEST_CASE("communication as the profiler counts it: a pipeline step's sends and receives once",
+          "[strategy][measured]") {
+  // summary.json's breakdown.communication_with_waits_s (kernel_classes.h):
+  // each rank's collectives from its issue to their end, and its sends and
+  // receives grouped by the instant they were posted (PyTorch's
+  // batch_isend_irecv is one NCCL kernel), from then to the last one's end;
+  // the mean over ranks. Recomputed here from the trace's rows on PP4
+  // (every rank simulated), independently of the records the summary uses.
+  TempDir dir;
+  const auto r = run_gcsim({"run", source_path("calibration/validation/strategy_step/pp4.yaml"), "-o",
+                            dir.path().string(), "--trace", "-q"});
+  REQUIRE(r.exit_status == 0);
+  const auto summary = read_json(dir / "summary.json");
+  const int ranks = summary["simulation"]["simulated_ranks"].get<int>();
+  REQUIRE(ranks == 4);
+  const auto trace = read_json(dir / "trace.json");
+  const auto& events = trace.is_array() ? trace : trace["traceEvents"];
+  double total_us = 0;
+  std::map<std::pair<int, double>, double> p2p;  // (rank, posted at) -> longest span
+  for (const auto& e : events) {
+    if (e.value("ph", "") != "X") continue;
+    const std::string cat = e.value("cat", "");
+    const double dur = e["dur"].get<double>();
+    if (cat == "collective") total_us += dur;
+    if (cat == "send" || cat == "recv") {
+      double& longest = p2p[{e["pid"].get<int>(), e["ts"].get<double>()}];
+      longest = std::max(longest, dur);
+    }
+  }
+  for (const auto& [key, dur] : p2p) total_us += dur;
+  const double with_waits = summary["breakdown"]["communication_with_waits_s"].get<double>();
+  CHECK(with_waits * 1e6 == Approx(total_us / ranks).epsilon(1e-6));
+  // The transfers alone are a small part of it: 4.6 ms of 113.6 ms (the
+  // rest is the receives' wait out the pipeline's fill and drain).
+  CHECK(with_waits > 10 * summary["breakdown"]["kernel_classes"]["communication"].get<double>());
+}

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace gcsim::workloads::training {
 
@@ -80,6 +82,10 @@ KernelClassTimes kernel_class_times(const WorkloadGraph& g, const TrainingWorklo
         id < w.host_issue_ps.size() && !w.host_issue_ps[id].empty() ? &w.host_issue_ps[id] : nullptr;
     const auto& recs = by_rank[r];
     std::vector<int64_t> stream_end(g.stream_count(), 0);  // end of the previous op per stream
+    // Point-to-point spans (ps): the sends and receives a pipeline step
+    // posts at one instant run as one NCCL kernel (PyTorch batches them in
+    // one group: batch_isend_irecv), which the profiler counts once.
+    std::vector<std::pair<int64_t, int64_t>> p2p;
     for (uint32_t i = 0; i < ops.size(); ++i) {
       const Op& op = ops[i];
       const sim::OpRecord* rec = recs[i];
@@ -90,7 +96,11 @@ KernelClassTimes kernel_class_times(const WorkloadGraph& g, const TrainingWorklo
       const KernelClass k = kernel_class(g, op, cats[i]);
       const sim::Time from = is_communication(op.kind) ? rec->met : rec->start;
       out.seconds[static_cast<size_t>(k)] += (rec->end - from).seconds() / n;
-      if (is_communication(op.kind)) out.communication_issued_s += (rec->end - rec->start).seconds() / n;
+      if (op.kind == OpKind::collective) {
+        out.communication_issued_s += (rec->end - rec->start).seconds() / n;
+      } else if (is_communication(op.kind)) {
+        p2p.emplace_back(rec->start.ps(), rec->end.ps());
+      }
       out.kernels += 1.0 / n;
       if (issue == nullptr || op.kind != OpKind::compute) continue;
       // Ready on the GPU when its stream predecessor and its deps ended;
@@ -101,6 +111,14 @@ KernelClassTimes kernel_class_times(const WorkloadGraph& g, const TrainingWorklo
       }
       const int64_t issued = std::min((*issue)[i], rec->start.ps() - launch_latency.ps());
       if (issued > ready) out.host_wait_s += static_cast<double>(issued - ready) * 1e-12 / n;
+    }
+    // One kernel per instant of issue: from then to the last of them ends.
+    std::sort(p2p.begin(), p2p.end());
+    for (size_t k = 0; k < p2p.size();) {
+      const int64_t from = p2p[k].first;
+      int64_t to = p2p[k].second;
+      for (++k; k < p2p.size() && p2p[k].first == from; ++k) to = std::max(to, p2p[k].second);
+      out.communication_issued_s += static_cast<double>(to - from) * 1e-12 / n;
     }
   }
   return out;
