@@ -89,6 +89,25 @@ Json build_inference_summary(const InferenceFigures& f) {
   j["preemptions"] = f.outcome.preemptions;
   j["framework"] = inf::serving_framework_name(c.framework);
   j["breakdown"] = serving_step_classes_json(f.outcome.steps);
+  if (s.cluster.clock_model) {
+    // Board energy under the clock model: every replica's GPUs from time
+    // zero to the run's end, idle between steps included (replica.h).
+    double total = 0, steps_j = 0;
+    int64_t steps = 0;
+    for (const auto& r : f.outcome.replicas) total += r.energy_j;
+    for (const auto& st : f.outcome.steps) steps_j += st.energy_j, ++steps;
+    const double run_s = f.outcome.end.seconds();
+    const int gpus = c.total_gpus();
+    Json e = Json::object();
+    e["total_j"] = total;
+    e["per_step_j"] = steps > 0 ? steps_j / static_cast<double>(steps) : 0.0;
+    e["per_output_token_j"] = m.output_tokens > 0 ? total / static_cast<double>(m.output_tokens) : 0.0;
+    e["per_gpu_j"] = gpus > 0 ? total / gpus : 0.0;
+    e["mean_power_w_per_gpu"] = gpus > 0 && run_s > 0 ? total / gpus / run_s : 0.0;
+    e["source"] = "power model (cluster.clocks: model): board power of every GPU, idle included; "
+                  "per_step_j: a step's replica over the step";
+    j["energy"] = e;
+  }
   int64_t queried = 0, hits = 0;
   for (const auto& r : f.outcome.replicas) {
     queried += r.prefix_queried_tokens;
