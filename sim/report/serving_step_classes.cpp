@@ -85,10 +85,14 @@ std::string serving_step_classes_markdown(const std::vector<inf::StepRecord>& st
   }
   row("host wait", t.prefill.host_wait_s, t.decode.host_wait_s);
   if (t.prefill.clocked || t.decode.clocked) {
-    o << "| SM clock (MHz) | " << fmt("%.0f", t.prefill.mean(t.prefill.clock_mhz)) << " | "
-      << fmt("%.0f", t.decode.mean(t.decode.clock_mhz)) << " |\n";
-    o << "| energy per step, replica (J) | " << fmt("%.4g", t.prefill.mean(t.prefill.energy_j)) << " | "
-      << fmt("%.4g", t.decode.mean(t.decode.energy_j)) << " |\n";
+    // A kind with no steps has no clock: a dash, not 0 MHz.
+    const auto cell = [](const KindTotals& k, const char* f, double total) {
+      return k.count > 0 ? fmt(f, k.mean(total)) : std::string("-");
+    };
+    o << "| SM clock (MHz) | " << cell(t.prefill, "%.0f", t.prefill.clock_mhz) << " | "
+      << cell(t.decode, "%.0f", t.decode.clock_mhz) << " |\n";
+    o << "| energy per step, replica (J) | " << cell(t.prefill, "%.4g", t.prefill.energy_j) << " | "
+      << cell(t.decode, "%.4g", t.decode.energy_j) << " |\n";
   }
   o << "| kernels per step | " << fmt("%.0f", t.prefill.mean(t.prefill.kernels)) << " | "
     << fmt("%.0f", t.decode.mean(t.decode.kernels)) << " |\n";
