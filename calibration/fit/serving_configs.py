@@ -46,7 +46,9 @@ def config(tp, kind, batch, kv):
 #   gcsim run THIS.yaml                                      (eager PyTorch, as measured)
 #   gcsim run THIS.yaml -s workload.serving.cuda_graphs=true  (the decode step in a CUDA graph)
 #   gcsim run THIS.yaml -s workload.framework=vllm            (vLLM's fused kernels)
-cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 4, scale_up: {kind: nvswitch}, scale_out: {topology: none}}
+# The bench ran each point's steps back to back: clock_start: steady starts each step from the power
+# governor's periodic state of that step repeated (README, "Clocks from a power model").
+cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 4, scale_up: {kind: nvswitch}, scale_out: {topology: none}, clock_start: steady}
 workload:
   kind: inference
   framework: pytorch-eager

@@ -70,6 +70,14 @@ OneRun run_once(const Scenario& s, const InferenceSetup& setup, const inf::Servi
   env.comm = &timer;
   env.transport = &cluster;
   env.record_steps = record;
+  if (s.cluster.clock_model) {
+    env.clocks.model = true;
+    env.clocks.power = s.cluster.gpu.power;
+    env.clocks.f_max_mhz = s.cluster.gpu.sm_clock_ghz * 1e3;
+    const std::string start = s.cluster.clock_start;
+    env.clocks.steady = start == "steady";
+    if (env.clocks.steady) env.clocks.start = s.cluster.clock_model_start;
+  }
   inf::ReplicaMemory mem{setup.memory.num_blocks, setup.memory.block_bytes};
   inf::ReplicaMemory pmem{setup.prefill_memory.num_blocks, setup.prefill_memory.block_bytes};
   inf::ServingSystem system(config, mem, pmem, env, s.seed);

@@ -17,6 +17,28 @@ namespace inf = workloads::inference;
 
 namespace {
 
+// Board energy under the clock model: every replica's GPUs from time zero
+// to the run's end, idle between steps included (replica.h).
+struct ServingEnergy {
+  double total_j = 0, per_step_j = 0, per_output_token_j = 0, per_gpu_j = 0, mean_power_w_per_gpu = 0;
+};
+
+ServingEnergy serving_energy(const InferenceFigures& f) {
+  ServingEnergy e;
+  double steps_j = 0;
+  int64_t steps = 0;
+  for (const auto& r : f.outcome.replicas) e.total_j += r.energy_j;
+  for (const auto& st : f.outcome.steps) steps_j += st.energy_j, ++steps;
+  const double run_s = f.outcome.end.seconds();
+  const int gpus = f.setup->serving.total_gpus();
+  const int64_t tokens = f.metrics.output_tokens;
+  e.per_step_j = steps > 0 ? steps_j / static_cast<double>(steps) : 0.0;
+  e.per_output_token_j = tokens > 0 ? e.total_j / static_cast<double>(tokens) : 0.0;
+  e.per_gpu_j = gpus > 0 ? e.total_j / gpus : 0.0;
+  e.mean_power_w_per_gpu = gpus > 0 && run_s > 0 ? e.total_j / gpus / run_s : 0.0;
+  return e;
+}
+
 std::string ms(double s) { return fmt("%.2f", s * 1e3); }
 
 Json percentiles(const inf::Percentiles& p) {
@@ -89,6 +111,18 @@ Json build_inference_summary(const InferenceFigures& f) {
   j["preemptions"] = f.outcome.preemptions;
   j["framework"] = inf::serving_framework_name(c.framework);
   j["breakdown"] = serving_step_classes_json(f.outcome.steps);
+  if (s.cluster.clock_model) {
+    const ServingEnergy e = serving_energy(f);
+    Json ej = Json::object();
+    ej["total_j"] = e.total_j;
+    ej["per_step_j"] = e.per_step_j;
+    ej["per_output_token_j"] = e.per_output_token_j;
+    ej["per_gpu_j"] = e.per_gpu_j;
+    ej["mean_power_w_per_gpu"] = e.mean_power_w_per_gpu;
+    ej["source"] = "power model (cluster.clocks: model): board power of every GPU, idle included; "
+                   "per_step_j: a step's replica over the step";
+    j["energy"] = ej;
+  }
   int64_t queried = 0, hits = 0;
   for (const auto& r : f.outcome.replicas) {
     queried += r.prefix_queried_tokens;
@@ -176,6 +210,12 @@ std::string build_inference_report(const InferenceFigures& f) {
     << m.rejected << " rejected" << (f.rate > 0 ? ", " + fmt("%.3g", f.rate) + " req/s offered" : "")
     << " |\n";
   o << "| simulated time | " << fmt("%.3f s", f.outcome.end.seconds()) << " |\n";
+  if (s.cluster.clock_model) {
+    const ServingEnergy e = serving_energy(f);
+    o << "| energy (all GPUs) | " << fmt("%.4g J", e.total_j) << " |\n";
+    o << "| energy per output token | " << fmt("%.4g J", e.per_output_token_j) << " |\n";
+    o << "| mean board power per GPU | " << fmt("%.0f W", e.mean_power_w_per_gpu) << " |\n";
+  }
   o << "| seed | " << s.seed << " |\n\n";
 
   o << "## Latency (ms)\n\n| metric | mean | p50 | p90 | p99 |\n|---|---:|---:|---:|---:|\n";

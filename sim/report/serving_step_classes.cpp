@@ -20,9 +20,14 @@ constexpr tr::KernelClass kClasses[] = {tr::KernelClass::gemm, tr::KernelClass::
 struct KindTotals {
   int64_t count = 0;
   double step_s = 0, host_wait_s = 0, kernels = 0;
+  double clock_mhz = 0, energy_j = 0;  // summed over steps (clock model)
+  bool clocked = false;
   tr::KernelClassTimes classes;
   void add(const inf::StepRecord& r) {
     ++count;
+    clock_mhz += r.sm_clock_mhz;
+    energy_j += r.energy_j;
+    clocked = clocked || r.sm_clock_mhz > 0.0;
     step_s += (r.end - r.start).seconds();
     host_wait_s += r.host_wait.seconds();
     kernels += r.classes.kernels;
@@ -44,11 +49,18 @@ Totals totals(const std::vector<inf::StepRecord>& steps) {
 Json kind_json(const KindTotals& k) {
   Json classes = Json::object();
   for (tr::KernelClass c : kClasses) classes[tr::kernel_class_name(c)] = k.mean(k.classes.of(c));
-  return {{"steps", k.count},
-          {"mean_step_s", k.mean(k.step_s)},
-          {"kernel_classes_s", classes},
-          {"kernels_per_step", k.mean(k.kernels)},
-          {"host_wait_s", k.mean(k.host_wait_s)}};
+  Json j = {{"steps", k.count},
+            {"mean_step_s", k.mean(k.step_s)},
+            {"kernel_classes_s", classes},
+            {"kernels_per_step", k.mean(k.kernels)},
+            {"host_wait_s", k.mean(k.host_wait_s)}};
+  if (k.clocked) {
+    // The clock model (cluster.clocks: model): each step's SM clock and its
+    // replica's board energy over the step (replica.h StepRecord).
+    j["mean_sm_clock_mhz"] = k.mean(k.clock_mhz);
+    j["energy_per_step_j"] = k.mean(k.energy_j);
+  }
+  return j;
 }
 
 }  // namespace
@@ -72,6 +84,16 @@ std::string serving_step_classes_markdown(const std::vector<inf::StepRecord>& st
     row(tr::kernel_class_name(c), t.prefill.classes.of(c), t.decode.classes.of(c));
   }
   row("host wait", t.prefill.host_wait_s, t.decode.host_wait_s);
+  if (t.prefill.clocked || t.decode.clocked) {
+    // A kind with no steps has no clock: a dash, not 0 MHz.
+    const auto cell = [](const KindTotals& k, const char* f, double total) {
+      return k.count > 0 ? fmt(f, k.mean(total)) : std::string("-");
+    };
+    o << "| SM clock (MHz) | " << cell(t.prefill, "%.0f", t.prefill.clock_mhz) << " | "
+      << cell(t.decode, "%.0f", t.decode.clock_mhz) << " |\n";
+    o << "| energy per step, replica (J) | " << cell(t.prefill, "%.4g", t.prefill.energy_j) << " | "
+      << cell(t.decode, "%.4g", t.decode.energy_j) << " |\n";
+  }
   o << "| kernels per step | " << fmt("%.0f", t.prefill.mean(t.prefill.kernels)) << " | "
     << fmt("%.0f", t.decode.mean(t.decode.kernels)) << " |\n";
   o << "\nKernel time summed by class over all pipeline stages (as a profiler's table; "

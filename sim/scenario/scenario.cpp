@@ -93,8 +93,9 @@ void read_clock_start(ClusterConfig& cluster, ConfigReader& c) {
   const char* doc =
       "where each GPU's power governor starts under cluster.clocks: model: rest, steady (the "
       "periodic steady state of the workload repeated back to back, found by warm-up passes "
-      "before the run), auto (steady for training, rest otherwise), or the path of a state file "
-      "written by gcsim export (the exported step's start)";
+      "before the run; for serving, each step's own, as it runs), auto (steady for training, rest "
+      "otherwise), or the path of a state file written by gcsim export (the exported step's "
+      "start; not for serving)";
   YAML::Node n = c.raw("clock_start", doc);
   cluster.clock_start_line = c.line_of("clock_start");
   if (!n.IsDefined() || n.IsNull() ||
@@ -224,19 +225,23 @@ void apply_clocks(Scenario& s) {
   if (model) {
     namespace g = models::gpu;
     const std::string start = c.clock_start == "auto" ? (training ? "steady" : "rest") : c.clock_start;
-    if (start == "steady" && s.workload_kind == "inference") {
+    const bool serving = s.workload_kind == "inference";
+    if (serving && start != "rest" && start != "steady") {
       throw sim::config::ConfigError(s.config_path, c.clock_start_line, "cluster.clock_start",
-                        "steady repeats a fixed graph to its periodic state; serving builds its "
-                        "iterations while it runs (and runs at rested clocks): use rest or auto");
+                        "a state file holds an exported training step's start; serving's governors "
+                        "start from rest or, steady, each step from its own periodic state: use rest, "
+                        "steady or auto");
     }
     c.clock_model = true;
     const g::SteadyState gemm = g::steady_state(c.gpu, g::reference_gemm(c.gpu));
     c.gpu.sustained_tensor_fraction = gemm.speed;
     const std::string mhz = fmt("%.0f MHz", gemm.clock * c.gpu.sm_clock_ghz * 1e3);
-    if (start != "rest") c.gpu = g::at_sustained_clocks(c.gpu);
+    // Serving's steps stretch their kernels from the spec's rested
+    // efficiencies (IterationCost::cost(shape, clock)): never derated.
+    if (start != "rest" && !serving) c.gpu = g::at_sustained_clocks(c.gpu);
     if (start == "steady") {
       c.clock_model_start = g::GovernorState{gemm.activity, gemm.activity};
-      c.clock_settle = true;
+      c.clock_settle = !serving;  // serving finds each step's periodic state as it runs
     }
     const g::PowerParams& p = c.gpu.power;
     std::string fast;  // the fast loop, and its cap where it is not the board cap
@@ -247,14 +252,16 @@ void apply_clocks(Scenario& s) {
     const std::string from = start == "rest"     ? ", from rest"
                              : start == "steady" ? ", from the workload's periodic steady state"
                                                  : ", from the states recorded in " + start;
-    if (s.workload_kind == "inference") {
-      // Serving's iteration costs are closed forms the governor does not
-      // see: its kernels run at rested clocks whatever the load (README
-      // Status). Say so rather than claim the model.
-      s.notes.push_back("serving runs at rested clocks: its steps are closed forms the power model does "
-                        "not see (a loaded server's back-to-back GEMMs settle at " + mhz + ", x" +
-                        fmt("%.3f", gemm.speed) + " of the rested rate; cluster.clocks: sustained "
-                        "charges that)");
+    if (serving) {
+      s.notes.push_back("serving steps at SM clocks from the power model (cap " + fmt("%.0f W", p.cap_w) +
+                        ", averaged over " + fmt("%.0f ms", p.time_constant.seconds() * 1e3) + fast +
+                        "): one governor per replica gives each step its clock at the step's start, "
+                        "sees the step's mean tensor / HBM activity for its length and nothing between "
+                        "steps" + (start == "steady" ? std::string(", every step from its own periodic state "
+                                                                   "(the step repeated back to back)")
+                                                     : std::string(", from rest")) +
+                        "; back-to-back bf16 GEMMs settle at " + mhz + ", x" + fmt("%.3f", gemm.speed) +
+                        " of the rested rate (cluster.clocks: sustained | rested overrides)");
       return;
     }
     s.notes.push_back("SM clocks from the power model (cap " + fmt("%.0f W", p.cap_w) + ", averaged over " +

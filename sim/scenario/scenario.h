@@ -66,7 +66,10 @@ struct ClusterConfig {
   // back to back: clock_settle, found by warm-up passes before the run,
   // sim/cli/clock_warmup.h) or a state file written by gcsim export
   // (clock_rank_start read from it). "auto": steady for training, rest for
-  // the rest.
+  // the rest. Serving (inference) takes rest or steady only: steady there
+  // starts each step from its own periodic state as the run goes
+  // (workloads/inference/replica.h ReplicaClocks), never derates `gpu`
+  // and leaves clock_settle off.
   std::string clock_start = "auto";
   int clock_start_line = 0;  // where it was written (0: not written, or -s)
   bool clock_settle = false;

@@ -151,15 +151,23 @@ TEST_CASE("clock_start: bad values and state files are exit-2 errors naming the 
   CHECK(contains(err, "recorded on \"h200-sxm\""));
   err = with_file("{\"ranks\": [");
   CHECK(contains(err, "not valid JSON"));
-  // Serving builds its iterations while it runs: no graph to repeat.
-  err = run_bad_config(R"(cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1, clock_start: steady}
+  // Serving's governors start from rest or each step from its own periodic
+  // state (steady); a state file records an exported training step's start.
+  write_text(tmp / "s.json", R"({"ranks": [{"slow": [0.9, 0, 0.2, 0], "fast": [0.9, 0, 0.2, 0]}]})");
+  const std::string serving = R"(cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1}
 workload:
   kind: inference
   model: {preset: llama3-8b}
-  requests: {count: 4, input_tokens: 128, output_tokens: 8}
-)");
+  requests: {count: 4, arrival: {kind: burst}, prompt_len: 128, output_len: 8}
+)";
+  err = run_bad_config(serving, {"-s", "cluster.clock_start=" + (tmp / "s.json").string()});
   CHECK(contains(err, "cluster.clock_start"));
   CHECK(contains(err, "serving"));
+  TempDir ok;
+  write_text(ok / "s.yaml", serving);
+  CHECK(run_gcsim({"run", (ok / "s.yaml").string(), "-q", "-o", (ok / "out").string(), "-s",
+                   "cluster.clock_start=steady"})
+            .exit_status == 0);
 }
 
 TEST_CASE("clock_start: a recorded state is where the GPU starts", "[scenario][clocks]") {

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "models/gpu/attention_kernel_model.h"
 #include "models/gpu/kernel_cost_model.h"
+#include "models/gpu/memory_clock.h"
+#include "models/gpu/power_model.h"
 
 namespace gcsim::workloads::inference {
 
@@ -48,6 +51,59 @@ IterationCost::IterationCost(IterationCostConfig config, CommTimer& comm)
 
 sim::Duration IterationCost::kernel_time(const KernelDesc& k, bool graph) const {
   return gpu::isolated_time(graph ? graph_gpu_ : config_.gpu, k, config_.gpu.sm_count);
+}
+
+IterationCost::Launch IterationCost::kernel_launch(KernelClass cls, const KernelDesc& k, bool graph) const {
+  Launch l;
+  l.cls = cls;
+  l.time = kernel_time(k, graph);
+  l.add_kernel(graph ? graph_gpu_ : config_.gpu, k);
+  return l;
+}
+
+// isolated_time()'s waves: full waves of wave_width SMs, then the partial
+// last one, each max(compute, memory) + overheads (kernel_cost_model.cpp).
+void IterationCost::Launch::add_kernel(const gpu::GpuSpec& spec, const KernelDesc& k) {
+  const int width = gpu::wave_width(spec, k, spec.sm_count);
+  const int64_t full = k.tiles / width;
+  const int last = static_cast<int>(k.tiles % width);
+  const auto group = [&](int64_t count, int sms) {
+    if (count <= 0 || sms <= 0) return;
+    if (wave_groups >= static_cast<int>(waves.size())) throw std::logic_error("a launch holds at most 2 kernels");
+    const gpu::TileCost c = gpu::tile_cost(spec, k, sms);
+    Waves& w = waves[static_cast<size_t>(wave_groups++)];
+    w.count = count;
+    w.compute = c.compute;
+    w.memory = c.memory;
+    w.overhead = spec.efficiency.tile_overhead + k.extra_wave_overhead;
+    w.sm_share = static_cast<double>(sms) / spec.sm_count;
+    w.unit = k.unit;
+    if (k.unit == gpu::ExecUnit::memory) {
+      w.issue_q = gpu::memory_issue_fraction(spec, k);
+      w.issue_hbm = gpu::tile_cost(spec, k, spec.sm_count).memory;
+    }
+  };
+  group(full, width);
+  group(last > 0 ? 1 : 0, last);
+  hbm_bytes += static_cast<double>(k.tiles) * k.bytes_per_tile;
+}
+
+// `time` plus what the clock adds to each wave (gpu.cpp set_clock and
+// own_wave_time: the arithmetic stretched, a memory kernel's wave at least
+// its SM side's memory_issue_wave): exactly `time` at the rested clock.
+sim::Duration IterationCost::Launch::at(double stretch, double clock) const {
+  if ((stretch == 1.0 && clock == 1.0) || wave_groups == 0) return time;
+  sim::Duration t = time;
+  for (int i = 0; i < wave_groups; ++i) {
+    const Waves& w = waves[static_cast<size_t>(i)];
+    const sim::Duration rested = sim::max(w.compute, w.memory) + w.overhead;
+    sim::Duration now = sim::max(w.compute.scaled(stretch), w.memory) + w.overhead;
+    if (clock < w.issue_q) {
+      now = sim::max(now, sim::Duration::from_seconds(w.issue_hbm.seconds() * w.issue_q / clock) + w.overhead);
+    }
+    t += (now - rested) * w.count;
+  }
+  return t;
 }
 
 int64_t IterationCost::padded_tokens(const StepShape& shape) const {
@@ -238,18 +294,20 @@ const IterationCost::Program& IterationCost::layer_launches(int64_t tokens, bool
   if (it != cache.end()) return it->second;
   Program p;
   for (const auto& k : layer_program(tokens, moe)) {
-    p.push_back({k.cls, k.slot == Slot::kernel ? kernel_time(k.desc, graph) : sim::Duration::zero(), k.slot});
+    if (k.slot == Slot::kernel) {
+      p.push_back(kernel_launch(k.cls, k.desc, graph));
+    } else {
+      p.push_back({k.cls, sim::Duration::zero(), k.slot});
+    }
   }
   return cache.emplace(tokens, std::move(p)).first->second;
 }
 
-sim::Duration IterationCost::pass_time(const training::FrameworkPass& p, bool graph) const {
-  return kernel_time(gpu::memory_kernel(config_.gpu, eager_profile_.shape(p)), graph);
-}
-
 void IterationCost::add_passes(Program& out, const EagerServingPasses::Passes& passes, KernelClass cls,
                                bool graph) const {
-  for (const auto& p : passes) out.push_back({cls, pass_time(p, graph)});
+  for (const auto& p : passes) {
+    out.push_back(kernel_launch(cls, gpu::memory_kernel(config_.gpu, eager_profile_.shape(p)), graph));
+  }
 }
 
 // One attention kernel per prefill chunk, one for all the decodes. PyTorch's
@@ -281,14 +339,18 @@ std::vector<IterationCost::Launch> IterationCost::attention_launches(const StepS
       a.causal = true;
       a.dtype = adt;
       a.family = gpu::resolve_attention_family(config_.attention_kernel, g, /*decode=*/false);
+      Launch attn;  // the kernels of the attention launch (MLA: its decompression GEMM first)
+      attn.cls = KernelClass::attention;
+      attn.profiled_kernels = 1;
       sim::Duration t = sim::Duration::zero();
       if (mla) {
         // Prefill decompresses the latent KV of the whole context into
         // per-head keys and values, then runs ordinary attention.
         const auto& ml = m.mla;
-        t += kernel_time(gpu::gemm_kernel(
-            g, GemmShape{kv, heads * (ml.qk_nope_head_dim + ml.v_head_dim), ml.kv_lora_rank, 1,
-                         config_.dtype}), graph);
+        const KernelDesc up = gpu::gemm_kernel(
+            g, GemmShape{kv, heads * (ml.qk_nope_head_dim + ml.v_head_dim), ml.kv_lora_rank, 1, config_.dtype});
+        t += kernel_time(up, graph);
+        attn.add_kernel(graph ? graph_gpu_ : g, up);
         a.kv_heads = heads;
         a.head_dim = ml.qk_nope_head_dim + ml.qk_rope_head_dim;
         a.head_dim_v = ml.v_head_dim;
@@ -296,7 +358,10 @@ std::vector<IterationCost::Launch> IterationCost::attention_launches(const StepS
         a.kv_heads = kvh;
         a.head_dim = m.head_dim;
       }
-      t += kernel_time(gpu::attention_kernel(g, a), graph);
+      const KernelDesc fa = gpu::attention_kernel(g, a);
+      t += kernel_time(fa, graph);
+      attn.add_kernel(graph ? graph_gpu_ : g, fa);
+      attn.time = t;
       std::vector<Launch> launches;
       if (config_.framework == ServingFramework::pytorch_eager && a.family == gpu::AttentionFamily::cudnn) {
         MemoryOpShape stats;
@@ -305,13 +370,14 @@ std::vector<IterationCost::Launch> IterationCost::attention_launches(const StepS
         stats.inputs = 0;
         stats.flops_per_element = 0;
         stats.dtype = gpu::Dtype::fp32;
-        launches.push_back({KernelClass::elementwise, kernel_time(gpu::memory_kernel(g, stats), graph),
-                            Slot::kernel, /*own_issue=*/false});
+        Launch memset = kernel_launch(KernelClass::elementwise, gpu::memory_kernel(g, stats), graph);
+        memset.own_issue = false;
+        launches.push_back(memset);
       }
       // The attention kernel's model is fitted to its profiler durations
       // (calibration/fit/attention_family_fit.h, serving_kernels_2026-11-27):
       // one launch latency in `t` the profiler's class does not count.
-      launches.push_back({KernelClass::attention, t, Slot::kernel, true, 1});
+      launches.push_back(attn);
       it = prefill_attention.emplace(std::make_pair(q, kv), std::move(launches)).first;
     }
     out.insert(out.end(), it->second.begin(), it->second.end());
@@ -342,9 +408,10 @@ std::vector<IterationCost::Launch> IterationCost::attention_launches(const StepS
         a.head_dim = m.head_dim;
       }
       if (decode_attention.size() > 1'000'000) decode_attention.clear();
-      it = decode_attention.emplace(key, kernel_time(gpu::attention_kernel(g, a), graph)).first;
+      it = decode_attention.emplace(key, kernel_launch(KernelClass::attention, gpu::attention_kernel(g, a), graph))
+               .first;
     }
-    out.push_back({KernelClass::attention, it->second});
+    out.push_back(it->second);
   }
   return out;
 }
@@ -377,7 +444,7 @@ const IterationCost::Program& IterationCost::embedding_launches(int64_t tokens, 
     s.elements = static_cast<int64_t>(static_cast<double>(tokens * m.hidden) *
                                       gpu::dtype_bytes(activation_dtype(config_.dtype)));
     s.dtype = gpu::Dtype::int8;
-    p.push_back({KernelClass::elementwise, kernel_time(gpu::memory_kernel(config_.gpu, s), graph)});
+    p.push_back(kernel_launch(KernelClass::elementwise, gpu::memory_kernel(config_.gpu, s), graph));
   }
   return cache.emplace(tokens, std::move(p)).first->second;
 }
@@ -418,12 +485,12 @@ const IterationCost::Program& IterationCost::head_launches(int64_t tokens, int64
     norm.rows = tokens;
     norm.cols = m.hidden;
     norm.dtype = act;
-    p.push_back({KernelClass::norm, kernel_time(gpu::memory_kernel(g, norm), graph)});
+    p.push_back(kernel_launch(KernelClass::norm, gpu::memory_kernel(g, norm), graph));
   }
   if (sampled > 0) {
     const int64_t vocab = ceil_div(m.vocab, tp);
-    p.push_back({KernelClass::gemm,
-                 kernel_time(gpu::gemm_kernel(g, GemmShape{sampled, vocab, m.hidden, 1, config_.dtype}), graph)});
+    p.push_back(kernel_launch(KernelClass::gemm, gpu::gemm_kernel(g, GemmShape{sampled, vocab, m.hidden, 1, config_.dtype}),
+                              graph));
     if (tp > 1) {
       const int last = config_.parallel.pp - 1;
       const auto first = config_.ranks.begin() + static_cast<ptrdiff_t>(last) * tp;
@@ -439,7 +506,7 @@ const IterationCost::Program& IterationCost::head_launches(int64_t tokens, int64
     soft.rows = sampled;
     soft.cols = m.vocab;
     soft.dtype = gpu::Dtype::fp32;
-    p.push_back({KernelClass::norm, kernel_time(gpu::memory_kernel(g, soft), graph)});
+    p.push_back(kernel_launch(KernelClass::norm, gpu::memory_kernel(g, soft), graph));
     if (eager) add_passes(p, EagerServingPasses::argmax(sampled, vocab * tp), KernelClass::elementwise, graph);
   }
   return cache.emplace(key, std::move(p)).first->second;
@@ -459,20 +526,35 @@ const IterationCost::Program& IterationCost::head_launches(int64_t tokens, int64
 // 0.16 us; the rest of the launch latency, 0.95 us, is inside the
 // kernel's duration). Collectives count their whole time. `launch`: the
 // stream's latency, or the graph's for a replayed step.
+//
+// `stretch` (1 / compute_speed at the step's clock) lengthens each kernel's
+// arithmetic (Launch::at); the timeline sums what the kernels do as
+// activity-seconds: tensor- or CUDA-core SM-time (a wave's arithmetic time
+// over its SMs' share of the GPU, as models/gpu/gpu.cpp charge() counts
+// it) and HBM bytes over the peak bandwidth.
 class IterationCost::Timeline {
  public:
-  Timeline(sim::Duration issue, sim::Duration launch)
-      : issue_(issue), launch_(launch), gap_(gpu::launch_gap(launch)) {}
+  Timeline(sim::Duration issue, sim::Duration launch, double clock, double stretch, double hbm_peak_bytes_per_s)
+      : issue_(issue), launch_(launch), gap_(gpu::launch_gap(launch)), clock_(clock), stretch_(stretch),
+        hbm_peak_(hbm_peak_bytes_per_s) {}
 
   void run(const Launch& l, training::KernelClassTimes& classes) {
+    const sim::Duration time = l.at(stretch_, clock_);
     if (l.own_issue) host_ += issue_;
-    gpu_ = std::max(gpu_, host_) + l.time;
-    busy_ += l.time;
-    if (l.cls == KernelClass::communication) comm_ += l.time;
+    gpu_ = std::max(gpu_, host_) + time;
+    busy_ += time;
+    if (l.cls == KernelClass::communication) comm_ += time;
+    for (int i = 0; i < l.wave_groups; ++i) {
+      const Launch::Waves& w = l.waves[static_cast<size_t>(i)];
+      const double s = w.compute.seconds() * stretch_ * w.sm_share * static_cast<double>(w.count);
+      if (w.unit == gpu::ExecUnit::tensor) activity_.tensor += s;
+      if (w.unit == gpu::ExecUnit::vector) activity_.vector += s;
+    }
+    if (hbm_peak_ > 0.0) activity_.hbm += l.hbm_bytes / hbm_peak_;
     const sim::Duration off = l.cls == KernelClass::communication ? sim::Duration::zero()
                               : l.profiled_kernels > 0            ? launch_ * l.profiled_kernels
                                                                   : gap_;
-    const sim::Duration own = std::max(sim::Duration::zero(), l.time - off);
+    const sim::Duration own = std::max(sim::Duration::zero(), time - off);
     classes.seconds[static_cast<size_t>(l.cls)] += own.seconds();
     classes.kernels += 1;
   }
@@ -487,16 +569,22 @@ class IterationCost::Timeline {
     }
     training::KernelClassTimes one;
     const sim::Duration gpu0 = gpu_, busy0 = busy_, comm0 = comm_;
+    const gpu::Activity act0 = activity_;
     body(one);
     gpu_ += (gpu_ - gpu0) * (count - 1);
     busy_ += (busy_ - busy0) * (count - 1);
     comm_ += (comm_ - comm0) * (count - 1);
+    const double more = static_cast<double>(count - 1);
+    activity_.tensor += (activity_.tensor - act0.tensor) * more;
+    activity_.vector += (activity_.vector - act0.vector) * more;
+    activity_.hbm += (activity_.hbm - act0.hbm) * more;
     for (size_t c = 0; c < one.seconds.size(); ++c) classes.seconds[c] += one.seconds[c] * count;
     classes.kernels += one.kernels * count;
   }
   sim::Duration end() const { return gpu_; }           // the stage's last kernel ends
   sim::Duration busy() const { return busy_; }         // kernels and collectives, summed
   sim::Duration communication() const { return comm_; }
+  const gpu::Activity& activity_s() const { return activity_; }
 
  private:
   sim::Duration issue_;
@@ -506,10 +594,22 @@ class IterationCost::Timeline {
   sim::Duration gpu_ = sim::Duration::zero();
   sim::Duration busy_ = sim::Duration::zero();
   sim::Duration comm_ = sim::Duration::zero();
+  double clock_ = 1.0;
+  double stretch_ = 1.0;
+  double hbm_peak_ = 0.0;  // bytes/s
+  gpu::Activity activity_;  // activity-seconds (power_model.h's fractions x s)
 };
 
-StepCost IterationCost::cost(const StepShape& shape) {
+StepCost IterationCost::cost(const StepShape& shape) { return cost(shape, 1.0); }
+
+StepCost IterationCost::cost(const StepShape& shape, double clock) {
+  if (!(clock > 0.0 && clock <= 1.0)) throw std::invalid_argument("a step's SM clock fraction lies in (0, 1]");
+  // The Gpu runtime's stretch at a governor's clock (gpu.cpp set_clock):
+  // the spec's efficiencies stand for f_max here (serving's spec is never
+  // derated under the clock model: scenario.cpp apply_clocks).
+  const double stretch = clock == 1.0 ? 1.0 : 1.0 / gpu::compute_speed(config_.gpu.power, clock);
   StepCost c;
+  c.clock = clock;
   c.compute = sim::Duration::zero();
   c.communication = sim::Duration::zero();
   c.host_wait = sim::Duration::zero();
@@ -525,7 +625,8 @@ StepCost IterationCost::cost(const StepShape& shape) {
     const int dense = layers_of_stage_dense_[static_cast<size_t>(s)];
     const int moe = layers_of_stage_moe_[static_cast<size_t>(s)];
     const sim::Duration ar = tp_all_reduce(s, t);
-    Timeline line(issue, (c.graph ? graph_gpu_ : config_.gpu).kernel_launch_latency);
+    Timeline line(issue, (c.graph ? graph_gpu_ : config_.gpu).kernel_launch_latency, clock, stretch,
+                  config_.gpu.hbm_bandwidth.bytes_per_s());
     training::KernelClassTimes classes;
     const auto run_all = [&](const Program& p, training::KernelClassTimes& into) {
       for (const Launch& l : p) line.run(l, into);
@@ -570,6 +671,9 @@ StepCost IterationCost::cost(const StepShape& shape) {
     c.total += stage;
     for (size_t k = 0; k < classes.seconds.size(); ++k) c.classes.seconds[k] += classes.seconds[k];
     c.classes.kernels += classes.kernels;
+    c.activity_s.tensor += line.activity_s().tensor / pp;
+    c.activity_s.vector += line.activity_s().vector / pp;
+    c.activity_s.hbm += line.activity_s().hbm / pp;
   }
   c.classes.host_wait_s = c.host_wait.seconds();
   return c;

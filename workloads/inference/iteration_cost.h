@@ -92,6 +92,15 @@ struct StepCost {
   // Kernel durations by class summed over all stages, as torch.profiler's
   // table (communication: collectives and sends); `kernels`: launches.
   training::KernelClassTimes classes;
+  // The SM clock the step ran at, over f_max (1: the spec's rested clock).
+  double clock = 1.0;
+  // What one GPU of the replica did over the step, in activity-seconds
+  // (time fractions of the whole GPU integrated over time: power_model.h),
+  // summed over the stages and divided by pp (each stage's GPUs are busy
+  // only for their stage): tensor-core and CUDA-core SM-time, and HBM bytes
+  // over the HBM peak. Divided by `total` it is the step's mean activity.
+  // Collectives' and sends' own traffic is not counted.
+  gpu::Activity activity_s;
 };
 
 class IterationCost {
@@ -99,6 +108,12 @@ class IterationCost {
   IterationCost(IterationCostConfig config, CommTimer& comm);
 
   StepCost cost(const StepShape& shape);
+  // The step with every kernel at SM clock fraction `clock` (of f_max) as
+  // the Gpu runtime runs a kernel at a governor's clock (models/gpu/gpu.cpp
+  // set_clock): each wave's arithmetic stretched by 1 / compute_speed, its
+  // HBM time, launch latency and setup unchanged, so memory-bound passes
+  // keep their time. 1 gives cost(shape) exactly.
+  StepCost cost(const StepShape& shape, double clock);
   // The padded token count the GEMMs see.
   int64_t padded_tokens(const StepShape& shape) const;
   // Whether the step replays a CUDA graph: graphs on and the step padded to
@@ -132,6 +147,28 @@ class IterationCost {
     // the spacing of back-to-back launches, whose class leaves out only the
     // gap before the next kernel (gpu_spec.h launch_gap).
     int profiled_kernels = 0;
+    // How `time` moves with the SM clock: the waves of its kernels (an MLA
+    // prefill's attention launch is two kernels), each group `count` waves
+    // of one length (isolated_time's full waves and its last partial one).
+    // None for collectives and sends: the clock leaves them alone.
+    struct Waves {
+      int64_t count = 0;
+      sim::Duration compute, memory, overhead;  // tile_cost's bounds; tile + wave overhead
+      double sm_share = 0.0;                    // the wave's SMs over the GPU's
+      gpu::ExecUnit unit = gpu::ExecUnit::vector;
+      // A memory kernel's SM side (memory_clock.h): below clock fraction
+      // issue_q a wave takes at least issue_q x issue_hbm / clock + overhead.
+      double issue_q = 0.0;
+      sim::Duration issue_hbm;
+    };
+    std::array<Waves, 4> waves{};
+    int wave_groups = 0;
+    double hbm_bytes = 0.0;                       // the kernels' HBM traffic
+    // The launch's length at SM clock fraction `clock` with arithmetic
+    // stretched by `stretch` (1 / compute_speed(clock); 1, 1: `time`).
+    sim::Duration at(double stretch, double clock) const;
+    // Adds kernel `k`'s waves (as isolated_time() runs it on `spec`).
+    void add_kernel(const gpu::GpuSpec& spec, const gpu::KernelDesc& k);
   };
   using Program = std::vector<Launch>;
   class Timeline;
@@ -140,8 +177,9 @@ class IterationCost {
   // a node of a replayed CUDA graph (the GPU's graph launch latency,
   // gpu_spec.h, instead of the stream's).
   sim::Duration kernel_time(const gpu::KernelDesc& k, bool graph) const;
+  // A launch of kernel `k`: its time and how that moves with the clock.
+  Launch kernel_launch(training::KernelClass cls, const gpu::KernelDesc& k, bool graph) const;
   std::vector<LayerKernel> eager_layer_program(int64_t tokens) const;
-  sim::Duration pass_time(const training::FrameworkPass& p, bool graph) const;
   void add_passes(Program& out, const EagerServingPasses::Passes& passes, training::KernelClass cls,
                   bool graph) const;
   const Program& layer_launches(int64_t tokens, bool moe, bool graph);
@@ -158,7 +196,7 @@ class IterationCost {
   struct Caches {
     std::unordered_map<int64_t, Program> token_dense, token_moe;
     std::map<std::pair<int64_t, int64_t>, std::vector<Launch>> prefill_attention;
-    std::map<std::tuple<int64_t, int64_t, int64_t>, sim::Duration> decode_attention;
+    std::map<std::tuple<int64_t, int64_t, int64_t>, Launch> decode_attention;
     std::unordered_map<int64_t, Program> head, embedding, rope_tables;
   };
 

@@ -1,7 +1,10 @@
 #include "workloads/inference/replica.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
+
+#include "models/gpu/power_model.h"
 
 #include "workloads/inference/scheduler_v0.h"
 #include "workloads/inference/scheduler_v1.h"
@@ -45,6 +48,71 @@ Replica::Replica(sim::Simulator& sim, const ReplicaSetup& setup,
     scheduler_ = std::make_unique<SchedulerV1>(setup.scheduler, kv_);
   }
   if (hooks_.on_remote_admit) scheduler_->set_on_remote_admit(hooks_.on_remote_admit);
+  if (setup_.clocks.model) {
+    gov_ = std::make_unique<models::gpu::ClockGovernor>(setup_.clocks.power, sim::Time::zero(),
+                                                        setup_.clocks.start);
+  }
+}
+
+namespace {
+
+// A step's mean activity over `span` from its activity-seconds (each
+// fraction at most 1: rounding of summed wave shares).
+models::gpu::Activity mean_activity(const models::gpu::Activity& s, sim::Duration span) {
+  models::gpu::Activity a;
+  const double t = span.seconds();
+  if (!(t > 0.0)) return a;
+  a.tensor = std::min(1.0, s.tensor / t);
+  a.vector = std::min(1.0, s.vector / t);
+  a.hbm = std::min(1.0, s.hbm / t);
+  return a;
+}
+
+// The arithmetic's board power at clock fraction r (clock_governor.h add()).
+double arithmetic_w(const models::gpu::PowerParams& p, const models::gpu::Activity& a, double r) {
+  return (p.tensor_w * a.tensor + p.vector_w * a.vector) * models::gpu::dynamic_scale(p, r);
+}
+
+}  // namespace
+
+double Replica::energy_per_gpu_j(sim::Time until) const {
+  if (!gov_) return 0.0;
+  return energy_before_j_ + gov_->energy_j(std::max(until, gov_last_));
+}
+
+StepCost Replica::step_cost(const StepPlan& plan, const StepShape& shape, double clock) {
+  StepCost cost = cost_->cost(shape, clock);
+  cost.stages[0] += extra_time(plan, shape, clock, cost.activity_s);
+  cost.total = sim::Duration::zero();
+  for (auto d : cost.stages) cost.total += d;
+  return cost;
+}
+
+// The fixed point of start -> end over one step (clock_governor.h
+// periodic_start), iterated because the step's length and activity move
+// with the clock its start gives, as the training warm-up passes do
+// (sim/cli/clock_warmup.h). Converges in a few passes: the clock moves the
+// step's length by a few percent.
+models::gpu::GovernorState Replica::periodic_state(const StepPlan& plan, const StepShape& shape) {
+  namespace g = models::gpu;
+  const g::PowerParams& p = setup_.clocks.power;
+  g::GovernorState st = setup_.clocks.start;
+  double r = g::state_clock(p, st);
+  for (int pass = 0; pass < 40; ++pass) {
+    const StepCost c = step_cost(plan, shape, r);
+    const g::Activity a = mean_activity(c.activity_s, c.total);
+    const double w = arithmetic_w(p, a, r);
+    g::ClockGovernor one(p, sim::Time::zero(), st);
+    const sim::Time end = sim::Time::zero() + c.total;
+    one.add(sim::Time::zero(), a, w);
+    one.remove(end, a, w);
+    st = g::periodic_start(p, st, one.state_at(end), c.total);
+    const double next = g::state_clock(p, st);
+    const bool settled = std::abs(next - r) < 1e-9;
+    r = next;
+    if (settled) break;
+  }
+  return st;
 }
 
 void Replica::submit(Request* r) {
@@ -106,7 +174,15 @@ StepShape Replica::shape_of(const StepPlan& plan) const {
   return s;
 }
 
-sim::Duration Replica::extra_time(const StepPlan& plan, const StepShape& shape) {
+sim::Duration Replica::extra_time(const StepPlan& plan, const StepShape& shape, double clock,
+                                  models::gpu::Activity& activity_s) {
+  const auto draft = [&](const StepShape& s) {
+    const StepCost c = draft_->cost(s, clock);
+    activity_s.tensor += c.activity_s.tensor;
+    activity_s.vector += c.activity_s.vector;
+    activity_s.hbm += c.activity_s.hbm;
+    return c.total;
+  };
   sim::Duration d = sim::Duration::zero();
   // V0 swapping copies blocks over PCIe before the forward pass.
   const int64_t swapped = plan.swap_in_blocks + plan.swap_out_blocks;
@@ -121,13 +197,21 @@ sim::Duration Replica::extra_time(const StepPlan& plan, const StepShape& shape) 
     base.decode_q = 1;
     base.decode_kv_tokens -= spec;
     base.sampled = shape.decodes + static_cast<int64_t>(shape.prefills.size());
-    d += draft_->cost(base).total;
+    d += draft(base);
     StepShape dec;
     dec.tokens = shape.decodes;
     dec.decodes = shape.decodes;
     dec.decode_kv_tokens = base.decode_kv_tokens;
     dec.sampled = shape.decodes;
-    d += draft_->cost(dec).total * (setup_.speculative.num_tokens - 1);
+    const int more = setup_.speculative.num_tokens - 1;
+    if (more > 0) {
+      const models::gpu::Activity before = activity_s;
+      const sim::Duration one = draft(dec);
+      d += one * more;
+      activity_s.tensor += (activity_s.tensor - before.tensor) * (more - 1);
+      activity_s.vector += (activity_s.vector - before.vector) * (more - 1);
+      activity_s.hbm += (activity_s.hbm - before.hbm) * (more - 1);
+    }
   }
   return d;
 }
@@ -138,10 +222,29 @@ void Replica::start_step() {
   if (b->plan.empty()) return;
   b->start = sim_.now();
   const StepShape shape = shape_of(b->plan);
-  StepCost cost = cost_->cost(shape);
-  cost.stages[0] += extra_time(b->plan, shape);
-  cost.total = sim::Duration::zero();
-  for (auto d : cost.stages) cost.total += d;
+  // The governor's timeline runs forward: with a pipeline the next step may
+  // start before the last one's activity ends, and starts for the governor
+  // then.
+  const sim::Time at = std::max(sim_.now(), gov_last_);
+  double clock = 1.0;
+  if (gov_) {
+    if (setup_.clocks.steady) {
+      energy_before_j_ += gov_->energy_j(at);
+      gov_ = std::make_unique<models::gpu::ClockGovernor>(setup_.clocks.power, at, periodic_state(b->plan, shape));
+    }
+    clock = gov_->clock(at);
+  }
+  StepCost cost = step_cost(b->plan, shape, clock);
+  double step_energy_j = 0.0;
+  if (gov_) {
+    const models::gpu::Activity a = mean_activity(cost.activity_s, cost.total);
+    const double w = arithmetic_w(setup_.clocks.power, a, clock);
+    const double e0 = gov_->energy_j(at);
+    gov_->add(at, a, w);
+    gov_last_ = at + cost.total;
+    gov_->remove(gov_last_, a, w);
+    step_energy_j = (gov_->energy_j(gov_last_) - e0) * static_cast<double>(ranks().size());
+  }
   if (hooks_.on_step_start) hooks_.on_step_start(b->plan, b->start, cost);
 
   // Through the pipeline: stage s starts when the batch leaves stage s-1
@@ -177,6 +280,11 @@ void Replica::start_step() {
     rec.communication = cost.communication;
     rec.host_wait = cost.host_wait;
     rec.classes = cost.classes;
+    if (gov_) {
+      rec.sm_clock_mhz = clock * setup_.clocks.f_max_mhz;
+      rec.energy_j = step_energy_j;
+      rec.activity_s = cost.activity_s;
+    }
     hooks_.on_step(rec);
   }
   sim_.call_at(end, [this, b] { finish(b); }, kFinishPriority);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "models/gpu/clock_governor.h"
 #include "sim/engine/random.h"
 #include "sim/engine/simulator.h"
 #include "workloads/inference/iteration_cost.h"
@@ -40,6 +41,32 @@ struct StepRecord {
   sim::Duration compute, communication;
   sim::Duration host_wait;              // GPUs idle waiting for the host's issue
   training::KernelClassTimes classes;   // kernel time per class, all stages (iteration_cost.h)
+  // Under the clock model (ReplicaClocks): the SM clock the step ran at
+  // (MHz) and the board energy of the replica's GPUs over the step (J,
+  // from its start for the step's duration); both 0 without it.
+  double sm_clock_mhz = 0.0;
+  double energy_j = 0.0;
+  // What one of its GPUs did over the step (StepCost::activity_s, draft
+  // passes included): activity-seconds the governor saw.
+  models::gpu::Activity activity_s;
+};
+
+// SM clocks of a replica's steps under cluster.clocks: model (clock_governor.h).
+// One governor per replica: its GPUs run the same kernels (TP ranks are
+// symmetric; with pp > 1 each stage's GPUs are taken as busy 1/pp of the
+// step). A step gets the clock the governor gives at its start, runs all its
+// kernels at it (IterationCost::cost(shape, clock)), and the governor sees
+// the step's mean activity for its duration, then nothing until the next.
+struct ReplicaClocks {
+  bool model = false;         // off: steps at the spec's clocks (rested or sustained)
+  models::gpu::PowerParams power;
+  double f_max_mhz = 0.0;     // the spec's SM clock
+  // Where the governor starts at time zero (rest: zeros), or, `steady`,
+  // every step from the periodic state of that step repeated back to back
+  // (a server whose neighbouring steps look like this one; the measured
+  // serving steps ran so), searched from `start`.
+  models::gpu::GovernorState start;
+  bool steady = false;
 };
 
 struct ReplicaHooks {
@@ -62,6 +89,7 @@ struct ReplicaSetup {
   sim::Bandwidth pcie;       // host link each way, for swap copies
   SpeculativeConfig speculative;
   uint64_t seed = 1;
+  ReplicaClocks clocks;
 };
 
 class Replica {
@@ -94,6 +122,9 @@ class Replica {
   IterationCost& cost() { return *cost_; }
   int64_t steps() const { return steps_; }
   sim::Duration busy() const { return busy_; }
+  // Board energy of one of its GPUs from time zero to `until` (J; 0
+  // without the clock model): its steps and the idle time between them.
+  double energy_per_gpu_j(sim::Time until) const;
   int64_t outstanding = 0;  // requests routed here and not finished (the router's view)
 
  private:
@@ -102,7 +133,15 @@ class Replica {
     sim::Time start;
   };
   StepShape shape_of(const StepPlan& plan) const;
-  sim::Duration extra_time(const StepPlan& plan, const StepShape& shape);
+  // Swap copies and draft passes at SM clock `clock`; their activity is
+  // added to `activity_s` (per GPU, activity-seconds).
+  sim::Duration extra_time(const StepPlan& plan, const StepShape& shape, double clock,
+                           models::gpu::Activity& activity_s);
+  // The step's cost at `clock`, extra time and its activity included.
+  StepCost step_cost(const StepPlan& plan, const StepShape& shape, double clock);
+  // ReplicaClocks::steady: the governor state this step starts with when it
+  // repeats back to back.
+  models::gpu::GovernorState periodic_state(const StepPlan& plan, const StepShape& shape);
   void start_step();
   void finish(const std::shared_ptr<Batch>& b);
   int64_t accept(const Request& r);
@@ -122,6 +161,9 @@ class Replica {
   sim::Duration busy_;
   sim::Time last_busy_end_;
   std::vector<TokenEvent> events_;  // scratch
+  std::unique_ptr<models::gpu::ClockGovernor> gov_;  // null without the clock model
+  sim::Time gov_last_;           // the governor's last update (a step's end)
+  double energy_before_j_ = 0.0;  // per GPU, by governors replaced (steady)
 };
 
 }  // namespace gcsim::workloads::inference

@@ -93,6 +93,7 @@ std::unique_ptr<Replica> ServingSystem::make_replica(int index, ReplicaRole role
   s.pcie = env_.gpu.pcie_bandwidth;
   s.speculative = spec;
   s.seed = seed_ + (role == ReplicaRole::prefill ? 1'000'003u : 0u);
+  s.clocks = env_.clocks;
   s.scheduler.swap_blocks =
       mem.block_bytes > 0 ? config_.swap_space.count() / mem.block_bytes : 0;
   ReplicaHooks h;
@@ -349,6 +350,7 @@ ServingOutcome ServingSystem::run(std::vector<Request> requests) {
       s.rejections = rep->scheduler().rejections();
       s.steps = rep->steps();
       s.busy_s = rep->busy().seconds();
+      s.energy_j = rep->energy_per_gpu_j(out_.end) * static_cast<double>(s.ranks.size());
       s.prefix_queried_tokens = rep->kv().queried_tokens();
       s.prefix_hit_tokens = rep->kv().hit_tokens();
       out_.preemptions += s.preemptions;

@@ -32,6 +32,7 @@ struct ServingEnvironment {
   CommTimer* comm = nullptr;              // step collectives (run alone, cached)
   sim::OpExecutor* transport = nullptr;   // KV transfers between replicas, on `sim`
   bool record_steps = true;               // keep a StepRecord per step
+  ReplicaClocks clocks;                   // every replica's (replica.h)
 };
 
 // KV cache figures of the replicas, from plan_memory().
@@ -61,6 +62,7 @@ struct ReplicaSummary {
   int64_t prefix_queried_tokens = 0;
   int64_t prefix_hit_tokens = 0;
   int64_t requests = 0;  // routed here
+  double energy_j = 0;   // its GPUs' board energy to the run's end (J; 0 without the clock model)
 };
 
 struct ServingOutcome {
