@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "catch.h"
+#include "framework_pass_time.h"
 #include "models/gpu/kernel_cost_model.h"
 #include "preset_fixtures.h"
 #include "workloads/training/framework_profile.h"
@@ -22,11 +23,7 @@ using namespace gcsim::workloads::training;
 
 namespace {
 
-double pass_us(const models::gpu::GpuSpec& gpu, const FrameworkProfile& p, const FrameworkPass& pass) {
-  return models::gpu::isolated_time(gpu, models::gpu::memory_kernel(gpu, p.shape(pass)), gpu.sm_count)
-             .seconds() *
-         1e6;
-}
+using test::pass_us;
 
 // Rank 0's per-launch time (us) of the kernels of the compiled `strategy`
 // point whose names start with `prefix` and hold `part`.

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "catch.h"
+#include "framework_pass_time.h"
 #include "models/gpu/kernel_cost_model.h"
 #include "preset_fixtures.h"
 #include "workloads/training/framework_profile.h"
@@ -20,6 +21,8 @@ using namespace gcsim;
 using namespace gcsim::workloads::training;
 
 namespace {
+
+using test::pass_us;
 
 const FrameworkPass& named(const std::vector<FrameworkPass>& passes, const std::string& name) {
   for (const auto& p : passes) {
@@ -47,12 +50,6 @@ double measured_us_per_call(const std::string& file, const std::string& shape, c
   }
   FAIL("no eager shape " << shape << " in " << file);
   return 0;
-}
-
-double pass_us(const models::gpu::GpuSpec& gpu, const FrameworkProfile& p, const FrameworkPass& pass) {
-  return models::gpu::isolated_time(gpu, models::gpu::memory_kernel(gpu, p.shape(pass)), gpu.sm_count)
-             .seconds() *
-         1e6;
 }
 
 }  // namespace

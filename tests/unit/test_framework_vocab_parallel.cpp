@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "catch.h"
+#include "framework_pass_time.h"
 #include "models/gpu/kernel_cost_model.h"
 #include "preset_fixtures.h"
 #include "workloads/training/framework_profile.h"
@@ -23,6 +24,8 @@ using namespace gcsim;
 using namespace gcsim::workloads::training;
 
 namespace {
+
+using test::pass_us;
 
 const FrameworkPass& named(const std::vector<FrameworkPass>& passes, const std::string& name) {
   for (const auto& p : passes) {
@@ -36,12 +39,6 @@ double bytes(const std::vector<FrameworkPass>& passes) {
   double b = 0;
   for (const auto& p : passes) b += static_cast<double>(p.elements) * p.bytes_per_element;
   return b;
-}
-
-double pass_us(const models::gpu::GpuSpec& gpu, const FrameworkProfile& p, const FrameworkPass& pass) {
-  return models::gpu::isolated_time(gpu, models::gpu::memory_kernel(gpu, p.shape(pass)), gpu.sm_count)
-             .seconds() *
-         1e6;
 }
 
 nlohmann::json load(const std::string& file) {

@@ -21,31 +21,15 @@ namespace g = gcsim::models::gpu;
 namespace {
 
 using test::h100;
+using test::decode_batch;
+using test::llama8b_on_h100;
 using test::NoComm;
-
-IterationCostConfig llama8b_on_h100() {
-  IterationCostConfig c;
-  c.model = test::model_preset("llama3-8b");
-  c.gpu = h100();
-  c.parallel = {1, 1, 1};
-  c.ranks = {0};
-  return c;
-}
 
 StepShape prefill(int64_t tokens) {
   StepShape s;
   s.tokens = tokens;
   s.prefills = {{tokens, tokens}};
   s.sampled = 1;
-  return s;
-}
-
-StepShape decode_batch(int64_t batch, int64_t context) {
-  StepShape s;
-  s.tokens = batch;
-  s.decodes = batch;
-  s.decode_kv_tokens = batch * (context + 1);
-  s.sampled = batch;
   return s;
 }
 

@@ -7,6 +7,7 @@
 
 #include "preset_fixtures.h"
 #include "workloads/inference/comm_timer.h"
+#include "workloads/inference/iteration_cost.h"
 #include "workloads/inference/request.h"
 #include "workloads/models/model_spec.h"
 
@@ -31,6 +32,26 @@ inline workloads::models::ModelSpec llama2_70b() {
   m.vocab = 32000;
   m.seq_len = 4096;
   return m;
+}
+
+// Llama 3 8B on one H100, no parallelism: the iteration-cost tests' step.
+inline workloads::inference::IterationCostConfig llama8b_on_h100() {
+  workloads::inference::IterationCostConfig c;
+  c.model = model_preset("llama3-8b");
+  c.gpu = h100();
+  c.parallel = {1, 1, 1};
+  c.ranks = {0};
+  return c;
+}
+
+// A decode step of `batch` sequences, each `context` tokens in.
+inline workloads::inference::StepShape decode_batch(int64_t batch, int64_t context) {
+  workloads::inference::StepShape s;
+  s.tokens = batch;
+  s.decodes = batch;
+  s.decode_kv_tokens = batch * (context + 1);
+  s.sampled = batch;
+  return s;
 }
 
 // A request arriving at t = 0 (ids are set by the caller).
