@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "catch.h"
-#include "framework_pass_time.h"
+#include "framework_pass_fixtures.h"
 #include "models/gpu/kernel_cost_model.h"
 #include "preset_fixtures.h"
 #include "workloads/training/framework_profile.h"

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "catch.h"
-#include "framework_pass_time.h"
+#include "framework_pass_fixtures.h"
 #include "models/gpu/kernel_cost_model.h"
 #include "preset_fixtures.h"
 #include "workloads/training/framework_profile.h"
@@ -22,15 +22,9 @@ using namespace gcsim::workloads::training;
 
 namespace {
 
+using test::named;
 using test::pass_us;
 
-const FrameworkPass& named(const std::vector<FrameworkPass>& passes, const std::string& name) {
-  for (const auto& p : passes) {
-    if (p.name == name) return p;
-  }
-  FAIL("no pass named '" << name << "'");
-  return passes.front();
-}
 
 // µs per call of the kernels whose name holds `part` in one measured shape.
 double measured_us_per_call(const std::string& file, const std::string& shape, const std::string& part) {

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "catch.h"
-#include "framework_pass_time.h"
+#include "framework_pass_fixtures.h"
 #include "models/gpu/kernel_cost_model.h"
 #include "preset_fixtures.h"
 #include "workloads/training/framework_profile.h"
@@ -25,15 +25,9 @@ using namespace gcsim::workloads::training;
 
 namespace {
 
+using test::named;
 using test::pass_us;
 
-const FrameworkPass& named(const std::vector<FrameworkPass>& passes, const std::string& name) {
-  for (const auto& p : passes) {
-    if (p.name == name) return p;
-  }
-  FAIL("no pass named '" << name << "'");
-  return passes.front();
-}
 
 double bytes(const std::vector<FrameworkPass>& passes) {
   double b = 0;
