@@ -244,9 +244,9 @@ int check_order(const std::vector<Point>& pts, const char* gpu) {
       // Every pair is held since TP2xDP2's TP and DP all-reduces share
       // each GPU's NVLink (models/cluster/scale_up_ports.h): the H100's
       // eager DP4 / TP2xDP2 (4.4% apart, 300.4 vs 313.9 ms) was swapped
-      // (gcsim 303.2 vs 301.4 ms; now 303.2 vs 308.6). The H200's compiled
+      // (gcsim 303.2 vs 301.4 ms; now 303.2 vs 309.6). The H200's compiled
       // TP2xPP2 / PP2xDP2 (3.8% apart, 269.5 vs 259.7 ms), excepted until
-      // then, already came out in order (262.8 vs 260.7 ms; now 262.9 vs
+      // then, already came out in order (262.8 vs 260.7 ms; now 272.8 vs
       // 260.8).
       INFO(a.strategy << " vs " << b.strategy << " (" << a.build << ")");
       CHECK((simulated(a, gpu).step_s < simulated(b, gpu).step_s) == (a.step_s < b.step_s));
