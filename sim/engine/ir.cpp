@@ -198,6 +198,7 @@ std::string validate(const WorkloadGraph& g) {
       return "rank " + std::to_string(r) + " uses a communicator or peer slot its binding lacks";
     }
     for (size_t s = 0; s < pn->collectives_per_comm_slot.size(); ++s) {
+      if (pn->collectives_per_comm_slot[s] == 0) continue;  // a slot the program never uses
       const uint32_t comm = b.comms[s];
       if (comm >= g.communicator_count()) return "rank " + std::to_string(r) + " names a missing communicator";
       const auto& members = g.communicator(comm);

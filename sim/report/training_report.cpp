@@ -57,6 +57,17 @@ Json breakdown_json(const workloads::training::StepBreakdown& b) {
   return j;
 }
 
+// Kernel time by class (kernel_classes.h): sums of kernel durations, as a
+// profiler's table reads; they overlap and need not add up to the step.
+Json kernel_classes_json(const workloads::training::KernelClassTimes& times) {
+  Json classes = Json::object();
+  for (int k = 0; k < workloads::training::kKernelClasses; ++k) {
+    const auto kc = static_cast<workloads::training::KernelClass>(k);
+    classes[workloads::training::kernel_class_name(kc)] = times.of(kc);
+  }
+  return classes;
+}
+
 }  // namespace
 
 TrainingFigures training_figures(const RunFigures& f, const TrainingRun& run) {
@@ -77,6 +88,12 @@ TrainingFigures training_figures(const RunFigures& f, const TrainingRun& run) {
   t.bubble_fraction = t.step_s > 0 ? t.breakdown.mean.bubble_s() / t.step_s : 0.0;
   t.kernel_classes = workloads::training::kernel_class_times(
       *s.graph, run.workload, f.records, t.breakdown.ranks, s.cluster.gpu.kernel_launch_latency);
+  // Per rank too: a pipeline's stages (and a straggler's peers) wait for
+  // each other by different amounts, which the mean hides.
+  for (int r : t.breakdown.ranks) {
+    t.kernel_classes_per_rank.push_back(workloads::training::kernel_class_times(
+        *s.graph, run.workload, f.records, {r}, s.cluster.gpu.kernel_launch_latency));
+  }
   if (has_ep(run)) t.ep = ep_times(f, t);
   t.energy = energy_figures(f.energy_j, t.breakdown.ranks, static_cast<int>(gpus), t.step_s,
                             static_cast<double>(run.config.tokens_per_step()));
@@ -120,14 +137,7 @@ Json build_training_summary(const RunFigures& f, const TrainingFigures& t) {
   j["memory"] = mem;
 
   Json bd = breakdown_json(t.breakdown.mean);
-  // Kernel time by class (kernel_classes.h): sums of kernel durations, as a
-  // profiler's table reads; they overlap and need not add up to the step.
-  Json classes = Json::object();
-  for (int k = 0; k < workloads::training::kKernelClasses; ++k) {
-    const auto kc = static_cast<workloads::training::KernelClass>(k);
-    classes[workloads::training::kernel_class_name(kc)] = t.kernel_classes.of(kc);
-  }
-  bd["kernel_classes"] = classes;
+  bd["kernel_classes"] = kernel_classes_json(t.kernel_classes);
   // Communication as a profiler counts NCCL kernels: from each rank's issue,
   // its waits for the peers included (kernel_classes.h).
   bd["communication_with_waits_s"] = t.kernel_classes.communication_issued_s;
@@ -162,6 +172,8 @@ Json build_training_summary(const RunFigures& f, const TrainingFigures& t) {
     st["rank"] = r;
     st["pipeline_rank"] = pr;
     st["memory_bytes"] = static_cast<int64_t>(run.memory[static_cast<size_t>(pr)].total());
+    st["kernel_classes"] = kernel_classes_json(t.kernel_classes_per_rank[i]);
+    st["communication_with_waits_s"] = t.kernel_classes_per_rank[i].communication_issued_s;
     stages.push_back(st);
   }
   j["per_rank"] = stages;

@@ -26,6 +26,7 @@ struct TrainingFigures {
   double peak_bytes = 0;       // analytical, worst GPU
   workloads::training::BreakdownResult breakdown;
   workloads::training::KernelClassTimes kernel_classes;  // mean over the observed ranks
+  std::vector<workloads::training::KernelClassTimes> kernel_classes_per_rank;  // as breakdown.ranks
   EpTimes ep;                          // with EP (has_ep)
   std::optional<EpTimes> ep_balanced;  // the balanced-routing rerun, when the routing is uneven
   std::optional<EnergyFigures> energy;  // under cluster.clocks: model

@@ -234,7 +234,11 @@ workload:
     const Json s = summary_on(yaml, m);
     CHECK(s["breakdown"]["exposed_comm_s"]["tp"].get<double>() == Approx(tp).epsilon(1e-9));
     CHECK(s["breakdown"]["exposed_comm_s"]["dp"].get<double>() == Approx(dp).epsilon(1e-9));
-    CHECK(s["step_time_s"].get<double>() == Approx(analytical["step_time_s"].get<double>()).epsilon(1e-9));
+    // The step also holds the optimizer's two 4-byte all-reduces over all
+    // 16 GPUs (ZeRO-1: optimizer_step.h), whose sub-byte ring chunks the
+    // packet model times 51 ps longer in all (with grad_clip 0 the three
+    // models agree to the picosecond): 2e-9 of the step.
+    CHECK(s["step_time_s"].get<double>() == Approx(analytical["step_time_s"].get<double>()).epsilon(1e-8));
   }
 }
 

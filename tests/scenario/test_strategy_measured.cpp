@@ -158,6 +158,10 @@ struct Point {
   std::string strategy, build;
   double step_s = 0, peak_bytes = 0;
   std::map<std::string, double> classes;  // seconds per step
+  // NCCL kernel time per step as the profiler counts it (waits included),
+  // the mean over each pipeline stage's ranks (gcsim: per_rank's
+  // communication_with_waits_s of the stage's simulated rank).
+  std::map<int, double> stage_communication;
 };
 
 std::string config_of(const std::string& strategy) {
@@ -187,10 +191,14 @@ std::vector<Point> load_measured(const char* file) {
     p.peak_bytes = r["peak_memory_bytes_max"].get<double>() -
                    (p.strategy == "PP4" ? kPp4Leftover : 0.0);
     const double ranks = static_cast<double>(r["ranks"].size());
+    const int stages = r["pp"].get<int>();
     for (const auto& rank : r["ranks"]) {
       for (const auto& [name, v] : rank["classes"].items()) {
         p.classes[class_key(name)] += v["us"].get<double>() * 1e-6 / ranks;
       }
+      const auto& comm = rank["classes"]["communication"];
+      p.stage_communication[rank["pp_rank"].get<int>()] +=
+          comm["us"].get<double>() * 1e-6 * stages / ranks;
     }
     out.push_back(p);
   }
@@ -225,6 +233,12 @@ const Point& simulated(const Point& m, const char* gpu = kGpu) {
   p.classes.clear();
   for (const auto& [name, v] : s["breakdown"]["kernel_classes"].items()) {
     p.classes[class_key(name)] += v.get<double>();
+  }
+  p.classes["communication"] = s["breakdown"]["communication_with_waits_s"].get<double>();
+  p.stage_communication.clear();
+  for (const auto& rank : s["per_rank"]) {
+    p.stage_communication[rank["pipeline_rank"].get<int>()] =
+        rank["communication_with_waits_s"].get<double>();
   }
   return cache.emplace(key, p).first->second;
 }
@@ -330,4 +344,43 @@ TEST_CASE("strategies on 4 H200s (held out): steps, peak memory and order",
   // 26 pairs are more than 3% apart (eager TP4/TP2xPP2 and TP2xPP2/PP4,
   // compiled DP4/TP2xDP2 and TP2xPP2/PP4 are not); all 26 held.
   CHECK(check_order(measured_h200(), kGpuH200) == 26);
+}
+
+TEST_CASE("strategies on 4 GPUs: the pipelines' NCCL time per stage as the profiler counts it",
+          "[cli][training][framework][strategy]") {
+  // The profiler's NCCL kernels run from their issue, so a pipeline's are
+  // mostly waiting: for the upstream stage's activations, the downstream's
+  // gradients, and, in clip_grad_norm_'s all-reduce of the squared norm over
+  // the model-parallel (TP x PP) group, for the first stage's last backward
+  // (25.4 ms on TP2xPP2's last stage, eager, one kernel: strategy_ranks_
+  // 2026-11-27). gcsim counts the same from each op's issue (summary.json
+  // breakdown.communication_with_waits_s, per_rank for each stage). Before
+  // the norm's all-reduce was emitted (optimizer_step.h) the last stages
+  // read 28.7 vs 86.8 ms (PP4 eager) and the class -9 .. -27%.
+  // Now: the class -6 .. +5%, stages -11.5 .. +10.9% (the first stage,
+  // whose norm all-reduce waits for no one, is the high end: +0.2 .. +10.9%;
+  // the last stage of PP2xDP2 compiled the low end).
+  // Bounds: the class mean at issue 16's 10%; each stage 12%: the two H100
+  // runs (11-26 and its repeat) differ per stage by up to 3% (one stage's
+  // two DP ranks differ by up to 8%, PP2xDP2 compiled's last stage 75.5 vs
+  // 81.6 ms: which replica waits is not the same run to run).
+  const std::map<std::string, std::pair<const std::vector<Point>*, const char*>> runs = {
+      {"H100", {&measured(), kGpu}}, {"H200 (held out)", {&measured_h200(), kGpuH200}}};
+  int stages = 0;
+  for (const auto& [label, run] : runs) {
+    for (const Point& m : *run.first) {
+      if (m.stage_communication.size() < 2) continue;  // no pipeline
+      const Point& s = simulated(m, run.second);
+      INFO(label << " " << m.strategy << " " << m.build);
+      CHECK(std::abs(rel(s.classes.at("communication"), m.classes.at("communication"))) <= 0.10);
+      REQUIRE(s.stage_communication.size() == m.stage_communication.size());
+      for (const auto& [stage, seconds] : m.stage_communication) {
+        INFO("stage " << stage << ": gcsim " << s.stage_communication.at(stage) * 1e3
+                      << " ms, measured " << seconds * 1e3 << " ms");
+        CHECK(std::abs(rel(s.stage_communication.at(stage), seconds)) <= 0.12);
+        ++stages;
+      }
+    }
+  }
+  CHECK(stages == 2 * (4 + 2 + 2) * 2);  // PP4, PP2xDP2, TP2xPP2; two builds; two GPUs
 }

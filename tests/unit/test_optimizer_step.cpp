@@ -104,16 +104,26 @@ TEST_CASE("optimizer step: the generator's kernels move the passes' bytes over s
   REQUIRE(params > 0);
 
   std::map<std::string, double> bytes;
+  std::map<std::string, int64_t> scalars;  // the scalar all-reduces after the inf check and norm
   const auto& ops = w.graph->program(0).ops;
   const auto& cats = w.categories.at(w.graph->program_id(0));
   for (size_t i = 0; i < ops.size(); ++i) {
     if (cats[i] != OpCategory::optimizer) continue;
+    if (const auto* c = std::get_if<workloads::CollectiveOp>(&ops[i].payload)) {
+      // ZeRO-1's shards differ on every DP rank: over all 4 ranks.
+      CHECK(w.graph->communicator(w.graph->binding(0).comms[c->comm]).size() == 4);
+      scalars[w.graph->name(ops[i].name)] = c->bytes.count();
+      continue;
+    }
     const auto* compute = std::get_if<workloads::ComputeOp>(&ops[i].payload);
     REQUIRE(compute != nullptr);
     const auto& shape = std::get<models::gpu::MemoryOpShape>(compute->shape);
     bytes[w.graph->name(ops[i].name)] = shape.bytes_per_element * static_cast<double>(shape.elements);
   }
   REQUIRE(bytes.size() == 6);
+  // One fp32 scalar each: the inf flag (fp16) and the squared norm.
+  CHECK(scalars == std::map<std::string, int64_t>{{"optimizer unscale + inf check all-reduce", 4},
+                                                  {"optimizer gradient norm all-reduce", 4}});
   const double shard = params / 4;
   CHECK(bytes.at("optimizer zero gradients") == Approx(2 * params).epsilon(1e-6));
   CHECK(bytes.at("optimizer gradients to fp32") == Approx(6 * shard).epsilon(1e-6));

@@ -33,6 +33,7 @@ Run run(const TrainingConfig& c, bool mirror, bool free_comm = false, int gpus_p
   o.mirror = mirror;
   o.gpus_per_node = gpus_per_node;
   out.w = generate_training(c, o);
+  INFO(workloads::validate(*out.w.graph));
   REQUIRE(workloads::validate(*out.w.graph).empty());
   models::cluster::ClusterModelConfig cfg;
   cfg.gpu = test::h100_datasheet();

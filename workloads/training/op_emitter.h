@@ -32,7 +32,8 @@ enum CommSlot : uint16_t {
   kSlotDp = 4,
   kSlotExpertDp = 5,
   kSlotEmbedding = 6,
-  kCommSlots = 7,
+  kSlotModelParallel = 7,  // the optimizer's scalar all-reduces (optimizer_step.h)
+  kCommSlots = 8,
 };
 // Peer slots: pipeline neighbours and context-parallel ring neighbours.
 enum PeerSlot : uint16_t { kPeerPpNext = 0, kPeerPpPrev = 1, kPeerCpNext = 2, kPeerCpPrev = 3, kPeerSlots = 4 };

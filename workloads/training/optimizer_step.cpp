@@ -10,7 +10,7 @@ constexpr double kFp32 = 4.0;  // bytes: main gradient and master weight
 std::vector<OptimizerPass> torch_foreach_passes(const OptimizerConfig& o) {
   std::vector<OptimizerPass> p;
   if (o.grad_clip > 0) {
-    p.push_back({"grad norm (foreach)", kFp32, 0.0, true, 2.0});
+    p.push_back({"grad norm (foreach)", kFp32, 0.0, true, 2.0, true});
     p.push_back({"clip scale (foreach)", kFp32, kFp32, true, 1.0});
   }
   p.push_back({"weight decay (foreach)", kFp32, kFp32, true, 1.0});
@@ -37,8 +37,8 @@ std::vector<OptimizerPass> optimizer_passes(const OptimizerConfig& o, Precision 
   // fp32 accumulation (grad_dtype: fp32) uses its buffer in place.
   if (g < kFp32) passes.push_back({"gradients to fp32", g, kFp32, true, 1.0});
   // fp16's dynamic loss scale: divide by the scale and look for inf/NaN.
-  if (precision == Precision::fp16) passes.push_back({"unscale + inf check", kFp32, kFp32, true, 2.0});
-  if (o.grad_clip > 0) passes.push_back({"gradient norm", kFp32, 0.0, true, 2.0});
+  if (precision == Precision::fp16) passes.push_back({"unscale + inf check", kFp32, kFp32, true, 2.0, true});
+  if (o.grad_clip > 0) passes.push_back({"gradient norm", kFp32, 0.0, true, 2.0, true});
   // Adam reads the gradient and its states (master weight, m, v) and writes
   // the states back.
   passes.push_back({"adam", kFp32 + o.state_bytes, o.state_bytes, true, 12.0});

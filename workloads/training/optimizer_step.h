@@ -23,9 +23,14 @@
 //   sqrt(v)  read 4, write 4 | / bias correction  read 4, write 4
 //   + eps  read 4, write 4 | param addcdiv  read 12, write 4
 // = 92 B per parameter in 10 passes (the fused Adam above: 28 in one).
-// Not modelled: the clip's scaling pass (only when the norm exceeds the
-// threshold) and the scalar all-reduces of the norm and the inf flag over
-// the model-parallel group (latency only, a few tens of microseconds).
+// After the passes marked `reduces_scalar` (the norm, and fp16's inf check)
+// the generator all-reduces one fp32 scalar over the ranks whose gradients
+// differ (TP x EP x PP; every rank when the optimizer is sharded), as
+// Megatron-LM's clip_grad_norm_fp32 and the measured PyTorch step do. It
+// moves 4 bytes, but it is where every pipeline stage waits for the first
+// stage's last backward (a profiler counts that wait as NCCL kernel time).
+// Not modelled: Megatron's clip scaling pass (only when the norm exceeds the
+// threshold).
 #pragma once
 
 #include <string>
@@ -44,6 +49,9 @@ struct OptimizerPass {
   // ZeRO shard); false: over every gradient the rank holds.
   bool over_shard = true;
   double flops = 0;  // per parameter (vector work; it never bounds these passes)
+  // A scalar (the norm's partial sum, or the inf flag) is all-reduced over
+  // the model-parallel ranks after this pass.
+  bool reduces_scalar = false;
 
   double bytes() const { return read_bytes + write_bytes; }
 };

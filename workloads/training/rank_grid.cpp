@@ -86,6 +86,8 @@ std::vector<int> RankGrid::group(Group g, int rank) const {
     case Group::ep: axes = {Axis::ep}; break;
     case Group::dp: axes = {Axis::ep, Axis::edp, Axis::cp}; break;
     case Group::expert_dp: axes = {Axis::edp, Axis::cp}; break;
+    case Group::model_parallel: axes = {Axis::tp, Axis::ep, Axis::pp}; break;
+    case Group::world: axes = {Axis::tp, Axis::cp, Axis::ep, Axis::edp, Axis::pp}; break;
     case Group::embedding: {
       std::vector<int> v{moved(rank, Axis::pp, 0), moved(rank, Axis::pp, extent(Axis::pp) - 1)};
       std::sort(v.begin(), v.end());

@@ -24,6 +24,8 @@ enum class Group {
   dp,          // gradients of dense parameters: dp x cp ranks with the same tp and pp
   expert_dp,   // gradients of expert parameters: edp x cp ranks
   embedding,   // first and last pipeline stage (tied embedding gradients)
+  model_parallel,  // ranks holding different parameters of one replica: tp x ep x pp
+  world,           // every rank
 };
 
 class RankGrid {

@@ -10,6 +10,7 @@ namespace {
 
 struct Span {
   int64_t start = 0, end = 0;
+  int64_t met = 0;  // a collective: when its peers were all there (OpRecord::met)
   bool ran = false;
 };
 
@@ -121,6 +122,15 @@ class RankCharges {
     }
     const OpCategory c = cats_[best];
     const int64_t from = std::clamp(comm_start(best), a, end);
+    if (c == OpCategory::optimizer) {
+      // The optimizer's scalar all-reduce over the stages: before its peers
+      // came, this stage waited for the others' last backward (the drain).
+      const int64_t met = std::clamp(spans_[best].met, from, end);
+      add(c, end - met);
+      bubble(met - from);
+      charge_gap(a, from, best, depth + 1);
+      return;
+    }
     add(c, end - from);
     if (c == OpCategory::pp) {
       bubble(from - a);  // waiting for the upstream stage to produce it
@@ -204,7 +214,7 @@ BreakdownResult step_breakdown(const WorkloadGraph& g, const TrainingWorkload& w
   for (const auto& r : records) {
     auto it = slot.find(r.rank);
     if (it == slot.end()) continue;
-    spans[it->second][r.op] = {r.start.ps(), r.end.ps(), true};
+    spans[it->second][r.op] = {r.start.ps(), r.end.ps(), r.met.ps(), true};
   }
   // A p2p transfer starts when both sides are there: pair the n-th send
   // of (src, dst) with the n-th receive, in the order they were issued.

@@ -42,6 +42,9 @@ class ProgramBuilder {
         main_(g, program_, categories_, streams),
         dp_full_(dp_full),
         edp_full_(edp_full) {
+    const ParallelConfig& par = c.parallel;
+    model_parallel_ = c.optimizer.zero_stage >= 1 ? par.tp * par.cp * par.dp * par.pp
+                                                  : par.tp * par.ep * par.pp;
     stages_ = model_stage_layers(c, plan);
     stage_bytes_ = stage_activation_bytes(c, plan, expert_load);
     memory_ = memory_for_rank(c, plan, pr, expert_load);
@@ -547,6 +550,11 @@ class ProgramBuilder {
             FrameworkProfile(c_.framework, c_.framework_traits).traits().optimizer_bandwidth;
       }
       em_->kernel("optimizer " + pass.name, shape, OpCategory::optimizer, {last_dp_});
+      // A blocking all-reduce of one fp32 scalar, in line with the passes.
+      if (pass.reduces_scalar && model_parallel_ > 1) {
+        em_->collective("optimizer " + pass.name + " all-reduce", CollectiveKind::all_reduce, 4,
+                        kSlotModelParallel, em_->streams().tp[0], OpCategory::optimizer);
+      }
     }
     const int stage = c_.optimizer.zero_stage;
     if (stage == 1 || stage == 2) {
@@ -577,6 +585,7 @@ class ProgramBuilder {
   OpEmitter* em_ = &main_;  // where ops go: main_, or a staging program
   bool staging_ = false;
   int dp_full_, edp_full_;
+  int model_parallel_ = 1;  // ranks of the optimizer's scalar all-reduces (kSlotModelParallel)
   int next_ = 0, prev_ = 0;
   std::vector<StageLayers> stages_;
   std::vector<double> stage_bytes_;
@@ -761,6 +770,9 @@ TrainingWorkload generate_training(const TrainingConfig& c, const GeneratorOptio
     bind(kSlotEp + 1, Group::ep, true);
     bind(kSlotDp, Group::dp, false);
     bind(kSlotExpertDp, Group::expert_dp, false);
+    // Sharded optimizer states make every rank's norm a different part.
+    bind(kSlotModelParallel, c.optimizer.zero_stage >= 1 ? Group::world : Group::model_parallel,
+         false);
     if (p.schedule == Schedule::dualpipe) {
       std::vector<int> pair{r, grid.moved(r, Axis::pp, p.pp - 1 - pr)};
       std::sort(pair.begin(), pair.end());
