@@ -28,6 +28,11 @@ constexpr OpCategory kComm[] = {OpCategory::tp, OpCategory::cp, OpCategory::ep, 
 std::vector<int> observed_ranks(const TrainingRun& run) {
   using workloads::training::Axis;
   const workloads::training::RankGrid grid(run.config.parallel);
+  if (run.every_rank_differs) {
+    std::vector<int> all(static_cast<size_t>(grid.size()));
+    for (int r = 0; r < grid.size(); ++r) all[static_cast<size_t>(r)] = r;
+    return all;
+  }
   const bool one_ep = run.workload.max_expert_load == 1.0 ||
                       run.workload.mirrored_axis[static_cast<size_t>(Axis::ep)];
   std::vector<int> out;

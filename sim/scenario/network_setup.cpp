@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "models/gpu/gpu_throttle.h"
+#include "models/gpu/power_spread.h"
 #include "models/network/analytical_model.h"
 #include "models/network/flow_model.h"
 #include "models/network/packet/packet_model.h"
@@ -30,6 +31,16 @@ models::cluster::ClusterModelConfig cluster_model_config(const Scenario& s) {
       if (auto it = stand_in.find(st.rank); it != stand_in.end()) rank = it->second;
     }
     c.rank_gpu[rank] = models::gpu::throttled(s.cluster.gpu, st.throttle);
+  }
+  if (s.cluster.power_spread > 0.0) {
+    // Every chip its own power (models/gpu/power_spread.h), stragglers' too.
+    const auto factors = models::gpu::power_spread_factors(c.num_ranks, s.cluster.power_spread, s.seed);
+    for (int r = 0; r < c.num_ranks; ++r) {
+      auto it = c.rank_gpu.find(r);
+      models::gpu::GpuSpec gpu = it != c.rank_gpu.end() ? it->second : s.cluster.gpu;
+      gpu.power = models::gpu::with_power_factor(gpu.power, factors[static_cast<size_t>(r)]);
+      c.rank_gpu[r] = gpu;
+    }
   }
   c.fabric.gpus_per_node = s.cluster.gpus_per_node;
   c.fabric.scale_up_bandwidth = s.cluster.scale_up.bandwidth;

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/gpu/power_spread.h"
 #include "models/gpu/power_steady_state.h"
 #include "models/gpu/sustained_clocks.h"
 #include "sim/scenario/collective_workload_loader.h"
@@ -180,6 +181,15 @@ ClusterConfig read_cluster(ConfigReader& c, std::vector<std::string>& notes,
       "training, which sets it; many otherwise)");
   topology = read_topology(c, cluster);
   cluster.stragglers = read_stragglers(c, cluster.nodes, cluster.gpus_per_node);
+  cluster.power_spread = c.get_double(
+      "power_spread", 0.0,
+      "chip-to-chip spread of the GPUs' arithmetic power, sigma as a fraction (0..0.2; 0: "
+      "identical GPUs): under the power cap each GPU settles at its own SM clock, and "
+      "data-parallel ranks wait for the slowest (needs cluster.clocks: model; training only)");
+  cluster.power_spread_line = c.line_of("power_spread");
+  if (!(cluster.power_spread >= 0.0 && cluster.power_spread <= models::gpu::kMaxPowerSpread)) {
+    c.fail("power_spread", "must be in [0, 0.2] (a fraction: 0.02 is a 2% spread of power between chips)");
+  }
   cluster.host = read_host_profile(c);
   if (any_slow(cluster.stragglers)) {
     notes.push_back("stragglers: " + describe_stragglers(cluster.stragglers) +
@@ -217,6 +227,18 @@ void apply_clocks(Scenario& s) {
   // (from the step's periodic state) two of the measured H200 steps miss
   // their bars (README, "Clocks from a power model").
   const bool model = (c.clocks == "model" || (c.clocks == "auto" && !training)) && power;
+  if (c.power_spread > 0.0) {
+    const char* key = "cluster.power_spread";
+    if (!training) {
+      throw sim::config::ConfigError(s.config_path, c.power_spread_line, key,
+                                     "not modelled for " + s.workload_kind + " workloads (training only)");
+    }
+    if (!model) {
+      throw sim::config::ConfigError(s.config_path, c.power_spread_line, key,
+                                     "acts through the power cap's clock governor: set cluster.clocks: "
+                                     "model (and a GPU preset with power parameters), or drop it");
+    }
+  }
   if (!model && c.clock_start != "auto" && c.clock_start != "rest") {
     s.notes.push_back("cluster.clock_start has no effect without the clock model (cluster.clocks: " +
                       c.clocks + (power ? "" : ", and " + c.gpu.name + " has no power parameters") + ")");
@@ -383,7 +405,7 @@ Scenario load_scenario(const std::string& path, const LoadOptions& options) {
         workload, s.cluster.total_gpus(), s.cluster.gpus_per_node, s.cluster.gpu, s.notes,
         options.limits, any_slow(s.cluster.stragglers) ? describe_stragglers(s.cluster.stragglers) : "",
         slow_ranks(s.cluster.stragglers), options.strategy_searched, s.seed,
-        options.balanced_routing);
+        options.balanced_routing, s.cluster.power_spread > 0.0);
     s.graph = std::move(s.training->workload.graph);
 #ifndef GCSIM_NO_CHAKRA
   } else if (s.workload_kind == "chakra") {

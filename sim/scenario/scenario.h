@@ -83,6 +83,10 @@ struct ClusterConfig {
   models::gpu::GovernorState clock_model_start;  // every governor's averages at time zero
   std::vector<models::gpu::GovernorState> clock_rank_start;  // per rank where set (overrides)
   std::vector<StragglerConfig> stragglers;  // ascending rank, as written (speed 1 included)
+  // Chip-to-chip spread of arithmetic power (sigma; models/gpu/power_spread.h):
+  // each GPU settles at its own clock under the cap. 0: identical GPUs.
+  double power_spread = 0.0;
+  int power_spread_line = 0;  // where it was written (0: not written, or -s)
   // The host CPU's per-call costs for eager MoE layers (cluster.host).
   workloads::moe::EagerHostCost host = workloads::moe::eager_host_cost();
   int total_gpus() const { return nodes * gpus_per_node; }

@@ -198,7 +198,7 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
                                                     const std::string& stragglers,
                                                     const std::vector<int>& slow_ranks,
                                                     bool strategy_searched, uint64_t seed,
-                                                    bool balanced_routing) {
+                                                    bool balanced_routing, bool every_rank_differs) {
   auto run = std::make_shared<TrainingRun>();
   TrainingConfig& c = run->config;
   c.model = read_model(w);
@@ -318,7 +318,8 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
 
   // The build below holds every micro-batch's passes: the limits first.
   GeneratorOptions o;
-  o.mirror = simulate == "auto";
+  o.mirror = simulate == "auto" && !every_rank_differs;
+  run->every_rank_differs = every_rank_differs;
   o.gpus_per_node = gpus_per_node;
   const bool mirrors = o.mirror && asymmetry(c, RankGrid(c.parallel), gpus_per_node).empty();
   check_training_budget(w, c, mirrors, gpus, gpu, limits);
@@ -371,6 +372,10 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
                       "rank runs at its speed (" + stand_ins + "); the slow data-parallel replica "
                       "paces every replica at the gradient collectives");
     }
+  }
+  if (every_rank_differs && simulate == "auto") {
+    notes.push_back("mirroring off: cluster.power_spread gives every GPU its own clock under the "
+                    "power cap; every rank is simulated");
   }
   if (run->workload.mirrored) {
     notes.push_back("mirrored ranks: " + std::to_string(run->workload.simulated.size()) + " of " +

@@ -34,6 +34,10 @@ struct TrainingRun {
   // Slow rank -> the simulated rank that runs at its speed in a mirrored
   // run (workloads/training/straggler_mirror.h); empty otherwise.
   std::map<int, int> straggler_stand_in;
+  // Every GPU runs at its own clock (cluster.power_spread): no rank stands
+  // for another, every rank is simulated and the breakdown's means are over
+  // all of them.
+  bool every_rank_differs = false;
 };
 
 // Reads `workload` (kind training) for a cluster of `gpus` GPUs,
@@ -45,7 +49,8 @@ struct TrainingRun {
 // A step whose IR would exceed `limits` is refused before it is generated.
 // `seed` places the popular experts (moe placement: permuted);
 // `balanced_routing` makes every expert equally popular (the counterfactual
-// a skewed run is compared with).
+// a skewed run is compared with). `every_rank_differs` (cluster.power_spread)
+// turns mirroring off.
 std::shared_ptr<TrainingRun> load_training_workload(sim::config::ConfigReader& workload, int gpus,
                                                     int gpus_per_node,
                                                     const models::gpu::GpuSpec& gpu,
@@ -55,7 +60,8 @@ std::shared_ptr<TrainingRun> load_training_workload(sim::config::ConfigReader& w
                                                     const std::vector<int>& slow_ranks = {},
                                                     bool strategy_searched = false,
                                                     uint64_t seed = 1,
-                                                    bool balanced_routing = false);
+                                                    bool balanced_routing = false,
+                                                    bool every_rank_differs = false);
 
 // Wraps the cluster model so that mirrored ranks' collectives are timed
 // over their whole groups and kernels wait for the framework's host to
