@@ -214,11 +214,15 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
   c.batch.micro = batch.get_int_in("micro", 1, "sequences per micro-batch", 1);
   batch.finish();
   read_parallelism(w, c, gpus, strategy_searched);
-  const std::string recompute = w.get_choice("recompute", {"none", "selective", "full"},
-                                             std::string("none"), "activation recomputation");
-  c.recompute = recompute == "full" ? Recompute::full
-                : recompute == "selective" ? Recompute::selective
-                                           : Recompute::none;
+  const std::string recompute = w.get_choice(
+      "recompute", {"none", "selective", "full", "norms_up_proj"}, std::string("none"),
+      "activation recomputation: selective (the attention core), full (every layer's forward), "
+      "norms_up_proj (DeepSeek-V3: the RMSNorms' outputs and the attention's up-projections, and "
+      "under fp8 the MoE SwiGLU's output from its FP8 inputs)");
+  c.recompute = recompute == "full"            ? Recompute::full
+                : recompute == "selective"     ? Recompute::selective
+                : recompute == "norms_up_proj" ? Recompute::norms_up_proj
+                                               : Recompute::none;
   read_optimizer(w, c);
   if (!c.parallel.overlap_grad_reduce && c.optimizer.zero_stage >= 2) {
     w.child("parallelism", "").fail(
@@ -393,6 +397,18 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
   if (c.recompute == Recompute::full) recompute_flops = (per_token.layers + per_token.attention) * tokens;
   if (c.recompute == Recompute::selective && c.attention_impl == AttentionImpl::unfused) {
     recompute_flops = per_token.attention * tokens;
+  }
+  if (c.recompute == Recompute::norms_up_proj) {
+    // The up-projections again (2 FLOPs a multiply-add): MLA's Q and KV
+    // up-projections, or a plain attention's QKV.
+    const auto& m = c.model;
+    const double per_layer =
+        m.attention == workloads::models::AttentionKind::mla
+            ? static_cast<double>(m.mla.q_lora_rank) * static_cast<double>(m.q_width()) +
+                  static_cast<double>(m.mla.kv_lora_rank) * static_cast<double>(m.heads) *
+                      static_cast<double>(m.mla.qk_nope_head_dim + m.mla.v_head_dim)
+            : static_cast<double>(m.hidden) * static_cast<double>(m.q_width() + 2 * m.kv_width());
+    recompute_flops = 2.0 * per_layer * static_cast<double>(m.layers) * tokens;
   }
   run->hardware_flops = run->model_flops + recompute_flops;
   run->peak_flops_per_gpu = gpu.tensor_peak_for(act).flops_per_s();

@@ -148,3 +148,33 @@ TEST_CASE("FP8 training keeps the Linear layers' inputs in one byte", "[training
   c.precision = Precision::bf16;
   CHECK(layer_activation_bytes(c, 0) == fp8_full);
 }
+
+TEST_CASE("DeepSeek-V3's recompute keeps no norm outputs, no Q/K/V and FP8 SwiGLU inputs",
+          "[training][memory]") {
+  // DeepSeek-V3 section 3.2.3: RMSNorm outputs and MLA's up-projections
+  // recomputed in the backward; section 3.3: a MoE SwiGLU's inputs cached in
+  // FP8 and its output recomputed. One sequence of 4096 tokens, no TP, FP8
+  // (the Linear inputs already one byte), expert load 1. What is no longer
+  // kept, in bytes per token:
+  //   the two norms' outputs           2 x 7168 x 1 B
+  //   the q and kv latents' norm outputs   1536 + 512  (1 B each)
+  //   Q, K (128 heads x 192) and V (128 x 128), bf16   2 x (24576 + 24576 + 16384)
+  //   MoE layer: gate/up at 1 B instead of 2 and no SwiGLU output (1 B):
+  //     3 B x 2048 per routed copy (8 a token) and per shared expert (1)
+  // dense layer: 4096 x (14336 + 2048 + 131072)           = 603,979,776
+  // MoE layer:   + 4096 x 3 x 2048 x (8 + 1)               = 830,472,192
+  TrainingConfig c;
+  c.model = preset("deepseek-v3");
+  c.batch.micro = 1;
+  c.precision = Precision::fp8;
+  const double dense = layer_activation_bytes(c, 0), moe = layer_activation_bytes(c, 5);
+  c.recompute = Recompute::norms_up_proj;
+  CHECK(dense - layer_activation_bytes(c, 0) == Approx(603'979'776.0));
+  CHECK(moe - layer_activation_bytes(c, 5) == Approx(830'472'192.0));
+  // In BF16 the SwiGLU keeps its 16-bit inputs and output (the FP8 cache is
+  // an FP8 recipe); the norms' outputs are then 2 B.
+  c.precision = Precision::bf16;
+  const double bf16_light = layer_activation_bytes(c, 5);
+  c.recompute = Recompute::none;
+  CHECK(layer_activation_bytes(c, 5) - bf16_light == Approx(4096.0 * (2 * 7168 * 2 + 2 * 2048 + 131072)));
+}

@@ -608,14 +608,26 @@ void LayerKernels::mlp_backward(OpEmitter& e, int layer, const std::string& p,
   e.kernel(p + " unpermute bwd", elementwise(tokens_ * moe.top_k * h_, 2, 2), OpCategory::compute);
   const uint32_t combined = ep_all_to_all(e, p + " combine bwd", layer, EpExchange::combine_bwd, true);
   g.expert = true;
+  // DeepSeek-V3 (§3.3): the SwiGLU output (FC2's input) recomputed from its
+  // FP8 inputs before FC2's backward.
+  const bool fp8_swiglu = c_.recompute == Recompute::norms_up_proj &&
+                          c_.precision == Precision::fp8 && c_.model.mlp == MlpKind::swiglu;
+  auto recompute_act = [&](const std::string& prefix, const Mlp& m) {
+    if (!fp8_swiglu) return;
+    e.kernel("R" + prefix.substr(1) + " " + m.act, activation(m.act_elements, false), OpCategory::compute);
+  };
   for (const ExpertGroup& group : x.experts) {
+    recompute_act(p + group.prefix, group.mlp);
     mlp_block_backward(e, p + group.prefix, group.mlp, g, false);
   }
   g.expert = false;
   const uint32_t dispatch =
       ep_all_to_all(e, p + " dispatch bwd", layer, EpExchange::dispatch_bwd, false,
                     x.experts.empty() ? std::vector<uint32_t>{combined} : std::vector<uint32_t>{});
-  if (moe.shared_experts > 0) mlp_block_backward(e, p, x.shared, g, false);
+  if (moe.shared_experts > 0) {
+    recompute_act(p, x.shared);
+    mlp_block_backward(e, p, x.shared, g, false);
+  }
   e.kernel(p + " permute bwd", elementwise(tokens_ * moe.top_k * h_, 1, 0), OpCategory::compute,
            {dispatch});
   e.kernel(p + " router softmax bwd", elementwise(tokens_ * moe.experts, 2, 3), OpCategory::compute);
@@ -626,6 +638,27 @@ void LayerKernels::mlp_backward(OpEmitter& e, int layer, const std::string& p,
 
 // ---------------------------------------------------------------------------
 // A whole layer
+
+void LayerKernels::recompute_up_projections(OpEmitter& e, const std::string& r) const {
+  // What the attention's backward reads and Recompute::norms_up_proj did not
+  // keep: the first norm's output, then (MLA) the latents' norms and the
+  // up-projections with the rotary part, or a plain attention's QKV.
+  const AttentionLinears l = attention_linears();
+  norm_forward_site(e, r + " norm1");
+  if (mla_) {
+    const auto& a = c_.model.mla;
+    if (a.q_lora_rank > 0) {
+      e.kernel(r + " q norm", norm(tokens_, a.q_lora_rank), OpCategory::compute);
+      linear_forward(e, r, l.q_up);
+    }
+    e.kernel(r + " kv norm", norm(tokens_, a.kv_lora_rank), OpCategory::compute);
+    linear_forward(e, r, l.kv_up);
+    e.kernel(r + " rope", rope(), OpCategory::compute);
+    return;
+  }
+  linear_forward(e, r, l.qkv);
+  if (rotary_) e.kernel(r + " rope", rope(), OpCategory::compute);
+}
 
 void LayerKernels::layer_forward(OpEmitter& e, int layer, const std::string& prefix) const {
   const std::string p = prefix + " L" + std::to_string(layer);
@@ -675,6 +708,9 @@ uint32_t LayerKernels::layer_backward(OpEmitter& e, int layer, const std::string
   // MLP block, last op first.
   if (dropout_) e.kernel(p + " dropout add2 bwd", elementwise(norm_rows_ * h_, 2, 1), OpCategory::compute);
   tp_forward_gather(e, p + " mlp grad gather");
+  const std::string r = "R" + p.substr(1);  // recomputed forward ops
+  const bool light = c_.recompute == Recompute::norms_up_proj;
+  if (light) norm_forward_site(e, r + " norm2");  // fc1's (router's) input for its wgrad
   mlp_backward(e, layer, p, g);
   residual_backward_site(e, p + " residual2 bwd");
 
@@ -686,6 +722,7 @@ uint32_t LayerKernels::layer_backward(OpEmitter& e, int layer, const std::string
   if (c_.recompute == Recompute::selective && !flash_) {
     attention_forward(e, "R" + p.substr(1), true);  // re-run the core attention only
   }
+  if (light) recompute_up_projections(e, r);
   attention_backward(e, p);
   const uint32_t gathered = sp_regather(e, p + " attn regather");
   if (rotary_ && (mla_ || framework_passes(e, p + " rope", fw_.rope_backward(tokens_ * q_width_,

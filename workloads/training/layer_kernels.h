@@ -194,6 +194,9 @@ class LayerKernels {
                          std::vector<uint32_t> fc1_deps) const;
   // With `tp_input` the SP re-gather and the input-gradient collective of
   // the dense MLP; returns that collective (kNoOp if none).
+  // Recompute::norms_up_proj: the attention's recomputed inputs before its
+  // backward (layer_kernels.cpp).
+  void recompute_up_projections(OpEmitter& e, const std::string& r) const;
   uint32_t mlp_block_backward(OpEmitter& e, const std::string& p, const Mlp& m, WeightGrads& g,
                               bool tp_input) const;
 

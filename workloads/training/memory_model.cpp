@@ -101,10 +101,15 @@ double layer_activation_bytes(const TrainingConfig& c, int layer, double expert_
   // An activation kept for a Linear layer's backward: FP8 training keeps the
   // quantized copy the GEMM read (TransformerEngine; DeepSeek-V3 §3.3), 1 B.
   const double lin = c.precision == Precision::fp8 ? 1.0 : kAct;
+  // DeepSeek-V3's recompute (§3.2.3): a norm keeps its input only (its
+  // output, a projection's input, is recomputed), and the up-projections'
+  // outputs (Q, K, V) are recomputed from the latents they read.
+  const bool light = c.recompute == Recompute::norms_up_proj;
+  const double norm_out = light ? 0.0 : lin;
 
   double bytes = 0;
   // Attention block: the norm's input and output (the projections' input).
-  bytes += x.rep((kAct + lin) * T * h);
+  bytes += x.rep((kAct + norm_out) * T * h);
   const double heads = m.heads;
   double v_width = static_cast<double>(m.kv_width());
   double k_width = static_cast<double>(m.kv_width());
@@ -113,14 +118,15 @@ double layer_activation_bytes(const TrainingConfig& c, int layer, double expert_
     const auto& a = m.mla;
     // Compressed query and key/value with their norms' inputs and outputs
     // (the down-projections are replicated over TP).
-    bytes += x.rep((kAct + lin) * T * static_cast<double>(a.q_lora_rank));
+    bytes += x.rep((kAct + norm_out) * T * static_cast<double>(a.q_lora_rank));
     bytes += x.rep(kAct * T * static_cast<double>(a.kv_lora_rank + a.qk_rope_head_dim));
-    bytes += x.rep(lin * T * static_cast<double>(a.kv_lora_rank));
+    bytes += x.rep(norm_out * T * static_cast<double>(a.kv_lora_rank));
     k_width = static_cast<double>(m.q_width());
     out_width = heads * static_cast<double>(a.v_head_dim);
   }
-  // Q and K for the scores, V for the weighted sum, each split over TP.
-  bytes += x.shard(kAct * T * (static_cast<double>(m.q_width()) + k_width + v_width));
+  // Q and K for the scores, V for the weighted sum, each split over TP
+  // (recomputed from the latents, or the norm's output, under `light`).
+  if (!light) bytes += x.shard(kAct * T * (static_cast<double>(m.q_width()) + k_width + v_width));
   const double scores = heads * x.seq_q * x.seq_kv * c.batch.micro;  // score elements
   if (c.attention_impl == AttentionImpl::unfused) {
     if (c.recompute != Recompute::selective) {
@@ -134,16 +140,21 @@ double layer_activation_bytes(const TrainingConfig& c, int layer, double expert_
   if (drop) bytes += x.rep(kMask * T * h);
 
   // MLP block: norm input and output.
-  bytes += x.rep((kAct + lin) * T * h);
+  bytes += x.rep((kAct + norm_out) * T * h);
   const double fc1_outputs = m.mlp == MlpKind::swiglu ? 2.0 : 1.0;  // gate and up
   if (m.is_moe_layer(layer)) {
     const auto& e = m.moe;
     const double routed = T * e.top_k * expert_load;  // token copies this GPU's experts get
     const double f = static_cast<double>(e.expert_ffn_hidden);
+    // An expert's hidden: the gate and up outputs and the SwiGLU output (the
+    // FC2 input); DeepSeek-V3 (§3.3) keeps the first two in FP8 and
+    // recomputes the third.
+    const bool fp8_swiglu = light && c.precision == Precision::fp8 && m.mlp == MlpKind::swiglu;
+    const double hidden = fp8_swiglu ? 1.0 * fc1_outputs : kAct * fc1_outputs + lin;
     bytes += x.rep(4.0 * T * e.experts);                      // fp32 router probabilities
     bytes += x.rep((lin + kAct) * routed * h);                // dispatched inputs, outputs
-    bytes += x.shard(routed * f * (kAct * fc1_outputs + lin));  // expert hidden
-    bytes += x.shard(T * e.shared_experts * f * (kAct * fc1_outputs + lin));
+    bytes += x.shard(routed * f * hidden);                    // expert hidden
+    bytes += x.shard(T * e.shared_experts * f * hidden);
   } else {
     const double f = static_cast<double>(m.ffn_hidden);
     bytes += x.shard(T * f * (kAct * fc1_outputs + lin));  // FC1 output, FC2 input

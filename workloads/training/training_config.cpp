@@ -20,6 +20,7 @@ const char* recompute_name(Recompute r) {
     case Recompute::none: return "none";
     case Recompute::selective: return "selective";
     case Recompute::full: return "full";
+    case Recompute::norms_up_proj: return "norms_up_proj";
   }
   return "?";
 }

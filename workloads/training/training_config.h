@@ -17,7 +17,11 @@
 namespace gcsim::workloads::training {
 
 enum class Schedule { gpipe, one_f_one_b, interleaved, zb1p, dualpipe };
-enum class Recompute { none, selective, full };
+// norms_up_proj: DeepSeek-V3's (§3.2.3, §3.3): every RMSNorm's output and
+// MLA's up-projections (Q, K and V; a plain attention's QKV projection) are
+// recomputed in the backward instead of kept, and under fp8 a MoE layer's
+// SwiGLU keeps its inputs in FP8 and recomputes its output.
+enum class Recompute { none, selective, full, norms_up_proj };
 enum class Precision { fp16, bf16, fp8 };
 // flash: FlashAttention kernels (stores only the output and log-sum-exp);
 // unfused: Megatron-LM's 2022 core attention (batched GEMMs, softmax and
