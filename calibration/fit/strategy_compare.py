@@ -4,14 +4,16 @@ build, the step time, the kernel classes (mean over the ranks, as gcsim's breakd
 and the peak memory (the fullest rank), as a Markdown table with the errors and the strategy order.
 
     python3 calibration/fit/strategy_compare.py MEASUREMENT.json [--gcsim build/gcsim]
-            [--gpu h100-sxm] [--split] [-s key=value ...]
+            [--gpu h100-sxm] [--split] [--stages] [-s key=value ...]
 
 The configs are calibration/validation/strategy_step/<strategy>.yaml (eager as measured;
 workload.framework=torch-compile for the compiled build); --gpu picks the preset of the measured
 GPU (default: from the JSON's device name). --split adds, for rank 0, the elementwise kernels
 split by access pattern (generic: PyTorch's non-vectorised kernels and inductor's cats, against
 gcsim's generic passes; reduction: inductor's fused reductions; vectorized: the rest;
-framework_fit.py's PassSplit and access_of).
+framework_fit.py's PassSplit and access_of). --stages adds, for each pipeline, the NCCL time per
+step of each stage as the profiler counts it (measured: the mean of the stage's ranks; gcsim:
+summary.json's per_rank communication_with_waits_s).
 tests/scenario/test_strategy_measured.cpp checks the same numbers.
 """
 import argparse
@@ -47,6 +49,16 @@ def measured_classes(rec):
     return out
 
 
+def measured_stages(rec):
+    """NCCL kernel time per step of each pipeline stage, the mean over its ranks (s)."""
+    sums, counts = {}, {}
+    for r in rec["ranks"]:
+        p = r["pp_rank"]
+        sums[p] = sums.get(p, 0.0) + r["classes"].get("communication", {"us": 0.0})["us"] * 1e-6
+        counts[p] = counts.get(p, 0) + 1
+    return {p: sums[p] / counts[p] for p in sums}
+
+
 def leftovers(results):
     """Bytes a point holds between its steps beyond its parameters, Adam's m and v (12 B per
     parameter) and DDP's fp32 buckets (4 B), above the least any point holds: memory an earlier
@@ -75,7 +87,8 @@ def simulate(gcsim, rec, gpu, overrides):
                "optimizer": k["optimizer"],
                # As the profiler counts NCCL kernels: from each rank's issue, waits for peers included.
                "communication": s["breakdown"]["communication_with_waits_s"]}
-    return s["step_time_s"], classes, s["memory"]["peak_bytes_per_gpu"]
+    stages = {r["pipeline_rank"]: r["communication_with_waits_s"] for r in s["per_rank"]}
+    return s["step_time_s"], classes, s["memory"]["peak_bytes_per_gpu"], stages
 
 
 def config_path(strategy):
@@ -109,6 +122,7 @@ def main():
     ap.add_argument("--gcsim", default=os.path.join(ROOT, "build", "gcsim"))
     ap.add_argument("--gpu", default=None)
     ap.add_argument("--split", action="store_true", help="rank 0's elementwise kernels by access pattern")
+    ap.add_argument("--stages", action="store_true", help="each pipeline stage's NCCL time per step")
     ap.add_argument("-s", action="append", default=[], help="an override passed to every gcsim run")
     a = ap.parse_args()
     with open(a.measurement) as f:
@@ -120,9 +134,12 @@ def main():
           " | ".join(CLASSES) + " | peak meas. GiB | gcsim GiB | err |")
     print("|---|---|---:|---:|---:|" + "---:|" * len(CLASSES) + "---:|---:|---:|")
     by_build = {}
+    per_stage = {}
     extra = leftovers(doc["results"])
     for rec in doc["results"]:
-        t, cls, peak = simulate(a.gcsim, rec, gpu, a.s)
+        t, cls, peak, stages = simulate(a.gcsim, rec, gpu, a.s)
+        if rec["pp"] > 1:
+            per_stage[(rec["strategy"], rec["build"])] = (measured_stages(rec), stages)
         mcls = measured_classes(rec)
         e = err(t * 1e6, rec["step_us"])
         pm = max(r["peak_memory_bytes"] - extra[(rec["strategy"], rec["build"], r["rank"])]
@@ -132,6 +149,14 @@ def main():
             rec["strategy"], rec["build"], rec["step_us"] / 1e3, t * 1e3, e,
             " | ".join("%+.0f%% (%.1f)" % (err(cls[c], mcls[c]), mcls[c] * 1e3) for c in CLASSES),
             pm / 2**30, peak / 2**30, err(peak, pm)))
+    if a.stages:
+        print("\n| strategy | build | stage | NCCL meas. ms | gcsim ms | err |")
+        print("|---|---|---:|---:|---:|---:|")
+        for (strategy, build), (meas, sim) in per_stage.items():
+            for stage in sorted(meas):
+                print("| %s | %s | %d | %.1f | %.1f | %+.1f%% |" % (
+                    strategy, build, stage, meas[stage] * 1e3, sim[stage] * 1e3,
+                    err(sim[stage], meas[stage])))
     if a.split:
         print("\n| strategy | build | generic meas. ms | gcsim ms | err | reduction meas. ms | gcsim ms | err | "
               "vectorized meas. ms | gcsim ms | err | streaming meas. ms | gcsim ms | err |")
