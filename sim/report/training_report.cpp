@@ -91,14 +91,11 @@ TrainingFigures training_figures(const RunFigures& f, const TrainingRun& run) {
                                                     observed_ranks(run), f.simulated_time,
                                                     s.cluster.gpu.kernel_launch_latency);
   t.bubble_fraction = t.step_s > 0 ? t.breakdown.mean.bubble_s() / t.step_s : 0.0;
-  t.kernel_classes = workloads::training::kernel_class_times(
-      *s.graph, run.workload, f.records, t.breakdown.ranks, s.cluster.gpu.kernel_launch_latency);
   // Per rank too: a pipeline's stages (and a straggler's peers) wait for
   // each other by different amounts, which the mean hides.
-  for (int r : t.breakdown.ranks) {
-    t.kernel_classes_per_rank.push_back(workloads::training::kernel_class_times(
-        *s.graph, run.workload, f.records, {r}, s.cluster.gpu.kernel_launch_latency));
-  }
+  t.kernel_classes = workloads::training::kernel_class_times(
+      *s.graph, run.workload, f.records, t.breakdown.ranks, s.cluster.gpu.kernel_launch_latency,
+      &t.kernel_classes_per_rank);
   if (has_ep(run)) t.ep = ep_times(f, t);
   t.energy = energy_figures(f.energy_j, t.breakdown.ranks, static_cast<int>(gpus), t.step_s,
                             static_cast<double>(run.config.tokens_per_step()));

@@ -39,10 +39,13 @@ struct KernelClassTimes {
   double of(KernelClass k) const { return seconds[static_cast<size_t>(k)]; }
 };
 
-// Mean over `ranks` (each must run a program of `w`). `launch_latency`:
-// the GPU's, between a kernel's issue and its first tile.
+// Mean over `ranks` (each must run a program of `w`), and with `per_rank`
+// each rank's own, in the order of `ranks`, from the same pass over
+// `records`. `launch_latency`: the GPU's, between a kernel's issue and its
+// first tile.
 KernelClassTimes kernel_class_times(const WorkloadGraph& g, const TrainingWorkload& w,
                                     const std::vector<sim::OpRecord>& records,
-                                    const std::vector<int>& ranks, sim::Duration launch_latency);
+                                    const std::vector<int>& ranks, sim::Duration launch_latency,
+                                    std::vector<KernelClassTimes>* per_rank = nullptr);
 
 }  // namespace gcsim::workloads::training
