@@ -2,8 +2,9 @@
 
 #include <cmath>
 #include <numeric>
-#include <random>
 #include <stdexcept>
+
+#include "sim/engine/random.h"
 
 namespace gcsim::models::gpu {
 
@@ -24,13 +25,7 @@ std::vector<double> power_spread_factors(int gpus, double sigma, uint64_t seed) 
   if (gpus <= 0) return {};
   std::vector<int> order(static_cast<size_t>(gpus));
   std::iota(order.begin(), order.end(), 0);
-  // Fisher-Yates with the generator's raw draws (std::shuffle's use of them
-  // is the library's choice; this is the same on every platform).
-  std::mt19937_64 rng(seed ^ 0x706f7765725f7370ULL);  // "power_sp"
-  for (size_t i = order.size() - 1; i > 0; --i) {
-    const size_t j = static_cast<size_t>(rng() % (i + 1));
-    std::swap(order[i], order[j]);
-  }
+  sim::RandomStream(seed, "power spread").shuffle(order);
   std::vector<double> factors(order.size());
   for (size_t g = 0; g < order.size(); ++g) {
     const double p = (static_cast<double>(order[g]) + 0.5) / static_cast<double>(gpus);

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace gcsim::sim {
 
@@ -45,6 +47,11 @@ class RandomStream {
   }
   // Exponential with the given mean (inter-arrival times, failure times).
   double exponential(double mean) { return -mean * std::log1p(-uniform()); }
+  // Shuffles `v` in place (Fisher-Yates, from the back).
+  template <typename T>
+  void shuffle(std::vector<T>& v) {
+    for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[static_cast<size_t>(uniform_int(i))]);
+  }
 
  private:
   uint64_t state_;

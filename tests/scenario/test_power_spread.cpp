@@ -5,6 +5,7 @@
 // samples above 250 W spreads 0.95% on DP4 eager); the NCCL time of the
 // ranks that wait for the slowest is held out.
 #include <string>
+#include <vector>
 
 #include "catch.h"
 #include "scenario/run_gcsim.h"
@@ -35,12 +36,15 @@ double measured_nccl_s(const std::string& strategy, const std::string& build) {
   return 0;
 }
 
+// The DP4 validation step (`extra`: more arguments, such as --seed N).
 nlohmann::ordered_json dp4(const std::string& framework, double spread, TempDir& tmp,
-                           const std::string& name) {
-  const auto r = run_gcsim({"run", source_path("calibration/validation/strategy_step/dp4.yaml"), "-s",
-                            "workload.framework=" + framework, "-s",
-                            "cluster.power_spread=" + std::to_string(spread), "-o",
-                            (tmp / name).string(), "-q"});
+                           const std::string& name, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{"run", source_path("calibration/validation/strategy_step/dp4.yaml"),
+                                "-s", "workload.framework=" + framework, "-s",
+                                "cluster.power_spread=" + std::to_string(spread), "-o",
+                                (tmp / name).string(), "-q"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const auto r = run_gcsim(args);
   REQUIRE(r.exit_status == 0);
   return read_json(tmp / name / "summary.json");
 }
@@ -90,10 +94,7 @@ TEST_CASE("power spread: the same seed gives the same run, byte for byte", "[cli
   b.erase("wall_time_s");
   CHECK(a.dump() == b.dump());
   // Another seed deals the chips to other ranks: the same spread, the same step.
-  const auto r = run_gcsim({"run", source_path("calibration/validation/strategy_step/dp4.yaml"), "-s",
-                            "cluster.power_spread=0.014", "--seed", "7", "-o", (tmp / "c").string(), "-q"});
-  REQUIRE(r.exit_status == 0);
-  const auto c = read_json(tmp / "c" / "summary.json");
+  const auto c = dp4("pytorch-eager", 0.014, tmp, "c", {"--seed", "7"});
   CHECK(c["step_time_s"].get<double>() == Approx(a["step_time_s"].get<double>()).epsilon(0.002));
 }
 

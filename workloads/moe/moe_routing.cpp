@@ -193,11 +193,8 @@ std::vector<int> hot_expert_order(const RoutingConfig& c, int layer) {
   std::vector<int> order(static_cast<size_t>(c.experts));
   std::iota(order.begin(), order.end(), 0);
   if (c.placement == HotPlacement::permuted) {
-    // Fisher-Yates on the layer's own stream: each layer has its hot experts elsewhere.
-    sim::RandomStream rng(c.seed, "moe placement L" + std::to_string(layer));
-    for (size_t i = order.size(); i > 1; --i) {
-      std::swap(order[i - 1], order[static_cast<size_t>(rng.uniform_int(i))]);
-    }
+    // The layer's own stream: each layer has its hot experts elsewhere.
+    sim::RandomStream(c.seed, "moe placement L" + std::to_string(layer)).shuffle(order);
   }
   return order;
 }
