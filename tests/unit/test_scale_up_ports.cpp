@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "catch.h"
@@ -39,6 +40,23 @@ void transfer(Simulator& sim, ScaleUpPorts& ports, double at_us, double alone_us
   });
 }
 
+// A transfer: when it starts and how long the engine moves its data alone (us).
+struct Timed {
+  double at_us, alone_us;
+  std::vector<PortLoad> loads;
+};
+
+// Runs `a` and `b` on one node's ports; when each ended (us).
+std::pair<double, double> both(const Timed& a, const Timed& b) {
+  Simulator sim(1);
+  ScaleUpPorts ports(sim, 4, kLink);
+  double end_a = -1, end_b = -1;
+  transfer(sim, ports, a.at_us, a.alone_us, a.loads, end_a);
+  transfer(sim, ports, b.at_us, b.alone_us, b.loads, end_b);
+  sim.run();
+  return {end_a, end_b};
+}
+
 // A 2-GPU ring all-reduce offering `rate` on both directions of both GPUs.
 std::vector<PortLoad> ring(int a, int b, double rate) { return {{a, rate, rate}, {b, rate, rate}}; }
 
@@ -58,13 +76,8 @@ TEST_CASE("two all-reduces overlapping end to end on one GPU share its NVLink", 
   // GB/s: each occupies GPU 0's directions 301.6 / 346.5 = 0.870 of the
   // time, so each moves at 1 / 1.870 of its pace and takes 1664.8 us; their
   // sum moves 2 x 268.4 MB in that: 322.5 GB/s a direction.
-  Simulator sim(1);
-  ScaleUpPorts ports(sim, 4, kLink);
   const double r = 268435456.0 / 890e-6;
-  double tp = -1, dp = -1;
-  transfer(sim, ports, 0, 890, ring(0, 1, r), tp);
-  transfer(sim, ports, 0, 890, ring(0, 2, r), dp);
-  sim.run();
+  const auto [tp, dp] = both({0, 890, ring(0, 1, r)}, {0, 890, ring(0, 2, r)});
   const double expected = 890.0 * (1.0 + r / kLink);
   CHECK(expected == Approx(1664.8).epsilon(1e-4));
   CHECK(tp == Approx(expected).epsilon(1e-6));
@@ -81,13 +94,8 @@ TEST_CASE("a partial overlap: the fluid re-solves at every start and end", "[por
   // 1000. B: 2/3 pace from 400 to 1000 (400 done), alone after; its engine
   // time ends at 1200 with 600 done, the last 200 at full pace: ends at
   // 1400. Bytes: 400 r + 600 x 1.333 r + 400 r = 1600 r = 2 x 800 r.
-  Simulator sim(1);
-  ScaleUpPorts ports(sim, 4, kLink);
   const double r = 0.5 * kLink;
-  double a = -1, b = -1;
-  transfer(sim, ports, 0, 800, ring(0, 1, r), a);
-  transfer(sim, ports, 400, 800, ring(0, 2, r), b);
-  sim.run();
+  const auto [a, b] = both({0, 800, ring(0, 1, r)}, {400, 800, ring(0, 2, r)});
   CHECK(a == Approx(1000).epsilon(1e-6));
   CHECK(b == Approx(1400).epsilon(1e-6));
 }
@@ -95,24 +103,16 @@ TEST_CASE("a partial overlap: the fluid re-solves at every start and end", "[por
 TEST_CASE("directions are separate: a send shares only its sender's out side", "[ports]") {
   // GPU 0 sends 0 -> 1 and receives 2 -> 0, 300 GB/s each way: no sharing.
   {
-    Simulator sim(1);
-    ScaleUpPorts ports(sim, 4, kLink);
-    double a = -1, b = -1;
-    transfer(sim, ports, 0, 100, {{0, 300e9, 0.0}, {1, 0.0, 300e9}}, a);
-    transfer(sim, ports, 0, 100, {{2, 300e9, 0.0}, {0, 0.0, 300e9}}, b);
-    sim.run();
+    const auto [a, b] = both({0, 100, {{0, 300e9, 0.0}, {1, 0.0, 300e9}}},
+                             {0, 100, {{2, 300e9, 0.0}, {0, 0.0, 300e9}}});
     CHECK(a == Approx(100).epsilon(1e-9));
     CHECK(b == Approx(100).epsilon(1e-9));
   }
   // Two sends out of GPU 0 at 300 GB/s: each waits out the other's 300 /
   // 346.5 = 0.866 of the out side: 186.6 us.
   {
-    Simulator sim(1);
-    ScaleUpPorts ports(sim, 4, kLink);
-    double a = -1, b = -1;
-    transfer(sim, ports, 0, 100, {{0, 300e9, 0.0}, {1, 0.0, 300e9}}, a);
-    transfer(sim, ports, 0, 100, {{0, 300e9, 0.0}, {2, 0.0, 300e9}}, b);
-    sim.run();
+    const auto [a, b] = both({0, 100, {{0, 300e9, 0.0}, {1, 0.0, 300e9}}},
+                             {0, 100, {{0, 300e9, 0.0}, {2, 0.0, 300e9}}});
     CHECK(a == Approx(100 * (1 + 300e9 / kLink)).epsilon(1e-6));
     CHECK(b == Approx(186.6).epsilon(1e-3));
   }
