@@ -178,3 +178,27 @@ TEST_CASE("DeepSeek-V3's recompute keeps no norm outputs, no Q/K/V and FP8 SwiGL
   c.recompute = Recompute::none;
   CHECK(layer_activation_bytes(c, 5) - bf16_light == Approx(4096.0 * (2 * 7168 * 2 + 2 * 2048 + 131072)));
 }
+
+TEST_CASE("A MoE layer keeps its expert outputs only where the gate weights scale them at the source",
+          "[training][memory]") {
+  // Plain PyTorch combines as sum(probs * y): autograd keeps every routed
+  // copy's expert output y for the probabilities' gradient. Megatron-Core
+  // multiplies the probabilities into the expert's SwiGLU output
+  // (experts.py, activation_func_with_probs) and DeepEP's dispatch carries
+  // them there (Megatron's fused_a2a.py: the combine saves only its
+  // handle), so nothing is kept for the combine. DeepSeek-V3, one sequence
+  // of 4096 tokens, top-8 routing, expert load 1, hidden 7168, bf16 outputs:
+  //   4096 x 8 x 7168 x 2 B = 469,762,048 bytes.
+  TrainingConfig c;
+  c.model = preset("deepseek-v3");
+  c.batch.micro = 1;
+  c.precision = Precision::fp8;
+  const double megatron = layer_activation_bytes(c, 5);
+  c.framework = Framework::pytorch_eager;
+  CHECK(layer_activation_bytes(c, 5) - megatron == Approx(469'762'048.0));
+  // A dense layer has no combine: the profile changes nothing here (this
+  // preset uses MLA, which takes the analytical path in both profiles).
+  const double eager_dense = layer_activation_bytes(c, 0);
+  c.framework = Framework::megatron;
+  CHECK(layer_activation_bytes(c, 0) == eager_dense);
+}

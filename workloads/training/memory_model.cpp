@@ -151,8 +151,16 @@ double layer_activation_bytes(const TrainingConfig& c, int layer, double expert_
     // recomputes the third.
     const bool fp8_swiglu = light && c.precision == Precision::fp8 && m.mlp == MlpKind::swiglu;
     const double hidden = fp8_swiglu ? 1.0 * fc1_outputs : kAct * fc1_outputs + lin;
+    // The combine's backward needs each routed copy's expert output (for
+    // its gate weight's gradient) only where the weights scale the outputs
+    // at the source, as plain PyTorch's `sum(probs * y)` does. Megatron-Core
+    // multiplies them into the expert's activation (activation_func_with_probs;
+    // DeepEP's dispatch carries them to the expert), so that gradient is the
+    // SwiGLU output, kept for FC2, against FC2's input gradient, and the
+    // combine keeps nothing.
+    const double outputs = plain_pytorch(c) ? kAct : 0.0;
     bytes += x.rep(4.0 * T * e.experts);                      // fp32 router probabilities
-    bytes += x.rep((lin + kAct) * routed * h);                // dispatched inputs, outputs
+    bytes += x.rep((lin + outputs) * routed * h);             // dispatched inputs, outputs
     bytes += x.shard(routed * f * hidden);                    // expert hidden
     bytes += x.shard(T * e.shared_experts * f * hidden);
   } else {
