@@ -106,6 +106,40 @@ TEST_CASE("a serving step's activity is its FLOPs over the tensor peak and bytes
   CHECK(dec.activity_s.hbm < bytes / 3350e9 * 1.05);
 }
 
+TEST_CASE("a serving step's collectives add their algorithm's HBM bytes to its activity",
+          "[inference][clocks][serving]") {
+  // Llama 3 8B (hidden 4096, 32 layers, vocabulary 128,256) at TP 2 (and
+  // TP 2 x PP 2), a 2048-token prefill, bf16. Each all-reduce of S = 2048
+  // x 4096 x 2 B = 16,777,216 B moves 4 S on each GPU of a pair (ring: the
+  // input read and the output written, S each, and 2(n-1)/n S = S received
+  // into NCCL's staging and read back: collective_hbm.h); one after the
+  // embedding and two a layer: 65 x 4 S = 4,362,076,160 B. The head's
+  // all-gather of the sampled row's logits (1 x 64,128 x 2 ranks x 2 B =
+  // 256,512 B) moves S + S/2 + 2 x S/2 = 2.5 S = 641,280 B.
+  // Measured (h100-x4/phase_power_2026-11-27): back-to-back 128 MiB
+  // all-reduces over 2 H100s draw 262-275 W, which the power model gives
+  // from exactly these bytes (test_power_measured.cpp).
+  NoComm comm;
+  auto c = llama8b_on_h100();
+  c.parallel = {2, 1, 1};
+  c.ranks = {0, 1};
+  IterationCost tp2(c, comm);
+  const StepCost one = tp2.cost(prefill(2048));
+  CHECK(one.collective_hbm_bytes == Approx(4'362'076'160.0 + 641'280.0));
+  // They are part of the HBM activity the governor sees.
+  CHECK(one.activity_s.hbm >= one.collective_hbm_bytes / c.gpu.hbm_bandwidth.bytes_per_s());
+  // Two stages: 16 layers each (32 all-reduces), the embedding's on the
+  // first, the head's on the last, and the send of the hidden states and
+  // residual (2 x 2048 x 4096 x 2 B = S' = 33,554,432 B, 3 S' on the
+  // receiving side: collective_hbm.h's send/recv); summed over the stages
+  // and divided by pp = 2, as the activity is.
+  c.parallel = {2, 2, 1};
+  c.ranks = {0, 1, 2, 3};
+  IterationCost pp2(c, comm);
+  const StepCost two = pp2.cost(prefill(2048));
+  CHECK(two.collective_hbm_bytes == Approx((4'362'076'160.0 + 641'280.0 + 3.0 * 33'554'432.0) / 2.0));
+}
+
 TEST_CASE("a replica's governor: rest gives f_max, the next step the clock its filters hold; energy = power x time",
           "[inference][clocks][serving]") {
   ServingConfig c;

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "catch.h"
+#include "models/cluster/collective_hbm.h"
 #include "models/gpu/kernel_cost_model.h"
 #include "models/gpu/power_loop.h"
 #include "models/gpu/power_steady_state.h"
@@ -434,4 +435,51 @@ TEST_CASE("power model: GEMM bursts with spin waits of 2-25 ms (waits set, held 
     // case sits on the steep part of the curve (10% more wait, ~1% faster).
     CHECK(gemms / alone == Approx(measured).epsilon(0.01));
   }
+}
+
+// Held out: phase_power_bench.py (calibration/measurements/h100-x4/
+// phase_power_2026-11-27/, four H100s of one host): each part of a TP2
+// Llama-2-70B prefill run alone back to back, board power from NVML's
+// energy counter over the phase's second half (mean of the 4 GPUs).
+// NCCL all-reduces (bf16, sum) at the full SM clock: the power model gives
+// them idle plus the memory path's power for the HBM bytes their algorithm
+// moves (collective_hbm.h; no arithmetic beside them, so the whole memory
+// path is paid: a_hbm_unshared = a_hbm), the load the training runtime's
+// interference model and now the serving step hand the governor.
+TEST_CASE("power model: NCCL all-reduces draw idle plus their HBM traffic's power (held out)",
+          "[gpu][power][measured]") {
+  const gpu::GpuSpec spec = as_run("h100-sxm");
+  struct Case {
+    int ranks;
+    double bytes, op_us, board_w;  // measured: time per all-reduce, mean board power
+  };
+  for (const Case& c : {Case{2, 128.0 * (1 << 20), 498.4, 268.0}, Case{4, 128.0 * (1 << 20), 655.1, 269.5},
+                        Case{4, 16.0 * (1 << 20), 144.5, 197.5}}) {
+    gpu::Activity a;
+    a.hbm = gcsim::models::cluster::collective_hbm_bytes(gcsim::models::collectives::CollectiveOp::all_reduce,
+                                                          c.bytes, c.ranks) /
+            (c.op_us * 1e-6) / spec.hbm_bandwidth.bytes_per_s();
+    const double w = gpu::board_power_w(spec.power, gpu::with_unshared(a), 1.0);
+    INFO(c.ranks << " GPUs, " << c.bytes / (1 << 20) << " MiB: HBM activity " << a.hbm << ", " << w
+                 << " W modelled, " << c.board_w << " W measured");
+    // 10%: the staging writes counted in HBM are the upper end of the
+    // algorithm's traffic (collective_hbm.h: they may stay in L2), and the
+    // SMs' copy loops and the NVLink ports draw what no term stands for
+    // (gcsim +2 ... +6% today).
+    CHECK(w == Approx(c.board_w).epsilon(0.10));
+  }
+  // Idle between phases, all four GPUs: 115-124 W (the preset's 125.4 W).
+  CHECK(spec.power.idle_w == Approx(120.75).epsilon(0.05));
+}
+
+// The same file's gate+up projection of TP2's prefill, [8192, 8192] @
+// [8192, 28672] bf16 back to back (a shape no fit saw): 5668 us an
+// operation at 1315-1353 MHz (mean 1336) and 697 W.
+TEST_CASE("power model: a held-out GEMM shape's capped clock (phase_power set)", "[gpu][power][measured]") {
+  const gpu::GpuSpec spec = as_run("h100-sxm");
+  const gpu::KernelDesc up = gpu::gemm_kernel(spec, gpu::GemmShape{8192, 28672, 8192, 1, gpu::Dtype::bf16});
+  const double mhz = gpu::governed_loop_clock(spec, {up}, 6.0) * spec.sm_clock_ghz * 1e3;
+  INFO("gcsim " << mhz << " MHz, measured 1336");
+  // 5%: issue 16's bar for the power model's loops (gcsim +2.5% today).
+  CHECK(mhz == Approx(1336.0).epsilon(0.05));
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "models/cluster/collective_hbm.h"
 #include "models/gpu/attention_kernel_model.h"
 #include "models/gpu/kernel_cost_model.h"
 #include "models/gpu/memory_clock.h"
@@ -416,14 +417,22 @@ std::vector<IterationCost::Launch> IterationCost::attention_launches(const StepS
   return out;
 }
 
-sim::Duration IterationCost::tp_all_reduce(int stage, int64_t tokens) {
+IterationCost::Launch IterationCost::collective_launch(CollectiveKind kind, int64_t bytes,
+                                                      const std::vector<int>& group) {
+  Launch l{KernelClass::communication, comm_.collective(kind, sim::Bytes(bytes), group)};
+  l.hbm_bytes = models::cluster::collective_hbm_bytes(workloads::collective_op(kind), static_cast<double>(bytes),
+                                                      static_cast<int>(group.size()));
+  return l;
+}
+
+IterationCost::Launch IterationCost::tp_all_reduce(int stage, int64_t tokens) {
   const int tp = config_.parallel.tp;
-  if (tp < 2) return sim::Duration::zero();
+  if (tp < 2) return {KernelClass::communication, sim::Duration::zero()};
   const auto first = config_.ranks.begin() + static_cast<ptrdiff_t>(stage) * tp;
   const std::vector<int> group(first, first + tp);
   const auto bytes = static_cast<int64_t>(static_cast<double>(tokens * config_.model.hidden) *
                                           gpu::dtype_bytes(activation_dtype(config_.dtype)));
-  return comm_.collective(CollectiveKind::all_reduce, sim::Bytes(bytes), group);
+  return collective_launch(CollectiveKind::all_reduce, bytes, group);
 }
 
 // The first stage's lookup: vLLM's one gather kernel, or the eager list.
@@ -497,8 +506,7 @@ const IterationCost::Program& IterationCost::head_launches(int64_t tokens, int64
       const std::vector<int> group(first, first + tp);
       const auto bytes = static_cast<int64_t>(static_cast<double>(sampled * vocab * tp) *
                                               gpu::dtype_bytes(act));
-      p.push_back({KernelClass::communication,
-                   comm_.collective(CollectiveKind::all_gather, sim::Bytes(bytes), group)});
+      p.push_back(collective_launch(CollectiveKind::all_gather, bytes, group));
     }
     if (eager) add_passes(p, EagerServingPasses::sampler(sampled, vocab * tp, tp), KernelClass::elementwise, graph);
     MemoryOpShape soft;
@@ -551,6 +559,7 @@ class IterationCost::Timeline {
       if (w.unit == gpu::ExecUnit::vector) activity_.vector += s;
     }
     if (hbm_peak_ > 0.0) activity_.hbm += l.hbm_bytes / hbm_peak_;
+    if (l.cls == KernelClass::communication) collective_bytes_ += l.hbm_bytes;
     const sim::Duration off = l.cls == KernelClass::communication ? sim::Duration::zero()
                               : l.profiled_kernels > 0            ? launch_ * l.profiled_kernels
                                                                   : gap_;
@@ -570,6 +579,7 @@ class IterationCost::Timeline {
     training::KernelClassTimes one;
     const sim::Duration gpu0 = gpu_, busy0 = busy_, comm0 = comm_;
     const gpu::Activity act0 = activity_;
+    const double coll0 = collective_bytes_;
     body(one);
     gpu_ += (gpu_ - gpu0) * (count - 1);
     busy_ += (busy_ - busy0) * (count - 1);
@@ -578,6 +588,7 @@ class IterationCost::Timeline {
     activity_.tensor += (activity_.tensor - act0.tensor) * more;
     activity_.vector += (activity_.vector - act0.vector) * more;
     activity_.hbm += (activity_.hbm - act0.hbm) * more;
+    collective_bytes_ += (collective_bytes_ - coll0) * more;
     for (size_t c = 0; c < one.seconds.size(); ++c) classes.seconds[c] += one.seconds[c] * count;
     classes.kernels += one.kernels * count;
   }
@@ -585,6 +596,7 @@ class IterationCost::Timeline {
   sim::Duration busy() const { return busy_; }         // kernels and collectives, summed
   sim::Duration communication() const { return comm_; }
   const gpu::Activity& activity_s() const { return activity_; }
+  double collective_hbm_bytes() const { return collective_bytes_; }
 
  private:
   sim::Duration issue_;
@@ -598,6 +610,7 @@ class IterationCost::Timeline {
   double stretch_ = 1.0;
   double hbm_peak_ = 0.0;  // bytes/s
   gpu::Activity activity_;  // activity-seconds (power_model.h's fractions x s)
+  double collective_bytes_ = 0.0;  // HBM bytes of the collectives and sends in activity_
 };
 
 StepCost IterationCost::cost(const StepShape& shape) { return cost(shape, 1.0); }
@@ -624,7 +637,7 @@ StepCost IterationCost::cost(const StepShape& shape, double clock) {
   for (int s = 0; s < pp; ++s) {
     const int dense = layers_of_stage_dense_[static_cast<size_t>(s)];
     const int moe = layers_of_stage_moe_[static_cast<size_t>(s)];
-    const sim::Duration ar = tp_all_reduce(s, t);
+    const Launch ar = tp_all_reduce(s, t);
     Timeline line(issue, (c.graph ? graph_gpu_ : config_.gpu).kernel_launch_latency, clock, stretch,
                   config_.gpu.hbm_bandwidth.bytes_per_s());
     training::KernelClassTimes classes;
@@ -633,7 +646,7 @@ StepCost IterationCost::cost(const StepShape& shape, double clock) {
     };
     if (s == 0) {
       run_all(embedding_launches(t, c.graph), classes);
-      if (tp > 1) line.run({KernelClass::communication, ar}, classes);
+      if (tp > 1) line.run(ar, classes);
     }
     run_all(rope_table_launches(t, c.graph), classes);
     const auto layer = [&](const Program& p) {
@@ -642,7 +655,7 @@ StepCost IterationCost::cost(const StepShape& shape, double clock) {
           if (l.slot == Slot::attention) {
             for (const Launch& a : attention) line.run(a, into);
           } else if (l.slot == Slot::all_reduce) {
-            if (tp > 1) line.run({KernelClass::communication, ar}, into);
+            if (tp > 1) line.run(ar, into);
           } else {
             line.run(l, into);
           }
@@ -656,11 +669,13 @@ StepCost IterationCost::cost(const StepShape& shape, double clock) {
       // Hidden states and residual to the next stage, rank i to rank i.
       const int src = config_.ranks[static_cast<size_t>(s * tp)];
       const int dst = config_.ranks[static_cast<size_t>((s + 1) * tp)];
-      line.run({KernelClass::communication,
-                comm_.p2p(src, dst,
-                          sim::Bytes(static_cast<int64_t>(2.0 * static_cast<double>(t * config_.model.hidden) *
-                                                          act_bytes)))},
-               classes);
+      const auto bytes = static_cast<int64_t>(2.0 * static_cast<double>(t * config_.model.hidden) * act_bytes);
+      Launch send{KernelClass::communication, comm_.p2p(src, dst, sim::Bytes(bytes))};
+      // The stages' activity is summed, so the send counts the busier
+      // (receiving) side's bytes for the pair (collective_hbm.h).
+      send.hbm_bytes = models::cluster::collective_hbm_bytes(models::collectives::CollectiveOp::send_recv,
+                                                             static_cast<double>(bytes), 2);
+      line.run(send, classes);
     }
     sim::Duration stage = line.end();
     c.host_wait += line.end() - line.busy();
@@ -674,6 +689,7 @@ StepCost IterationCost::cost(const StepShape& shape, double clock) {
     c.activity_s.tensor += line.activity_s().tensor / pp;
     c.activity_s.vector += line.activity_s().vector / pp;
     c.activity_s.hbm += line.activity_s().hbm / pp;
+    c.collective_hbm_bytes += line.collective_hbm_bytes() / pp;
   }
   c.classes.host_wait_s = c.host_wait.seconds();
   return c;

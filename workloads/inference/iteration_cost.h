@@ -99,8 +99,12 @@ struct StepCost {
   // summed over the stages and divided by pp (each stage's GPUs are busy
   // only for their stage): tensor-core and CUDA-core SM-time, and HBM bytes
   // over the HBM peak. Divided by `total` it is the step's mean activity.
-  // Collectives' and sends' own traffic is not counted.
+  // Collectives and sends count the HBM bytes their algorithm moves on each
+  // GPU (collective_launch); their SMs' copy loops are not counted.
   gpu::Activity activity_s;
+  // Of which HBM bytes the collectives and sends moved (one GPU, summed over
+  // the stages and divided by pp, as activity_s), the algorithm's count.
+  double collective_hbm_bytes = 0.0;
 };
 
 class IterationCost {
@@ -186,7 +190,13 @@ class IterationCost {
   // The step's attention launches: per prefill chunk (pytorch-eager on
   // cuDNN: its memset, then the kernel), then one for all the decodes.
   std::vector<Launch> attention_launches(const StepShape& shape, bool graph);
-  sim::Duration tp_all_reduce(int stage, int64_t tokens);
+  // A collective of `bytes` (as nccl-tests counts them) over `group`: its
+  // time on the fabric and the HBM bytes each GPU moves for it
+  // (models/cluster/collective_hbm.h, staging counted in HBM as the
+  // training runtime's default), which draw board power under the clock
+  // model as they do in training.
+  Launch collective_launch(CollectiveKind kind, int64_t bytes, const std::vector<int>& group);
+  Launch tp_all_reduce(int stage, int64_t tokens);
   const Program& head_launches(int64_t tokens, int64_t sampled, bool graph);
   const Program& embedding_launches(int64_t tokens, bool graph);
   const Program& rope_table_launches(int64_t tokens, bool graph);
