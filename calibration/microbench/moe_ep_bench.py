@@ -31,7 +31,11 @@ cold rank's sync_combine is the time it waits for the hot rank's experts. After 
 the counts a torch.cuda._sleep backlog (outside every phase) keeps the GPU from waiting on Python.
 Reported per phase: the median over iterations, per rank. Also `plain_us`: the whole pass without
 syncs or phase events (one event pair per iteration), the median, per rank.
-A torch.profiler per-kernel summary is taken for the --profile points.
+Capacity (--capacity, version 1.2): per point and mode, the copies each source sends expert e
+become min(n_e, C) (dropping, GShard/Switch) or C (Megatron's padding to capacity), C =
+ceil(CF * T * k / E); `expert_tokens_per_source` keeps the routed counts, `sent_tokens_per_source`
+what was sent and computed.
+A torch.profiler per-kernel summary is taken for the --profile points (dropless only).
 Host side (--host-timing, version 1.1; `host_pass_us_per_rank`, every rank's pass, and
 `host_us_rank0`, rank 0's phases): the host's own time per phase (time.perf_counter
 around each phase's Python call, no syncs, no events), with the GPU back-logged (torch.cuda._sleep
@@ -41,6 +45,7 @@ the router, permute and counts exchange queued before it on an idle GPU.
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -56,7 +61,7 @@ import torch.nn.functional as F  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_timing as tt  # noqa: E402
 
-VERSION = "moe_ep_bench 1.1"
+VERSION = "moe_ep_bench 1.2"
 HOST_BACKLOG_US = 20000.0  # covers the host issuing a whole pass (~100 launches at <= 100 us)
 BF = torch.bfloat16
 
@@ -93,6 +98,18 @@ def zipf_counts(tokens, top_k, experts, skew):
     return base
 
 
+def capacity_counts(counts, tokens, top_k, experts, factor, pad):
+    """GShard/Switch capacity per expert and source, C = ceil(factor * tokens * top_k / experts):
+    copies above C are dropped (never sent or computed); with `pad` every expert gets exactly C rows
+    from each source (the real copies and zero padding, sent and computed alike), as Megatron's
+    --moe-pad-expert-input-to-capacity runs it. factor 0: dropless, the counts unchanged. gcsim's
+    workloads/moe/moe_routing.cpp applies the same rule to the same counts."""
+    if factor <= 0:
+        return list(counts)
+    cap = int(math.ceil(factor * tokens * top_k / experts))
+    return [cap] * experts if pad else [min(c, cap) for c in counts]
+
+
 def start():
     dist.init_process_group("nccl")
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
@@ -117,8 +134,8 @@ class Layer:
         self.w2 = [rnd(ffn, hidden) for _ in range(self.L)]
         self.counts = counts  # this rank's copies to every expert (same on every source rank)
         perm = torch.randperm(tokens, device="cuda", generator=g)
-        self.idx = perm[torch.arange(tokens * top_k, device="cuda") % tokens]
-        self.probs = torch.rand(tokens * top_k, device="cuda", dtype=BF, generator=g)
+        self.idx = perm[torch.arange(sum(counts), device="cuda") % tokens]
+        self.probs = torch.rand(len(self.idx), device="cuda", dtype=BF, generator=g)
         self.send_split = [sum(counts[j * self.L:(j + 1) * self.L]) for j in range(self.W)]
         self.counts_dev = torch.tensor(counts, device="cuda", dtype=torch.int64)
         self.counts_recv = torch.empty_like(self.counts_dev)
@@ -377,6 +394,9 @@ def main():
     ap.add_argument("--skews", default="0,0.8,1.5", help="Zipf skews, comma-separated")
     ap.add_argument("--profile", default="4096:2048:16:2/16384/1.5",
                     help="points (shape/tokens/skew, comma-separated) whose kernels torch.profiler lists")
+    ap.add_argument("--capacity", default="0",
+                    help="capacity modes per point, comma-separated: 0 (dropless), CF (drop above "
+                         "capacity factor CF) or CF:pad (pad every expert to it)")
     ap.add_argument("--host-timing", action="store_true",
                     help="also time the host's issue of each phase (host_us_per_rank)")
     a = ap.parse_args()
@@ -389,9 +409,10 @@ def main():
     shapes = [parse_shape(x) for x in a.shapes.split(",")]
     tokens = [int(x) for x in a.tokens.split(",")]
     skews = [float(x) for x in a.skews.split(",")]
-    points = [(s, t, z) for s in shapes for t in tokens for z in skews]
+    caps = [(float(x.split(":")[0]), x.endswith(":pad")) for x in a.capacity.split(",")]
+    points = [(s, t, z, c) for s in shapes for t in tokens for z in skews for c in caps]
     if a.quick:
-        points = [(shapes[0], 4096, 0.0), (shapes[0], 4096, 1.5)]
+        points = [(shapes[0], 4096, 0.0, caps[0]), (shapes[0], 4096, 1.5, caps[0])]
     profile_points = set()
     for x in filter(None, a.profile.split(",")):
         sh, t, z = x.split("/")
@@ -422,7 +443,7 @@ def main():
             with open(a.out, "w") as f:
                 f.write(text)
 
-    for (H, Fh, E, k), T, skew in points:
+    for (H, Fh, E, k), T, skew, (cf, pad) in points:
         go = torch.tensor([1.0 if time.perf_counter() - t0 < a.budget_s else 0.0], device="cuda")
         dist.all_reduce(go, op=dist.ReduceOp.MIN)
         if go.item() == 0.0:
@@ -430,9 +451,14 @@ def main():
                 print("budget reached: skipping the remaining points", flush=True)
             break
         name = "h%d_f%d_e%d_k%d_t%d_s%.1f" % (H, Fh, E, k, T, skew)
-        counts = zipf_counts(T, k, E, skew)
+        if cf > 0:
+            name += "_cf%g%s" % (cf, "pad" if pad else "")
+        routed = zipf_counts(T, k, E, skew)
+        counts = capacity_counts(routed, T, k, E, cf, pad)
         rec = {"name": name, "hidden": H, "expert_ffn": Fh, "experts": E, "top_k": k, "tokens_per_rank": T,
-               "skew": skew, "ranks": W, "expert_tokens_per_source": counts}
+               "skew": skew, "ranks": W, "expert_tokens_per_source": routed}
+        if cf > 0:
+            rec.update(capacity_factor=cf, pad_to_capacity=pad, sent_tokens_per_source=counts)
         try:
             layer = Layer(T, H, Fh, E, k, counts)
             t1 = time.perf_counter()
@@ -472,7 +498,7 @@ def main():
                           name, allp[0][0].item(), allp[1][0].item(), allp[0][1].item(), allp[1][1].item(),
                           f0["dispatch"], f0["experts"], f0["combine"], f1["experts"], f1["sync_combine"],
                           rec["point_s"]), flush=True)
-            if ((H, Fh, E, k), T, skew) in profile_points:
+            if ((H, Fh, E, k), T, skew) in profile_points and cf == 0:
                 try:
                     rows = kernel_summary(layer)
                     if rank == 0:
