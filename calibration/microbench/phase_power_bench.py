@@ -3,7 +3,7 @@
 (issue 16: gcsim's serving governor gives TP2's 8192-token Llama-2-70B prefill 1796 MHz at the
 700 W cap where three H100 machines measured 1655-1729 MHz; which part draws more than modelled?).
 
-    torchrun --standalone --nproc_per_node 4 phase_power_bench.py -o OUT.json [--seconds 6]
+    torchrun --standalone --nproc_per_node 4 phase_power_bench.py -o OUT.json [--seconds 6] [--set attention]
 
 Phases (every rank runs the same one on its own GPU; the collectives over the groups named):
   idle            nothing on any GPU
@@ -16,6 +16,8 @@ Phases (every rank runs the same one on its own GPU; the collectives over the gr
   sdpa_tp4        the same with 16 / 2 heads (TP4's)
   silu_mul        F.silu(gate) * up, [8192, 14336] bf16 each (eager: two kernels): TP2's activation
   gemm_up         [8192, 8192] @ [8192, 28672] bf16: TP2's gate+up projection
+--set attention (version 1.1) runs attention_phases() instead (SDPA forward and backward), each
+phase first as a burst of 8 calls timed alone after 2 s idle (near the rested clock), then the loop.
 Per phase and rank: operations done and CUDA-event time per operation (the whole loop between two
 events over the count); mean board power from NVML's energy counter over the phase's second
 half (exact: the counter integrates the board power) and the mean and median SM clock and
@@ -42,7 +44,7 @@ import torch.nn.functional as F  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_common  # noqa: E402
 
-VERSION = "phase_power_bench 1.0"
+VERSION = "phase_power_bench 1.1"
 log = bench_common.make_log(T0)
 MIB = 1 << 20
 
@@ -117,6 +119,61 @@ def phases(rank, pair, world):
     return out
 
 
+def attention_phases():
+    """--set attention: PyTorch's default SDPA (cuDNN on Hopper), causal, head dim 128, forward and
+    backward, each GPU on its own: serving's long-prefill shapes and the strategy steps' training
+    shape. The backward phases replay autograd's backward of one forward (retain_graph): the cuDNN
+    backward kernel and its side kernels (dO.O, the dQ conversion, GQA's head sums)."""
+    dev, bf = torch.device("cuda"), torch.bfloat16
+    out = {"idle": None}
+
+    def qkv(b, hq, hkv, s, grad):
+        return [torch.randn(b, h, s, 128, device=dev, dtype=bf, requires_grad=grad) for h in (hq, hkv, hkv)]
+
+    def fwd(b, hq, hkv, s):
+        q, k, v = qkv(b, hq, hkv, s, False)
+        return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=hkv < hq)
+
+    def bwd(b, hq, hkv, s):
+        q, k, v = qkv(b, hq, hkv, s, True)
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=hkv < hq)
+        g = torch.randn_like(o)
+
+        def step():
+            q.grad = k.grad = v.grad = None
+            o.backward(g, retain_graph=True)
+        return step
+    out["fwd_b1_h32_kv4_s8192"] = ("sdpa", 0, 1, fwd(1, 32, 4, 8192))
+    out["fwd_b1_h16_kv2_s8192"] = ("sdpa", 0, 1, fwd(1, 16, 2, 8192))
+    out["fwd_b1_h32_kv4_s4096"] = ("sdpa", 0, 1, fwd(1, 32, 4, 4096))
+    out["fwd_b2_h32_kv32_s4096"] = ("sdpa", 0, 1, fwd(2, 32, 32, 4096))
+    out["bwd_b2_h32_kv32_s4096"] = ("sdpa_bwd", 0, 1, bwd(2, 32, 32, 4096))
+    out["bwd_b1_h32_kv4_s8192"] = ("sdpa_bwd", 0, 1, bwd(1, 32, 4, 8192))
+    return out
+
+
+def run_burst(fn, nv, local, rest_s=2.0, calls=8):
+    """After `rest_s` idle, `calls` calls each timed alone (CUDA events, synchronised): the kernel
+    near the rested clock; NVML's clock over the burst."""
+    dist.barrier(device_ids=[local])
+    fn()
+    torch.cuda.synchronize()
+    time.sleep(rest_s)
+    ta = time.time()
+    times = []
+    for _ in range(calls):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1000.0)
+    tb = time.time()
+    w = nv.window(ta, tb)
+    return {"burst_us": statistics.median(times), "burst_us_all": times, "burst_sm_mhz": w["sm_mhz_mean"],
+            "burst_samples": w["samples"]}
+
+
 def run_phase(fn, seconds, nv, local):
     """fn back to back for `seconds` (all ranks stop together); returns the rank's record."""
     dist.barrier(device_ids=[local])
@@ -177,6 +234,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("-o", "--out", required=True)
     ap.add_argument("--seconds", type=float, default=6.0)
+    ap.add_argument("--set", default="prefill", choices=("prefill", "attention"),
+                    help="prefill: the parts of TP2's prefill; attention: SDPA forward and backward, "
+                         "each phase a rested burst first, then the loop")
     a = ap.parse_args()
     local = int(os.environ.get("LOCAL_RANK", "0"))
     torch.cuda.set_device(local)
@@ -187,14 +247,15 @@ def main():
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
     index = int(visible[local]) if local < len(visible) and visible[local].strip().isdigit() else local
     nv = Nvml(index)
-    table = phases(rank, pairs[rank // 2], dist.group.WORLD)
+    table = phases(rank, pairs[rank // 2], dist.group.WORLD) if a.set == "prefill" else attention_phases()
     for name, spec in table.items():
         err = None
         rec = None
         try:
             fn = None if spec is None else spec[3]
+            burst = run_burst(fn, nv, local) if a.set == "attention" and fn is not None else {}
             rec = run_phase(fn, a.seconds, nv, local)
-            rec.update(rank=rank, gpu_index=index)
+            rec.update(rank=rank, gpu_index=index, **burst)
         except Exception as ex:  # noqa: BLE001
             err = {"phase": name, "rank": rank, "error": repr(ex)[:1000], "traceback": traceback.format_exc()[-3000:]}
         recs = bench_common.gather(rec)
@@ -205,9 +266,10 @@ def main():
             w = [r["board_w_energy"] for r in recs if r]
             us = [r.get("op_us") for r in recs if r and r.get("op_us")]
             clk = [r["sm_mhz_mean"] for r in recs if r and r.get("sm_mhz_mean")]
-            log("%-14s board %s W  op %s us  sm %s MHz" % (
+            bu = ["%.1f@%.0f" % (r["burst_us"], r["burst_sm_mhz"] or 0) for r in recs if r and "burst_us" in r]
+            log("%-14s board %s W  op %s us  sm %s MHz%s" % (
                 name, "/".join("%.0f" % x for x in w), "/".join("%.1f" % x for x in us),
-                "/".join("%.0f" % x for x in clk)))
+                "/".join("%.0f" % x for x in clk), ("  burst " + "/".join(bu)) if bu else ""))
         out.gather_errors(err)
     nv.stop()
     out.finish(log)
