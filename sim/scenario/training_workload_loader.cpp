@@ -399,16 +399,9 @@ std::shared_ptr<TrainingRun> load_training_workload(ConfigReader& w, int gpus, i
     recompute_flops = per_token.attention * tokens;
   }
   if (c.recompute == Recompute::norms_up_proj) {
-    // The up-projections again (2 FLOPs a multiply-add): MLA's Q and KV
-    // up-projections, or a plain attention's QKV.
-    const auto& m = c.model;
-    const double per_layer =
-        m.attention == workloads::models::AttentionKind::mla
-            ? static_cast<double>(m.mla.q_lora_rank) * static_cast<double>(m.q_width()) +
-                  static_cast<double>(m.mla.kv_lora_rank) * static_cast<double>(m.heads) *
-                      static_cast<double>(m.mla.qk_nope_head_dim + m.mla.v_head_dim)
-            : static_cast<double>(m.hidden) * static_cast<double>(m.q_width() + 2 * m.kv_width());
-    recompute_flops = 2.0 * per_layer * static_cast<double>(m.layers) * tokens;
+    // The up-projections again (2 FLOPs a multiply-add).
+    recompute_flops = 2.0 * workloads::models::up_projection_params(c.model) *
+                      static_cast<double>(c.model.layers) * tokens;
   }
   run->hardware_flops = run->model_flops + recompute_flops;
   run->peak_flops_per_gpu = gpu.tensor_peak_for(act).flops_per_s();

@@ -46,6 +46,16 @@ double mlp_params(const ModelSpec& m, int64_t ffn) {
 
 }  // namespace
 
+double up_projection_params(const ModelSpec& m) {
+  if (m.attention == AttentionKind::mla) {
+    const MlaSpec& a = m.mla;
+    return static_cast<double>(a.q_lora_rank) * static_cast<double>(m.q_width()) +
+           static_cast<double>(a.kv_lora_rank) * static_cast<double>(m.heads) *
+               static_cast<double>(a.qk_nope_head_dim + a.v_head_dim);
+  }
+  return static_cast<double>(m.hidden) * static_cast<double>(m.q_width() + 2 * m.kv_width());
+}
+
 int64_t ModelSpec::q_width() const {
   if (attention == AttentionKind::mla) {
     return static_cast<int64_t>(heads) * (mla.qk_nope_head_dim + mla.qk_rope_head_dim);

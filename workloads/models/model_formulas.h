@@ -34,6 +34,12 @@ struct ParamCounts {
 };
 
 ParamCounts count_params(const ModelSpec& m);
+// One layer's attention weights that produce Q, K and V from the layer's
+// (or the latents') normed input, the GEMMs DeepSeek-V3's recompute runs
+// again in the backward: MLA's Q up-projection and KV up-projection, or a
+// plain attention's QKV projection. MLA's rotary key and the output
+// projection are not among them.
+double up_projection_params(const ModelSpec& m);
 
 // Narayanan et al. (SC'21), GPT with tied embeddings and learned positions:
 // P = 12 l h^2 (1 + 13/(12h) + (V+s)/(12 l h)).

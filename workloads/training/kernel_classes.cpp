@@ -140,5 +140,4 @@ KernelClassTimes kernel_class_times(const WorkloadGraph& g, const TrainingWorklo
   return out;
 }
 
-
 }  // namespace gcsim::workloads::training

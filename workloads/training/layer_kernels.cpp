@@ -610,10 +610,8 @@ void LayerKernels::mlp_backward(OpEmitter& e, int layer, const std::string& p,
   g.expert = true;
   // DeepSeek-V3 (§3.3): the SwiGLU output (FC2's input) recomputed from its
   // FP8 inputs before FC2's backward.
-  const bool fp8_swiglu = c_.recompute == Recompute::norms_up_proj &&
-                          c_.precision == Precision::fp8 && c_.model.mlp == MlpKind::swiglu;
   auto recompute_act = [&](const std::string& prefix, const Mlp& m) {
-    if (!fp8_swiglu) return;
+    if (!c_.recomputes_fp8_swiglu()) return;
     e.kernel("R" + prefix.substr(1) + " " + m.act, activation(m.act_elements, false), OpCategory::compute);
   };
   for (const ExpertGroup& group : x.experts) {

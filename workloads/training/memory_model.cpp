@@ -149,8 +149,7 @@ double layer_activation_bytes(const TrainingConfig& c, int layer, double expert_
     // An expert's hidden: the gate and up outputs and the SwiGLU output (the
     // FC2 input); DeepSeek-V3 (§3.3) keeps the first two in FP8 and
     // recomputes the third.
-    const bool fp8_swiglu = light && c.precision == Precision::fp8 && m.mlp == MlpKind::swiglu;
-    const double hidden = fp8_swiglu ? 1.0 * fc1_outputs : kAct * fc1_outputs + lin;
+    const double hidden = c.recomputes_fp8_swiglu() ? 1.0 * fc1_outputs : kAct * fc1_outputs + lin;
     // The combine's backward needs each routed copy's expert output (for
     // its gate weight's gradient) only where the weights scale the outputs
     // at the source, as plain PyTorch's `sum(probs * y)` does. Megatron-Core

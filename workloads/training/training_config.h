@@ -99,6 +99,13 @@ struct TrainingConfig {
   // Micro-batches each pipeline runs per step (gradient accumulation).
   int64_t micro_batches() const { return batch.global / (batch.micro * parallel.dp); }
   int64_t tokens_per_step() const { return batch.global * model.seq_len; }
+  // DeepSeek-V3 (§3.3) under Recompute::norms_up_proj: a SwiGLU keeps its
+  // gate and up outputs in FP8 and recomputes its output before FC2's
+  // backward (the memory model and the generator's recomputed op).
+  bool recomputes_fp8_swiglu() const {
+    return recompute == Recompute::norms_up_proj && precision == Precision::fp8 &&
+           model.mlp == models::MlpKind::swiglu;
+  }
 };
 
 // A constraint the strategy breaks: the config key (dotted below

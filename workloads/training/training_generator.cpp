@@ -27,12 +27,19 @@ struct GradUnit {
   double dense = 0, expert = 0;
 };
 
+// The ranks the optimizer's scalar all-reduces span (kSlotModelParallel):
+// those whose gradients differ, tp x ep x pp, or every rank once sharded
+// optimizer states make each rank's norm a different part.
+Group optimizer_scalar_group(const TrainingConfig& c) {
+  return c.optimizer.zero_stage >= 1 ? Group::world : Group::model_parallel;
+}
+
 // Everything one program's emission needs.
 class ProgramBuilder {
  public:
   ProgramBuilder(const TrainingConfig& c, const PipelinePlan& plan, const GeneratorOptions& o,
                  WorkloadGraph& g, const TrainingStreams& streams, int pr, const EpRouting* ep,
-                 int ep_index, double expert_load, int dp_full, int edp_full)
+                 int ep_index, double expert_load, int dp_full, int edp_full, int scalar_full)
       : c_(c),
         plan_(plan),
         o_(o),
@@ -41,10 +48,8 @@ class ProgramBuilder {
         kernels_(c, ep, ep_index),
         main_(g, program_, categories_, streams),
         dp_full_(dp_full),
-        edp_full_(edp_full) {
-    const ParallelConfig& par = c.parallel;
-    model_parallel_ = c.optimizer.zero_stage >= 1 ? par.tp * par.cp * par.dp * par.pp
-                                                  : par.tp * par.ep * par.pp;
+        edp_full_(edp_full),
+        model_parallel_(scalar_full) {
     stages_ = model_stage_layers(c, plan);
     stage_bytes_ = stage_activation_bytes(c, plan, expert_load);
     memory_ = memory_for_rank(c, plan, pr, expert_load);
@@ -585,7 +590,7 @@ class ProgramBuilder {
   OpEmitter* em_ = &main_;  // where ops go: main_, or a staging program
   bool staging_ = false;
   int dp_full_, edp_full_;
-  int model_parallel_ = 1;  // ranks of the optimizer's scalar all-reduces (kSlotModelParallel)
+  int model_parallel_;  // ranks of the optimizer's scalar all-reduces (kSlotModelParallel)
   int next_ = 0, prev_ = 0;
   std::vector<StageLayers> stages_;
   std::vector<double> stage_bytes_;
@@ -724,6 +729,7 @@ TrainingWorkload generate_training(const TrainingConfig& c, const GeneratorOptio
   const TrainingStreams streams = TrainingStreams::intern(g);
   const int dp_full = static_cast<int>(grid.group(Group::dp, 0).size());
   const int edp_full = static_cast<int>(grid.group(Group::expert_dp, 0).size());
+  const int scalar_full = static_cast<int>(grid.group(optimizer_scalar_group(c), 0).size());
 
   // One program per pipeline rank (and EP rank when EP is not mirrored),
   // shared by the simulated ranks that run it through their bindings.
@@ -739,7 +745,7 @@ TrainingWorkload generate_training(const TrainingConfig& c, const GeneratorOptio
     if (it == programs.end()) {
       const double load = ei < 0 ? w.max_expert_load : w.expert_load[static_cast<size_t>(ei)];
       ProgramBuilder b(c, w.plan, o, g, streams, pr, w.ep_routing.get(), ei, load, dp_full,
-                       edp_full);
+                       edp_full, scalar_full);
       b.build();
       const uint32_t id = g.add_program(std::move(b.program()));
       categories[id] = std::move(b.categories());
@@ -770,9 +776,7 @@ TrainingWorkload generate_training(const TrainingConfig& c, const GeneratorOptio
     bind(kSlotEp + 1, Group::ep, true);
     bind(kSlotDp, Group::dp, false);
     bind(kSlotExpertDp, Group::expert_dp, false);
-    // Sharded optimizer states make every rank's norm a different part.
-    bind(kSlotModelParallel, c.optimizer.zero_stage >= 1 ? Group::world : Group::model_parallel,
-         false);
+    bind(kSlotModelParallel, optimizer_scalar_group(c), false);
     if (p.schedule == Schedule::dualpipe) {
       std::vector<int> pair{r, grid.moved(r, Axis::pp, p.pp - 1 - pr)};
       std::sort(pair.begin(), pair.end());
