@@ -109,3 +109,16 @@ TEST_CASE("inconsistent model specs name the field", "[training][models]") {
   m.moe.dense_layers = 61;
   CHECK(workloads::models::check_model(m).key == "moe.dense_layers");
 }
+
+TEST_CASE("up-projection parameters: what DeepSeek-V3's recompute runs again", "[training][formulas]") {
+  using workloads::models::up_projection_params;
+  // DeepSeek-V3 (config.json): Q up 1536 x (128 heads x (128 + 64)) =
+  // 37,748,736; KV up 512 x 128 x (128 + 128) = 16,777,216.
+  ModelSpec ds = preset("deepseek-v3");
+  CHECK(up_projection_params(ds) == 37'748'736.0 + 16'777'216.0);
+  // Without query compression Q comes from the hidden state: 7168 x 24576.
+  ds.mla.q_lora_rank = 0;
+  CHECK(up_projection_params(ds) == 7168.0 * 24576.0 + 16'777'216.0);
+  // Llama 3 8B: QKV 4096 x (4096 + 2 x 8 x 128) = 25,165,824.
+  CHECK(up_projection_params(preset("llama3-8b")) == 25'165'824.0);
+}

@@ -62,4 +62,12 @@ TEST_CASE("DeepSeek-V3's recompute: what the backward runs again", "[training][g
   CHECK(r.at("shared act") == 2);
   c.precision = Precision::bf16;
   for (const auto& [name, n] : recomputed(c)) CHECK(name.find(" act") == std::string::npos);
+  // Without query compression Q is projected straight from norm1's output,
+  // which the memory model no longer keeps either: that projection runs
+  // again instead of the Q norm and up-projection.
+  c.model.mla.q_lora_rank = 0;
+  const auto direct = recomputed(c);
+  CHECK(direct.at("q proj") == passes);
+  CHECK(direct.count("q up") == 0);
+  CHECK(direct.count("q norm") == 0);
 }

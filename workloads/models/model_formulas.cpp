@@ -49,7 +49,9 @@ double mlp_params(const ModelSpec& m, int64_t ffn) {
 double up_projection_params(const ModelSpec& m) {
   if (m.attention == AttentionKind::mla) {
     const MlaSpec& a = m.mla;
-    return static_cast<double>(a.q_lora_rank) * static_cast<double>(m.q_width()) +
+    // Without query compression Q comes straight from the normed input.
+    const double q_in = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) : static_cast<double>(m.hidden);
+    return q_in * static_cast<double>(m.q_width()) +
            static_cast<double>(a.kv_lora_rank) * static_cast<double>(m.heads) *
                static_cast<double>(a.qk_nope_head_dim + a.v_head_dim);
   }

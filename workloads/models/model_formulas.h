@@ -37,7 +37,8 @@ ParamCounts count_params(const ModelSpec& m);
 // One layer's attention weights that produce Q, K and V from the layer's
 // (or the latents') normed input, the GEMMs DeepSeek-V3's recompute runs
 // again in the backward: MLA's Q up-projection and KV up-projection, or a
-// plain attention's QKV projection. MLA's rotary key and the output
+// plain attention's QKV projection (MLA without query compression: its Q
+// projection from the hidden state). MLA's rotary key and the output
 // projection are not among them.
 double up_projection_params(const ModelSpec& m);
 

@@ -648,6 +648,8 @@ void LayerKernels::recompute_up_projections(OpEmitter& e, const std::string& r) 
     if (a.q_lora_rank > 0) {
       e.kernel(r + " q norm", norm(tokens_, a.q_lora_rank), OpCategory::compute);
       linear_forward(e, r, l.q_up);
+    } else {
+      linear_forward(e, r, l.q_proj);  // Q straight from norm1's output
     }
     e.kernel(r + " kv norm", norm(tokens_, a.kv_lora_rank), OpCategory::compute);
     linear_forward(e, r, l.kv_up);
