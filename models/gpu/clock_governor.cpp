@@ -133,6 +133,16 @@ double ClockGovernor::clock(sim::Time now) {
   return params_.fast_loop() ? std::min(slow, cap_clock(params_, averaged_fast_, params_.fast_cap_w)) : slow;
 }
 
+double state_instant_budget_w(const PowerParams& params, const Activity& slow) {
+  if (!params.instant_limit()) return 0.0;
+  return instant_budget_w(params, board_power_w(params, slow, cap_clock(params, slow)));
+}
+
+double ClockGovernor::instant_budget_w(sim::Time now) {
+  advance(now);
+  return state_instant_budget_w(params_, averaged_);
+}
+
 void ClockGovernor::pin(double fraction) {
   if (!(fraction > 0.0 && fraction <= 1.0)) throw std::invalid_argument("a pinned clock lies in (0, 1] of f_max");
   pinned_ = fraction;

@@ -50,6 +50,9 @@ GovernorState periodic_start(const PowerParams& params, const GovernorState& sta
 // The SM clock fraction (of f_max) a GPU in `state` gives the next kernel:
 // the lower of the two loops' cap clocks.
 double state_clock(const PowerParams& params, const GovernorState& state);
+// The instantaneous limiter's cap (W; 0 without one) for a slow average
+// `slow`: power_model.h instant_budget_w of its power at the slow loop's clock.
+double state_instant_budget_w(const PowerParams& params, const Activity& slow);
 
 class ClockGovernor {
  public:
@@ -71,6 +74,10 @@ class ClockGovernor {
   // Holds the clock at `fraction` of f_max whatever the activity (the
   // power fit asks the runtime for its activity at a measured clock).
   void pin(double fraction);
+  bool pinned() const { return pinned_ > 0.0; }
+  // The instantaneous limiter's cap now (power_model.h instant_budget_w):
+  // from the slow average's power at the loops' clock.
+  double instant_budget_w(sim::Time now);
 
   // The running activity integrated from the start to `until` (>= the last
   // update), in activity-seconds: over a kernel's span, over its length, it

@@ -13,6 +13,7 @@
 #include "models/gpu/kernel_cost_model.h"
 #include "models/gpu/memory_clock.h"
 #include "models/gpu/memory_spread.h"
+#include "models/gpu/rest_clock.h"
 #include "models/gpu/sm_array.h"
 
 namespace gcsim::models::gpu {
@@ -612,6 +613,8 @@ class Gpu::Impl : public sim::EventHandler {
     if (gov_) {
       charge(w);
       gov_->add(sim_.now(), w.activity, w.arithmetic_w);
+      ++governed_waves_;
+      effective_clock_ = runs_[w.run].clock;
       report_power();
     }
     const uint32_t wave = waves_.add(w);
@@ -627,6 +630,7 @@ class Gpu::Impl : public sim::EventHandler {
     }
     if (gov_) {
       gov_->remove(sim_.now(), waves_[wave].activity, waves_[wave].arithmetic_w);
+      --governed_waves_;
       report_power();
     }
     std::erase(runs_[waves_[wave].run].waves, wave);
@@ -690,13 +694,24 @@ class Gpu::Impl : public sim::EventHandler {
 
   // ---- clock model ---------------------------------------------------------
 
-  // The clock a kernel starting now gets, and its arithmetic's stretch
-  // against the clock the spec's efficiencies stand for.
+  // The clock a kernel starting now gets (the power loops' clock, at most
+  // the clock where its own power meets the instantaneous limiter's cap
+  // now: rest_clock.h), and its arithmetic's stretch against its rest clock,
+  // which its calibrated time stands for. A pinned clock (the power fit's)
+  // is taken as given.
   void set_clock(Run& r, sim::Time now) {
-    r.clock = gov_->clock(now);
+    const double loops = gov_->clock(now);
+    double rest = 1.0;
+    r.clock = loops;
+    if (spec_.power.instant_limit()) {
+      const Activity alone = rest_activity(spec_, r.kernel);
+      rest = instant_clock(spec_.power, alone);
+      // The limiter's cap falls as the averaged power rises (instant_budget_w).
+      if (!gov_->pinned()) r.clock = std::min(loops, cap_clock(spec_.power, alone, gov_->instant_budget_w(now)));
+    }
     const bool derated = r.kernel.unit == ExecUnit::tensor && spec_.at_sustained_clocks;
     const double baseline = derated ? spec_.sustained_tensor_fraction : 1.0;
-    r.stretch = baseline / compute_speed(spec_.power, r.clock);
+    r.stretch = baseline / relative_speed(spec_.power, r.clock, rest);
     r.issue_wave = r.kernel.unit == ExecUnit::memory ? memory_issue_wave(spec_, r.kernel, r.clock)
                                                      : sim::Duration::zero();
   }
@@ -709,9 +724,7 @@ class Gpu::Impl : public sim::EventHandler {
     const double share = static_cast<double>(w.sms) / spec_.sm_count;
     const TileCost c = tile_cost(spec_, r.kernel, w.active);
     const double busy = std::min(1.0, c.compute.seconds() * r.stretch / length) * share;
-    Activity a;
-    if (r.kernel.unit == ExecUnit::tensor) a.tensor = busy;
-    if (r.kernel.unit == ExecUnit::vector) a.vector = busy;
+    Activity a = arithmetic_activity(spec_.power, r.kernel, busy);
     a.hbm = std::min(1.0, w.sms * r.kernel.bytes_per_tile / length / spec_.hbm_bandwidth.bytes_per_s());
     const PowerParams& p = spec_.power;
     w.activity = a;
@@ -721,10 +734,15 @@ class Gpu::Impl : public sim::EventHandler {
   }
 
   // Tells the listener the clock and board power now, when either moved by
-  // at least 1 MHz or 1 W (a counter per wave would bloat the trace).
+  // at least 1 MHz or 1 W (a counter per wave would bloat the trace). The
+  // clock is the one the SMs run at: the last started wave's kernel's while
+  // work runs (under the instantaneous limiter it can lie below the loops'),
+  // the loops' when the GPU is idle.
   void report_power() {
     if (!power_listener_) return;
-    const double mhz = gov_->clock(sim_.now()) * spec_.sm_clock_ghz * 1e3;
+    const double loops = gov_->clock(sim_.now());
+    const bool effective = governed_waves_ > 0 && spec_.power.instant_limit();
+    const double mhz = (effective ? effective_clock_ : loops) * spec_.sm_clock_ghz * 1e3;
     const double w = gov_->power_w();
     if (std::abs(mhz - reported_mhz_) < 1.0 && std::abs(w - reported_w_) < 1.0) return;
     reported_mhz_ = mhz;
@@ -932,6 +950,8 @@ class Gpu::Impl : public sim::EventHandler {
   std::optional<ClockGovernor> gov_;
   PowerListener power_listener_;
   double reported_mhz_ = -1.0, reported_w_ = -1.0;
+  int governed_waves_ = 0;        // waves the governor is charged for now
+  double effective_clock_ = 1.0;  // the clock of the last wave started (fraction of f_max)
   const bool coalesce_;
   const InterferenceParams interference_;
   // Collectives streaming through HBM: their bytes/s summed, how many, and

@@ -6,6 +6,7 @@
 
 #include "models/gpu/gpu.h"
 #include "models/gpu/kernel_cost_model.h"
+#include "models/gpu/rest_clock.h"
 #include "sim/engine/simulator.h"
 
 namespace gcsim::models::gpu {
@@ -204,6 +205,9 @@ SettledLoop settled_loop(const GpuSpec& spec, const KernelDesc& kernel, double s
   const PowerParams& p = spec.power;
   double clock = cap_clock(p, gov.averaged());
   if (p.fast_loop()) clock = std::min(clock, cap_clock(p, gov.averaged_fast(), p.fast_cap_w));
+  if (p.instant_limit()) {
+    clock = std::min(clock, cap_clock(p, rest_activity(spec, kernel), state_instant_budget_w(p, gov.averaged())));
+  }
   return SettledLoop{clock, gov.averaged()};
 }
 

@@ -75,6 +75,16 @@ std::string PowerParams::check() const {
   }
   const double hold_ms = activity_hold.seconds() * 1e3;
   if (!kActivityHoldMsRange.holds(hold_ms)) return bad("activity_hold (ms)", hold_ms, kActivityHoldMsRange);
+  if (!kAttentionTensorShareRange.holds(attention_tensor_share)) {
+    return bad("attention_tensor_share", attention_tensor_share, kAttentionTensorShareRange);
+  }
+  if (instant_limit() && !kInstantCapRatioRange.holds(instant_cap_w / cap_w)) {
+    return bad("instant_cap_w over cap_w", instant_cap_w / cap_w, kInstantCapRatioRange);
+  }
+  if (instant_sustained_w != 0.0 && !(instant_limit() && instant_sustained_w >= cap_w &&
+                                      instant_sustained_w <= instant_cap_w)) {
+    return "instant_sustained_w must lie between cap_w and instant_cap_w (or be 0)";
+  }
   if (fast_loop()) {
     if (!kFastCapRatioRange.holds(fast_cap_w / cap_w)) {
       return bad("fast_cap_w over cap_w", fast_cap_w / cap_w, kFastCapRatioRange);
@@ -133,6 +143,21 @@ double cap_clock(const PowerParams& p, const Activity& a, double cap_w) {
 
 double compute_speed(const PowerParams& p, double r) {
   return 1.0 / (p.clock_bound_share / r + 1.0 - p.clock_bound_share);
+}
+
+double instant_clock(const PowerParams& p, const Activity& a) {
+  return p.instant_limit() ? cap_clock(p, a, p.instant_cap_w) : 1.0;
+}
+
+double instant_budget_w(const PowerParams& p, double averaged_w) {
+  if (!p.instant_limit() || !(p.instant_sustained_w > 0.0)) return p.instant_cap_w;
+  const double x = std::clamp((averaged_w - p.idle_w) / (p.cap_w - p.idle_w), 0.0, 1.0);
+  return p.instant_cap_w - (p.instant_cap_w - p.instant_sustained_w) * x;
+}
+
+double relative_speed(const PowerParams& p, double r, double rest) {
+  if (r >= rest) return 1.0;
+  return compute_speed(p, r) / compute_speed(p, rest);
 }
 
 }  // namespace gcsim::models::gpu

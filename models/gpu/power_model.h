@@ -37,6 +37,18 @@
 // (clock_bound_share): on an H100 the reported SM clock falls ~31% under
 // back-to-back GEMMs while their throughput falls ~16%
 // (calibration/measurements/h100-sxm/sustained_gemm_2026-11-22.json).
+// That was NVML's clock. The SMs' own cycle counter (clock64 against
+// globaltimer, calibration/microbench/clock_truth_bench.py) shows what it
+// misses: a third, instantaneous limiter (instant_cap_w) that holds every
+// kernel from its first microseconds at the clock where its own power
+// meets that cap (bf16 8192^3 GEMMs run at 1615 MHz from rest while NVML
+// reads 1980), and arithmetic time that follows the effective clock almost
+// wholly (share 0.95-1.00 over 1200-1650 MHz). With instant_cap_w set, a
+// kernel's calibrated (rested) time is its time at its rest clock
+// (rest_clock.h), and a lower clock stretches it by relative_speed(); the
+// presets keep the NVML fit (instant_cap_w 0: every kernel rests at f_max)
+// and configs/examples/h100_sm_clock.yaml carries the re-fit (README,
+// "The SMs' own clock", says why it is not the default).
 //
 // Every parameter has a physical range (PowerParams::check); the fitted
 // values per GPU live in the presets (configs/hardware/*.yaml, `power:`).
@@ -79,6 +91,21 @@ struct PowerParams {
   double fast_cap_w = 0.0;         // the fast loop's cap (W); 0: no fast loop
   sim::Duration fast_time_constant = sim::ms(int64_t{5});  // the fast loop's averaging window
   double clock_bound_share = 1.0;  // share of an arithmetic tile's time at f_max that scales 1/f
+  // The instantaneous limiter's cap (W): a kernel runs at most at the clock
+  // where its own power alone meets it, from its first microseconds (no
+  // averaging). 0: none (every kernel rests at f_max).
+  double instant_cap_w = 0.0;
+  // The instantaneous limiter's cap once the power averaged over
+  // time_constant sits at cap_w (W): it falls linearly from instant_cap_w
+  // at rest (a mixed GEMM/elementwise loop's GEMMs run at 1549 MHz where
+  // they rest at 1612, though the loops let its elementwise kernels run at
+  // 1715). 0: it stays at instant_cap_w.
+  double instant_sustained_w = 0.0;
+  // Of a fused attention tile's arithmetic time, the share the tensor pipes
+  // are busy; the rest (softmax's exponentials, max and sum) keeps the CUDA
+  // cores busy instead (calibration/fit/clock_truth_fit.py: cuDNN's forward rests
+  // at 1716 MHz where GEMMs rest at 1612). 1: all tensor, as a GEMM.
+  double attention_tensor_share = 1.0;
   // A memory-bound tile's SM side (issuing its loads and stores, and the part
   // of each access's latency spent in SM-clocked pipes and queues) takes this
   // share of its HBM time when every SM streams at f_max: the SMs keep HBM
@@ -94,6 +121,7 @@ struct PowerParams {
 
   bool enabled() const { return cap_w > 0.0; }
   bool fast_loop() const { return fast_cap_w > 0.0; }
+  bool instant_limit() const { return instant_cap_w > 0.0; }
   // "" when every parameter lies in its physical range, else what is wrong
   // (names the field as the preset spells it).
   std::string check() const;
@@ -115,6 +143,12 @@ inline constexpr Range kTimeConstantMsRange{5.0, 2000.0};  // ms
 inline constexpr Range kFastCapRatioRange{1.0, 1.5};        // fast_cap_w over cap_w
 inline constexpr Range kFastTimeConstantMsRange{1.0, 50.0}; // ms, and below time_constant
 inline constexpr Range kClockShareRange{0.2, 1.0};
+// instant_cap_w over cap_w: at or above the board cap (the averaged loops
+// hold that), below the highest draw a GEMM reaches at f_max (~1.5x).
+inline constexpr Range kInstantCapRatioRange{1.0, 1.6};
+// A fused attention tile does at least its two GEMMs' worth of MMAs: between
+// a third of its time (softmax-bound small heads) and all of it.
+inline constexpr Range kAttentionTensorShareRange{0.3, 1.0};
 inline constexpr Range kHbmDeviceShareRange{0.15, 1.0};
 inline constexpr Range kMemoryIssueShareRange{0.0, 0.95};
 inline constexpr Range kActivityHoldMsRange{0.0, 2.0};  // ms
@@ -138,5 +172,16 @@ double cap_clock(const PowerParams& p, const Activity& a, double cap_w);
 // Arithmetic throughput at clock fraction r over that at f_max:
 // 1 / (share / r + 1 - share).
 double compute_speed(const PowerParams& p, double r);
+// The clock fraction at which activity `a` alone meets instant_cap_w (1
+// without an instantaneous limiter): the highest clock it ever runs at.
+double instant_clock(const PowerParams& p, const Activity& a);
+// The instantaneous limiter's cap (W) when the power averaged over
+// time_constant is `averaged_w`: instant_cap_w at idle, falling linearly to
+// instant_sustained_w at cap_w (and no further).
+double instant_budget_w(const PowerParams& p, double averaged_w);
+// Arithmetic throughput at clock fraction r over that at `rest` (the clock
+// the work's calibrated time stands for): compute_speed(min(r, rest)) /
+// compute_speed(rest), so 1 at and above its rest clock.
+double relative_speed(const PowerParams& p, double r, double rest);
 
 }  // namespace gcsim::models::gpu

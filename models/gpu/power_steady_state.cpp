@@ -6,6 +6,7 @@
 
 #include "models/gpu/kernel_cost_model.h"
 #include "models/gpu/power_loop.h"
+#include "models/gpu/rest_clock.h"
 
 namespace gcsim::models::gpu {
 
@@ -42,7 +43,9 @@ SteadyState steady_state(const GpuSpec& spec, const KernelDesc& kernel) {
       if (settled) break;
     }
   }
-  s.speed = compute_speed(spec.power, s.clock);
+  const double rest = rest_clock(spec, kernel);
+  s.clock = std::min(s.clock, rest);
+  s.speed = relative_speed(spec.power, s.clock, rest);
   s.power_w = board_power_w(spec.power, s.activity, s.clock);
   return s;
 }

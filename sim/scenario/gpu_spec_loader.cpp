@@ -322,7 +322,10 @@ Json gpu_spec_json(const GpuSpec& s) {
                   {"activity_hold", sim::format_duration(p.activity_hold)},
                   {"hbm_device_share", p.hbm_device_share},
                   {"fast_cap_w", p.fast_cap_w},
-                  {"fast_time_constant", sim::format_duration(p.fast_time_constant)}};
+                  {"fast_time_constant", sim::format_duration(p.fast_time_constant)},
+                  {"instant_cap_w", p.instant_cap_w},
+                  {"instant_sustained_w", p.instant_sustained_w},
+                  {"attention_tensor_share", p.attention_tensor_share}};
   }
   const auto& e = s.efficiency;
   Json eff_tensor = Json::object();

@@ -81,6 +81,29 @@ PowerParams read_power_params(ConfigReader& gpu, const PowerParams& base) {
   } else if (p.fast_cap_w < 0.0) {
     r.fail("fast_cap_w", "must be positive (or 0: no fast loop)");
   }
+  p.attention_tensor_share =
+      in_range(r, "attention_tensor_share", base.attention_tensor_share, g::kAttentionTensorShareRange,
+               "of a fused attention tile's arithmetic time, the share the tensor pipes are busy (the rest: "
+               "softmax on the CUDA cores)");
+  // The instantaneous limiter (0: none): at or above cap_w, in its range.
+  p.instant_cap_w = r.get_double("instant_cap_w", base.instant_cap_w,
+                                 "the instantaneous limiter's cap in W (0: none): a kernel runs at most at "
+                                 "the clock where its own power meets it");
+  if (p.instant_limit()) {
+    if (!g::kInstantCapRatioRange.holds(p.instant_cap_w / p.cap_w)) {
+      r.fail("instant_cap_w",
+             "over cap_w must lie in its physical range " + range_text(g::kInstantCapRatioRange));
+    }
+  } else if (p.instant_cap_w < 0.0) {
+    r.fail("instant_cap_w", "must be positive (or 0: no instantaneous limiter)");
+  }
+  p.instant_sustained_w = r.get_double("instant_sustained_w", base.instant_sustained_w,
+                                       "the instantaneous limiter's cap in W once the averaged power sits at "
+                                       "cap_w (0: it stays at instant_cap_w)");
+  if (p.instant_sustained_w != 0.0 &&
+      !(p.instant_limit() && p.instant_sustained_w >= p.cap_w && p.instant_sustained_w <= p.instant_cap_w)) {
+    r.fail("instant_sustained_w", "must lie between cap_w and instant_cap_w (or be 0)");
+  }
   r.finish();
   return p;
 }

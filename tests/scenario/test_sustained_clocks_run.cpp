@@ -157,6 +157,29 @@ TEST_CASE("power parameters outside their physical ranges are exit-2 errors nami
   CHECK(err.find("shorter than time_constant") != std::string::npos);
   err = run_bad_config(with_power("{fast_cap_w: -5}"), {});
   CHECK(err.find("fast_cap_w") != std::string::npos);
+  // The instantaneous limiter: its cap over the board cap (1.0-1.6), not
+  // negative; fused attention's tensor share in [0.3, 1].
+  err = run_bad_config(with_power("{instant_cap_w: 1500}"), {});
+  CHECK(err.find("instant_cap_w") != std::string::npos);
+  CHECK(err.find("physical range") != std::string::npos);
+  CHECK(err.find("config.yaml:2") != std::string::npos);
+  err = run_bad_config(with_power("{instant_cap_w: 600}"), {});
+  CHECK(err.find("instant_cap_w") != std::string::npos);
+  err = run_bad_config(with_power("{instant_cap_w: -1}"), {});
+  CHECK(err.find("instant_cap_w") != std::string::npos);
+  err = run_bad_config(with_power("{attention_tensor_share: 0.1}"), {});
+  CHECK(err.find("attention_tensor_share") != std::string::npos);
+  CHECK(err.find("physical range") != std::string::npos);
+  err = run_bad_config(with_power("{idle_w: 120}"), {"-s", "cluster.gpu.power.instant_cap_w=abc"});
+  CHECK(err.find("instant_cap_w") != std::string::npos);
+  // Its sustained cap: between cap_w and instant_cap_w, and only with one.
+  err = run_bad_config(with_power("{instant_sustained_w: 800}"), {});
+  CHECK(err.find("instant_sustained_w") != std::string::npos);
+  CHECK(err.find("config.yaml:2") != std::string::npos);
+  err = run_bad_config(with_power("{instant_cap_w: 860, instant_sustained_w: 600}"), {});
+  CHECK(err.find("instant_sustained_w") != std::string::npos);
+  err = run_bad_config(with_power("{instant_cap_w: 860, instant_sustained_w: 900}"), {});
+  CHECK(err.find("instant_sustained_w") != std::string::npos);
   // A -s override names itself.
   err = run_bad_config(with_power("{idle_w: 120}"), {"-s", "cluster.gpu.power.clock_bound_share=3"});
   CHECK(err.find("clock_bound_share") != std::string::npos);

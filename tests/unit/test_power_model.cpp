@@ -4,10 +4,12 @@
 // a_unshared), the cap's clock, the first-order averaging and the energy
 // integral.
 #include <cmath>
+#include <string>
 
 #include "catch.h"
 #include "models/gpu/clock_governor.h"
 #include "models/gpu/power_model.h"
+#include "models/gpu/rest_clock.h"
 
 namespace gpu = gcsim::models::gpu;
 namespace sim = gcsim::sim;
@@ -302,4 +304,56 @@ TEST_CASE("clock governor: the periodic start of a repeated burst", "[gpu][power
   const gpu::GovernorState same = gpu::periodic_start(p, periodic, end, sim::Duration::zero());
   CHECK(same.slow.tensor == end.slow.tensor);
   CHECK(same.fast.hbm == end.fast.hbm);
+}
+
+// The instantaneous limiter and a kernel's rest clock (power_model.h
+// instant_clock / relative_speed, rest_clock.h arithmetic_activity), by hand.
+TEST_CASE("power model: instantaneous limiter and speed against the rest clock", "[gpu][power]") {
+  gpu::PowerParams p = flat_voltage();
+  // No limiter: every kernel rests at f_max.
+  CHECK(gpu::instant_clock(p, gpu::Activity{0.9, 0.0, 0.0}) == 1.0);
+  // P(r) = 100 + 1000 x 0.9 x r (flat voltage, share 1): 820 W at r = 720 / 900 = 0.8.
+  p.instant_cap_w = 820;
+  CHECK(p.check().empty());
+  CHECK(gpu::instant_clock(p, gpu::Activity{0.9, 0.0, 0.0}) == Approx(0.8).epsilon(1e-9));
+  // A memory-bound kernel (100 + 200 x 0.9 = 280 W at f_max) is never held.
+  CHECK(gpu::instant_clock(p, gpu::Activity{0.0, 0.0, 0.9}) == 1.0);
+  // Share 1: speed is r over the rest clock; 1 at or above it.
+  CHECK(gpu::relative_speed(p, 0.6, 0.8) == Approx(0.75));
+  CHECK(gpu::relative_speed(p, 0.9, 0.8) == 1.0);
+  // Share 0.5: 1 / (0.5 / 0.6 + 0.5) = 0.75 over 1 / (0.5 / 0.8 + 0.5) = 0.8889: 0.84375.
+  p.clock_bound_share = 0.5;
+  CHECK(gpu::relative_speed(p, 0.6, 0.8) == Approx(0.84375));
+  // Its range: at or above the board cap, at most 1.6x it.
+  p.instant_cap_w = 650;
+  CHECK(p.check().find("instant_cap_w") != std::string::npos);
+  p.instant_cap_w = 1200;
+  CHECK(p.check().find("instant_cap_w") != std::string::npos);
+  p.instant_cap_w = 0;
+  p.attention_tensor_share = 0.2;
+  CHECK(p.check().find("attention_tensor_share") != std::string::npos);
+}
+
+TEST_CASE("power model: a fused attention's arithmetic splits between tensor pipes and CUDA cores",
+          "[gpu][power]") {
+  gpu::PowerParams p = flat_voltage();
+  p.attention_tensor_share = 0.675;
+  gpu::KernelDesc gemm;
+  gemm.unit = gpu::ExecUnit::tensor;
+  gpu::KernelDesc attention = gemm;
+  attention.fused_attention = true;
+  gpu::KernelDesc copy;
+  copy.unit = gpu::ExecUnit::memory;
+  const gpu::Activity g = gpu::arithmetic_activity(p, gemm, 0.8);
+  CHECK(g.tensor == Approx(0.8));
+  CHECK(g.vector == 0.0);
+  const gpu::Activity a = gpu::arithmetic_activity(p, attention, 0.8);
+  CHECK(a.tensor == Approx(0.54));   // 0.8 x 0.675
+  CHECK(a.vector == Approx(0.26));   // 0.8 x 0.325
+  // Its power at f_max: 100 + 1000 x 0.54 + 400 x 0.26 = 744 W, the GEMM's 900 W.
+  CHECK(gpu::board_power_w(p, a, 1.0) == Approx(744.0));
+  CHECK(gpu::board_power_w(p, g, 1.0) == Approx(900.0));
+  const gpu::Activity c = gpu::arithmetic_activity(p, copy, 0.8);
+  CHECK(c.tensor == 0.0);
+  CHECK(c.vector == 0.0);
 }

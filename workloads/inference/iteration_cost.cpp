@@ -9,6 +9,7 @@
 #include "models/gpu/kernel_cost_model.h"
 #include "models/gpu/memory_clock.h"
 #include "models/gpu/power_model.h"
+#include "models/gpu/rest_clock.h"
 
 namespace gcsim::workloads::inference {
 
@@ -79,6 +80,9 @@ void IterationCost::Launch::add_kernel(const gpu::GpuSpec& spec, const KernelDes
     w.overhead = spec.efficiency.tile_overhead + k.extra_wave_overhead;
     w.sm_share = static_cast<double>(sms) / spec.sm_count;
     w.unit = k.unit;
+    w.rest_activity = gpu::rest_activity(spec, k);
+    w.rest = gpu::instant_clock(spec.power, w.rest_activity);
+    w.activity_per_busy = gpu::arithmetic_activity(spec.power, k, 1.0);
     if (k.unit == gpu::ExecUnit::memory) {
       w.issue_q = gpu::memory_issue_fraction(spec, k);
       w.issue_hbm = gpu::tile_cost(spec, k, spec.sm_count).memory;
@@ -92,15 +96,28 @@ void IterationCost::Launch::add_kernel(const gpu::GpuSpec& spec, const KernelDes
 // `time` plus what the clock adds to each wave (gpu.cpp set_clock and
 // own_wave_time: the arithmetic stretched, a memory kernel's wave at least
 // its SM side's memory_issue_wave): exactly `time` at the rested clock.
-sim::Duration IterationCost::Launch::at(double stretch, double clock) const {
-  if ((stretch == 1.0 && clock == 1.0) || wave_groups == 0) return time;
+double IterationCost::Launch::Waves::clock_at(const gpu::PowerParams& p, double step_clock,
+                                              double budget_w) const {
+  if (!p.instant_limit()) return step_clock;
+  const double limit = budget_w > 0.0 ? gpu::cap_clock(p, rest_activity, budget_w) : rest;
+  return std::min(step_clock, limit);
+}
+
+double IterationCost::Launch::Waves::stretch_at(const gpu::PowerParams& p, double step_clock,
+                                                double budget_w) const {
+  return 1.0 / gpu::relative_speed(p, clock_at(p, step_clock, budget_w), rest);
+}
+
+sim::Duration IterationCost::Launch::at(const gpu::PowerParams& p, double clock, double budget_w) const {
+  if ((clock == 1.0 && budget_w <= 0.0) || wave_groups == 0) return time;
   sim::Duration t = time;
   for (int i = 0; i < wave_groups; ++i) {
     const Waves& w = waves[static_cast<size_t>(i)];
+    const double own = w.clock_at(p, clock, budget_w);
     const sim::Duration rested = sim::max(w.compute, w.memory) + w.overhead;
-    sim::Duration now = sim::max(w.compute.scaled(stretch), w.memory) + w.overhead;
-    if (clock < w.issue_q) {
-      now = sim::max(now, sim::Duration::from_seconds(w.issue_hbm.seconds() * w.issue_q / clock) + w.overhead);
+    sim::Duration now = sim::max(w.compute.scaled(w.stretch_at(p, clock, budget_w)), w.memory) + w.overhead;
+    if (own < w.issue_q) {
+      now = sim::max(now, sim::Duration::from_seconds(w.issue_hbm.seconds() * w.issue_q / own) + w.overhead);
     }
     t += (now - rested) * w.count;
   }
@@ -542,21 +559,23 @@ const IterationCost::Program& IterationCost::head_launches(int64_t tokens, int64
 // it) and HBM bytes over the peak bandwidth.
 class IterationCost::Timeline {
  public:
-  Timeline(sim::Duration issue, sim::Duration launch, double clock, double stretch, double hbm_peak_bytes_per_s)
-      : issue_(issue), launch_(launch), gap_(gpu::launch_gap(launch)), clock_(clock), stretch_(stretch),
-        hbm_peak_(hbm_peak_bytes_per_s) {}
+  Timeline(sim::Duration issue, sim::Duration launch, double clock, double budget_w, const gpu::PowerParams& power,
+           double hbm_peak_bytes_per_s)
+      : issue_(issue), launch_(launch), gap_(gpu::launch_gap(launch)), clock_(clock), budget_w_(budget_w),
+        power_(power), hbm_peak_(hbm_peak_bytes_per_s) {}
 
   void run(const Launch& l, training::KernelClassTimes& classes) {
-    const sim::Duration time = l.at(stretch_, clock_);
+    const sim::Duration time = l.at(power_, clock_, budget_w_);
     if (l.own_issue) host_ += issue_;
     gpu_ = std::max(gpu_, host_) + time;
     busy_ += time;
     if (l.cls == KernelClass::communication) comm_ += time;
     for (int i = 0; i < l.wave_groups; ++i) {
       const Launch::Waves& w = l.waves[static_cast<size_t>(i)];
-      const double s = w.compute.seconds() * stretch_ * w.sm_share * static_cast<double>(w.count);
-      if (w.unit == gpu::ExecUnit::tensor) activity_.tensor += s;
-      if (w.unit == gpu::ExecUnit::vector) activity_.vector += s;
+      const double stretch = clock_ == 1.0 && budget_w_ <= 0.0 ? 1.0 : w.stretch_at(power_, clock_, budget_w_);
+      const double s = w.compute.seconds() * stretch * w.sm_share * static_cast<double>(w.count);
+      activity_.tensor += s * w.activity_per_busy.tensor;
+      activity_.vector += s * w.activity_per_busy.vector;
     }
     if (hbm_peak_ > 0.0) activity_.hbm += l.hbm_bytes / hbm_peak_;
     if (l.cls == KernelClass::communication) collective_bytes_ += l.hbm_bytes;
@@ -607,7 +626,8 @@ class IterationCost::Timeline {
   sim::Duration busy_ = sim::Duration::zero();
   sim::Duration comm_ = sim::Duration::zero();
   double clock_ = 1.0;
-  double stretch_ = 1.0;
+  double budget_w_ = 0.0;  // the instantaneous limiter's cap (0: a rested GPU's)
+  const gpu::PowerParams& power_;
   double hbm_peak_ = 0.0;  // bytes/s
   gpu::Activity activity_;  // activity-seconds (power_model.h's fractions x s)
   double collective_bytes_ = 0.0;  // HBM bytes of the collectives and sends in activity_
@@ -615,12 +635,12 @@ class IterationCost::Timeline {
 
 StepCost IterationCost::cost(const StepShape& shape) { return cost(shape, 1.0); }
 
-StepCost IterationCost::cost(const StepShape& shape, double clock) {
+StepCost IterationCost::cost(const StepShape& shape, double clock, double budget_w) {
   if (!(clock > 0.0 && clock <= 1.0)) throw std::invalid_argument("a step's SM clock fraction lies in (0, 1]");
   // The Gpu runtime's stretch at a governor's clock (gpu.cpp set_clock):
-  // the spec's efficiencies stand for f_max here (serving's spec is never
-  // derated under the clock model: scenario.cpp apply_clocks).
-  const double stretch = clock == 1.0 ? 1.0 : 1.0 / gpu::compute_speed(config_.gpu.power, clock);
+  // each kernel's efficiencies stand for its rest clock (rest_clock.h;
+  // serving's spec is never derated under the clock model: scenario.cpp
+  // apply_clocks), Launch::at.
   StepCost c;
   c.clock = clock;
   c.compute = sim::Duration::zero();
@@ -638,7 +658,8 @@ StepCost IterationCost::cost(const StepShape& shape, double clock) {
     const int dense = layers_of_stage_dense_[static_cast<size_t>(s)];
     const int moe = layers_of_stage_moe_[static_cast<size_t>(s)];
     const Launch ar = tp_all_reduce(s, t);
-    Timeline line(issue, (c.graph ? graph_gpu_ : config_.gpu).kernel_launch_latency, clock, stretch,
+    Timeline line(issue, (c.graph ? graph_gpu_ : config_.gpu).kernel_launch_latency, clock, budget_w,
+                  config_.gpu.power,
                   config_.gpu.hbm_bandwidth.bytes_per_s());
     training::KernelClassTimes classes;
     const auto run_all = [&](const Program& p, training::KernelClassTimes& into) {

@@ -116,8 +116,10 @@ class IterationCost {
   // the Gpu runtime runs a kernel at a governor's clock (models/gpu/gpu.cpp
   // set_clock): each wave's arithmetic stretched by 1 / compute_speed, its
   // HBM time, launch latency and setup unchanged, so memory-bound passes
-  // keep their time. 1 gives cost(shape) exactly.
-  StepCost cost(const StepShape& shape, double clock);
+  // keep their time. 1 gives cost(shape) exactly. Under an instantaneous
+  // limiter each kernel runs at most where its own power meets `budget_w`
+  // (power_model.h instant_budget_w; 0: instant_cap_w, a rested GPU's).
+  StepCost cost(const StepShape& shape, double clock, double budget_w = 0.0);
   // The padded token count the GEMMs see.
   int64_t padded_tokens(const StepShape& shape) const;
   // Whether the step replays a CUDA graph: graphs on and the step padded to
@@ -164,13 +166,26 @@ class IterationCost {
       // issue_q a wave takes at least issue_q x issue_hbm / clock + overhead.
       double issue_q = 0.0;
       sim::Duration issue_hbm;
+      // The kernel's rest clock (rest_clock.h): its time stands for it, and
+      // it never runs faster.
+      double rest = 1.0;
+      // Its kernel's activity alone at f_max (rest_clock.h rest_activity).
+      gpu::Activity rest_activity;
+      // The activity one second of its arithmetic charges (rest_clock.h
+      // arithmetic_activity: a fused attention's tensor/CUDA-core split).
+      gpu::Activity activity_per_busy;
+      // min(step clock, where its power meets the limiter's cap `budget_w`).
+      double clock_at(const gpu::PowerParams& p, double step_clock, double budget_w) const;
+      // Its arithmetic's stretch at that clock: 1 / relative_speed.
+      double stretch_at(const gpu::PowerParams& p, double step_clock, double budget_w) const;
     };
     std::array<Waves, 4> waves{};
     int wave_groups = 0;
     double hbm_bytes = 0.0;                       // the kernels' HBM traffic
-    // The launch's length at SM clock fraction `clock` with arithmetic
-    // stretched by `stretch` (1 / compute_speed(clock); 1, 1: `time`).
-    sim::Duration at(double stretch, double clock) const;
+    // The launch's length at the step's SM clock fraction `clock`: each
+    // wave at min(clock, its rest clock), its arithmetic stretched by
+    // Waves::stretch_at (1: `time`).
+    sim::Duration at(const gpu::PowerParams& p, double clock, double budget_w) const;
     // Adds kernel `k`'s waves (as isolated_time() runs it on `spec`).
     void add_kernel(const gpu::GpuSpec& spec, const gpu::KernelDesc& k);
   };

@@ -80,9 +80,9 @@ double Replica::energy_per_gpu_j(sim::Time until) const {
   return energy_before_j_ + gov_->energy_j(std::max(until, gov_last_));
 }
 
-StepCost Replica::step_cost(const StepPlan& plan, const StepShape& shape, double clock) {
-  StepCost cost = cost_->cost(shape, clock);
-  cost.stages[0] += extra_time(plan, shape, clock, cost.activity_s);
+StepCost Replica::step_cost(const StepPlan& plan, const StepShape& shape, double clock, double budget_w) {
+  StepCost cost = cost_->cost(shape, clock, budget_w);
+  cost.stages[0] += extra_time(plan, shape, clock, budget_w, cost.activity_s);
   cost.total = sim::Duration::zero();
   for (auto d : cost.stages) cost.total += d;
   return cost;
@@ -99,7 +99,7 @@ models::gpu::GovernorState Replica::periodic_state(const StepPlan& plan, const S
   g::GovernorState st = setup_.clocks.start;
   double r = g::state_clock(p, st);
   for (int pass = 0; pass < 40; ++pass) {
-    const StepCost c = step_cost(plan, shape, r);
+    const StepCost c = step_cost(plan, shape, r, g::state_instant_budget_w(p, st.slow));
     const g::Activity a = mean_activity(c.activity_s, c.total);
     const double w = arithmetic_w(p, a, r);
     g::ClockGovernor one(p, sim::Time::zero(), st);
@@ -174,10 +174,10 @@ StepShape Replica::shape_of(const StepPlan& plan) const {
   return s;
 }
 
-sim::Duration Replica::extra_time(const StepPlan& plan, const StepShape& shape, double clock,
+sim::Duration Replica::extra_time(const StepPlan& plan, const StepShape& shape, double clock, double budget_w,
                                   models::gpu::Activity& activity_s) {
   const auto draft = [&](const StepShape& s) {
-    const StepCost c = draft_->cost(s, clock);
+    const StepCost c = draft_->cost(s, clock, budget_w);
     activity_s.tensor += c.activity_s.tensor;
     activity_s.vector += c.activity_s.vector;
     activity_s.hbm += c.activity_s.hbm;
@@ -227,14 +227,16 @@ void Replica::start_step() {
   // then.
   const sim::Time at = std::max(sim_.now(), gov_last_);
   double clock = 1.0;
+  double budget_w = 0.0;
   if (gov_) {
     if (setup_.clocks.steady) {
       energy_before_j_ += gov_->energy_j(at);
       gov_ = std::make_unique<models::gpu::ClockGovernor>(setup_.clocks.power, at, periodic_state(b->plan, shape));
     }
     clock = gov_->clock(at);
+    budget_w = gov_->instant_budget_w(at);
   }
-  StepCost cost = step_cost(b->plan, shape, clock);
+  StepCost cost = step_cost(b->plan, shape, clock, budget_w);
   double step_energy_j = 0.0;
   if (gov_) {
     const models::gpu::Activity a = mean_activity(cost.activity_s, cost.total);

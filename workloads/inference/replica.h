@@ -135,10 +135,11 @@ class Replica {
   StepShape shape_of(const StepPlan& plan) const;
   // Swap copies and draft passes at SM clock `clock`; their activity is
   // added to `activity_s` (per GPU, activity-seconds).
-  sim::Duration extra_time(const StepPlan& plan, const StepShape& shape, double clock,
+  sim::Duration extra_time(const StepPlan& plan, const StepShape& shape, double clock, double budget_w,
                            models::gpu::Activity& activity_s);
   // The step's cost at `clock`, extra time and its activity included.
-  StepCost step_cost(const StepPlan& plan, const StepShape& shape, double clock);
+  // `budget_w`: the instantaneous limiter's cap (IterationCost::cost).
+  StepCost step_cost(const StepPlan& plan, const StepShape& shape, double clock, double budget_w);
   // ReplicaClocks::steady: the governor state this step starts with when it
   // repeats back to back.
   models::gpu::GovernorState periodic_state(const StepPlan& plan, const StepShape& shape);

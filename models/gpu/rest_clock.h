@@ -1,0 +1,32 @@
+// The clock a kernel runs at from rest, under the instantaneous limiter
+// (power_model.h, instant_cap_w), and what its calibrated time stands for.
+//
+// Measured with the SMs' own cycle counter on four H100s
+// (calibration/measurements/h100-x4/clock_truth_2026-11-27): a bf16 8192^3
+// GEMM runs at 1610-1620 MHz from its first kernel after seconds of idle,
+// cuDNN's causal attention forward at 1720, a bf16 add at 1980, whatever the
+// averaged power (NVML reads 1980 for the first ~80 ms). Every kernel time
+// the presets' efficiencies were fitted to was so timed at the kernel's own
+// rest clock, not at f_max: a clock below it stretches the kernel's
+// arithmetic by relative_speed(clock, rest_clock).
+#pragma once
+
+#include "models/gpu/gpu_spec.h"
+#include "models/gpu/kernel.h"
+#include "models/gpu/power_model.h"
+
+namespace gcsim::models::gpu {
+
+// `busy` (a share of the GPU's SM-time in a kernel's arithmetic) as the
+// activity it charges: tensor or CUDA-core time by the kernel's unit, a
+// fused attention's split by attention_tensor_share (its softmax on the CUDA
+// cores); memory kernels charge none.
+Activity arithmetic_activity(const PowerParams& p, const KernelDesc& kernel, double busy);
+// `kernel`'s activity alone on the GPU at f_max, over one full wave (as the
+// Gpu runtime charges a wave: gpu.cpp charge()), hbm_unshared set.
+Activity rest_activity(const GpuSpec& spec, const KernelDesc& kernel);
+// The clock fraction `kernel` runs at alone from rest: instant_clock() of
+// its rest activity (1 without an instantaneous limiter or a power model).
+double rest_clock(const GpuSpec& spec, const KernelDesc& kernel);
+
+}  // namespace gcsim::models::gpu
