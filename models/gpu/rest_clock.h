@@ -7,8 +7,10 @@
 // cuDNN's causal attention forward at 1720, a bf16 add at 1980, whatever the
 // averaged power (NVML reads 1980 for the first ~80 ms). Every kernel time
 // the presets' efficiencies were fitted to was so timed at the kernel's own
-// rest clock, not at f_max: a clock below it stretches the kernel's
-// arithmetic by relative_speed(clock, rest_clock).
+// rest clock, not at f_max: with instant_cap_w set, a clock below it
+// stretches the kernel's arithmetic by relative_speed(clock, rest_clock).
+// The presets keep the NVML fit (no limiter: every kernel rests at f_max);
+// configs/examples/h100_sm_clock.yaml sets it (README, "The SMs' own clock").
 #pragma once
 
 #include "models/gpu/gpu_spec.h"
