@@ -47,9 +47,25 @@ GovernorState periodic_start(const PowerParams& params, const GovernorState& sta
   return p;
 }
 
+namespace {
+// The loops' clock for averages `slow` and `fast`. Under an instantaneous
+// limiter the tensor work of those averages runs at most where a kernel
+// keeping the tensor pipes busy meets the limiter's cap now, so the loops
+// count its power at that clock, not at theirs.
+double loops_clock(const PowerParams& params, const Activity& slow, const Activity& fast) {
+  double tensor_cap = 1.0;
+  if (params.instant_limit()) {
+    Activity busy;
+    busy.tensor = 1.0;
+    tensor_cap = cap_clock(params, busy, state_instant_budget_w(params, slow));
+  }
+  const double s = cap_clock(params, slow, params.cap_w, tensor_cap);
+  return params.fast_loop() ? std::min(s, cap_clock(params, fast, params.fast_cap_w, tensor_cap)) : s;
+}
+}  // namespace
+
 double state_clock(const PowerParams& params, const GovernorState& state) {
-  const double slow = cap_clock(params, state.slow);
-  return params.fast_loop() ? std::min(slow, cap_clock(params, state.fast, params.fast_cap_w)) : slow;
+  return loops_clock(params, state.slow, state.fast);
 }
 
 GovernorState ClockGovernor::state_at(sim::Time until) const {
@@ -129,8 +145,7 @@ void ClockGovernor::remove(sim::Time now, const Activity& a, double arithmetic_w
 double ClockGovernor::clock(sim::Time now) {
   advance(now);
   if (pinned_ > 0.0) return pinned_;
-  const double slow = cap_clock(params_, averaged_);
-  return params_.fast_loop() ? std::min(slow, cap_clock(params_, averaged_fast_, params_.fast_cap_w)) : slow;
+  return loops_clock(params_, averaged_, params_.fast_loop() ? averaged_fast_ : averaged_);
 }
 
 double state_instant_budget_w(const PowerParams& params, const Activity& slow) {

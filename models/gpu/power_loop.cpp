@@ -203,8 +203,7 @@ SettledLoop settled_loop(const GpuSpec& spec, const KernelDesc& kernel, double s
   // The clock a kernel starting at the last update would get (ClockGovernor::clock).
   const ClockGovernor& gov = *g.governor();
   const PowerParams& p = spec.power;
-  double clock = cap_clock(p, gov.averaged());
-  if (p.fast_loop()) clock = std::min(clock, cap_clock(p, gov.averaged_fast(), p.fast_cap_w));
+  double clock = state_clock(p, GovernorState{gov.averaged(), p.fast_loop() ? gov.averaged_fast() : gov.averaged()});
   if (p.instant_limit()) {
     clock = std::min(clock, cap_clock(p, rest_activity(spec, kernel), state_instant_budget_w(p, gov.averaged())));
   }

@@ -141,6 +141,22 @@ double cap_clock(const PowerParams& p, const Activity& a, double cap_w) {
   return lo;
 }
 
+double cap_clock(const PowerParams& p, const Activity& a, double cap_w, double tensor_cap) {
+  if (tensor_cap >= 1.0) return cap_clock(p, a, cap_w);
+  const auto power = [&](double r) {
+    return p.idle_w + p.tensor_w * a.tensor * dynamic_scale(p, std::min(r, tensor_cap)) +
+           p.vector_w * a.vector * dynamic_scale(p, r) + memory_power_w(p, a);
+  };
+  if (power(1.0) <= cap_w) return 1.0;
+  double lo = p.min_clock_fraction, hi = 1.0;
+  if (power(lo) >= cap_w) return lo;
+  for (int i = 0; i < 40; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (power(mid) > cap_w ? hi : lo) = mid;
+  }
+  return lo;
+}
+
 double compute_speed(const PowerParams& p, double r) {
   return 1.0 / (p.clock_bound_share / r + 1.0 - p.clock_bound_share);
 }

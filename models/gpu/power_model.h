@@ -169,6 +169,11 @@ double board_power_w(const PowerParams& p, const Activity& a, double r);
 // form against the board cap (p.cap_w).
 double cap_clock(const PowerParams& p, const Activity& a);
 double cap_clock(const PowerParams& p, const Activity& a, double cap_w);
+// The same when the tensor pipes' work runs at most at clock fraction
+// `tensor_cap` whatever clock the loops allow (the instantaneous limiter
+// holds power-dense kernels below the loops' clock: raising that clock
+// above it adds no tensor power). tensor_cap 1: cap_clock.
+double cap_clock(const PowerParams& p, const Activity& a, double cap_w, double tensor_cap);
 // Arithmetic throughput at clock fraction r over that at f_max:
 // 1 / (share / r + 1 - share).
 double compute_speed(const PowerParams& p, double r);

@@ -119,5 +119,9 @@ TEST_CASE("SM clock fit: the preset keeps the NVML fit; the example runs", "[gpu
   REQUIRE(r.exit_status == 0);
   const auto summary = gcsim::test::read_json(tmp / "out" / "summary.json");
   CHECK(summary["hardware"]["power"]["instant_cap_w"].get<double>() == 860.0);
-  CHECK(summary["step_time_s"].get<double>() > 0.0);
+  // The example is the DP4 eager step of calibration/measurements/h100-x4/
+  // strategy_step_2026-11-26 (300.4 ms, slowest rank's median); gcsim under
+  // the SM-clock fit +0.9% (the preset's NVML fit +0.9% too). The issue's
+  // 5% bar; strategy_compare.py -s cluster.gpu=... gives the twelve points.
+  CHECK(summary["step_time_s"].get<double>() == Approx(0.3004).epsilon(0.05));
 }

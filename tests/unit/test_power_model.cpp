@@ -357,3 +357,18 @@ TEST_CASE("power model: a fused attention's arithmetic splits between tensor pip
   CHECK(c.tensor == 0.0);
   CHECK(c.vector == 0.0);
 }
+
+// The loops' clock when the instantaneous limiter holds tensor work below
+// it (power_model.h cap_clock with tensor_cap), by hand on flat voltage
+// (phi(r) = r): a 0.9 tensor + 0.5 vector load draws 100 + 900 r + 200 r.
+TEST_CASE("power model: the loops' clock with tensor work held below it", "[gpu][power]") {
+  gpu::PowerParams p = flat_voltage();
+  const gpu::Activity a{0.9, 0.5, 0.0};
+  // Uncapped: 100 + 1100 r = 700 at r = 0.5455.
+  CHECK(gpu::cap_clock(p, a, 700.0) == Approx(600.0 / 1100.0).epsilon(1e-9));
+  CHECK(gpu::cap_clock(p, a, 700.0, 1.0) == gpu::cap_clock(p, a, 700.0));
+  // Tensor work held at 0.4: 100 + 360 + 200 r = 700 at r = 1.2, so f_max.
+  CHECK(gpu::cap_clock(p, a, 700.0, 0.4) == 1.0);
+  // Held at 0.5: 100 + 450 + 200 r = 700 at r = 0.75; higher than uncapped.
+  CHECK(gpu::cap_clock(p, a, 700.0, 0.5) == Approx(0.75).epsilon(1e-9));
+}
