@@ -129,24 +129,12 @@ double board_power_w(const PowerParams& p, const Activity& a, double r) {
 
 double cap_clock(const PowerParams& p, const Activity& a) { return cap_clock(p, a, p.cap_w); }
 
-double cap_clock(const PowerParams& p, const Activity& a, double cap_w) {
-  if (board_power_w(p, a, 1.0) <= cap_w) return 1.0;
-  double lo = p.min_clock_fraction, hi = 1.0;
-  if (board_power_w(p, a, lo) >= cap_w) return lo;
-  // Power rises monotonically with the clock: bisect to well under 1 MHz.
-  for (int i = 0; i < 40; ++i) {
-    const double mid = 0.5 * (lo + hi);
-    (board_power_w(p, a, mid) > cap_w ? hi : lo) = mid;
-  }
-  return lo;
-}
-
-double cap_clock(const PowerParams& p, const Activity& a, double cap_w, double tensor_cap) {
-  if (tensor_cap >= 1.0) return cap_clock(p, a, cap_w);
-  const auto power = [&](double r) {
-    return p.idle_w + p.tensor_w * a.tensor * dynamic_scale(p, std::min(r, tensor_cap)) +
-           p.vector_w * a.vector * dynamic_scale(p, r) + memory_power_w(p, a);
-  };
+namespace {
+// The highest clock fraction in [min_clock_fraction, 1] at which `power`
+// (board power in W against the clock fraction, rising with it) stays at
+// or under cap_w: bisect to well under 1 MHz.
+template <typename Power>
+double highest_clock_under(const PowerParams& p, double cap_w, const Power& power) {
   if (power(1.0) <= cap_w) return 1.0;
   double lo = p.min_clock_fraction, hi = 1.0;
   if (power(lo) >= cap_w) return lo;
@@ -155,6 +143,19 @@ double cap_clock(const PowerParams& p, const Activity& a, double cap_w, double t
     (power(mid) > cap_w ? hi : lo) = mid;
   }
   return lo;
+}
+}  // namespace
+
+double cap_clock(const PowerParams& p, const Activity& a, double cap_w) {
+  return highest_clock_under(p, cap_w, [&](double r) { return board_power_w(p, a, r); });
+}
+
+double cap_clock(const PowerParams& p, const Activity& a, double cap_w, double tensor_cap) {
+  if (tensor_cap >= 1.0) return cap_clock(p, a, cap_w);
+  return highest_clock_under(p, cap_w, [&](double r) {
+    return p.idle_w + p.tensor_w * a.tensor * dynamic_scale(p, std::min(r, tensor_cap)) +
+           p.vector_w * a.vector * dynamic_scale(p, r) + memory_power_w(p, a);
+  });
 }
 
 double compute_speed(const PowerParams& p, double r) {

@@ -572,8 +572,8 @@ class IterationCost::Timeline {
     if (l.cls == KernelClass::communication) comm_ += time;
     for (int i = 0; i < l.wave_groups; ++i) {
       const Launch::Waves& w = l.waves[static_cast<size_t>(i)];
-      const double stretch = clock_ == 1.0 && budget_w_ <= 0.0 ? 1.0 : w.stretch_at(power_, clock_, budget_w_);
-      const double s = w.compute.seconds() * stretch * w.sm_share * static_cast<double>(w.count);
+      const double s = w.compute.seconds() * w.stretch_at(power_, clock_, budget_w_) * w.sm_share *
+                       static_cast<double>(w.count);
       activity_.tensor += s * w.activity_per_busy.tensor;
       activity_.vector += s * w.activity_per_busy.vector;
     }
