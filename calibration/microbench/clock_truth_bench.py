@@ -25,6 +25,11 @@ Phases (each after --idle-s with nothing running, so each starts from rest):
   attention      PyTorch's default SDPA (cuDNN), causal, batch 2, 32 heads, 4096 tokens, head 128
   elementwise    bf16 add over 512 MiB tensors (HBM-bound)
   mixed          one 8192^3 GEMM then sigmoid, add, mul over 512 MiB, repeated
+  gapN           one 8192^3 GEMM then torch.cuda._sleep of N us of cycles at 1980 MHz (one thread
+                 spinning, the GPU otherwise idle; longer at a lower clock), repeated: N 100, 250,
+                 500, 1000, as power_clock_bench.py --set gaps (not in the default phases)
+  waitN          eight 8192^3 GEMMs then a _sleep of N us (2000, 10000), as
+                 power_clock_waits_bench.py's spin waits (not in the default phases)
 
 Run one process per GPU at once (chip-to-chip spread under the same load):
     CUDA_VISIBLE_DEVICES=g python3 clock_truth_bench.py --lib libclock_probe.so --nvml-index g -o g.json
@@ -46,7 +51,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_common  # noqa: E402
 
-VERSION = "clock_truth_bench 1.0"
+VERSION = "clock_truth_bench 1.1"
 MIB = 1 << 20
 
 
@@ -182,6 +187,13 @@ def workloads():
                     ("sigmoid", 2 * 512 * MIB, lambda: torch.sigmoid(e1)),
                     ("add", 3 * 512 * MIB, lambda: e1 + e2),
                     ("mul", 3 * 512 * MIB, lambda: e1 * e2)]
+    def spin(us):
+        cycles = int(us * 1980)  # cycles at f_max: the gap lasts longer where the clock is lower
+        return lambda: torch.cuda._sleep(cycles)
+    for us in (100, 250, 500, 1000):
+        out["gap%d" % us] = [("gemm8192", 2 * 8192 ** 3, lambda: a @ b), ("sleep", 0, spin(us))]
+    for us in (2000, 10000):
+        out["wait%d" % us] = [("gemm8192", 2 * 8192 ** 3, lambda: a @ b)] * 8 + [("sleep", 0, spin(us))]
     return out
 
 
@@ -224,7 +236,9 @@ def main():
     nv = Nvml(args.nvml_index)
     probe = Probe(args.lib, args.interval_us, args.seconds + 3.0)
     work = workloads()
-    for kernels in work.values():  # warm-up: cuBLAS/cuDNN plans, allocator
+    for name, kernels in work.items():  # warm-up: cuBLAS/cuDNN plans, allocator
+        if name.startswith(("gap", "wait")):
+            continue  # the same GEMM as `gemm`, and sleeps
         for _, _, fn in kernels:
             fn()
     torch.cuda.synchronize()

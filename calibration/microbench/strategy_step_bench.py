@@ -83,12 +83,19 @@ from bench_common import class_of, gather, make_log, profile_steps, timed_steps 
 from framework_step import RMSNorm, rotate_half  # noqa: E402  (Hugging Face Llama's eager code paths)
 import bench_common  # noqa: E402
 
-VERSION = "strategy_step_bench 1.1"
+VERSION = "strategy_step_bench 1.2"
 T0 = time.time()
 log = make_log(T0)
 
 MODEL = dict(name="llama_h4096_L8_s4096", layers=8, hidden=4096, heads=32, ffn=11008, vocab=32000,
              seq=4096, global_batch=8)
+# --model gqa: a second model, for held-out checks (shapes no fit has seen): Llama 3's vocabulary
+# (128256: a head and cross entropy as large as four layers) and grouped-query attention (8 KV
+# heads of 128, SDPA's enable_gqa as Hugging Face calls it on torch >= 2.5), hidden 3072 and
+# SwiGLU 8192 (Llama 3.2 3B's widths), 8 layers, sequence 4096, the same global batch.
+MODELS = {"mha": MODEL,
+          "gqa": dict(name="llama3_h3072_L8_s4096_gqa8", layers=8, hidden=3072, heads=24, kv_heads=8,
+                      ffn=8192, vocab=128256, seq=4096, global_batch=8)}
 
 # (name, tp, pp, dp); micro-batch = global / dp without PP (one micro-batch), 1 sequence with PP.
 STRATEGIES = [("DP4", 1, 1, 4), ("TP4", 4, 1, 1), ("TP2xDP2", 2, 1, 2), ("PP2xDP2", 1, 2, 2),
@@ -176,11 +183,12 @@ class Block(nn.Module):
     """A decoder layer; with TP its linears hold this rank's columns (QKV, gate+up) or rows
     (output, down) and the f/g regions sit between the four pieces."""
 
-    def __init__(self, h, heads, ffn, t, group):
+    def __init__(self, h, heads, ffn, t, group, kv_heads=None):
         super().__init__()
         self.h, self.heads, self.d, self.group = h, heads // t, h // heads, group
+        self.kv = (kv_heads or heads) // t  # this rank's KV heads (GQA: fewer than its query heads)
         self.norm1, self.norm2 = RMSNorm(h), RMSNorm(h)
-        self.qkv = nn.Linear(h, 3 * h // t, bias=False)
+        self.qkv = nn.Linear(h, (self.heads + 2 * self.kv) * self.d, bias=False)
         self.proj = nn.Linear(h // t, h, bias=False)
         self.fc1 = nn.Linear(h, 2 * ffn // t, bias=False)
         self.fc2 = nn.Linear(ffn // t, h, bias=False)
@@ -192,10 +200,14 @@ class Block(nn.Module):
 
     def attn_core(self, y, cos, sin):
         b, s, _ = y.shape
-        q, k, v = self.qkv(y).view(b, s, 3, self.heads, self.d).transpose(1, 3).unbind(2)
+        if self.kv == self.heads:  # MHA: the layout every earlier measurement ran
+            q, k, v = self.qkv(y).view(b, s, 3, self.heads, self.d).transpose(1, 3).unbind(2)
+        else:  # GQA: [q heads | k heads | v heads] columns, each [b, heads, s, d]
+            q, k, v = (t.view(b, s, -1, self.d).transpose(1, 2) for t in self.qkv(y).split(
+                [self.heads * self.d, self.kv * self.d, self.kv * self.d], dim=-1))
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.kv != self.heads)
         return self.proj(o.transpose(1, 2).reshape(b, s, self.heads * self.d))
 
     def mlp_in(self, x, a):
@@ -225,7 +237,7 @@ class Stage(nn.Module):
         self.vocab_start = tp_rank * (m["vocab"] // t)
         if first:
             self.embed = nn.Embedding(m["vocab"] // t, h)
-        self.blocks = nn.ModuleList(Block(h, m["heads"], m["ffn"], t, group) for _ in range(layers))
+        self.blocks = nn.ModuleList(Block(h, m["heads"], m["ffn"], t, group, m.get("kv_heads")) for _ in range(layers))
         if last:
             self.norm = RMSNorm(h)
             self.head = nn.Linear(h, m["vocab"] // t, bias=False)
@@ -604,6 +616,8 @@ def main():
     ap.add_argument("--budget-s", type=float, default=300.0)
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--quick", action="store_true", help="a tiny model, to try the script")
+    ap.add_argument("--model", choices=sorted(MODELS), default="mha",
+                    help="mha: the 8-layer hidden-4096 MHA model every fit used; gqa: the held-out one")
     ap.add_argument("--points", default=None,
                     help="run only these points, in this order: NAME:BUILD,... (e.g. TP2xDP2:eager,TP2xPP2:compile)")
     ap.add_argument("--all-rank-kernels", action="store_true",
@@ -632,9 +646,11 @@ def main():
             setattr(torch._dynamo.config, key, value)
         except Exception as ex:  # noqa: BLE001
             log("dynamo config %s not set: %r" % (key, ex))
-    m = dict(MODEL)
+    m = dict(MODELS[a.model])
     if a.quick:
         m.update(name="quick_h256_L4_s256", layers=4, hidden=256, heads=4, ffn=704, vocab=1024, seq=256)
+        if "kv_heads" in m:
+            m.update(heads=8, kv_heads=4)
     # with --timeline the JSON is written without indentation (tens of thousands of short rows)
     out = bench_common.ResultsFile(a.out, "gcsim.strategy_step.v1", __file__, VERSION, T0,
                                    indent=None if a.timeline else 1, method=__doc__, model=m,
