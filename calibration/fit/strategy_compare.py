@@ -6,7 +6,8 @@ and the peak memory (the fullest rank), as a Markdown table with the errors and 
     python3 calibration/fit/strategy_compare.py MEASUREMENT.json [--gcsim build/gcsim]
             [--gpu h100-sxm] [--split] [--stages] [-s key=value ...]
 
-The configs are calibration/validation/strategy_step/<strategy>.yaml (eager as measured;
+The configs are calibration/validation/strategy_step/<strategy>.yaml for the bench's default model
+(strategy_step_gqa/ for `--model gqa`'s, chosen by the JSON's model name; eager as measured;
 workload.framework=torch-compile for the compiled build); --gpu picks the preset of the measured
 GPU (default: from the JSON's device name). --split adds, for rank 0, the elementwise kernels
 split by access pattern (generic: PyTorch's non-vectorised kernels and inductor's cats, against
@@ -29,6 +30,8 @@ sys.path.insert(0, HERE)
 from framework_fit import PassSplit, access_of  # noqa: E402
 CONFIG = {"DP4": "dp4", "TP4": "tp4", "TP2xDP2": "tp2_dp2", "PP2xDP2": "pp2_dp2", "PP4": "pp4",
           "TP2xPP2": "tp2_pp2"}
+# The bench's model (the JSON's model.name) -> the folder of its configs.
+CONFIG_DIRS = {"llama_h4096_L8_s4096": "strategy_step", "llama3_h3072_L8_s4096_gqa8": "strategy_step_gqa"}
 FRAMEWORK = {"eager": "pytorch-eager", "compile": "torch-compile"}
 CLASSES = ["gemm", "attention", "elementwise+norm", "optimizer", "communication"]
 
@@ -91,8 +94,11 @@ def simulate(gcsim, rec, gpu, overrides):
     return s["step_time_s"], classes, s["memory"]["peak_bytes_per_gpu"], stages
 
 
+CONFIG_DIR = ["strategy_step"]  # set by main() from the measurement's model
+
+
 def config_path(strategy):
-    return os.path.join(ROOT, "calibration/validation/strategy_step", CONFIG[strategy] + ".yaml")
+    return os.path.join(ROOT, "calibration/validation", CONFIG_DIR[0], CONFIG[strategy] + ".yaml")
 
 
 def split_row(gcsim, rec, gpu, overrides):
@@ -128,6 +134,12 @@ def main():
     with open(a.measurement) as f:
         doc = json.load(f)
     gpu = a.gpu or gpu_preset(doc["meta"]["device_name"])
+    model = doc.get("model", {}).get("name", "llama_h4096_L8_s4096")  # early files: the default model
+    if model not in CONFIG_DIRS:
+        print("%s: no configs for model %r (known: %s)" % (a.measurement, model, ", ".join(CONFIG_DIRS)),
+              file=sys.stderr)
+        return 2
+    CONFIG_DIR[0] = CONFIG_DIRS[model]
     print("Measured: %s x%d, %s; gcsim preset %s\n" % (doc["meta"]["device_name"], doc["meta"]["world_size"],
                                                        doc["meta"]["date_utc"], gpu))
     print("| strategy | build | step meas. ms | gcsim ms | err | " +

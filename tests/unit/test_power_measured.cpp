@@ -437,6 +437,38 @@ TEST_CASE("power model: GEMM bursts with spin waits of 2-25 ms (waits set, held 
   }
 }
 
+// Held out, on another 4x H100 host and measured by the SMs' own cycle
+// counter (calibration/measurements/h100-x4/clock_gaps_2026-11-27/,
+// clock_truth_bench.py's gapN / waitN phases, mean of the 4 GPUs): the
+// GEMMs' time back to back over their time with each spin after one GEMM
+// (gaps) or after eight (waits), spins at their measured length. Nothing
+// fitted to it. The same probe shows why the NVML fit's clock_bound_share
+// (0.371) still gives these speeds: in every phase the GEMMs run at 0.88-
+// 0.90 of the clock NVML reports, up to their rest clock (1593-1615 MHz
+// with 1 ms gaps; README, "The SMs' own clock"). gcsim: -0.6% (0.30 and
+// 0.56 ms gaps) .. +1.1% (10 ms wait).
+TEST_CASE("power model: GEMMs with gaps and waits on the SMs' own clock (held out, 4 H100s)",
+          "[gpu][power][measured]") {
+  const gpu::GpuSpec spec = as_run("h100-sxm");
+  const gpu::KernelDesc gemm = gpu::power_bench_kernel(spec, "gemm");
+  const double alone = gpu::governed_loop_kernel_speeds(spec, {gemm}, 3.0)[0];
+  // (spin us, GEMMs before it, measured speed over back to back)
+  struct Case { double spin_us; int gemms; double speed; };
+  for (const Case& c : {Case{303.4, 1, 1.082}, Case{558.3, 1, 1.142}, Case{1014.0, 1, 1.161},
+                        Case{2410.0, 8, 1.076}, Case{10172.0, 8, 1.160}}) {
+    std::vector<gpu::KernelDesc> loop(static_cast<size_t>(c.gemms), gemm);
+    loop.push_back(sleep_kernel(spec, c.spin_us * 1e-6));
+    const auto speed = gpu::governed_loop_kernel_speeds(spec, loop, 3.0);
+    double gemms = 0;
+    for (int i = 0; i < c.gemms; ++i) gemms += speed[static_cast<size_t>(i)] / c.gemms;
+    INFO(c.spin_us << " us spin after " << c.gemms << " GEMMs: " << gemms / alone
+                   << "x as fast as back to back, measured " << c.speed);
+    // 3%, as the gaps set: the four GPUs' own speeds spread 2-4 points
+    // (1.126-1.149 at 0.56 ms, 1.136-1.172 at 10 ms).
+    CHECK(gemms / alone == Approx(c.speed).epsilon(0.03));
+  }
+}
+
 // Held out: phase_power_bench.py (calibration/measurements/h100-x4/
 // phase_power_2026-11-27/, four H100s of one host): each part of a TP2
 // Llama-2-70B prefill run alone back to back, board power from NVML's

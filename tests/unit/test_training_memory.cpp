@@ -202,3 +202,53 @@ TEST_CASE("A MoE layer keeps its expert outputs only where the gate weights scal
   c.framework = Framework::megatron;
   CHECK(layer_activation_bytes(c, 0) == eager_dense);
 }
+
+TEST_CASE("the loss's working tensors at their peak, by hand", "[training][memory]") {
+  // Llama 3's vocabulary, micro-batches of 2 sequences of 4096 tokens
+  // (8192 logits rows). Plain PyTorch without TP: F.cross_entropy over the
+  // fp32 logits keeps log_softmax's output (4 B a logit, already in the last
+  // stage's activations); its backward adds the incoming gradient and the
+  // gradient it makes, 8 B more: 8 x 8192 x 128256 = 8,405,385,216 bytes.
+  // With TP 4 (8 sequences, 32768 rows), Megatron's vocabulary-parallel
+  // loss holds the fp32 logits and their shifted copy in its forward, 4 B
+  // more a logit of the rank's 32064 columns: 4 x 32768 x 32064 =
+  // 4,202,692,608 bytes. Measured: calibration/measurements/h100-x4/
+  // strategy_step_gqa_2026-11-27 (DP4 eager 47.3 GiB, gcsim 39.8 without).
+  TrainingConfig c;
+  c.model = preset("llama3-8b");
+  REQUIRE(c.model.vocab == 128256);
+  c.model.seq_len = 4096;
+  c.batch = {8, 2};
+  c.parallel.dp = 4;
+  c.framework = Framework::pytorch_eager;
+  CHECK(loss_workspace_bytes(c) == Approx(8'405'385'216.0));
+  CHECK_FALSE(loss_workspace_in_forward(c));
+  // Only the rank of the last stage holds it, once: the peak's activations
+  // grow by exactly that much.
+  const auto plan = build_pipeline(Schedule::one_f_one_b, 1, 1, 1);
+  const double with = memory_for_rank(c, plan, 0).activations;
+  c.framework = Framework::torch_compile;  // the compiled loss keeps no more
+  CHECK(loss_workspace_bytes(c) == 0.0);
+  c.framework = Framework::pytorch_eager;
+  CHECK(with - stage_activation_bytes(c, plan).back() == Approx(8'405'385'216.0));
+  c.parallel = {};
+  c.parallel.tp = 4;
+  c.batch = {8, 8};
+  CHECK(loss_workspace_bytes(c) == Approx(4'202'692'608.0));
+  CHECK(loss_workspace_in_forward(c));
+  c.framework = Framework::torch_compile;  // the TP loss stays eager in both builds
+  CHECK(loss_workspace_bytes(c) == Approx(4'202'692'608.0));
+  c.framework = Framework::megatron;  // not measured: none
+  CHECK(loss_workspace_bytes(c) == 0.0);
+  // A pipeline's first stage holds no loss.
+  c.framework = Framework::pytorch_eager;
+  c.parallel = {};
+  c.parallel.pp = 2;
+  c.batch = {8, 1};
+  const auto pp = build_pipeline(Schedule::one_f_one_b, 2, 1, 8);
+  const auto stages = stage_activation_bytes(c, pp);
+  const MemoryBreakdown first = memory_for_rank(c, pp, 0);
+  CHECK(first.activations == Approx(first.in_flight * stages[0]));
+  CHECK(memory_for_rank(c, pp, 1).activations ==
+        Approx(stages[1] + 8.0 * 4096 * 128256));
+}

@@ -236,6 +236,17 @@ std::vector<double> stage_activation_bytes(const TrainingConfig& c, const Pipeli
   return bytes;
 }
 
+double loss_workspace_bytes(const TrainingConfig& c) {
+  if (!plain_pytorch(c)) return 0.0;
+  const Shard x = shard_of(c);
+  const double logits = x.tokens * static_cast<double>(c.model.vocab) / x.t;
+  if (c.parallel.tp > 1) return 4.0 * logits;                      // z beside the fp32 logits
+  if (c.framework == Framework::pytorch_eager) return 8.0 * logits;  // log_softmax's backward
+  return 0.0;
+}
+
+bool loss_workspace_in_forward(const TrainingConfig& c) { return c.parallel.tp > 1; }
+
 namespace {
 
 // memory_for_rank with the stages' activation bytes already counted.
@@ -260,6 +271,13 @@ MemoryBreakdown rank_memory(const TrainingConfig& c, const PipelinePlan& plan, i
   mem.in_flight = mem.activations_per_micro_batch > 0
                       ? mem.activations / mem.activations_per_micro_batch
                       : 0.0;
+  // The loss's working tensors, once, beside the peak's activations: the
+  // last stage's peak is its micro-batch's loss (1F1B holds one micro-batch
+  // there), and no schedule runs two losses at once on one GPU.
+  const auto mine_stages = plan.stages_of(r);
+  if (std::find(mine_stages.begin(), mine_stages.end(), plan.model_stages - 1) != mine_stages.end()) {
+    mem.activations += loss_workspace_bytes(c);
+  }
 
   const Shard x = shard_of(c);
   if (p.dp > 1 && stage >= 3) {

@@ -76,6 +76,21 @@ struct MemoryBreakdown {
 std::vector<double> stage_activation_bytes(const TrainingConfig& c, const PipelinePlan& plan,
                                            double expert_load = 1.0);
 
+// Bytes the loss's working tensors add, at their own peak, to the fp32
+// logits stage_activation_bytes() keeps (4 B a logit), on the GPU holding
+// the last model stage, once (one loss runs at a time). Plain PyTorch only
+// (measured, calibration/measurements/h100-x4/strategy_step_gqa_2026-11-27):
+// without TP, eager F.cross_entropy's log_softmax backward holds its saved
+// output, the incoming gradient and the gradient it makes, 12 B a logit
+// (+8); with TP, Megatron's vocabulary-parallel cross entropy (eager in both
+// builds) holds the fp32 logits and their shifted copy in the forward, 8 B
+// (+4); a compiled loss (torch-compile without TP) keeps no more. Megatron
+// (Transformer Engine's fused cross entropy) is not measured: 0.
+double loss_workspace_bytes(const TrainingConfig& c);
+// Whether the loss's working tensors peak in its forward (TP's vocabulary-
+// parallel cross entropy) rather than its backward.
+bool loss_workspace_in_forward(const TrainingConfig& c);
+
 MemoryBreakdown memory_for_rank(const TrainingConfig& c, const PipelinePlan& plan,
                                 int pipeline_rank, double expert_load = 1.0);
 

@@ -277,7 +277,10 @@ class ProgramBuilder {
       prev_first = first;
     }
     if (w.stage == plan_.model_stages - 1) {
+      const bool workspace = loss_workspace_in_forward(c_);
+      if (workspace) loss_workspace(p, +1);
       kernels_.head_forward(*em_, p);
+      if (workspace) loss_workspace(p, -1);
     } else {
       send({false, w.stage, w.micro}, plan_.rank_of(w.stage + 1, w.micro), p);
     }
@@ -299,7 +302,10 @@ class ProgramBuilder {
     uint32_t incoming = kNoOp;
     if (w.stage == plan_.model_stages - 1) {
       begin_unit(kHeadLayer);
+      const bool workspace = !loss_workspace_in_forward(c_);
+      if (workspace) loss_workspace(p, +1);
       kernels_.head_backward(*em_, p, defer, deferred);
+      if (workspace) loss_workspace(p, -1);
       end_unit();
     } else {
       incoming = ext(recvs_.at({true, w.stage + 1, w.micro}));
@@ -334,6 +340,19 @@ class ProgramBuilder {
     wait_first(start, barrier);
     lane_cursor_[lane] = em_->cursor();
     return em_->cursor();
+  }
+
+  // The loss's working tensors (memory_model.h, loss_workspace_bytes): held
+  // over the head's forward or backward, as the measured peak shows.
+  void loss_workspace(const std::string& p, int sign) {
+    const double bytes = loss_workspace_bytes(c_);
+    if (!o_.memory_ops || bytes <= 0.0) return;
+    const auto delta = sign * static_cast<int64_t>(std::llround(bytes));
+    if (sign > 0) {
+      em_->memory(p + " loss workspace", delta, {});
+    } else {
+      em_->memory(p + " loss workspace free", delta, {em_->cursor()});
+    }
   }
 
   uint32_t weight(const Work& w, const std::vector<uint32_t>& barrier) {
