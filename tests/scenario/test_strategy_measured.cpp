@@ -44,6 +44,10 @@ constexpr const char* kGpuH200 = "h200-sxm";
 // 128256, sequence 4096; configs calibration/validation/strategy_step_gqa.
 constexpr const char* kMeasuredGqa =
     "calibration/measurements/h100-x4/strategy_step_gqa_2026-11-27/strategy_step.json";
+// The same bench on a second 4x H100 host 12 minutes later (the call asked
+// for H200s; the steps within -1.7 .. +0.1% of the first host's).
+constexpr const char* kMeasuredGqaB =
+    "calibration/measurements/h100-x4/strategy_step_gqa_2026-11-27b/strategy_step.json";
 
 const char* const kClasses[] = {"gemm", "attention", "elementwise+norm", "optimizer"};
 
@@ -245,6 +249,11 @@ const std::vector<Point>& measured_gqa() {
   return points;
 }
 
+const std::vector<Point>& measured_gqa_b() {
+  static const std::vector<Point> points = load_measured(kMeasuredGqaB, "strategy_step_gqa");
+  return points;
+}
+
 const Point& simulated(const Point& m, const char* gpu = kGpu) {
   static std::map<std::string, Point> cache;
   const std::string key = m.configs + "/" + m.strategy + "/" + m.build + "/" + gpu;
@@ -432,33 +441,37 @@ TEST_CASE("strategies on 4 H100s, a held-out model (GQA, vocabulary 128256): ste
   // +1 .. +10% (DP4 compiled +10%), optimizer +2 .. +3%; the bounds are the
   // first model's (kGemm, kAttention, kOptimizer, kElementwise*), so this
   // set is held to what the fitted one is.
-  std::map<std::string, std::vector<double>> errors;
-  REQUIRE(measured_gqa().size() == 12);
-  for (const Point& m : measured_gqa()) {
-    INFO(m.strategy << " " << m.build);
-    const Point& s = simulated(m);
-    const double e = rel(s.step_s, m.step_s);
-    CHECK(std::abs(e) <= kStep);
-    errors[m.build].push_back(std::abs(e));
-    CHECK(std::abs(rel(s.peak_bytes, m.peak_bytes)) <= kPeak);
-    const std::map<std::string, double> tolerance = {
-        {"gemm", kGemm},
-        {"attention", kAttention},
-        {"elementwise+norm", m.build == "eager" ? kElementwiseEager : kElementwiseCompile},
-        {"optimizer", kOptimizer}};
-    for (const char* c : kClasses) {
-      INFO(c);
-      CHECK(std::abs(rel(s.classes.at(c), m.classes.at(c))) <= tolerance.at(c));
+  // The second host: eager 1.5% (max 3.3%), compiled 1.9% (3.2%), order
+  // held; the peaks are the same to 0.01 GiB.
+  for (const auto* run : {&measured_gqa(), &measured_gqa_b()}) {
+    std::map<std::string, std::vector<double>> errors;
+    REQUIRE(run->size() == 12);
+    for (const Point& m : *run) {
+      INFO(m.strategy << " " << m.build);
+      const Point& s = simulated(m);
+      const double e = rel(s.step_s, m.step_s);
+      CHECK(std::abs(e) <= kStep);
+      errors[m.build].push_back(std::abs(e));
+      CHECK(std::abs(rel(s.peak_bytes, m.peak_bytes)) <= kPeak);
+      const std::map<std::string, double> tolerance = {
+          {"gemm", kGemm},
+          {"attention", kAttention},
+          {"elementwise+norm", m.build == "eager" ? kElementwiseEager : kElementwiseCompile},
+          {"optimizer", kOptimizer}};
+      for (const char* c : kClasses) {
+        INFO(c);
+        CHECK(std::abs(rel(s.classes.at(c), m.classes.at(c))) <= tolerance.at(c));
+      }
     }
+    for (const auto& [build, e] : errors) {
+      INFO(build);
+      double mean = 0;
+      for (double x : e) mean += x / static_cast<double>(e.size());
+      CHECK(mean <= kStepMean);
+    }
+    // Pairs more than 3% apart: eager 14 of 15 (DP4 / TP2xDP2, 239.8 vs
+    // 246.9 ms, 2.9%, is not; 2.5% on the second host), compiled all 15 (the
+    // closest DP4 / TP2xDP2, 192.4 vs 200.1 ms); all 29 held on each host.
+    CHECK(check_order(*run, kGpu) == 29);
   }
-  for (const auto& [build, e] : errors) {
-    INFO(build);
-    double mean = 0;
-    for (double x : e) mean += x / static_cast<double>(e.size());
-    CHECK(mean <= kStepMean);
-  }
-  // Pairs more than 3% apart: eager 14 of 15 (DP4 / TP2xDP2, 239.8 vs
-  // 246.9 ms, 2.9%, is not), compiled all 15 (the closest DP4 / TP2xDP2,
-  // 192.4 vs 200.1 ms); all 29 held.
-  CHECK(check_order(measured_gqa(), kGpu) == 29);
 }

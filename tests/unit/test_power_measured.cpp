@@ -437,16 +437,16 @@ TEST_CASE("power model: GEMM bursts with spin waits of 2-25 ms (waits set, held 
   }
 }
 
-// Held out, on another 4x H100 host and measured by the SMs' own cycle
-// counter (calibration/measurements/h100-x4/clock_gaps_2026-11-27/,
+// Held out, on two more 4x H100 hosts and measured by the SMs' own cycle
+// counter (calibration/measurements/h100-x4/clock_gaps_2026-11-27 and -27b,
 // clock_truth_bench.py's gapN / waitN phases, mean of the 4 GPUs): the
 // GEMMs' time back to back over their time with each spin after one GEMM
 // (gaps) or after eight (waits), spins at their measured length. Nothing
 // fitted to it. The same probe shows why the NVML fit's clock_bound_share
 // (0.371) still gives these speeds: in every phase the GEMMs run at 0.88-
 // 0.90 of the clock NVML reports, up to their rest clock (1593-1615 MHz
-// with 1 ms gaps; README, "The SMs' own clock"). gcsim: -0.6% (0.30 and
-// 0.56 ms gaps) .. +1.1% (10 ms wait).
+// with 1 ms gaps; README, "The SMs' own clock"). gcsim: -1.1% (host 2's
+// 0.30 ms gap) .. +1.1% (10 ms waits).
 TEST_CASE("power model: GEMMs with gaps and waits on the SMs' own clock (held out, 4 H100s)",
           "[gpu][power][measured]") {
   const gpu::GpuSpec spec = as_run("h100-sxm");
@@ -454,8 +454,12 @@ TEST_CASE("power model: GEMMs with gaps and waits on the SMs' own clock (held ou
   const double alone = gpu::governed_loop_kernel_speeds(spec, {gemm}, 3.0)[0];
   // (spin us, GEMMs before it, measured speed over back to back)
   struct Case { double spin_us; int gemms; double speed; };
+  // Host 1 (clock_gaps_2026-11-27; its 0.1 ms phase stalled), then host 2
+  // (clock_gaps_2026-11-27b, 12 minutes later).
   for (const Case& c : {Case{303.4, 1, 1.082}, Case{558.3, 1, 1.142}, Case{1014.0, 1, 1.161},
-                        Case{2410.0, 8, 1.076}, Case{10172.0, 8, 1.160}}) {
+                        Case{2410.0, 8, 1.076}, Case{10172.0, 8, 1.160},
+                        Case{128.6, 1, 1.035}, Case{299.6, 1, 1.087}, Case{550.1, 1, 1.145},
+                        Case{1011.3, 1, 1.162}, Case{2391.6, 8, 1.077}, Case{10142.5, 8, 1.160}}) {
     std::vector<gpu::KernelDesc> loop(static_cast<size_t>(c.gemms), gemm);
     loop.push_back(sleep_kernel(spec, c.spin_us * 1e-6));
     const auto speed = gpu::governed_loop_kernel_speeds(spec, loop, 3.0);
