@@ -29,7 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 from framework_fit import PassSplit, access_of  # noqa: E402
 CONFIG = {"DP4": "dp4", "TP4": "tp4", "TP2xDP2": "tp2_dp2", "PP2xDP2": "pp2_dp2", "PP4": "pp4",
-          "TP2xPP2": "tp2_pp2"}
+          "TP2xPP2": "tp2_pp2", "DP4flush": "dp4_flush"}
 # The bench's model (the JSON's model.name) -> the folder of its configs.
 CONFIG_DIRS = {"llama_h4096_L8_s4096": "strategy_step", "llama3_h3072_L8_s4096_gqa8": "strategy_step_gqa"}
 FRAMEWORK = {"eager": "pytorch-eager", "compile": "torch-compile"}

@@ -32,6 +32,10 @@ gcsim's default order tp-cp-ep-dp-pp):
             does it: forwards and all but the last micro-batch's backward under no_sync(), the
             reducer armed (prepare_for_backward) for the last backward, whose bucket all-reduces
             overlap it;
+  DP4flush  data parallelism without overlap (the issue's "after-flush"): no DDP; after the
+            backward the gradients are copied into one flat fp32 buffer (torch._foreach_copy_), all-
+            reduced once (NCCL's average) and copied back, as Megatron-LM's DDP with
+            overlap_grad_reduce=False reduces its contiguous buffer after the flush;
   the clip's squared norm is all-reduced over the model-parallel (TP x PP) group.
 Builds: eager; compile = each decoder layer torch.compile'd (TP 1: the whole layer, torchtitan's
 per-block compile; TP > 1: the four pieces between the TP collectives, which stay eager), the
@@ -83,7 +87,7 @@ from bench_common import class_of, gather, make_log, profile_steps, timed_steps 
 from framework_step import RMSNorm, rotate_half  # noqa: E402  (Hugging Face Llama's eager code paths)
 import bench_common  # noqa: E402
 
-VERSION = "strategy_step_bench 1.2"
+VERSION = "strategy_step_bench 1.3"
 T0 = time.time()
 log = make_log(T0)
 
@@ -99,9 +103,13 @@ MODELS = {"mha": MODEL,
 
 # (name, tp, pp, dp); micro-batch = global / dp without PP (one micro-batch), 1 sequence with PP.
 STRATEGIES = [("DP4", 1, 1, 4), ("TP4", 4, 1, 1), ("TP2xDP2", 2, 1, 2), ("PP2xDP2", 1, 2, 2),
-              ("PP4", 1, 4, 1), ("TP2xPP2", 2, 2, 1)]
+              ("PP4", 1, 4, 1), ("TP2xPP2", 2, 2, 1), ("DP4flush", 1, 1, 4)]
+# Data parallelism after the flush (no overlap): no DDP; after the backward every gradient is copied
+# into one flat fp32 buffer (one foreach copy), all-reduced once with NCCL's average and copied back,
+# as Megatron-LM's DDP with overlap_grad_reduce=False reduces its contiguous buffer.
+AFTER_FLUSH = {"DP4flush"}
 # compiled: these three first (the issue's swapped pair TP4 / TP2xPP2 among them), the rest if time
-COMPILE_ORDER = ["DP4", "TP4", "TP2xPP2", "TP2xDP2", "PP2xDP2", "PP4"]
+COMPILE_ORDER = ["DP4", "TP4", "TP2xPP2", "TP2xDP2", "PP2xDP2", "PP4", "DP4flush"]
 COST_GUESS_S = {"eager": 20.0, "compile": 50.0}  # framework_step: compile warm-up 4-10 s
 
 
@@ -365,7 +373,7 @@ def clip_grads(params, mp_group):
 class Runner:
     """Builds one strategy's stage on this rank and runs its training step."""
 
-    def __init__(self, m, lay, build):
+    def __init__(self, m, lay, build, after_flush=False):
         from torch.nn.parallel import DistributedDataParallel as DDP
         self.m, self.lay = m, lay
         self.micro = m["global_batch"] // lay.dp if lay.pp == 1 else 1
@@ -378,7 +386,14 @@ class Runner:
             compile_stage(self.stage)
         self.params = list(self.stage.parameters())
         self.model = self.stage
-        self.ddp = lay.dp > 1
+        self.ddp = lay.dp > 1 and not after_flush
+        self.flat = None
+        if lay.dp > 1 and after_flush:  # the reduce after the flush: one persistent fp32 buffer
+            self.flat = torch.empty(sum(p.numel() for p in self.params), device="cuda", dtype=torch.float32)
+            self.views, o = [], 0
+            for p in self.params:
+                self.views.append(self.flat[o:o + p.numel()].view_as(p))
+                o += p.numel()
         if self.ddp:
             self.model = DDP(self.stage, device_ids=[torch.cuda.current_device()], process_group=lay.dp_group,
                              broadcast_buffers=False)
@@ -470,6 +485,11 @@ class Runner:
             self.backward(None, self.forward(None, 0), None)
         else:
             self.pipeline()
+        if self.flat is not None:
+            grads = [p.grad for p in self.params]
+            torch._foreach_copy_(self.views, grads)
+            dist.all_reduce(self.flat, op=dist.ReduceOp.AVG, group=self.lay.dp_group)
+            torch._foreach_copy_(grads, self.views)
         clip_grads(self.params, self.lay.mp_group)
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
@@ -562,7 +582,7 @@ def run_point(m, name, tp, pp, dp, build, steps, all_rank_kernels=False, timelin
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
     torch._dynamo.reset()
-    r = Runner(m, lay, build)
+    r = Runner(m, lay, build, after_flush=name in AFTER_FLUSH)
     t = time.time()
     for _ in range(3):
         r.step()

@@ -182,7 +182,8 @@ struct Point {
 std::string config_of(const Point& m) {
   static const std::map<std::string, std::string> files = {
       {"DP4", "dp4"}, {"TP4", "tp4"}, {"TP2xDP2", "tp2_dp2"},
-      {"PP2xDP2", "pp2_dp2"}, {"PP4", "pp4"}, {"TP2xPP2", "tp2_pp2"}};
+      {"PP2xDP2", "pp2_dp2"}, {"PP4", "pp4"}, {"TP2xPP2", "tp2_pp2"},
+      {"DP4flush", "dp4_flush"}};
   return source_path("calibration/validation/" + m.configs + "/" + files.at(m.strategy) + ".yaml");
 }
 
