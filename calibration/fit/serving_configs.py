@@ -3,6 +3,7 @@
 calibration/microbench/serving_step_bench.py measures (issue 16's serving validation).
 
     python3 calibration/fit/serving_configs.py          # rewrites the configs
+    python3 calibration/fit/serving_configs.py --model l3_8b   # the held-out model's, serving_l3_8b/
 
 Each config is serving_step_bench.py's model (Llama-2-70B's layer, 8 layers, vocabulary 32000) at
 TP4 or TP2 on 4 H100 SXM of one NVSwitch node, under `workload.framework: pytorch-eager` without
@@ -19,7 +20,6 @@ or decode-only steps; CUDA graphs, when on, for pure decodes only: the bench's b
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(HERE, "..", "validation", "serving")
 
 # serving_step_bench.py's DECODE_CORE + DECODE_MORE and PREFILL_CORE + PREFILL_MORE
 DECODE = [(1, 512), (1, 8192), (32, 2048), (64, 8192), (256, 512), (256, 2048),
@@ -29,9 +29,19 @@ PREFILL = [512, 2048, 8192, 1024, 4096]
 MODEL = ("{name: llama2_70b_shape_L8, layers: 8, hidden: 8192, heads: 64, kv_heads: 8, head_dim: 128, "
          "ffn_hidden: 28672, vocab: 32000, seq_len: 16384, attention: gqa, mlp: swiglu, norm: rms_norm, "
          "position: rotary, tied_embeddings: false, linear_bias: false, dropout: 0.0}")
+# serving_step_bench.py --model: (the model line, the configs' folder, the measurement it was
+# measured in)
+MODELS = {
+    "l70": (MODEL, "serving", "calibration/measurements/h100-x4/serving_step_2026-11-26"),
+    "l3_8b": ("{name: llama3_8b_shape_L8, layers: 8, hidden: 4096, heads: 32, kv_heads: 8, head_dim: 128, "
+              "ffn_hidden: 14336, vocab: 128256, seq_len: 16384, attention: gqa, mlp: swiglu, "
+              "norm: rms_norm, position: rotary, tied_embeddings: false, linear_bias: false, dropout: 0.0}",
+              "serving_l3_8b", "calibration/measurements/h100-x4/serving_step_l3_8b_2026-11-27"),
+}
 
 
-def config(tp, kind, batch, kv):
+def config(tp, kind, batch, kv, model="l70"):
+    line, _, measured = MODELS[model]
     if kind == "decode":
         what = "decode of %d sequences at KV length %d (after the step's token)" % (batch, kv)
         requests = "{count: %d, arrival: {kind: burst}, prompt_len: %d, output_len: 2}" % (batch, kv - 1)
@@ -41,7 +51,7 @@ def config(tp, kind, batch, kv):
         requests = "{count: 1, arrival: {kind: burst}, prompt_len: %d, output_len: 1}" % kv
         read = "breakdown.prefill_steps"
     return """# serving_step_bench.py's TP%d %s (calibration/fit/serving_configs.py wrote this;
-# compare with calibration/measurements/h100-x4/serving_step_2026-11-26, tests/scenario/
+# compare with %s, tests/scenario/
 # test_serving_measured.cpp). The step is read from summary.json's %s.
 #   gcsim run THIS.yaml                                      (eager PyTorch, as measured)
 #   gcsim run THIS.yaml -s workload.serving.cuda_graphs=true  (the decode step in a CUDA graph)
@@ -59,7 +69,7 @@ workload:
     scheduler: {mode: vllm-v0, max_num_batched_tokens: 16384, max_num_seqs: 256, max_model_len: 16384}
   requests: %s
 simulation: {seed: 1}
-""" % (tp, what, read, MODEL, tp, requests)
+""" % (tp, what, measured, read, line, tp, requests)
 
 
 def name(tp, kind, batch, kv):
@@ -69,18 +79,23 @@ def name(tp, kind, batch, kv):
 
 
 def main():
-    os.makedirs(OUT, exist_ok=True)
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", choices=sorted(MODELS), default="l70")
+    model = ap.parse_args().model
+    out = os.path.join(HERE, "..", "validation", MODELS[model][1])
+    os.makedirs(out, exist_ok=True)
     n = 0
     for tp in (4, 2):
         for b, kv in DECODE:
-            with open(os.path.join(OUT, name(tp, "decode", b, kv)), "w") as f:
-                f.write(config(tp, "decode", b, kv))
+            with open(os.path.join(out, name(tp, "decode", b, kv)), "w") as f:
+                f.write(config(tp, "decode", b, kv, model))
             n += 1
         for s in PREFILL:
-            with open(os.path.join(OUT, name(tp, "prefill", 1, s)), "w") as f:
-                f.write(config(tp, "prefill", 1, s))
+            with open(os.path.join(out, name(tp, "prefill", 1, s)), "w") as f:
+                f.write(config(tp, "prefill", 1, s, model))
             n += 1
-    print("wrote %d configs to %s" % (n, os.path.normpath(OUT)))
+    print("wrote %d configs to %s" % (n, os.path.normpath(out)))
 
 
 if __name__ == "__main__":

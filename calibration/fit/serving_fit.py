@@ -6,6 +6,8 @@ error at every measured point, before (gcsim's vLLM kernels, no host cost: the m
     python3 calibration/fit/serving_fit.py --gcsim build/gcsim \
         --measurement calibration/measurements/h100-x4/serving_step_2026-11-26/serving_step.json
 
+For a held-out model's measurement (serving_step_bench.py --model l3_8b) pass the fitted values,
+--host-us 39.62 --bandwidth 1.0, so nothing is refitted; the configs are chosen by the JSON's model.
 Fitted, each on its own points (everything else is held out):
   * host_overhead (host µs per launched kernel, outside CUDA graphs): bisection on gcsim's eager
     step at each FIT_HOST decode point (host-bound) against the measured step, averaged;
@@ -26,7 +28,9 @@ import subprocess
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CONFIGS = os.path.join(HERE, "..", "validation", "serving")
+# The bench's model (the JSON's model.name) -> the folder of its configs (serving_configs.py --model).
+CONFIG_DIRS = {"llama2_70b_shape_L8": "serving", "llama3_8b_shape_L8": "serving_l3_8b"}
+CONFIGS = os.path.join(HERE, "..", "validation", "serving")  # main() sets the measurement's
 FIT_HOST = [(4, "decode", 1, 512), (4, "decode", 256, 2048)]
 FIT_BANDWIDTH = (4, "prefill", 1, 8192)
 CLASSES = ["gemm", "attention", "elementwise+norm", "communication"]
@@ -126,6 +130,9 @@ def main():
     a = ap.parse_args()
     with open(a.measurement) as f:
         doc = json.load(f)
+    global CONFIGS
+    CONFIGS = os.path.join(HERE, "..", "validation",
+                           CONFIG_DIRS[doc.get("model", {}).get("name", "llama2_70b_shape_L8")])
     points = {key(r): r for r in doc["results"]}
     host = a.host_us if a.host_us is not None else fit_host(a.gcsim, points)
     bw = a.bandwidth if a.bandwidth is not None else fit_bandwidth(gcsim=a.gcsim, points=points, host_us=host)

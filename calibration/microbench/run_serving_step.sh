@@ -3,7 +3,8 @@
 # step, decode (eager and CUDA graph) and prefill (eager), TP4 on GPUs 0-3 then TP2 on {0,1} and {2,3}.
 # Wall cap: 200 s in all (the script starts no point after --budget-s 150 s counted from before its
 # torch import; the launch is killed at 185 s).
-#   OUT=DIR bash run_serving_step.sh   -> $OUT/serving/{serving_step.json, serving_step.log}
+#   OUT=DIR bash run_serving_step.sh [bench options, e.g. --model l3_8b]
+#       -> $OUT/serving/{serving_step.json, serving_step.log}
 here=$(cd "$(dirname "$0")" && pwd)
 dir="${OUT:?set OUT}/serving"
 mkdir -p "$dir"
@@ -15,7 +16,7 @@ export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 
   sha256sum "$here/serving_step_bench.py" "$here/torch_timing.py"
 } > "$log" 2>&1
 CUDA_VISIBLE_DEVICES=0,1,2,3 timeout -k 5 185 python3 -m torch.distributed.run --standalone --nproc_per_node=4 \
-  "$here/serving_step_bench.py" -o "$dir/serving_step.json" --budget-s 150 >> "$log" 2>&1
+  "$here/serving_step_bench.py" -o "$dir/serving_step.json" --budget-s 150 "$@" >> "$log" 2>&1
 echo "rc=$? $(date -u)" >> "$log"
 nvidia-smi --query-gpu=index,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv >> "$log" 2>&1
 tail -60 "$log"

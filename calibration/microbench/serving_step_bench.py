@@ -72,10 +72,16 @@ import torch_timing as tt  # noqa: E402
 import bench_common  # noqa: E402
 from bench_common import class_of, gather, profile_steps, timed_steps  # noqa: E402,F401
 
-VERSION = "serving_step_bench 1.0"
+VERSION = "serving_step_bench 1.1"
 log = bench_common.make_log(T0)
 MODEL = dict(name="llama2_70b_shape_L8", layers=8, hidden=8192, heads=64, kv_heads=8, head_dim=128,
              ffn=28672, vocab=32000, rope_theta=10000.0, eps=1e-5, max_pos=8192)
+# --model l3_8b: a second model for held-out checks (shapes no fit has seen): Llama 3 8B's layer
+# (hidden 4096, 32 query and 8 KV heads of 128, SwiGLU 14336, vocabulary 128256, rope theta 500000)
+# with 8 decoder layers.
+MODELS = {"l70": MODEL,
+          "l3_8b": dict(name="llama3_8b_shape_L8", layers=8, hidden=4096, heads=32, kv_heads=8, head_dim=128,
+                        ffn=14336, vocab=128256, rope_theta=500000.0, eps=1e-5, max_pos=8192)}
 # Decode points (batch, kv_len) and prefill token counts; "core" first for both TP sizes, the rest if
 # the budget allows. The largest cache is 512 Ki tokens per layer (64 x 8192, 128 x 4096, 256 x 2048).
 DECODE_CORE = [(1, 512), (1, 8192), (32, 2048), (64, 8192), (256, 512), (256, 2048)]
@@ -350,12 +356,14 @@ def main():
     ap.add_argument("-o", "--out", required=True)
     ap.add_argument("--budget-s", type=float, default=150.0)
     ap.add_argument("--quick", action="store_true", help="a tiny model, to try the script")
+    ap.add_argument("--model", choices=sorted(MODELS), default="l70",
+                    help="l70: Llama-2-70B's layer (every fit used it); l3_8b: Llama 3 8B's, held out")
     a = ap.parse_args()
     local = int(os.environ.get("LOCAL_RANK", "0"))
     torch.cuda.set_device(local)
     dist.init_process_group("nccl", timeout=datetime.timedelta(seconds=120))
     dist.barrier(device_ids=[local])
-    m = dict(MODEL)
+    m = dict(MODELS[a.model])
     if a.quick:
         m.update(name="quick", layers=2, hidden=512, heads=8, kv_heads=4, head_dim=64, ffn=1024, vocab=1024)
     rank, world = dist.get_rank(), dist.get_world_size()
