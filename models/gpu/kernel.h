@@ -142,6 +142,10 @@ struct MemoryOpShape {
   // grid too small to give each SM kWarpsToHideIssueLatency warps runs its
   // SM work latency-bound (memory_kernel); 0: never.
   int threads_per_cta = 0;
+  // elementwise only: the CTAs the launch has when fewer than the SMs its
+  // bytes would spread over (a reduction over a few rows, each CTA at what
+  // one SM pulls); 0: the grid follows the bytes.
+  int64_t max_ctas = 0;
 };
 
 }  // namespace gcsim::models::gpu

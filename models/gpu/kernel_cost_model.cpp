@@ -217,7 +217,7 @@ EagerSoftmaxKernel eager_softmax_kernel(int64_t cols, Dtype dtype) {
 KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
   if (s.elements < 0 || s.rows < 0 || s.cols < 0 || s.inputs < 0 || s.flops_per_element < 0 ||
       s.bytes_per_element < 0 || s.transcendentals_per_element < 0 || s.reduction_rows < 0 ||
-      s.cycles_per_row < 0 || s.elements_per_cta < 0 || s.threads_per_cta < 0) {
+      s.cycles_per_row < 0 || s.elements_per_cta < 0 || s.threads_per_cta < 0 || s.max_ctas < 0) {
     throw std::invalid_argument("memory op: sizes must be >= 0");
   }
   KernelDesc k;
@@ -296,6 +296,19 @@ KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
     grid = std::max(grid, ceil_div(std::max<int64_t>(1, s.elements), s.elements_per_cta));
   }
   k.tiles = std::max<int64_t>(1, std::min<int64_t>(grid, spec.sm_count));
+  if (s.kind == MemoryOpKind::softmax && s.rows > 0 &&
+      eager_softmax_kernel(s.cols, s.dtype) != EagerSoftmaxKernel::warp_per_row) {
+    // PyTorch's softmax for rows past a warp's launches one CTA per row
+    // (cunn_SoftMaxForward's grid is the rows), so a few long rows (a
+    // decode step's sampler: 1-64 rows of 128256 logits) run on as many SMs,
+    // each at what one SM pulls (hbm.h's single-SM cap): 8 x 128256 fp32
+    // took 34 us on an H100 where all SMs would take 5 (calibration/
+    // measurements/h100-x4/serving_step_l3_8b_2026-11-27).
+    k.tiles = std::min<int64_t>(k.tiles, s.rows);
+  }
+  if (s.kind == MemoryOpKind::elementwise && s.max_ctas > 0) {
+    k.tiles = std::min<int64_t>(k.tiles, s.max_ctas);
+  }
   if (s.kind == MemoryOpKind::elementwise && s.elements_per_cta > 0 && s.threads_per_cta > 0) {
     // The warps each SM holds at once: its share of the CTAs, at most the
     // SM's resident limit; below kWarpsToHideIssueLatency the SM work is

@@ -187,7 +187,7 @@ TEST_CASE("an eager prefill on cuDNN clears a buffer before each attention kerne
 TEST_CASE("eager RMSNorm in bf16: eight passes and their bytes", "[inference][framework]") {
   // fp32 cast 2+4, pow 4+4, mean 4, add eps and rsqrt 8 per row each, x *
   // rsqrt 4+4, cast back 4+2, weight * x 2+2: 36 B per element + 16 per row.
-  const auto p = EagerServingPasses::rms_norm(3, 8192);
+  const auto p = EagerServingPasses::rms_norm(3, 8192, 132);
   REQUIRE(p.size() == 8);
   double bytes = 0;
   int generic = 0;
@@ -249,22 +249,22 @@ TEST_CASE("an eager pass of a small tensor: its launch's CTAs, latency-bound", "
   const auto spec = test::h100();
   const workloads::training::FrameworkProfile eager(workloads::training::Framework::pytorch_eager,
                                                     eager_serving_traits());
-  const auto one = EagerServingPasses::rms_norm(1, 8192);
+  const auto one = EagerServingPasses::rms_norm(1, 8192, 132);
   const auto k1 = models::gpu::memory_kernel(spec, eager.shape(one[0]));
   CHECK(k1.tiles == 16);
   CHECK(k1.flops_per_tile == Approx(512 * 161.2 * 4));
   CHECK(k1.bytes_per_tile == Approx(8192 * 6.0 / 16));
-  const auto k32 = models::gpu::memory_kernel(spec, eager.shape(EagerServingPasses::rms_norm(32, 8192)[0]));
+  const auto k32 = models::gpu::memory_kernel(spec, eager.shape(EagerServingPasses::rms_norm(32, 8192, 132)[0]));
   CHECK(k32.tiles == 132);
   CHECK(k32.flops_per_tile == Approx(262144 * 161.2 / 132));
   // 65536 elements on 128 SMs, one CTA each: 4x again.
-  const auto k8 = models::gpu::memory_kernel(spec, eager.shape(EagerServingPasses::rms_norm(8, 8192)[0]));
+  const auto k8 = models::gpu::memory_kernel(spec, eager.shape(EagerServingPasses::rms_norm(8, 8192, 132)[0]));
   CHECK(k8.tiles == 128);
   CHECK(k8.flops_per_tile == Approx(512 * 161.2 * 4));
   // One row: the weight product and SwiGLU run vectorized (the weight's own
   // shape, contiguous halves); from two rows on, generic.
   CHECK(one[7].access == workloads::training::PassAccess::vectorized);
-  CHECK(EagerServingPasses::rms_norm(2, 8192)[7].access == workloads::training::PassAccess::generic);
+  CHECK(EagerServingPasses::rms_norm(2, 8192, 132)[7].access == workloads::training::PassAccess::generic);
   CHECK(EagerServingPasses::swiglu(1, 7168)[0].access == workloads::training::PassAccess::vectorized);
   CHECK(EagerServingPasses::swiglu(2, 7168)[1].access == workloads::training::PassAccess::generic);
   // Other frameworks' passes keep the 64 KiB tiles (torch.compile's
@@ -306,7 +306,7 @@ TEST_CASE("eager serving ops against one H100's profiler durations", "[inference
     const std::string op = o["op"].get<std::string>();
     const int64_t t = o["batch"].get<int64_t>();
     EagerServingPasses::Passes ps;
-    if (op == "rms_norm") ps = EagerServingPasses::rms_norm(t, 8192);
+    if (op == "rms_norm") ps = EagerServingPasses::rms_norm(t, 8192, 132);
     if (op == "rotary_q") {
       const auto r = EagerServingPasses::rope(t * 16 * 128, t * 2 * 128);
       ps.assign(r.begin(), r.begin() + 5);  // q's five; k's five follow
@@ -348,4 +348,47 @@ TEST_CASE("eager serving ops against one H100's profiler durations", "[inference
   CHECK(err["rms_norm 32"] == Approx(-0.03).margin(0.05));
   CHECK(sum_sim / sum_meas > 1.0);
   CHECK(sum_sim / sum_meas < 1.25);
+}
+
+TEST_CASE("eager row reductions launch PyTorch's CTAs: the decode step's mean and argmax",
+          "[inference][framework]") {
+  using workloads::training::eager_row_reduce_ctas;
+  // By hand from Reduce.cuh's setReduceConfig (512 threads, loads of 4,
+  // 132 SMs x 4 CTAs of 512 threads as the split's target):
+  // [32, 4096]: 32 lanes x 16 rows a CTA, 128 values a lane (< 16 x 16 and
+  // < 256): the rows share CTAs, 2 of them.
+  CHECK(eager_row_reduce_ctas(32, 4096, 132) == 2);
+  CHECK(eager_row_reduce_ctas(256, 4096, 132) == 16);
+  // [8, 4096]: 64 lanes x 8 rows, 64 values a lane (< 128): one CTA.
+  CHECK(eager_row_reduce_ctas(8, 4096, 132) == 1);
+  CHECK(eager_row_reduce_ctas(1, 4096, 132) == 1);
+  // [32, 8192]: 256 values a lane: the CTA's 16 warps split one row, a CTA
+  // a row (16 values a thread left, no CTA split).
+  CHECK(eager_row_reduce_ctas(32, 8192, 132) == 32);
+  // The argmax over 128256 logits: a CTA a row (251 values a thread).
+  CHECK(eager_row_reduce_ctas(8, 128256, 132) == 8);
+  CHECK(eager_row_reduce_ctas(1, 128256, 132) == 1);
+  // One row of 262144: 512 values a thread, split over max(min(528, 32),
+  // 2) = 32 CTAs.
+  CHECK(eager_row_reduce_ctas(1, 262144, 132) == 32);
+  // Measured (calibration/measurements/h100-x4/serving_step_l3_8b_2026-11-27,
+  // rank 0's MeanOps kernel): hidden 4096 takes 9.1-9.4 us from 32 to 512
+  // rows (16 rows on each of 2-32 CTAs) and 5.6 us at 8 rows (one CTA);
+  // hidden 8192 (serving_step_2026-11-26), a row a CTA, 3.3-3.6 us from 8
+  // to 128 rows. The mean pass of the serving RMSNorm carries those CTAs,
+  // each at what one SM pulls: 16 rows of 4096 fp32 (256 KiB) a CTA, 6.2 us
+  // in gcsim (spread over every SM it was ~2.5 us). Bounds 5-11 us: the
+  // grid is the claim; one CTA of this kernel pulls less than the profile's
+  // single-SM share (sm_bandwidth_headroom), so gcsim stays under the
+  // measured 9.1-9.4 us.
+  const auto spec = test::h100();
+  const workloads::training::FrameworkProfile eager(workloads::training::Framework::pytorch_eager,
+                                                    eager_serving_traits());
+  const auto mean32 = models::gpu::memory_kernel(spec, eager.shape(EagerServingPasses::rms_norm(32, 4096, 132)[2]));
+  CHECK(mean32.tiles == 2);
+  const double us = models::gpu::isolated_time(spec, mean32, spec.sm_count).seconds() * 1e6;
+  CHECK(us > 5.0);
+  CHECK(us < 11.0);
+  // Training's rows (a micro-batch's tokens) fill every SM either way.
+  CHECK(eager_row_reduce_ctas(8192, 4096, 132) >= 132);
 }

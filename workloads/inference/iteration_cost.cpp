@@ -278,7 +278,7 @@ std::vector<IterationCost::LayerKernel> IterationCost::eager_layer_program(int64
     k.push_back({KernelDesc{}, which == Slot::attention ? KernelClass::attention : KernelClass::communication,
                  which});
   };
-  passes(EagerServingPasses::rms_norm(t, h), KernelClass::norm);
+  passes(EagerServingPasses::rms_norm(t, h, config_.gpu.sm_count), KernelClass::norm);
   gemm(heads * m.head_dim + 2 * kvh * m.head_dim, h);
   if (m.position == models::PositionKind::rotary) {
     passes(EagerServingPasses::rope(t * heads * m.head_dim, t * kvh * m.head_dim), KernelClass::elementwise);
@@ -288,7 +288,7 @@ std::vector<IterationCost::LayerKernel> IterationCost::eager_layer_program(int64
   gemm(h, heads * m.head_dim);
   slot(Slot::all_reduce);
   passes(EagerServingPasses::residual_add(t * h), KernelClass::elementwise);
-  passes(EagerServingPasses::rms_norm(t, h), KernelClass::norm);
+  passes(EagerServingPasses::rms_norm(t, h, config_.gpu.sm_count), KernelClass::norm);
   gemm(up * f, h);
   if (m.mlp == MlpKind::swiglu) {
     passes(EagerServingPasses::swiglu(t, f), KernelClass::elementwise);
@@ -504,7 +504,7 @@ const IterationCost::Program& IterationCost::head_launches(int64_t tokens, int64
   const gpu::Dtype act = activation_dtype(config_.dtype);
   Program p;
   if (eager) {
-    add_passes(p, EagerServingPasses::rms_norm(tokens, m.hidden), KernelClass::norm, graph);
+    add_passes(p, EagerServingPasses::rms_norm(tokens, m.hidden, g.sm_count), KernelClass::norm, graph);
   } else {
     MemoryOpShape norm;
     norm.kind = m.norm == models::NormKind::rms_norm ? MemoryOpKind::rms_norm : MemoryOpKind::layer_norm;
@@ -532,7 +532,7 @@ const IterationCost::Program& IterationCost::head_launches(int64_t tokens, int64
     soft.cols = m.vocab;
     soft.dtype = gpu::Dtype::fp32;
     p.push_back(kernel_launch(KernelClass::norm, gpu::memory_kernel(g, soft), graph));
-    if (eager) add_passes(p, EagerServingPasses::argmax(sampled, vocab * tp), KernelClass::elementwise, graph);
+    if (eager) add_passes(p, EagerServingPasses::argmax(sampled, vocab * tp, g.sm_count), KernelClass::elementwise, graph);
   }
   return cache.emplace(key, std::move(p)).first->second;
 }

@@ -66,8 +66,10 @@ training::FrameworkTraits eager_serving_traits() {
   return t;
 }
 
-Passes EagerServingPasses::rms_norm(int64_t rows, int64_t cols) {
+Passes EagerServingPasses::rms_norm(int64_t rows, int64_t cols, int sm_count) {
   const int64_t n = rows * cols;
+  FrameworkPass mean{" mean", n, kF32};
+  mean.ctas = training::eager_row_reduce_ctas(rows, cols, sm_count);
   // x.to(float32), x.pow(2), .mean(-1), var + eps, rsqrt, x * rsqrt (a
   // per-row broadcast), .to(bf16), weight * x (a per-column broadcast; one
   // row is the weight's own shape, which TensorIterator runs vectorized:
@@ -76,7 +78,7 @@ Passes EagerServingPasses::rms_norm(int64_t rows, int64_t cols) {
   // h100-sxm/serving_kernels_2026-11-27 `ops`).
   return {{" cast fp32", n, kB16 + kF32, kGeneric},
           {" pow", n, kF32 + kF32},
-          {" mean", n, kF32},
+          mean,
           {" add eps", rows, kRowScalar},
           {" rsqrt", rows, kRowScalar, kVectorized, 1},
           {" mul rsqrt", n, kF32 + kF32, kGeneric},
@@ -142,8 +144,14 @@ Passes EagerServingPasses::sampler(int64_t rows, int64_t vocab, int tp) {
   return out;
 }
 
-Passes EagerServingPasses::argmax(int64_t rows, int64_t vocab) {
-  return {{" argmax", rows * vocab, kF32}};
+Passes EagerServingPasses::argmax(int64_t rows, int64_t vocab, int sm_count) {
+  // PyTorch's reduce_kernel over each row of logits, a CTA a row: a decode
+  // step's few rows run on as many SMs (8 x 128256 fp32: 27.5 us on an
+  // H100, 8 x 32000: 10.2 us; calibration/measurements/h100-x4/
+  // serving_step_l3_8b_2026-11-27 and serving_step_2026-11-26).
+  FrameworkPass p{" argmax", rows * vocab, kF32};
+  p.ctas = training::eager_row_reduce_ctas(rows, vocab, sm_count);
+  return {p};
 }
 
 }  // namespace gcsim::workloads::inference

@@ -229,6 +229,38 @@ sim::Duration FrameworkProfile::host_per_kernel() const {
   return sim::Duration::from_seconds(traits_.host_us_per_kernel * 1e-6);
 }
 
+namespace {
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+int64_t eager_row_reduce_ctas(int64_t rows, int64_t cols, int sm_count) {
+  constexpr int64_t kThreads = 512, kWarp = 32, kVector = 4;
+  constexpr int64_t kMinValues = 16, kMaxValues = 256, kThreadsPerSm = 2048;
+  if (rows < 1 || cols < 1) return 1;
+  const auto pow2_below = [](int64_t n) {
+    int64_t p = 1;
+    while (p * 2 <= n) p *= 2;
+    return p;
+  };
+  const int64_t along = cols > 128 ? cols / kVector : cols;  // vectorized along the row
+  const int64_t d0 = along < kThreads ? pow2_below(along) : kThreads;
+  const int64_t d1 = rows < kThreads ? pow2_below(rows) : kThreads;
+  int64_t width = std::min(d0, kWarp);
+  const int64_t height = std::min(d1, kThreads / width);
+  width = std::min(d0, kThreads / height);
+  int64_t per_thread = ceil_div(cols, width);
+  if (per_thread < height * kMinValues && per_thread < kMaxValues) {
+    return ceil_div(rows, height);  // each warp row an output
+  }
+  per_thread = ceil_div(cols, width * height);  // the CTA's warps split a row
+  const int64_t target = static_cast<int64_t>(sm_count) * (kThreadsPerSm / (width * height));
+  if (per_thread < kMaxValues || rows > target) return rows;
+  const int64_t split = std::max(std::min(ceil_div(target, rows),
+                                          ceil_div(per_thread, kMinValues)),
+                                 ceil_div(per_thread, kMaxValues));
+  return rows * split;
+}
+
 models::gpu::MemoryOpShape FrameworkProfile::shape(const FrameworkPass& p) const {
   // An eager kernel in a compiled build runs PyTorch's kernels: eager's traits.
   static const FrameworkTraits kEagerTraits = framework_traits(Framework::pytorch_eager);
@@ -253,6 +285,7 @@ models::gpu::MemoryOpShape FrameworkProfile::shape(const FrameworkPass& p) const
                                : traits.elementwise_bandwidth;
   s.transcendentals_per_element = p.transcendentals;
   s.multipass_row_loads = p.multipass_row_loads;
+  s.max_ctas = p.ctas;
   // Eager PyTorch's TensorIterator kernels (vectorized and generic passes):
   // 128 threads of 4 elements a CTA, so a small tensor's work spreads over
   // one SM per CTA, each SM's few warps issuing latency-bound

@@ -99,7 +99,24 @@ struct FrameworkPass {
   // loss under TP, which torch.compile leaves outside its graphs): costed
   // with pytorch-eager's fitted traits, not the profile's.
   bool eager_kernel = false;
+  // The CTAs the kernel launches when fewer than the SMs its bytes would
+  // spread over (a row reduction over few rows: eager_row_reduce_ctas); 0:
+  // the grid follows the bytes.
+  int64_t ctas = 0;
 };
+
+// The CTAs PyTorch's reduce_kernel launches to reduce each row of a
+// contiguous [rows, cols] fp32 tensor over its last dimension (Reduce.cuh's
+// setReduceConfig: 512 threads, 32 lanes along the row (or more when there
+// are fewer rows), loads of 4; the rows a CTA holds share it unless each
+// thread would then sum at least 16 x the CTA's rows or 256 values, when
+// the CTA's warps split one row; a row still that long is split over CTAs,
+// 16-256 values a thread, toward 4 CTAs of 512 threads per SM). The eager
+// RMSNorm's mean over hidden 4096 of 32-512 decode rows runs 16 rows a
+// CTA: 9.1-9.4 us on an H100 whatever the rows, where hidden 8192, one row
+// a CTA, takes 3.3-4.4 us (calibration/measurements/h100-x4/
+// serving_step_l3_8b_2026-11-27 and serving_step_2026-11-26).
+int64_t eager_row_reduce_ctas(int64_t rows, int64_t cols, int sm_count);
 
 // Fitted per framework: what the host spends issuing one kernel, the
 // fraction of the achieved streaming HBM bandwidth its elementwise kernels
