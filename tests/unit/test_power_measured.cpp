@@ -437,6 +437,35 @@ TEST_CASE("power model: GEMM bursts with spin waits of 2-25 ms (waits set, held 
   }
 }
 
+namespace {
+// A GEMM loop with spins, as clock_truth_bench.py's gapN / waitN phases:
+// (spin us at its measured length, GEMMs before it, measured speed over
+// back to back).
+struct SpinCase {
+  double spin_us;
+  int gemms;
+  double speed;
+};
+
+void check_spin_cases(const std::string& preset, std::initializer_list<SpinCase> cases) {
+  const gpu::GpuSpec spec = as_run(preset);
+  const gpu::KernelDesc gemm = gpu::power_bench_kernel(spec, "gemm");
+  const double alone = gpu::governed_loop_kernel_speeds(spec, {gemm}, 3.0)[0];
+  for (const SpinCase& c : cases) {
+    std::vector<gpu::KernelDesc> loop(static_cast<size_t>(c.gemms), gemm);
+    loop.push_back(sleep_kernel(spec, c.spin_us * 1e-6));
+    const auto speed = gpu::governed_loop_kernel_speeds(spec, loop, 3.0);
+    double gemms = 0;
+    for (int i = 0; i < c.gemms; ++i) gemms += speed[static_cast<size_t>(i)] / c.gemms;
+    INFO(preset << ": " << c.spin_us << " us spin after " << c.gemms << " GEMMs: " << gemms / alone
+                << "x as fast as back to back, measured " << c.speed);
+    // 3%, as the gaps set: the four GPUs of one host spread 2-4 points
+    // (1.126-1.149 at 0.56 ms, 1.136-1.172 at 10 ms).
+    CHECK(gemms / alone == Approx(c.speed).epsilon(0.03));
+  }
+}
+}  // namespace
+
 // Held out, on two more 4x H100 hosts and measured by the SMs' own cycle
 // counter (calibration/measurements/h100-x4/clock_gaps_2026-11-27 and -27b,
 // clock_truth_bench.py's gapN / waitN phases, mean of the 4 GPUs): the
@@ -449,28 +478,23 @@ TEST_CASE("power model: GEMM bursts with spin waits of 2-25 ms (waits set, held 
 // 0.30 ms gap) .. +1.1% (10 ms waits).
 TEST_CASE("power model: GEMMs with gaps and waits on the SMs' own clock (held out, 4 H100s)",
           "[gpu][power][measured]") {
-  const gpu::GpuSpec spec = as_run("h100-sxm");
-  const gpu::KernelDesc gemm = gpu::power_bench_kernel(spec, "gemm");
-  const double alone = gpu::governed_loop_kernel_speeds(spec, {gemm}, 3.0)[0];
-  // (spin us, GEMMs before it, measured speed over back to back)
-  struct Case { double spin_us; int gemms; double speed; };
   // Host 1 (clock_gaps_2026-11-27; its 0.1 ms phase stalled), then host 2
   // (clock_gaps_2026-11-27b, 12 minutes later).
-  for (const Case& c : {Case{303.4, 1, 1.082}, Case{558.3, 1, 1.142}, Case{1014.0, 1, 1.161},
-                        Case{2410.0, 8, 1.076}, Case{10172.0, 8, 1.160},
-                        Case{128.6, 1, 1.035}, Case{299.6, 1, 1.087}, Case{550.1, 1, 1.145},
-                        Case{1011.3, 1, 1.162}, Case{2391.6, 8, 1.077}, Case{10142.5, 8, 1.160}}) {
-    std::vector<gpu::KernelDesc> loop(static_cast<size_t>(c.gemms), gemm);
-    loop.push_back(sleep_kernel(spec, c.spin_us * 1e-6));
-    const auto speed = gpu::governed_loop_kernel_speeds(spec, loop, 3.0);
-    double gemms = 0;
-    for (int i = 0; i < c.gemms; ++i) gemms += speed[static_cast<size_t>(i)] / c.gemms;
-    INFO(c.spin_us << " us spin after " << c.gemms << " GEMMs: " << gemms / alone
-                   << "x as fast as back to back, measured " << c.speed);
-    // 3%, as the gaps set: the four GPUs' own speeds spread 2-4 points
-    // (1.126-1.149 at 0.56 ms, 1.136-1.172 at 10 ms).
-    CHECK(gemms / alone == Approx(c.speed).epsilon(0.03));
-  }
+  check_spin_cases("h100-sxm", {{303.4, 1, 1.082}, {558.3, 1, 1.142}, {1014.0, 1, 1.161},
+                                {2410.0, 8, 1.076}, {10172.0, 8, 1.160},
+                                {128.6, 1, 1.035}, {299.6, 1, 1.087}, {550.1, 1, 1.145},
+                                {1011.3, 1, 1.162}, {2391.6, 8, 1.077}, {10142.5, 8, 1.160}});
+}
+
+// The same phases on one H200 (calibration/measurements/h200-x1/
+// clock_truth_2026-11-27; held out: the H200 preset's fit took the H100's
+// hold and fast loop). The same structure as on the H100s: its GEMMs and
+// attention at 0.90 of NVML's clock up to their rest clock (1660-1676 MHz),
+// memory-bound kernels at NVML's. gcsim -1.0 .. +1.6%.
+TEST_CASE("power model: GEMMs with gaps and waits on the SMs' own clock (held out, one H200)",
+          "[gpu][power][measured]") {
+  check_spin_cases("h200-sxm", {{128.1, 1, 1.040}, {300.5, 1, 1.089}, {546.2, 1, 1.151},
+                                {1019.7, 1, 1.167}, {2390.4, 8, 1.084}, {10119.9, 8, 1.167}});
 }
 
 // Held out: phase_power_bench.py (calibration/measurements/h100-x4/
