@@ -250,6 +250,16 @@ const std::vector<Point>& measured_gqa() {
   return points;
 }
 
+// On 4 H200s with the seventh strategy (DP4flush), predicted before the run
+// (calibration/validation/strategy_step_gqa/PREDICTIONS_H200.txt).
+constexpr const char* kMeasuredGqaH200 =
+    "calibration/measurements/h200-x4/strategy_step_gqa_2026-11-27/strategy_step.json";
+
+const std::vector<Point>& measured_gqa_h200() {
+  static const std::vector<Point> points = load_measured(kMeasuredGqaH200, "strategy_step_gqa");
+  return points;
+}
+
 const std::vector<Point>& measured_gqa_b() {
   static const std::vector<Point> points = load_measured(kMeasuredGqaB, "strategy_step_gqa");
   return points;
@@ -432,8 +442,8 @@ TEST_CASE("strategies on 4 GPUs: the pipelines' NCCL time per stage as the profi
   CHECK(stages == 2 * (4 + 2 + 2) * 2);  // PP4, PP2xDP2, TP2xPP2; two builds; two GPUs
 }
 
-TEST_CASE("strategies on 4 H100s, a held-out model (GQA, vocabulary 128256): steps, classes, "
-          "peak memory and order",
+TEST_CASE("a held-out model (GQA, vocabulary 128256) on 4 H100s (two hosts) and 4 H200s: steps, "
+          "classes, peak memory and order",
           "[cli][training][framework][strategy]") {
   // Nothing fitted to this model's shapes: gcsim's steps were committed
   // before the run (c0bf800) and came out eager -0.5 .. +2.2% (mean 1.3%),
@@ -451,17 +461,32 @@ TEST_CASE("strategies on 4 H100s, a held-out model (GQA, vocabulary 128256): ste
   // set is held to what the fitted one is.
   // The second host: eager 1.5% (max 3.3%), compiled 1.9% (3.2%), order
   // held; the peaks are the same to 0.01 GiB.
-  for (const auto* run : {&measured_gqa(), &measured_gqa_b()}) {
+  // 4 H200s, all seven strategies (DP4flush too): eager 1.3% (max 2.6%),
+  // compiled 2.4% (3.8%), both orders as measured, peaks as on the H100s;
+  // DP4flush's copies are compared with the optimizer (the flush test).
+  struct Run {
+    const std::vector<Point>* points;
+    const char* gpu;
+    size_t size;
+    int pairs;
+  };
+  for (const Run& run : {Run{&measured_gqa(), kGpu, 12, 29}, Run{&measured_gqa_b(), kGpu, 12, 29},
+                         Run{&measured_gqa_h200(), kGpuH200, 14, 40}}) {
     std::map<std::string, std::vector<double>> errors;
-    REQUIRE(run->size() == 12);
-    for (const Point& m : *run) {
-      INFO(m.strategy << " " << m.build);
-      const Point& s = simulated(m);
+    REQUIRE(run.points->size() == run.size);
+    for (const Point& m : *run.points) {
+      INFO(run.gpu << " " << m.strategy << " " << m.build);
+      const Point& s = simulated(m, run.gpu);
       const double e = rel(s.step_s, m.step_s);
       CHECK(std::abs(e) <= kStep);
       errors[m.build].push_back(std::abs(e));
       CHECK(std::abs(rel(s.peak_bytes, m.peak_bytes)) <= kPeak);
-      check_classes(m, s);
+      if (m.strategy == "DP4flush") {
+        CHECK(std::abs(rel(s.classes.at("optimizer") + s.classes.at("elementwise+norm"),
+                           m.classes.at("optimizer") + m.classes.at("elementwise+norm"))) <= kOptimizer);
+      } else {
+        check_classes(m, s);
+      }
     }
     for (const auto& [build, e] : errors) {
       INFO(build);
@@ -472,7 +497,8 @@ TEST_CASE("strategies on 4 H100s, a held-out model (GQA, vocabulary 128256): ste
     // Pairs more than 3% apart: eager 14 of 15 (DP4 / TP2xDP2, 239.8 vs
     // 246.9 ms, 2.9%, is not; 2.5% on the second host), compiled all 15 (the
     // closest DP4 / TP2xDP2, 192.4 vs 200.1 ms); all 29 held on each host.
-    CHECK(check_order(*run, kGpu) == 29);
+    // The H200s: TP2xDP2 / DP4flush (0.9% and 1.2% apart) not held.
+    CHECK(check_order(*run.points, run.gpu) == run.pairs);
   }
 }
 
