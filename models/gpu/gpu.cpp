@@ -721,11 +721,7 @@ class Gpu::Impl : public sim::EventHandler {
     const Run& r = runs_[w.run];
     const double length = w.length.seconds();
     if (!(length > 0.0)) return;
-    const double share = static_cast<double>(w.sms) / spec_.sm_count;
-    const TileCost c = tile_cost(spec_, r.kernel, w.active);
-    const double busy = std::min(1.0, c.compute.seconds() * r.stretch / length) * share;
-    Activity a = arithmetic_activity(spec_.power, r.kernel, busy);
-    a.hbm = std::min(1.0, w.sms * r.kernel.bytes_per_tile / length / spec_.hbm_bandwidth.bytes_per_s());
+    const Activity a = wave_activity(spec_, r.kernel, w.sms, w.active, length, r.stretch);
     const PowerParams& p = spec_.power;
     w.activity = a;
     // The memory path's power the governor takes from the sum of what runs

@@ -17,19 +17,23 @@ Activity arithmetic_activity(const PowerParams& p, const KernelDesc& kernel, dou
   return a;
 }
 
+Activity wave_activity(const GpuSpec& spec, const KernelDesc& kernel, int sms, int active, double length_s,
+                       double stretch) {
+  if (!(length_s > 0.0)) return {};
+  const double share = static_cast<double>(sms) / spec.sm_count;
+  const double busy = std::min(1.0, tile_cost(spec, kernel, active).compute.seconds() * stretch / length_s) * share;
+  Activity a = arithmetic_activity(spec.power, kernel, busy);
+  a.hbm = std::min(1.0, sms * kernel.bytes_per_tile / length_s / spec.hbm_bandwidth.bytes_per_s());
+  return a;
+}
+
 Activity rest_activity(const GpuSpec& spec, const KernelDesc& kernel) {
-  Activity a;
-  if (kernel.tiles <= 0) return a;
+  if (kernel.tiles <= 0) return {};
   const int sms = wave_width(spec, kernel, spec.sm_count);
-  const int64_t tiles_per_wave = std::min<int64_t>(kernel.tiles, sms);
-  const int active = static_cast<int>(tiles_per_wave);
+  const int active = static_cast<int>(std::min<int64_t>(kernel.tiles, sms));
   const double length = wave_time(spec, kernel, active).seconds();
-  if (!(length > 0.0)) return a;
-  const double share = static_cast<double>(active) / spec.sm_count;
-  const double busy = std::min(1.0, tile_cost(spec, kernel, active).compute.seconds() / length) * share;
-  a = arithmetic_activity(spec.power, kernel, busy);
-  a.hbm = std::min(1.0, active * kernel.bytes_per_tile / length / spec.hbm_bandwidth.bytes_per_s());
-  return with_unshared(a);
+  if (!(length > 0.0)) return {};
+  return with_unshared(wave_activity(spec, kernel, active, active, length, 1.0));
 }
 
 double rest_clock(const GpuSpec& spec, const KernelDesc& kernel) {

@@ -24,8 +24,14 @@ namespace gcsim::models::gpu {
 // fused attention's split by attention_tensor_share (its softmax on the CUDA
 // cores); memory kernels charge none.
 Activity arithmetic_activity(const PowerParams& p, const KernelDesc& kernel, double busy);
-// `kernel`'s activity alone on the GPU at f_max, over one full wave (as the
-// Gpu runtime charges a wave: gpu.cpp charge()), hbm_unshared set.
+// A wave of `kernel` on `sms` SMs, `active` of them sharing HBM, lasting
+// `length_s` seconds with its arithmetic stretched by `stretch`: its
+// arithmetic and HBM activity (time fractions of the whole GPU; the Gpu
+// runtime's charge() of every wave; hbm_unshared not set).
+Activity wave_activity(const GpuSpec& spec, const KernelDesc& kernel, int sms, int active, double length_s,
+                       double stretch);
+// `kernel`'s activity alone on the GPU at f_max, over one full wave
+// (wave_activity at its own length), hbm_unshared set.
 Activity rest_activity(const GpuSpec& spec, const KernelDesc& kernel);
 // The clock fraction `kernel` runs at alone from rest: instant_clock() of
 // its rest activity (1 without an instantaneous limiter or a power model).
