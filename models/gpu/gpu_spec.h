@@ -136,6 +136,17 @@ struct GpuSpec {
   // In [kMinGraphLaunchLatency, kernel_launch_latency]; nullopt: not measured
   // for this GPU, graph nodes pay kernel_launch_latency.
   std::optional<sim::Duration> graph_kernel_launch_latency;
+  // What an NCCL collective's kernel node adds to a replayed CUDA graph
+  // beyond the kernel's own duration (the collective model's time): the
+  // executor leaves ~2.5 us before an NCCL node against ~0.4 us before
+  // another kernel (its 4 KiB ncclDevKernelArgsStorage parameter block), and
+  // the step loses more than that gap. Measured on 4 H100s
+  // (calibration/measurements/h100-x4/serving_graph_parts_2026-11-27: the
+  // serving step's graph with and without its 18 collectives, each NCCL
+  // kernel's duration from a profiled replay); zero: not measured for this
+  // GPU. Collectives launched on a stream pay none (the collective model is
+  // fitted to back-to-back stream launches, nccl-tests' way).
+  sim::Duration graph_collective_overhead = sim::Duration::zero();
   // How much HBM bandwidth one SM can pull on its own, as a multiple of the
   // even share hbm_bandwidth / sm_count: > 1 lets a kernel on part of the
   // chip still approach full bandwidth.
@@ -175,6 +186,10 @@ struct GpuSpec {
 // microbench_2026-11-22.json, h200-x4/), and a real kernel's fixed part is
 // larger than an empty one's.
 inline constexpr sim::Duration kMinGraphLaunchLatency = sim::Duration::from_ps(200'000);  // 200 ns
+
+// Upper bound of graph_collective_overhead: ten times the H100's measured
+// value; more is no launch gap but a misconfiguration.
+inline constexpr sim::Duration kMaxGraphCollectiveOverhead = sim::Duration::from_ps(50'000'000);  // 50 us
 
 // Of a kernel's launch latency (kernel_launch_latency or the graph's, both
 // fitted to the spacing of back-to-back kernels), the part a profiler's

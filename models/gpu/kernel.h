@@ -27,6 +27,13 @@ struct KernelDesc {
   // 1 / efficiency.hbm, for split-KV decode, which streams closer to the peak).
   double bandwidth_efficiency = 1.0;
   int max_sms = 0;             // cap on SMs it may occupy (0 = all)
+  // Of one SM's HBM reach (sm_bandwidth_headroom x the achieved bandwidth /
+  // sm_count, hbm.h), the part one tile's SM pulls: a tile of W resident
+  // warps keeps W / kMaxWarpsPerSm of a full SM's loads in flight, and by
+  // Little's law pulls that share of the bytes per unit of memory latency
+  // (memory_kernel: PyTorch's reduce_kernel over a few rows, 16 warps a CTA
+  // alone on its SM); in (0, 1], 1 = a full SM's.
+  double sm_pull_fraction = 1.0;
   // A persistent kernel (Hopper cuBLAS/CUTLASS GEMMs: at most one CTA per
   // SM, each looping over tiles) takes min(tiles, free SMs, max_sms) SMs at
   // the scheduling pass that first gives it any, and keeps exactly those
@@ -140,7 +147,9 @@ struct MemoryOpShape {
   int64_t elements_per_cta = 0;
   // With elements_per_cta: the threads of one such CTA (PyTorch's 128). A
   // grid too small to give each SM kWarpsToHideIssueLatency warps runs its
-  // SM work latency-bound (memory_kernel); 0: never.
+  // SM work latency-bound (memory_kernel); 0: never. With max_ctas: the
+  // threads of each of those CTAs, whose warps on an SM set the share of
+  // its HBM reach they pull (KernelDesc::sm_pull_fraction); 0: a full SM's.
   int threads_per_cta = 0;
   // elementwise only: the CTAs the launch has when fewer than the SMs its
   // bytes would spread over (a reduction over a few rows, each CTA at what

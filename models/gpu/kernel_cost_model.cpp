@@ -308,6 +308,16 @@ KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
   }
   if (s.kind == MemoryOpKind::elementwise && s.max_ctas > 0) {
     k.tiles = std::min<int64_t>(k.tiles, s.max_ctas);
+    if (s.threads_per_cta > 0) {
+      // Each SM holds its share of the CTAs; their warps, not the SM's 64,
+      // keep loads in flight: PyTorch's reduce_kernel CTA (512 threads, 16
+      // warps) alone on an SM pulls a quarter of a full SM's reach. The mean
+      // of the eager RMSNorm over hidden 4096 (16 rows, 256 KiB a CTA) took
+      // 10.1 us on an H100 (calibration/measurements/h100-x4/
+      // serving_graph_parts_2026-11-27), where a full SM's reach gives 4.7.
+      const int64_t warps = ceil_div(s.max_ctas, k.tiles) * ceil_div(s.threads_per_cta, int64_t{32});
+      k.sm_pull_fraction = std::min(1.0, static_cast<double>(warps) / kMaxWarpsPerSm);
+    }
   }
   if (s.kind == MemoryOpKind::elementwise && s.elements_per_cta > 0 && s.threads_per_cta > 0) {
     // The warps each SM holds at once: its share of the CTAs, at most the
@@ -365,9 +375,16 @@ TileCost tile_cost(const GpuSpec& spec, const KernelDesc& k, int active_sms, dou
     // A memory kernel filling its SMs draws the stack along the measured
     // saturation curve (memory_spread.h); small grids and tiles of one CTA
     // per SM, the plain share (hbm.h).
-    const sim::Bandwidth per_sm = fills_its_sms(k)
-                                      ? spread_bandwidth_per_sm(spec, active_sms, hbm_fraction)
-                                      : hbm_bandwidth_per_sm(spec, active_sms, hbm_fraction);
+    sim::Bandwidth per_sm = fills_its_sms(k) ? spread_bandwidth_per_sm(spec, active_sms, hbm_fraction)
+                                             : hbm_bandwidth_per_sm(spec, active_sms, hbm_fraction);
+    if (k.sm_pull_fraction < 1.0) {
+      if (!(k.sm_pull_fraction > 0.0)) {
+        throw std::invalid_argument("kernel '" + k.name + "' has an SM pull fraction outside (0, 1]");
+      }
+      const sim::Bandwidth reach = achieved_hbm_bandwidth(spec).scaled(
+          spec.sm_bandwidth_headroom * k.sm_pull_fraction / static_cast<double>(spec.sm_count));
+      if (reach.bytes_per_s() < per_sm.bytes_per_s()) per_sm = reach;
+    }
     c.memory = sim::transfer_time(k.bytes_per_tile, per_sm.scaled(k.bandwidth_efficiency));
   }
   return c;

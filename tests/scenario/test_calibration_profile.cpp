@@ -153,6 +153,22 @@ TEST_CASE("a graph kernel launch latency out of its range is bad input", "[cli]"
     CHECK(r.err.find("cluster.gpu.graph_kernel_launch_latency") != std::string::npos);
     CHECK(r.err.find("kernel_launch_latency 2us") != std::string::npos);
   }
+  SECTION("a custom GPU's collective graph node cost above 50 us, or negative") {
+    auto r = run("cluster: {gpu: {preset: h100-sxm, graph_collective_overhead: 60us}, nodes: 1, "
+                 "gpus_per_node: 1, calibration: none}",
+                 {});
+    INFO(r.err);
+    CHECK(r.exit_status == 2);
+    CHECK(r.err.find("gemm.yaml:1") != std::string::npos);
+    CHECK(r.err.find("cluster.gpu.graph_collective_overhead") != std::string::npos);
+    CHECK(r.err.find("[0, 50us]") != std::string::npos);
+    r = run("cluster: {gpu: {preset: h100-sxm, graph_collective_overhead: -1us}, nodes: 1, "
+            "gpus_per_node: 1, calibration: none}",
+            {});
+    INFO(r.err);
+    CHECK(r.exit_status == 2);
+    CHECK(r.err.find("cluster.gpu.graph_collective_overhead") != std::string::npos);
+  }
   SECTION("a profile's graph latency below 200 ns") {
     write_text(dir / "profile.yaml", "gpu: h100-sxm\nkernel_launch_latency: 2us\ngraph_kernel_launch_latency: 100ns\n");
     auto r = run("cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1, calibration: none}",

@@ -132,7 +132,7 @@ TEST_CASE("step collectives are timed by the executor, once per distinct size",
         sim::Duration::zero());
 }
 
-TEST_CASE("TP8 decode: two all-reduces per layer over the fabric", "[inference][cost]") {
+TEST_CASE("TP8 decode: two all-reduces per layer over the fabric, a graph node's cost each", "[inference][cost]") {
   // Llama-2-70B at TP8, batch 1: each layer's two all-reduces of 1 token x
   // 8,192 x 2 B = 16 KiB, plus the vocabulary-parallel embedding's: 161;
   // and the logits' all-gather.
@@ -157,10 +157,35 @@ TEST_CASE("TP8 decode: two all-reduces per layer over the fabric", "[inference][
   // and the head's all-gather of the sampled row's logits: 32,000 x 2 B.
   const sim::Duration gather =
       timer.collective(workloads::CollectiveKind::all_gather, sim::Bytes(64'000), c.ranks);
-  CHECK(sc.communication == one * 161 + gather);
+  // The step is replayed from a CUDA graph (batch 1 <= max_capture_size).
+  // vLLM (the default framework) runs its all-reduces there as its custom
+  // all-reduce kernel; the logits' all-gather is NCCL's, and its node costs
+  // the preset's graph_collective_overhead (5.2 us on an H100, configs/
+  // hardware/h100-sxm.yaml) beyond the collective, in the step and not in
+  // the class (the kernels' durations).
+  REQUIRE(sc.graph);
+  const sim::Duration node = c.gpu.graph_collective_overhead;
+  CHECK(node == sim::ns(int64_t{5200}));
+  CHECK(sc.communication == one * 161 + gather + node);
   CHECK(sc.classes.of(workloads::training::KernelClass::communication) ==
         Approx((one * 161 + gather).seconds()));
   CHECK(sc.total > sc.compute);
+  // Eager PyTorch's are all NCCL's: 162 nodes; without the node cost the
+  // step is exactly that much shorter, and on a stream it pays none.
+  IterationCostConfig eager = c;
+  eager.framework = ServingFramework::pytorch_eager;
+  const StepCost e = IterationCost(eager, timer).cost(decode_batch(1, 1024));
+  CHECK(e.communication == one * 161 + gather + node * 162);
+  IterationCostConfig no_node = eager;
+  no_node.gpu.graph_collective_overhead = sim::Duration::zero();
+  const StepCost w = IterationCost(no_node, timer).cost(decode_batch(1, 1024));
+  CHECK(e.total - w.total == node * 162);
+  CHECK(w.compute == e.compute);
+  IterationCostConfig stream = eager;
+  stream.cuda_graphs = false;
+  const StepCost st = IterationCost(stream, timer).cost(decode_batch(1, 1024));
+  REQUIRE_FALSE(st.graph);
+  CHECK(st.communication == one * 161 + gather);
   // Weights per GPU (17.25 GB) over 3,350 GB/s is the floor of the compute.
   CHECK(sc.compute.seconds() > 17.246e9 / 3350e9);
 }

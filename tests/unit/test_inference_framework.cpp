@@ -112,7 +112,11 @@ TEST_CASE("an eager step outside a CUDA graph waits for its host's issue", "[inf
   CHECK(g.total == g.compute + g.communication);
   const sim::Duration saved = c.gpu.kernel_launch_latency - c.gpu.graph_launch_latency();
   CHECK(saved == sim::ns(int64_t{1300}));
-  CHECK(g.total == s.compute + s.communication - saved * 318);
+  // and each of the 18 NCCL nodes costs the graph graph_collective_overhead
+  // (5.2 us on an H100) beyond the collective.
+  const sim::Duration node = c.gpu.graph_collective_overhead;
+  CHECK(node == sim::ns(int64_t{5200}));
+  CHECK(g.total == s.compute + s.communication - saved * 318 + node * 18);
   CHECK(g.classes.kernels == 336);
 }
 
@@ -126,10 +130,14 @@ TEST_CASE("a GPU without a measured graph launch latency replays at its stream l
   c.gpu.graph_kernel_launch_latency.reset();
   const StepCost unmeasured = IterationCost(c, comm).cost(decode(8, 1024));
   CHECK(graph.graph);
-  CHECK(unmeasured.total == stream.total);
+  // vLLM's all-reduces in its graphs are its custom all-reduce kernel; the
+  // logits' all-gather is NCCL's: one node at graph_collective_overhead.
+  const sim::Duration node = c.gpu.graph_collective_overhead;
+  CHECK(node > sim::Duration::zero());
+  CHECK(unmeasured.total == stream.total + node);
   // vLLM's 102 launches less 16 all-reduces, the embedding's all-reduce and
   // the all-gather: 84 kernels, 1.3 us sooner each.
-  CHECK(stream.total - graph.total == sim::ns(int64_t{1300}) * 84);
+  CHECK(stream.total - graph.total == sim::ns(int64_t{1300}) * 84 - node);
 }
 
 TEST_CASE("a prefill's attention class is its kernels' profiler durations", "[inference][framework]") {
@@ -343,9 +351,11 @@ TEST_CASE("eager serving ops against one H100's profiler durations", "[inference
   // Every op at batch 1 and 32 within 25% but the residual add (+38%, +53%);
   // all 48 kernels +16% (123.5 us measured): 1.5x and more before (each
   // generic pass of a decode token's hidden state put 3.6 us of SM work on
-  // one SM).
-  CHECK(err["rms_norm 1"] == Approx(0.06).margin(0.05));
-  CHECK(err["rms_norm 32"] == Approx(-0.03).margin(0.05));
+  // one SM). The RMSNorm at batch 1 is +13% since its mean's one CTA pulls
+  // what its 16 warps keep in flight (2.46 us against the measured 2.72;
+  // it was 1.5, which hid the other passes' +30%).
+  CHECK(std::abs(err["rms_norm 1"]) <= 0.25);
+  CHECK(std::abs(err["rms_norm 32"]) <= 0.25);
   CHECK(sum_sim / sum_meas > 1.0);
   CHECK(sum_sim / sum_meas < 1.25);
 }
@@ -373,22 +383,34 @@ TEST_CASE("eager row reductions launch PyTorch's CTAs: the decode step's mean an
   CHECK(eager_row_reduce_ctas(1, 262144, 132) == 32);
   // Measured (calibration/measurements/h100-x4/serving_step_l3_8b_2026-11-27,
   // rank 0's MeanOps kernel): hidden 4096 takes 9.1-9.4 us from 32 to 512
-  // rows (16 rows on each of 2-32 CTAs) and 5.6 us at 8 rows (one CTA);
-  // hidden 8192 (serving_step_2026-11-26), a row a CTA, 3.3-3.6 us from 8
-  // to 128 rows. The mean pass of the serving RMSNorm carries those CTAs,
-  // each at what one SM pulls: 16 rows of 4096 fp32 (256 KiB) a CTA, 6.2 us
-  // in gcsim (spread over every SM it was ~2.5 us). Bounds 5-11 us: the
-  // grid is the claim; one CTA of this kernel pulls less than the profile's
-  // single-SM share (sm_bandwidth_headroom), so gcsim stays under the
-  // measured 9.1-9.4 us.
-  const auto spec = test::h100();
+  // rows (16 rows on each of 2-32 CTAs) and 5.6 us at 8 rows (one CTA); in
+  // the CUDA graph (serving_graph_parts_2026-11-27, both hosts' rank 0)
+  // 8.9-9.1 and 5.4-5.5 us. Each CTA (512 threads, 16 warps) alone on its
+  // SM pulls 16/64 of the profile's single-SM reach (sm_bandwidth_headroom,
+  // fitted on other kernels): Little's law, its loads in flight a quarter of
+  // a full SM's. Not fitted here; within 12% of both (the two runs' spread
+  // is 5%; one SM's full reach gave 4.7 and 3.1 us, -48% and -43%).
+  auto spec = test::h100();
+  auto nowhere = test::nowhere_reader();
+  cli::apply_calibration_profile("h100-sxm", spec, nowhere);
+  const auto graph = models::gpu::graph_replay_spec(spec);
+  const auto gap = models::gpu::launch_gap(graph.kernel_launch_latency);
   const workloads::training::FrameworkProfile eager(workloads::training::Framework::pytorch_eager,
                                                     eager_serving_traits());
-  const auto mean32 = models::gpu::memory_kernel(spec, eager.shape(EagerServingPasses::rms_norm(32, 4096, 132)[2]));
+  const auto profiled_us = [&](const models::gpu::KernelDesc& k) {
+    return (models::gpu::isolated_time(graph, k, graph.sm_count) - gap).seconds() * 1e6;
+  };
+  const auto mean32 = models::gpu::memory_kernel(graph, eager.shape(EagerServingPasses::rms_norm(32, 4096, 132)[2]));
   CHECK(mean32.tiles == 2);
-  const double us = models::gpu::isolated_time(spec, mean32, spec.sm_count).seconds() * 1e6;
-  CHECK(us > 5.0);
-  CHECK(us < 11.0);
+  CHECK(mean32.sm_pull_fraction == Approx(0.25));
+  CHECK(profiled_us(mean32) == Approx(9.1).epsilon(0.12));
+  const auto mean8 = models::gpu::memory_kernel(graph, eager.shape(EagerServingPasses::rms_norm(8, 4096, 132)[2]));
+  CHECK(mean8.tiles == 1);
+  CHECK(profiled_us(mean8) == Approx(5.5).epsilon(0.12));
+  // The CTA's threads: 512 while the row and the rows fill the block; a
+  // [4, 16] tensor gets 16 lanes x 4 rows = 64.
+  CHECK(workloads::training::eager_row_reduce_grid(8, 4096, 132).threads == 512);
+  CHECK(workloads::training::eager_row_reduce_grid(4, 16, 132).threads == 64);
   // Training's rows (a micro-batch's tokens) fill every SM either way.
   CHECK(eager_row_reduce_ctas(8192, 4096, 132) >= 132);
 }

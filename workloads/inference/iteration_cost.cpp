@@ -449,7 +449,12 @@ IterationCost::Launch IterationCost::tp_all_reduce(int stage, int64_t tokens) {
   const std::vector<int> group(first, first + tp);
   const auto bytes = static_cast<int64_t>(static_cast<double>(tokens * config_.model.hidden) *
                                           gpu::dtype_bytes(activation_dtype(config_.dtype)));
-  return collective_launch(CollectiveKind::all_reduce, bytes, group);
+  Launch l = collective_launch(CollectiveKind::all_reduce, bytes, group);
+  // vLLM runs a TP group's all-reduce as its custom all-reduce kernel
+  // (custom_all_reduce.cuh) where the group shares one node's NVLink, as
+  // its TP groups do; NCCL's across nodes, which this does not tell apart.
+  l.nccl = config_.framework != ServingFramework::vllm;
+  return l;
 }
 
 // The first stage's lookup: vLLM's one gather kernel, or the eager list.
@@ -550,7 +555,11 @@ const IterationCost::Program& IterationCost::head_launches(int64_t tokens, int64
 // gap (gpu_spec.h launch_gap: the stream's 1.45 us on an H100, the graph's
 // 0.16 us; the rest of the launch latency, 0.95 us, is inside the
 // kernel's duration). Collectives count their whole time. `launch`: the
-// stream's latency, or the graph's for a replayed step.
+// stream's latency, or the graph's for a replayed step; `collective_node`:
+// what a collective's kernel node adds in a replayed graph beyond the
+// collective's time (gpu_spec.h graph_collective_overhead; zero on a
+// stream), in the step and the communication time but not in the class,
+// which sums NCCL kernels' durations as the profiler does.
 //
 // `stretch` (1 / compute_speed at the step's clock) lengthens each kernel's
 // arithmetic (Launch::at); the timeline sums what the kernels do as
@@ -559,17 +568,19 @@ const IterationCost::Program& IterationCost::head_launches(int64_t tokens, int64
 // it) and HBM bytes over the peak bandwidth.
 class IterationCost::Timeline {
  public:
-  Timeline(sim::Duration issue, sim::Duration launch, double clock, double budget_w, const gpu::PowerParams& power,
-           double hbm_peak_bytes_per_s)
-      : issue_(issue), launch_(launch), gap_(gpu::launch_gap(launch)), clock_(clock), budget_w_(budget_w),
-        power_(power), hbm_peak_(hbm_peak_bytes_per_s) {}
+  Timeline(sim::Duration issue, sim::Duration launch, sim::Duration collective_node, double clock, double budget_w,
+           const gpu::PowerParams& power, double hbm_peak_bytes_per_s)
+      : issue_(issue), launch_(launch), gap_(gpu::launch_gap(launch)), collective_node_(collective_node),
+        clock_(clock), budget_w_(budget_w), power_(power), hbm_peak_(hbm_peak_bytes_per_s) {}
 
   void run(const Launch& l, training::KernelClassTimes& classes) {
-    const sim::Duration time = l.at(power_, clock_, budget_w_);
+    const bool collective = l.cls == KernelClass::communication;
+    const sim::Duration node = collective && l.nccl ? collective_node_ : sim::Duration::zero();
+    const sim::Duration time = l.at(power_, clock_, budget_w_) + node;
     if (l.own_issue) host_ += issue_;
     gpu_ = std::max(gpu_, host_) + time;
     busy_ += time;
-    if (l.cls == KernelClass::communication) comm_ += time;
+    if (collective) comm_ += time;
     for (int i = 0; i < l.wave_groups; ++i) {
       const Launch::Waves& w = l.waves[static_cast<size_t>(i)];
       const double s = w.compute.seconds() * w.stretch_at(power_, clock_, budget_w_) * w.sm_share *
@@ -578,8 +589,8 @@ class IterationCost::Timeline {
       activity_.vector += s * w.activity_per_busy.vector;
     }
     if (hbm_peak_ > 0.0) activity_.hbm += l.hbm_bytes / hbm_peak_;
-    if (l.cls == KernelClass::communication) collective_bytes_ += l.hbm_bytes;
-    const sim::Duration off = l.cls == KernelClass::communication ? sim::Duration::zero()
+    if (collective) collective_bytes_ += l.hbm_bytes;
+    const sim::Duration off = collective                      ? node
                               : l.profiled_kernels > 0            ? launch_ * l.profiled_kernels
                                                                   : gap_;
     const sim::Duration own = std::max(sim::Duration::zero(), time - off);
@@ -621,6 +632,7 @@ class IterationCost::Timeline {
   sim::Duration issue_;
   sim::Duration launch_;
   sim::Duration gap_;
+  sim::Duration collective_node_;  // graph_collective_overhead in a replayed graph, else zero
   sim::Duration host_ = sim::Duration::zero();
   sim::Duration gpu_ = sim::Duration::zero();
   sim::Duration busy_ = sim::Duration::zero();
@@ -658,7 +670,8 @@ StepCost IterationCost::cost(const StepShape& shape, double clock, double budget
     const int dense = layers_of_stage_dense_[static_cast<size_t>(s)];
     const int moe = layers_of_stage_moe_[static_cast<size_t>(s)];
     const Launch ar = tp_all_reduce(s, t);
-    Timeline line(issue, (c.graph ? graph_gpu_ : config_.gpu).kernel_launch_latency, clock, budget_w,
+    Timeline line(issue, (c.graph ? graph_gpu_ : config_.gpu).kernel_launch_latency,
+                  c.graph ? config_.gpu.graph_collective_overhead : sim::Duration::zero(), clock, budget_w,
                   config_.gpu.power,
                   config_.gpu.hbm_bandwidth.bytes_per_s());
     training::KernelClassTimes classes;

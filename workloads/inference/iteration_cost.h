@@ -153,6 +153,11 @@ class IterationCost {
     // the spacing of back-to-back launches, whose class leaves out only the
     // gap before the next kernel (gpu_spec.h launch_gap).
     int profiled_kernels = 0;
+    // A collective or send that runs as an NCCL kernel: in a replayed CUDA
+    // graph its node costs graph_collective_overhead beyond `time`
+    // (gpu_spec.h). vLLM's all-reduces inside its graphs are its own custom
+    // all-reduce kernel (a plain kernel node), so they are not.
+    bool nccl = true;
     // How `time` moves with the SM clock: the waves of its kernels (an MLA
     // prefill's attention launch is two kernels), each group `count` waves
     // of one length (isolated_time's full waves and its last partial one).

@@ -69,7 +69,9 @@ training::FrameworkTraits eager_serving_traits() {
 Passes EagerServingPasses::rms_norm(int64_t rows, int64_t cols, int sm_count) {
   const int64_t n = rows * cols;
   FrameworkPass mean{" mean", n, kF32};
-  mean.ctas = training::eager_row_reduce_ctas(rows, cols, sm_count);
+  const training::RowReduceGrid grid = training::eager_row_reduce_grid(rows, cols, sm_count);
+  mean.ctas = grid.ctas;
+  mean.threads = grid.threads;
   // x.to(float32), x.pow(2), .mean(-1), var + eps, rsqrt, x * rsqrt (a
   // per-row broadcast), .to(bf16), weight * x (a per-column broadcast; one
   // row is the weight's own shape, which TensorIterator runs vectorized:
@@ -150,7 +152,9 @@ Passes EagerServingPasses::argmax(int64_t rows, int64_t vocab, int sm_count) {
   // H100, 8 x 32000: 10.2 us; calibration/measurements/h100-x4/
   // serving_step_l3_8b_2026-11-27 and serving_step_2026-11-26).
   FrameworkPass p{" argmax", rows * vocab, kF32};
-  p.ctas = training::eager_row_reduce_ctas(rows, vocab, sm_count);
+  const training::RowReduceGrid grid = training::eager_row_reduce_grid(rows, vocab, sm_count);
+  p.ctas = grid.ctas;
+  p.threads = grid.threads;
   return {p};
 }
 

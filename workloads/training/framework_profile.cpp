@@ -233,10 +233,10 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
-int64_t eager_row_reduce_ctas(int64_t rows, int64_t cols, int sm_count) {
+RowReduceGrid eager_row_reduce_grid(int64_t rows, int64_t cols, int sm_count) {
   constexpr int64_t kThreads = 512, kWarp = 32, kVector = 4;
   constexpr int64_t kMinValues = 16, kMaxValues = 256, kThreadsPerSm = 2048;
-  if (rows < 1 || cols < 1) return 1;
+  if (rows < 1 || cols < 1) return {1, kThreads};
   const auto pow2_below = [](int64_t n) {
     int64_t p = 1;
     while (p * 2 <= n) p *= 2;
@@ -248,17 +248,18 @@ int64_t eager_row_reduce_ctas(int64_t rows, int64_t cols, int sm_count) {
   int64_t width = std::min(d0, kWarp);
   const int64_t height = std::min(d1, kThreads / width);
   width = std::min(d0, kThreads / height);
+  const int64_t threads = width * height;
   int64_t per_thread = ceil_div(cols, width);
   if (per_thread < height * kMinValues && per_thread < kMaxValues) {
-    return ceil_div(rows, height);  // each warp row an output
+    return {ceil_div(rows, height), threads};  // each warp row an output
   }
   per_thread = ceil_div(cols, width * height);  // the CTA's warps split a row
-  const int64_t target = static_cast<int64_t>(sm_count) * (kThreadsPerSm / (width * height));
-  if (per_thread < kMaxValues || rows > target) return rows;
+  const int64_t target = static_cast<int64_t>(sm_count) * (kThreadsPerSm / threads);
+  if (per_thread < kMaxValues || rows > target) return {rows, threads};
   const int64_t split = std::max(std::min(ceil_div(target, rows),
                                           ceil_div(per_thread, kMinValues)),
                                  ceil_div(per_thread, kMaxValues));
-  return rows * split;
+  return {rows * split, threads};
 }
 
 models::gpu::MemoryOpShape FrameworkProfile::shape(const FrameworkPass& p) const {
@@ -289,9 +290,12 @@ models::gpu::MemoryOpShape FrameworkProfile::shape(const FrameworkPass& p) const
   // Eager PyTorch's TensorIterator kernels (vectorized and generic passes):
   // 128 threads of 4 elements a CTA, so a small tensor's work spreads over
   // one SM per CTA, each SM's few warps issuing latency-bound
-  // (memory_kernel, kernel_cost_model.h).
-  if (f_ == Framework::pytorch_eager &&
-      (p.access == PassAccess::vectorized || p.access == PassAccess::generic)) {
+  // (memory_kernel, kernel_cost_model.h). A pass with its own grid
+  // (reduce_kernel over a few rows) keeps its CTAs' threads instead.
+  if (p.ctas > 0) {
+    s.threads_per_cta = static_cast<int>(p.threads);
+  } else if (f_ == Framework::pytorch_eager &&
+             (p.access == PassAccess::vectorized || p.access == PassAccess::generic)) {
     s.elements_per_cta = kEagerCtaThreads * kEagerThreadElements;
     s.threads_per_cta = kEagerCtaThreads;
   }

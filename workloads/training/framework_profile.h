@@ -100,9 +100,13 @@ struct FrameworkPass {
   // with pytorch-eager's fitted traits, not the profile's.
   bool eager_kernel = false;
   // The CTAs the kernel launches when fewer than the SMs its bytes would
-  // spread over (a row reduction over few rows: eager_row_reduce_ctas); 0:
+  // spread over (a row reduction over few rows: eager_row_reduce_grid); 0:
   // the grid follows the bytes.
   int64_t ctas = 0;
+  // With ctas: the threads of each CTA, whose warps set how much of an SM's
+  // HBM reach the CTA keeps in flight (MemoryOpShape::threads_per_cta); 0:
+  // a full SM's.
+  int64_t threads = 0;
 };
 
 // The CTAs PyTorch's reduce_kernel launches to reduce each row of a
@@ -116,7 +120,14 @@ struct FrameworkPass {
 // CTA: 9.1-9.4 us on an H100 whatever the rows, where hidden 8192, one row
 // a CTA, takes 3.3-4.4 us (calibration/measurements/h100-x4/
 // serving_step_l3_8b_2026-11-27 and serving_step_2026-11-26).
-int64_t eager_row_reduce_ctas(int64_t rows, int64_t cols, int sm_count);
+struct RowReduceGrid {
+  int64_t ctas = 1;
+  int64_t threads = 512;  // a CTA's: the block's width x height
+};
+RowReduceGrid eager_row_reduce_grid(int64_t rows, int64_t cols, int sm_count);
+inline int64_t eager_row_reduce_ctas(int64_t rows, int64_t cols, int sm_count) {
+  return eager_row_reduce_grid(rows, cols, sm_count).ctas;
+}
 
 // Fitted per framework: what the host spends issuing one kernel, the
 // fraction of the achieved streaming HBM bandwidth its elementwise kernels
