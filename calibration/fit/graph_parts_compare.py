@@ -17,6 +17,7 @@ in the profiled replay, per point and its mean per model: the value of the prese
 graph_collective_overhead (fitted on the first model, Llama-2-70B's layer; Llama 3 8B's held out).
 """
 import argparse
+import gzip
 import json
 import os
 import statistics
@@ -60,6 +61,39 @@ def gaps(seq):
     return [statistics.mean(v) if v else 0.0 for v in (before, after, other)]
 
 
+SEQUENCES = "graph_parts_sequences.json.gz"
+
+
+def split_sequences(path):
+    """Moves the profiled replays' kernel sequences out of a bench file into SEQUENCES beside it
+    (losslessly: each keeps its profiled / rank / graph index); the rest stays in `path`."""
+    with open(path) as f:
+        doc = json.load(f)
+    seqs = []
+    for i, p in enumerate(doc["profiled"]):
+        for ri, r in enumerate(p["ranks"]):
+            for name, v in r.items():
+                if isinstance(v, dict) and "sequence" in v:
+                    seqs.append({"profiled_index": i, "rank_index": ri, "graph": name, "sequence": v.pop("sequence")})
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    with gzip.open(os.path.join(os.path.dirname(path), SEQUENCES), "wt") as f:
+        json.dump({"note": "the profiled replays' kernel sequences, split out of graph_parts.json losslessly "
+                           "(profiled[profiled_index].ranks[rank_index][graph].sequence)", "sequences": seqs}, f)
+
+
+def load(path):
+    """A bench file with its split-out sequences put back."""
+    with open(path) as f:
+        doc = json.load(f)
+    seq_path = os.path.join(os.path.dirname(path), SEQUENCES)
+    if os.path.exists(seq_path):
+        with gzip.open(seq_path, "rt") as f:
+            for s in json.load(f)["sequences"]:
+                doc["profiled"][s["profiled_index"]]["ranks"][s["rank_index"]][s["graph"]]["sequence"] = s["sequence"]
+    return doc
+
+
 def merge(docs):
     """The runs as one: each point's full / nocomm / commonly times averaged over the runs that have
     it; the profiles of the last run that profiled it, with every run's NCCL kernel durations."""
@@ -92,8 +126,14 @@ def main():
     ap.add_argument("--gcsim", default="build/gcsim")
     ap.add_argument("--measurement", required=True, nargs="+",
                     help="one or more runs (e.g. two hosts): each point's times are their mean")
+    ap.add_argument("--split", action="store_true",
+                    help="only move each file's kernel sequences into " + SEQUENCES + " beside it")
     a = ap.parse_args()
-    doc = merge([json.load(open(path)) for path in a.measurement])
+    if a.split:
+        for path in a.measurement:
+            split_sequences(path)
+        return
+    doc = merge([load(path) for path in a.measurement])
     prof = {(p["model"], p["tp"], p["batch"], p["kv_len"]): p for p in doc["profiled"]}
     print("| model | TP | batch | step meas / gcsim | err | " + " | ".join(CLASSES) +
           " | gaps before/after NCCL, other (us) |")
