@@ -6,6 +6,8 @@ whole step under torch.profiler (CUPTI traces a graph's kernels), per rank, kern
 
     torchrun --standalone --nproc_per_node 4 serving_graph_parts_bench.py -o OUT.json [--budget-s 200]
 
+On 4 GPUs: TP4, then TP2 on {0,1} and {2,3}; on 2 GPUs (1.2): TP2 alone.
+
 Why: gcsim's graph decode of the held-out serving model (serving_step_bench.py --model l3_8b) came
 out 2.5-13% fast at every point, and the eager profile (host-bound, GPU idle between kernels) cannot
 say whether the graph's kernels, its collectives or the gaps between them take the time.
@@ -43,7 +45,7 @@ import bench_common  # noqa: E402
 import serving_step_bench as ssb  # noqa: E402
 from bench_common import class_of, gather, timed_steps  # noqa: E402
 
-VERSION = "serving_graph_parts_bench 1.1"
+VERSION = "serving_graph_parts_bench 1.2"
 log = bench_common.make_log(T0)
 # (batch, kv_len): batches 1-64 at one KV length, where the held-out graph decode missed most
 POINTS = [(1, 2048), (8, 2048), (32, 2048), (64, 2048)]
@@ -211,17 +213,22 @@ def main():
     doc, save = out.doc, out.save
     doc["profiled"] = []  # "results": the timed points
     save()
-    tp2_groups = [dist.new_group([0, 1]), dist.new_group([2, 3])]
+    world = dist.get_world_size()
+    if world not in (2, 4):
+        raise SystemExit("needs 2 or 4 ranks, got %d" % world)
+    tps = (4, 2) if world == 4 else (2,)
+    tp2_group = [dist.new_group([0, 1]), dist.new_group([2, 3])][rank // 2] if world == 4 else dist.group.WORLD
     bench_common.profile_steps(lambda: torch.cuda._sleep(1000), 1)  # CUPTI's slow first start
     for model in a.models.split(","):
         m = dict(ssb.MODELS[model])
         t = time.time()
-        shards = {4: ssb.Shard(m, 4, rank, dist.group.WORLD, CACHE_TOKENS),
-                  2: ssb.Shard(m, 2, rank % 2, tp2_groups[rank // 2], CACHE_TOKENS)}
+        shards = {2: ssb.Shard(m, 2, rank % 2, tp2_group, CACHE_TOKENS)}
+        if world == 4:
+            shards[4] = ssb.Shard(m, 4, rank, dist.group.WORLD, CACHE_TOKENS)
         torch.cuda.synchronize()
         log("%s: weights and caches %.1f s" % (m["name"], time.time() - t))
         for phase, fn, key in (("time", time_point, "results"), ("profile", profile_point, "profiled")):
-            for tp in (4, 2):
+            for tp in tps:
                 for batch, kv_len in POINTS:
                     go = torch.tensor([1.0 if a.budget_s - (time.time() - T0) >= 4.0 else 0.0], device="cuda")
                     dist.broadcast(go, 0)
