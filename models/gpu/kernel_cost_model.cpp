@@ -305,6 +305,14 @@ KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
     // took 34 us on an H100 where all SMs would take 5 (calibration/
     // measurements/h100-x4/serving_step_l3_8b_2026-11-27).
     k.tiles = std::min<int64_t>(k.tiles, s.rows);
+    // Its block (SoftMax_getBlockSize): a thread per 16-byte load of the row,
+    // at most 1024, a whole number of warps; the rows each SM holds, their
+    // warps against the SM's 64, set the share of its HBM reach they pull
+    // (KernelDesc::sm_pull_fraction): 1024 threads over 128256 logits, half.
+    const int64_t per_load = std::max<int64_t>(1, static_cast<int64_t>(16.0 / dtype_bytes(s.dtype)));
+    const int64_t threads = std::clamp<int64_t>(ceil_div(std::max<int64_t>(1, s.cols / per_load), 32) * 32, 32, 1024);
+    const int64_t warps = ceil_div(s.rows, k.tiles) * (threads / 32);
+    k.sm_pull_fraction = std::min(1.0, static_cast<double>(warps) / kMaxWarpsPerSm);
   }
   if (s.kind == MemoryOpKind::elementwise && s.max_ctas > 0) {
     k.tiles = std::min<int64_t>(k.tiles, s.max_ctas);

@@ -414,3 +414,41 @@ TEST_CASE("eager row reductions launch PyTorch's CTAs: the decode step's mean an
   // Training's rows (a micro-batch's tokens) fill every SM either way.
   CHECK(eager_row_reduce_ctas(8192, 4096, 132) >= 132);
 }
+
+TEST_CASE("the sampler's softmax runs a CTA a row, each pulling its warps' share of an SM's reach",
+          "[inference][framework]") {
+  // cunn_SoftMaxForward over a decode step's logits: a CTA a row (the grid
+  // is the rows), each of SoftMax_getBlockSize's threads: one per 16-byte
+  // load (4 fp32), at most 1024, a whole number of warps. Over 128256 and
+  // 32000 logits: 1024 threads, 32 warps, half an SM's 64: half its reach.
+  // Measured in the CUDA graph (calibration/measurements/h100-x4/
+  // serving_graph_parts_2026-11-27, rank 0, batch 8): 34.2 us over 128256,
+  // 10.2 us over 32000; gcsim at a full SM's reach gave 24.4 and 7.2 (-29%
+  // both), now within 20% (what is left: the multipass kernel's three
+  // loads of a row that L2 does not hold, `multipass_reads`).
+  auto spec = test::h100();
+  auto nowhere = test::nowhere_reader();
+  cli::apply_calibration_profile("h100-sxm", spec, nowhere);
+  const auto graph = models::gpu::graph_replay_spec(spec);
+  const auto gap = models::gpu::launch_gap(graph.kernel_launch_latency);
+  for (const auto& [vocab, measured_us] : {std::pair<int64_t, double>{128256, 34.2}, {32000, 10.2}}) {
+    models::gpu::MemoryOpShape soft;
+    soft.kind = models::gpu::MemoryOpKind::softmax;
+    soft.rows = 8;
+    soft.cols = vocab;
+    soft.dtype = models::gpu::Dtype::fp32;
+    const auto k = models::gpu::memory_kernel(graph, soft);
+    INFO("vocab " << vocab);
+    CHECK(k.tiles == 8);
+    CHECK(k.sm_pull_fraction == Approx(0.5));
+    const double us = (models::gpu::isolated_time(graph, k, graph.sm_count) - gap).seconds() * 1e6;
+    CHECK(us == Approx(measured_us).epsilon(0.20));
+  }
+  // Rows past the SMs fill them: two 1024-thread rows a SM hold all 64 warps.
+  models::gpu::MemoryOpShape many;
+  many.kind = models::gpu::MemoryOpKind::softmax;
+  many.rows = 4096;
+  many.cols = 128256;
+  many.dtype = models::gpu::Dtype::fp32;
+  CHECK(models::gpu::memory_kernel(graph, many).sm_pull_fraction == Approx(1.0));
+}
