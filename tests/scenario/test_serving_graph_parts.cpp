@@ -56,7 +56,7 @@ constexpr double kStepMax = 0.10, kStepMean = 0.05;
 // collective of 10-25 us in the step, so a point's share may sit up to ~20%
 // from one constant.
 constexpr double kShare = 0.20;
-// Without the node cost the share is 13-40% short (mean 27%); with it the
+// Without the node cost the share is 13-46% short (mean 30%); with it the
 // mean |error| must be under half of that: the term is what closes it.
 
 struct Point {
