@@ -162,8 +162,7 @@ def main():
         if not p or "nccl_us" not in p["ranks"][0]["full"]:
             continue
         nccl = [x for rk in p["ranks"][:r["tp"]] for x in rk["full"]["nccl_us"]]
-        n = len(p["ranks"][0]["full"]["sequence"] and [k for k in p["ranks"][0]["full"]["sequence"]
-                                                         if k[0] == "communication"])
+        n = sum(1 for k in p["ranks"][0]["full"]["sequence"] if k[0] == "communication")
         over = (r["full_us"] - r["nocomm_us"]) / n - statistics.mean(nccl)
         per_model.setdefault(r["model"], []).append(over)
         print("  %s TP%d b%d: %d collectives, %.2f us each in the step, NCCL kernel %.2f, node %.2f" % (

@@ -18,9 +18,15 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// The share of one SM's HBM reach that `warps` resident warps pull: their
-// loads in flight against a full SM's kMaxWarpsPerSm (Little's law), at most 1.
-double warp_share(int64_t warps) { return std::min(1.0, static_cast<double>(warps) / kMaxWarpsPerSm); }
+// The warps one SM holds at once while `ctas` CTAs of `threads` threads
+// share `sms` SMs: its share of the CTAs, at most the SM's resident limit.
+int64_t warps_per_sm(int64_t ctas, int64_t sms, int64_t threads) {
+  return std::min<int64_t>(kMaxWarpsPerSm, ceil_div(ctas, sms) * ceil_div(threads, int64_t{32}));
+}
+
+// The share of one SM's HBM reach those warps pull: their loads in flight
+// against a full SM's kMaxWarpsPerSm (Little's law).
+double warp_share(int64_t warps) { return static_cast<double>(warps) / kMaxWarpsPerSm; }
 
 void require_positive(int64_t v, const char* op, const char* field) {
   if (v <= 0) {
@@ -315,7 +321,7 @@ KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
     // (KernelDesc::sm_pull_fraction): 1024 threads over 128256 logits, half.
     const int64_t per_load = std::max<int64_t>(1, static_cast<int64_t>(16.0 / dtype_bytes(s.dtype)));
     const int64_t threads = std::clamp<int64_t>(ceil_div(std::max<int64_t>(1, s.cols / per_load), 32) * 32, 32, 1024);
-    k.sm_pull_fraction = warp_share(ceil_div(s.rows, k.tiles) * (threads / 32));
+    k.sm_pull_fraction = warp_share(warps_per_sm(s.rows, k.tiles, threads));
   }
   if (s.kind == MemoryOpKind::elementwise && s.max_ctas > 0) {
     k.tiles = std::min<int64_t>(k.tiles, s.max_ctas);
@@ -326,16 +332,14 @@ KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
       // of the eager RMSNorm over hidden 4096 (16 rows, 256 KiB a CTA) took
       // 10.1 us on an H100 (calibration/measurements/h100-x4/
       // serving_graph_parts_2026-11-27), where a full SM's reach gives 4.7.
-      k.sm_pull_fraction = warp_share(ceil_div(s.max_ctas, k.tiles) * ceil_div(s.threads_per_cta, int64_t{32}));
+      k.sm_pull_fraction = warp_share(warps_per_sm(s.max_ctas, k.tiles, s.threads_per_cta));
     }
   }
   if (s.kind == MemoryOpKind::elementwise && s.elements_per_cta > 0 && s.threads_per_cta > 0) {
-    // The warps each SM holds at once: its share of the CTAs, at most the
-    // SM's resident limit; below kWarpsToHideIssueLatency the SM work is
+    // Below kWarpsToHideIssueLatency warps on each SM the SM work is
     // latency-bound, stretched by the missing warps.
     const int64_t ctas = ceil_div(std::max<int64_t>(1, s.elements), s.elements_per_cta);
-    const int64_t warps = std::min<int64_t>(
-        kMaxWarpsPerSm, ceil_div(ctas, k.tiles) * ceil_div(s.threads_per_cta, int64_t{32}));
+    const int64_t warps = warps_per_sm(ctas, k.tiles, s.threads_per_cta);
     flops *= std::max(1.0, static_cast<double>(kWarpsToHideIssueLatency) / static_cast<double>(warps));
   }
   k.flops_per_tile = flops / static_cast<double>(k.tiles);

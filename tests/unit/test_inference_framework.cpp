@@ -362,7 +362,9 @@ TEST_CASE("eager serving ops against one H100's profiler durations", "[inference
 
 TEST_CASE("eager row reductions launch PyTorch's CTAs: the decode step's mean and argmax",
           "[inference][framework]") {
-  using workloads::training::eager_row_reduce_ctas;
+  const auto eager_row_reduce_ctas = [](int64_t rows, int64_t cols, int sms) {
+    return workloads::training::eager_row_reduce_grid(rows, cols, sms).ctas;
+  };
   // By hand from Reduce.cuh's setReduceConfig (512 threads, loads of 4,
   // 132 SMs x 4 CTAs of 512 threads as the split's target):
   // [32, 4096]: 32 lanes x 16 rows a CTA, 128 values a lane (< 16 x 16 and

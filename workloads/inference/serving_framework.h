@@ -61,7 +61,7 @@ class EagerServingPasses {
   using Passes = std::vector<training::FrameworkPass>;
 
   // Hugging Face LlamaRMSNorm over rows x cols bf16 activations: 8 kernels
-  // (`sm_count`: the GPU's SMs, for the mean's CTAs, eager_row_reduce_ctas).
+  // (`sm_count`: the GPU's SMs, for the mean's CTAs, eager_row_reduce_grid).
   static Passes rms_norm(int64_t rows, int64_t cols, int sm_count);
   // Rotate-half rotary on q and k (elements of each): 5 kernels each.
   static Passes rope(int64_t q_elements, int64_t k_elements);
@@ -81,7 +81,7 @@ class EagerServingPasses {
   // permuted into rows (tp > 1) and the fp32 cast; then the softmax (a
   // MemoryOpKind::softmax kernel of its own) and the argmax.
   static Passes sampler(int64_t rows, int64_t vocab, int tp);
-  // `sm_count`: the GPU's SMs (the reduction's CTAs, eager_row_reduce_ctas).
+  // `sm_count`: the GPU's SMs (the reduction's CTAs, eager_row_reduce_grid).
   static Passes argmax(int64_t rows, int64_t vocab, int sm_count);
 };
 

@@ -125,9 +125,6 @@ struct RowReduceGrid {
   int64_t threads = 512;  // a CTA's: the block's width x height
 };
 RowReduceGrid eager_row_reduce_grid(int64_t rows, int64_t cols, int sm_count);
-inline int64_t eager_row_reduce_ctas(int64_t rows, int64_t cols, int sm_count) {
-  return eager_row_reduce_grid(rows, cols, sm_count).ctas;
-}
 
 // Fitted per framework: what the host spends issuing one kernel, the
 // fraction of the achieved streaming HBM bandwidth its elementwise kernels
