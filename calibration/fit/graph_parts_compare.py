@@ -24,8 +24,9 @@ import statistics
 import subprocess
 import tempfile
 
+from serving_fit import CONFIG_DIRS  # the bench's model name -> its configs' folder
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-CONFIG_DIRS = {"llama2_70b_shape_L8": "serving", "llama3_8b_shape_L8": "serving_l3_8b"}
 CLASSES = ["gemm", "attention", "elementwise+norm", "communication"]
 
 
