@@ -4,6 +4,7 @@ calibration/microbench/serving_step_bench.py measures (issue 16's serving valida
 
     python3 calibration/fit/serving_configs.py          # rewrites the configs
     python3 calibration/fit/serving_configs.py --model l3_8b   # the held-out model's, serving_l3_8b/
+    python3 calibration/fit/serving_configs.py --model l70_full  # all 80 layers, TP2 on H200s
 
 Each config is serving_step_bench.py's model (Llama-2-70B's layer, 8 layers, vocabulary 32000) at
 TP4 or TP2 on 4 H100 SXM of one NVSwitch node, under `workload.framework: pytorch-eager` without
@@ -37,11 +38,20 @@ MODELS = {
               "ffn_hidden: 14336, vocab: 128256, seq_len: 16384, attention: gqa, mlp: swiglu, "
               "norm: rms_norm, position: rotary, tied_embeddings: false, linear_bias: false, dropout: 0.0}",
               "serving_l3_8b", "calibration/measurements/h100-x4/serving_step_l3_8b_2026-11-27"),
+    # Llama-2-70B itself (80 layers): TP2 holds 69 GB of weights a GPU, with its KV cache more than
+    # an H100 has, so it was measured on H200s (serving_step_bench.py --points full --tp 2)
+    "l70_full": (MODEL.replace("llama2_70b_shape_L8, layers: 8", "llama2_70b_full, layers: 80"),
+                 "serving_l70_full", "calibration/measurements/h200-x4/serving_step_full_2026-11-28"),
 }
+# The points and GPU of a model measured apart from the others (serving_step_bench.py's
+# DECODE_FULL, PREFILL_FULL): tps, decode, prefill, gpu
+POINTS = {"l70_full": ((2,), [(1, 512), (8, 2048), (64, 4096), (1, 4096), (32, 2048), (128, 2048)],
+                       [512, 2048], "h200-sxm")}
 
 
 def config(tp, kind, batch, kv, model="l70"):
     line, _, measured = MODELS[model]
+    gpu = POINTS[model][3] if model in POINTS else "h100-sxm"
     if kind == "decode":
         what = "decode of %d sequences at KV length %d (after the step's token)" % (batch, kv)
         requests = "{count: %d, arrival: {kind: burst}, prompt_len: %d, output_len: 2}" % (batch, kv - 1)
@@ -58,7 +68,7 @@ def config(tp, kind, batch, kv, model="l70"):
 #   gcsim run THIS.yaml -s workload.framework=vllm            (vLLM's fused kernels)
 # The bench ran each point's steps back to back: clock_start: steady starts each step from the power
 # governor's periodic state of that step repeated (README, "Clocks from a power model").
-cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 4, scale_up: {kind: nvswitch}, scale_out: {topology: none}, clock_start: steady}
+cluster: {gpu: %s, nodes: 1, gpus_per_node: 4, scale_up: {kind: nvswitch}, scale_out: {topology: none}, clock_start: steady}
 workload:
   kind: inference
   framework: pytorch-eager
@@ -69,7 +79,7 @@ workload:
     scheduler: {mode: vllm-v0, max_num_batched_tokens: 16384, max_num_seqs: 256, max_model_len: 16384}
   requests: %s
 simulation: {seed: 1}
-""" % (tp, what, measured, read, line, tp, requests)
+""" % (tp, what, measured, read, gpu, line, tp, requests)
 
 
 def name(tp, kind, batch, kv):
@@ -86,12 +96,13 @@ def main():
     out = os.path.join(HERE, "..", "validation", MODELS[model][1])
     os.makedirs(out, exist_ok=True)
     n = 0
-    for tp in (4, 2):
-        for b, kv in DECODE:
+    tps, decode, prefill, _ = POINTS.get(model, ((4, 2), DECODE, PREFILL, None))
+    for tp in tps:
+        for b, kv in decode:
             with open(os.path.join(out, name(tp, "decode", b, kv)), "w") as f:
                 f.write(config(tp, "decode", b, kv, model))
             n += 1
-        for s in PREFILL:
+        for s in prefill:
             with open(os.path.join(out, name(tp, "prefill", 1, s)), "w") as f:
                 f.write(config(tp, "prefill", 1, s, model))
             n += 1

@@ -72,7 +72,7 @@ import torch_timing as tt  # noqa: E402
 import bench_common  # noqa: E402
 from bench_common import class_of, gather, profile_steps, timed_steps  # noqa: E402,F401
 
-VERSION = "serving_step_bench 1.1"
+VERSION = "serving_step_bench 1.2"
 log = bench_common.make_log(T0)
 MODEL = dict(name="llama2_70b_shape_L8", layers=8, hidden=8192, heads=64, kv_heads=8, head_dim=128,
              ffn=28672, vocab=32000, rope_theta=10000.0, eps=1e-5, max_pos=8192)
@@ -81,7 +81,10 @@ MODEL = dict(name="llama2_70b_shape_L8", layers=8, hidden=8192, heads=64, kv_hea
 # with 8 decoder layers.
 MODELS = {"l70": MODEL,
           "l3_8b": dict(name="llama3_8b_shape_L8", layers=8, hidden=4096, heads=32, kv_heads=8, head_dim=128,
-                        ffn=14336, vocab=128256, rope_theta=500000.0, eps=1e-5, max_pos=8192)}
+                        ffn=14336, vocab=128256, rope_theta=500000.0, eps=1e-5, max_pos=8192),
+          # --model l70_full: Llama-2-70B itself, all 80 layers (weights 69 GB per GPU at TP2: with
+          # its KV cache this needs an H200; run with --tp and --max-cache-tokens, --points full)
+          "l70_full": dict(MODEL, name="llama2_70b_full", layers=80)}
 # Decode points (batch, kv_len) and prefill token counts; "core" first for both TP sizes, the rest if
 # the budget allows. The largest cache is 512 Ki tokens per layer (64 x 8192, 128 x 4096, 256 x 2048).
 DECODE_CORE = [(1, 512), (1, 8192), (32, 2048), (64, 8192), (256, 512), (256, 2048)]
@@ -90,6 +93,10 @@ PREFILL_CORE = [512, 2048, 8192]
 PREFILL_MORE = [1024, 4096]
 MAX_CACHE_TOKENS = 512 * 1024
 COST_GUESS_S = {"decode": 3.0, "prefill": 3.0}
+# --points full: the full-depth model's points (a step is 10x the 8-layer one's; batch x kv_len within
+# a 256 Ki-token cache)
+DECODE_FULL = [(1, 512), (8, 2048), (64, 4096), (1, 4096), (32, 2048), (128, 2048)]
+PREFILL_FULL = [512, 2048]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -357,7 +364,12 @@ def main():
     ap.add_argument("--budget-s", type=float, default=150.0)
     ap.add_argument("--quick", action="store_true", help="a tiny model, to try the script")
     ap.add_argument("--model", choices=sorted(MODELS), default="l70",
-                    help="l70: Llama-2-70B's layer (every fit used it); l3_8b: Llama 3 8B's, held out")
+                    help="l70: Llama-2-70B's layer (every fit used it); l3_8b: Llama 3 8B's, held out; "
+                         "l70_full: Llama-2-70B's 80 layers")
+    ap.add_argument("--tp", choices=["both", "4", "2"], default="both", help="the TP sizes to build and run")
+    ap.add_argument("--max-cache-tokens", type=int, default=MAX_CACHE_TOKENS,
+                    help="KV cache per layer (tokens); points past it are skipped")
+    ap.add_argument("--points", choices=["default", "full"], default="default")
     a = ap.parse_args()
     local = int(os.environ.get("LOCAL_RANK", "0"))
     torch.cuda.set_device(local)
@@ -386,20 +398,32 @@ def main():
     # CUPTI's first start is slow and differs per rank: warm the profiler up once, before any point
     profile_steps(lambda: torch.cuda._sleep(1000), 1)
     t = time.time()
-    shards[4] = Shard(m, 4, rank, dist.group.WORLD, MAX_CACHE_TOKENS)
-    shards[2] = Shard(m, 2, rank % 2, tp2_groups[rank // 2], MAX_CACHE_TOKENS)
+    tps = (4, 2) if a.tp == "both" else (int(a.tp),)
+    if 4 in tps:
+        shards[4] = Shard(m, 4, rank, dist.group.WORLD, a.max_cache_tokens)
+    if 2 in tps:
+        shards[2] = Shard(m, 2, rank % 2, tp2_groups[rank // 2], a.max_cache_tokens)
     torch.cuda.synchronize()
     doc["setup_s"] = time.time() - t
     doc["memory_after_setup_bytes"] = torch.cuda.memory_allocated()
     log("weights and caches: %.1f s, %.1f GiB per GPU" % (doc["setup_s"], torch.cuda.memory_allocated() / 2**30))
     save()
     plan = []
-    for tp in (4, 2):
-        plan += [(tp, "prefill", 1, s) for s in PREFILL_CORE] + [(tp, "decode", b, kv) for b, kv in DECODE_CORE]
-    for tp in (4, 2):
-        plan += [(tp, "prefill", 1, s) for s in PREFILL_MORE] + [(tp, "decode", b, kv) for b, kv in DECODE_MORE]
+    if a.points == "full":
+        for tp in tps:
+            plan += [(tp, "prefill", 1, s) for s in PREFILL_FULL] + [(tp, "decode", b, kv) for b, kv in DECODE_FULL]
+    else:
+        for tp in tps:
+            plan += [(tp, "prefill", 1, s) for s in PREFILL_CORE] + [(tp, "decode", b, kv) for b, kv in DECODE_CORE]
+        for tp in tps:
+            plan += [(tp, "prefill", 1, s) for s in PREFILL_MORE] + [(tp, "decode", b, kv) for b, kv in DECODE_MORE]
+    doc["skipped"] += [{"tp": tp, "kind": kind, "batch": b, "kv_len": kv, "reason": "past --max-cache-tokens"}
+                       for tp, kind, b, kv in plan if b * kv > a.max_cache_tokens]
+    plan = [p for p in plan if p[2] * p[3] <= a.max_cache_tokens]
+    depth = max(1.0, m["layers"] / 8.0)  # a point's cost grows with the layers
     for tp, kind, batch, kv_len in plan:
-        go = torch.tensor([1.0 if a.budget_s - (time.time() - T0) >= COST_GUESS_S[kind] else 0.0], device="cuda")
+        go = torch.tensor([1.0 if a.budget_s - (time.time() - T0) >= COST_GUESS_S[kind] * depth else 0.0],
+                          device="cuda")
         dist.broadcast(go, 0)  # rank 0's clock decides for everyone
         if go.item() == 0.0:
             doc["skipped"].append({"tp": tp, "kind": kind, "batch": batch, "kv_len": kv_len,
