@@ -67,8 +67,10 @@ with --fast, and every phase of the other files (the --elementwise and --vector 
 """
 import argparse
 import bisect
+import gzip
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -169,7 +171,12 @@ def cap_clock(p, a, cap=None):
 
 
 def load(path):
-    d = json.load(open(path))
+    # The large sample files are stored gzipped (PATH.gz); the commands in the measurements' READMEs
+    # name PATH.
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        path += ".gz"
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+        d = json.load(f)
     cols = d["meta"]["nvml_columns"]
     samples = [dict(zip(cols, r)) for r in d.get("nvml_samples") or []]
     return d, samples, {p["phase"]: p for p in d["phases"]}
