@@ -30,12 +30,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CLASSES = ["gemm", "attention", "elementwise+norm", "communication"]
 
 
-def run_gcsim(gcsim, model, tp, batch, kv):
+def run_gcsim(gcsim, model, tp, batch, kv, gpu=None):
     cfg = os.path.join(HERE, "..", "validation", CONFIG_DIRS[model], "tp4_decode_b8_kv2048.yaml")
     with tempfile.TemporaryDirectory() as d:
         cmd = [gcsim, "run", cfg, "-o", d, "-q", "-s", "workload.serving.cuda_graphs=true",
                "-s", "workload.serving.tp=%d" % tp, "-s", "workload.requests.count=%d" % batch,
                "-s", "workload.requests.prompt_len=%d" % (kv - 1)]
+        if gpu:
+            cmd += ["-s", "cluster.gpu=%s" % gpu]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         with open(os.path.join(d, "summary.json")) as f:
             b = json.load(f)["breakdown"]["decode_steps"]
@@ -127,6 +129,7 @@ def main():
     ap.add_argument("--gcsim", default="build/gcsim")
     ap.add_argument("--measurement", required=True, nargs="+",
                     help="one or more runs (e.g. two hosts): each point's times are their mean")
+    ap.add_argument("--gpu", help="the measured GPU's preset (cluster.gpu; default: the configs' h100-sxm)")
     ap.add_argument("--split", action="store_true",
                     help="only move each file's kernel sequences into " + SEQUENCES + " beside it")
     a = ap.parse_args()
@@ -142,7 +145,7 @@ def main():
     errs = []
     for r in doc["results"]:
         k = (r["model"], r["tp"], r["batch"], r["kv_len"])
-        g = run_gcsim(a.gcsim, r["model"], r["tp"], r["batch"], r["kv_len"])
+        g = run_gcsim(a.gcsim, r["model"], r["tp"], r["batch"], r["kv_len"], a.gpu)
         e = pct(g["step_us"], r["full_us"])
         errs.append(e)
         cells = []

@@ -29,7 +29,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The bench's model (the JSON's model.name) -> the folder of its configs (serving_configs.py --model).
-CONFIG_DIRS = {"llama2_70b_shape_L8": "serving", "llama3_8b_shape_L8": "serving_l3_8b"}
+CONFIG_DIRS = {"llama2_70b_shape_L8": "serving", "llama3_8b_shape_L8": "serving_l3_8b",
+               "llama2_70b_full": "serving_l70_full"}
 CONFIGS = os.path.join(HERE, "..", "validation", "serving")  # main() sets the measurement's
 FIT_HOST = [(4, "decode", 1, 512), (4, "decode", 256, 2048)]
 FIT_BANDWIDTH = (4, "prefill", 1, 8192)
