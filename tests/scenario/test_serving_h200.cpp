@@ -1,0 +1,155 @@
+// Serving on 4 H200s (issue 16), held out: gcsim's steps were committed
+// before the run (calibration/validation/PREDICTIONS_H200_serving_2026-11-28.txt,
+// gcsim 7aece22), then one call measured (calibration/measurements/h200-x4/
+// serving_step_full_2026-11-28/README.md has the provenance):
+// - Llama-2-70B at full depth, 80 layers, TP2 (104 GiB a GPU: past an
+//   H100's memory): decode eager and in a CUDA graph, prefill eager;
+// - the two 8-layer serving models of the H100 tests (Llama-2-70B's and
+//   Llama 3 8B's layers), TP4 and TP2;
+// - the graph decode part by part (serving_graph_parts_bench.py).
+// The configs are calibration/validation/{serving, serving_l3_8b,
+// serving_l70_full}/*.yaml run with cluster.gpu=h200-sxm (the full-depth
+// ones name it). Since the run one H200 value changed, measured by the same
+// run: graph_collective_overhead, the first model's mean node cost (3.94
+// us; the second's, held out, 3.75). calibration/fit/serving_compare.py and
+// graph_parts_compare.py --gpu h200-sxm print these comparisons as tables.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "catch.h"
+#include "scenario/run_gcsim.h"
+
+using gcsim::test::read_json;
+using gcsim::test::run_gcsim;
+using gcsim::test::source_path;
+using gcsim::test::TempDir;
+
+namespace {
+
+struct Run {
+  const char* file;
+  const char* configs;  // calibration/validation/<configs>/
+  int points;           // decode points with a graph build
+};
+constexpr Run kServing[] = {
+    {"calibration/measurements/h200-x4/serving_step_full_2026-11-28/serving_step.json", "serving_l70_full", 6},
+    {"calibration/measurements/h200-x4/serving_step_2026-11-28/serving_step.json", "serving", 20},
+    {"calibration/measurements/h200-x4/serving_step_l3_8b_2026-11-28/serving_step.json", "serving_l3_8b", 20}};
+constexpr const char* kParts = "calibration/measurements/h200-x4/serving_graph_parts_2026-11-28/graph_parts.json";
+
+// Issue 16's bar for a framework profile's steps: each within 10%, the mean
+// within 5%. The predictions met it before the node cost changed (graph
+// decode -3.8 .. +8.9%, means 1.7-2.9%).
+constexpr double kStepMax = 0.10, kStepMean = 0.05;
+// Eager prefill where the GPU, not the host, sets the step (2048 tokens and
+// more of the 70B layer, 4096 and more of the 8B's; shorter ones wait for
+// the host, whose speed is the machine's): the H100 tests' 8%
+// (test_serving_measured.cpp), the same bench and model.
+constexpr double kPrefill = 0.08;
+
+double rel(double sim, double meas) { return (sim - meas) / meas; }
+
+// gcsim's step (summary.json breakdown.<kind>_steps.mean_step_s, us).
+double step_us(const std::string& config, const std::string& kind, const std::vector<std::string>& overrides) {
+  TempDir tmp;
+  std::vector<std::string> args = {"run", source_path(config), "-o", (tmp / "out").string(), "-q",
+                                   "-s", "cluster.gpu=h200-sxm"};
+  for (const auto& o : overrides) args.insert(args.end(), {"-s", o});
+  const auto r = run_gcsim(args);
+  REQUIRE(r.exit_status == 0);
+  const auto summary = read_json(tmp / "out" / "summary.json");
+  const auto& b = summary["breakdown"][kind + "_steps"];
+  REQUIRE(b["steps"].get<int>() == 1);
+  return b["mean_step_s"].get<double>() * 1e6;
+}
+
+std::string config_of(const Run& run, int tp, const std::string& kind, int64_t batch, int64_t kv) {
+  const std::string name = kind == "decode" ? "tp" + std::to_string(tp) + "_decode_b" + std::to_string(batch) +
+                                                  "_kv" + std::to_string(kv)
+                                            : "tp" + std::to_string(tp) + "_prefill_s" + std::to_string(kv);
+  return std::string("calibration/validation/") + run.configs + "/" + name + ".yaml";
+}
+
+}  // namespace
+
+TEST_CASE("serving graph decode on 4 H200s, predicted before the run", "[validation][serving]") {
+  for (const Run& run : kServing) {
+    double sum = 0;
+    int n = 0;
+    const auto doc = read_json(source_path(run.file));  // kept: the loop reads into it
+    for (const auto& r : doc["results"]) {
+      if (r["kind"].get<std::string>() != "decode" || !r["builds"].contains("graph")) continue;
+      const int tp = r["tp"].get<int>();
+      const int64_t batch = r["batch"].get<int64_t>(), kv = r["kv_len"].get<int64_t>();
+      const double measured = r["builds"]["graph"]["step_us"].get<double>();
+      const double gcsim = step_us(config_of(run, tp, "decode", batch, kv), "decode",
+                                   {"workload.serving.cuda_graphs=true"});
+      INFO(run.file << " TP" << tp << " b" << batch << " kv" << kv << ": measured " << measured << " us, gcsim "
+                    << gcsim);
+      CHECK(std::abs(rel(gcsim, measured)) <= kStepMax);
+      sum += std::abs(rel(gcsim, measured));
+      ++n;
+    }
+    INFO(run.file);
+    CHECK(n == run.points);
+    CHECK(sum / n <= kStepMean);
+  }
+}
+
+TEST_CASE("serving eager prefill on 4 H200s where the GPU sets the step", "[validation][serving]") {
+  int compared = 0;
+  for (const Run& run : kServing) {
+    const bool small_model = std::string(run.configs) == "serving_l3_8b";
+    const auto doc = read_json(source_path(run.file));  // kept: the loop reads into it
+    for (const auto& r : doc["results"]) {
+      const int64_t tokens = r["kv_len"].get<int64_t>();
+      if (r["kind"].get<std::string>() != "prefill" || tokens < (small_model ? 4096 : 2048)) continue;
+      const int tp = r["tp"].get<int>();
+      const double measured = r["builds"]["eager"]["step_us"].get<double>();
+      const double gcsim = step_us(config_of(run, tp, "prefill", 1, tokens), "prefill", {});
+      INFO(run.file << " TP" << tp << " prefill " << tokens << ": measured " << measured << " us, gcsim " << gcsim);
+      CHECK(std::abs(rel(gcsim, measured)) <= kPrefill);
+      ++compared;
+    }
+  }
+  // The 80-layer model's 2048 tokens; the 70B layer's 2048-8192 and the 8B
+  // layer's 4096-8192, at TP4 and TP2.
+  CHECK(compared == 1 + 6 + 4);
+}
+
+TEST_CASE("graph decode part by part on 4 H200s", "[validation][serving]") {
+  double sum[2] = {0, 0};
+  int n[2] = {0, 0};
+  const auto doc = read_json(source_path(kParts));  // kept: the loop reads into it
+  for (const auto& r : doc["results"]) {
+    const bool first = r["model"].get<std::string>() == "llama2_70b_shape_L8";
+    const int tp = r["tp"].get<int>();
+    const int64_t batch = r["batch"].get<int64_t>(), kv = r["kv_len"].get<int64_t>();
+    // The model's TP4 b8 config at the point's TP, batch and KV length.
+    const std::string config = std::string("calibration/validation/") + (first ? "serving" : "serving_l3_8b") +
+                               "/tp4_decode_b8_kv2048.yaml";
+    const std::vector<std::string> point = {"workload.serving.cuda_graphs=true",
+                                            "workload.serving.tp=" + std::to_string(tp),
+                                            "workload.requests.count=" + std::to_string(batch),
+                                            "workload.requests.prompt_len=" + std::to_string(kv - 1)};
+    const double gcsim = step_us(config, "decode", point);
+    const double measured = r["full_us"].get<double>();
+    INFO(r["model"].get<std::string>() << " TP" << tp << " b" << batch << ": measured " << measured << " us, gcsim "
+                                       << gcsim);
+    CHECK(std::abs(rel(gcsim, measured)) <= kStepMax);
+    sum[first ? 0 : 1] += std::abs(rel(gcsim, measured));
+    ++n[first ? 0 : 1];
+    if (batch == 8 && tp == 4) {
+      // The preset's node cost, 18 collectives a step (2 a layer, the
+      // embedding's, the logits' gather), by hand: 18 x 3.94 us.
+      std::vector<std::string> without = point;
+      without.push_back("cluster.gpu={preset: h200-sxm, graph_collective_overhead: 0us}");
+      CHECK(gcsim - step_us(config, "decode", without) == Approx(18 * 3.94).epsilon(1e-6));
+    }
+  }
+  REQUIRE(n[0] == 8);
+  REQUIRE(n[1] == 8);
+  CHECK(sum[0] / n[0] <= kStepMean);
+  CHECK(sum[1] / n[1] <= kStepMean);
+}
