@@ -39,14 +39,15 @@ MODELS = {
               "norm: rms_norm, position: rotary, tied_embeddings: false, linear_bias: false, dropout: 0.0}",
               "serving_l3_8b", "calibration/measurements/h100-x4/serving_step_l3_8b_2026-11-27"),
     # Llama-2-70B itself (80 layers): TP2 holds 69 GB of weights a GPU, with its KV cache more than
-    # an H100 has, so it was measured on H200s (serving_step_bench.py --points full --tp 2)
+    # an H100 has, so it was measured on H200s (serving_step_bench.py --points full --tp 2); TP4
+    # (35 GB) fits either (--tp 4 --prefill 512,2048,4096,8192)
     "l70_full": (MODEL.replace("llama2_70b_shape_L8, layers: 8", "llama2_70b_full, layers: 80"),
                  "serving_l70_full", "calibration/measurements/h200-x4/serving_step_full_2026-11-28"),
 }
 # The points and GPU of a model measured apart from the others (serving_step_bench.py's
 # DECODE_FULL, PREFILL_FULL): tps, decode, prefill, gpu
-POINTS = {"l70_full": ((2,), [(1, 512), (8, 2048), (64, 4096), (1, 4096), (32, 2048), (128, 2048)],
-                       [512, 2048], "h200-sxm")}
+POINTS = {"l70_full": ((2, 4), [(1, 512), (8, 2048), (64, 4096), (1, 4096), (32, 2048), (128, 2048)],
+                       [512, 2048, 4096, 8192], "h200-sxm")}
 
 
 def config(tp, kind, batch, kv, model="l70"):

@@ -72,7 +72,7 @@ import torch_timing as tt  # noqa: E402
 import bench_common  # noqa: E402
 from bench_common import class_of, gather, profile_steps, timed_steps  # noqa: E402,F401
 
-VERSION = "serving_step_bench 1.2"
+VERSION = "serving_step_bench 1.3"
 log = bench_common.make_log(T0)
 MODEL = dict(name="llama2_70b_shape_L8", layers=8, hidden=8192, heads=64, kv_heads=8, head_dim=128,
              ffn=28672, vocab=32000, rope_theta=10000.0, eps=1e-5, max_pos=8192)
@@ -370,6 +370,7 @@ def main():
     ap.add_argument("--max-cache-tokens", type=int, default=MAX_CACHE_TOKENS,
                     help="KV cache per layer (tokens); points past it are skipped")
     ap.add_argument("--points", choices=["default", "full"], default="default")
+    ap.add_argument("--prefill", help="comma-separated prefill token counts, in place of the points' own")
     a = ap.parse_args()
     local = int(os.environ.get("LOCAL_RANK", "0"))
     torch.cuda.set_device(local)
@@ -409,9 +410,10 @@ def main():
     log("weights and caches: %.1f s, %.1f GiB per GPU" % (doc["setup_s"], torch.cuda.memory_allocated() / 2**30))
     save()
     plan = []
+    prefill_full = [int(x) for x in a.prefill.split(",")] if a.prefill else PREFILL_FULL
     if a.points == "full":
         for tp in tps:
-            plan += [(tp, "prefill", 1, s) for s in PREFILL_FULL] + [(tp, "decode", b, kv) for b, kv in DECODE_FULL]
+            plan += [(tp, "prefill", 1, s) for s in prefill_full] + [(tp, "decode", b, kv) for b, kv in DECODE_FULL]
     else:
         for tp in tps:
             plan += [(tp, "prefill", 1, s) for s in PREFILL_CORE] + [(tp, "decode", b, kv) for b, kv in DECODE_CORE]
