@@ -25,14 +25,19 @@ def config_name(tp, kind, batch, kv):
     return "tp%d_decode_b%d_kv%d" % (tp, batch, kv) if kind == "decode" else "tp%d_prefill_s%d" % (tp, kv)
 
 
-def read_predictions(path, folder):
+def read_predictions(path, folder, gpu):
+    """The recorded steps of `folder`'s configs on `gpu` (a file may hold blocks for several GPUs,
+    each headed "# gcsim's predictions on GPU, ...")."""
     out = {}
     if not path:
         return out
+    on = None
     with open(path) as f:
         for line in f:
             p = line.split()
-            if line.startswith("#") or len(p) < 4 or p[0] != folder:
+            if line.startswith("# gcsim's predictions on "):
+                on = p[4].rstrip(",")
+            if line.startswith("#") or len(p) < 4 or p[0] != folder or on != gpu:
                 continue
             out[(p[1], p[2])] = float(p[3])
     return out
@@ -48,7 +53,7 @@ def main():
     with open(a.measurement) as f:
         doc = json.load(f)
     folder = CONFIG_DIRS[doc["model"]["name"]]
-    pred = read_predictions(a.predictions, folder)
+    pred = read_predictions(a.predictions, folder, a.gpu)
     print("| point | build | measured (us) | predicted | gcsim now | " +
           " | ".join("%s meas / now" % c for c in CLASSES) + " |")
     print("|---|---|---:|---:|---:|" + "---:|" * len(CLASSES))

@@ -1,6 +1,7 @@
-// Serving on 4 H200s (issue 16), held out: gcsim's steps were committed
-// before the run (calibration/validation/PREDICTIONS_H200_serving_2026-11-28.txt,
-// gcsim 7aece22), then one call measured (calibration/measurements/h200-x4/
+// Serving points gcsim predicted before they were measured (issue 16). On
+// 4 H200s: gcsim's steps were committed before the run (calibration/
+// validation/PREDICTIONS_H200_serving_2026-11-28.txt, gcsim 7aece22), then
+// one call measured (calibration/measurements/h200-x4/
 // serving_step_full_2026-11-28/README.md has the provenance):
 // - Llama-2-70B at full depth, 80 layers, TP2 (104 GiB a GPU: past an
 //   H100's memory): decode eager and in a CUDA graph, prefill eager;
@@ -13,6 +14,10 @@
 // run: graph_collective_overhead, the first model's mean node cost (3.94
 // us; the second's, held out, 3.75). calibration/fit/serving_compare.py and
 // graph_parts_compare.py --gpu h200-sxm print these comparisons as tables.
+// On 4 H100s, after that: Llama-2-70B at full depth at TP4 (35 GB a GPU),
+// decode and prefill to 8192 tokens (calibration/measurements/h100-x4/
+// serving_step_full_2026-11-28; predictions in calibration/validation/
+// PREDICTIONS_serving_full_2026-11-28.txt, gcsim b2a8a40).
 #include <cmath>
 #include <string>
 #include <vector>
@@ -30,12 +35,17 @@ namespace {
 struct Run {
   const char* file;
   const char* configs;  // calibration/validation/<configs>/
+  const char* gpu;      // the measured GPU's preset
   int points;           // decode points with a graph build
 };
 constexpr Run kServing[] = {
-    {"calibration/measurements/h200-x4/serving_step_full_2026-11-28/serving_step.json", "serving_l70_full", 6},
-    {"calibration/measurements/h200-x4/serving_step_2026-11-28/serving_step.json", "serving", 20},
-    {"calibration/measurements/h200-x4/serving_step_l3_8b_2026-11-28/serving_step.json", "serving_l3_8b", 20}};
+    {"calibration/measurements/h200-x4/serving_step_full_2026-11-28/serving_step.json", "serving_l70_full",
+     "h200-sxm", 6},
+    {"calibration/measurements/h200-x4/serving_step_2026-11-28/serving_step.json", "serving", "h200-sxm", 20},
+    {"calibration/measurements/h200-x4/serving_step_l3_8b_2026-11-28/serving_step.json", "serving_l3_8b",
+     "h200-sxm", 20},
+    {"calibration/measurements/h100-x4/serving_step_full_2026-11-28/serving_step.json", "serving_l70_full",
+     "h100-sxm", 6}};
 constexpr const char* kParts = "calibration/measurements/h200-x4/serving_graph_parts_2026-11-28/graph_parts.json";
 
 // Issue 16's bar for a framework profile's steps: each within 10%, the mean
@@ -51,10 +61,11 @@ constexpr double kPrefill = 0.08;
 double rel(double sim, double meas) { return (sim - meas) / meas; }
 
 // gcsim's step (summary.json breakdown.<kind>_steps.mean_step_s, us).
-double step_us(const std::string& config, const std::string& kind, const std::vector<std::string>& overrides) {
+double step_us(const std::string& config, const std::string& kind, const std::string& gpu,
+               const std::vector<std::string>& overrides) {
   TempDir tmp;
   std::vector<std::string> args = {"run", source_path(config), "-o", (tmp / "out").string(), "-q",
-                                   "-s", "cluster.gpu=h200-sxm"};
+                                   "-s", "cluster.gpu=" + gpu};
   for (const auto& o : overrides) args.insert(args.end(), {"-s", o});
   const auto r = run_gcsim(args);
   REQUIRE(r.exit_status == 0);
@@ -73,7 +84,8 @@ std::string config_of(const Run& run, int tp, const std::string& kind, int64_t b
 
 }  // namespace
 
-TEST_CASE("serving graph decode on 4 H200s, predicted before the run", "[validation][serving]") {
+TEST_CASE("serving graph decode on 4 H200s and at full depth on 4 H100s, predicted before the run",
+          "[validation][serving]") {
   for (const Run& run : kServing) {
     double sum = 0;
     int n = 0;
@@ -83,7 +95,7 @@ TEST_CASE("serving graph decode on 4 H200s, predicted before the run", "[validat
       const int tp = r["tp"].get<int>();
       const int64_t batch = r["batch"].get<int64_t>(), kv = r["kv_len"].get<int64_t>();
       const double measured = r["builds"]["graph"]["step_us"].get<double>();
-      const double gcsim = step_us(config_of(run, tp, "decode", batch, kv), "decode",
+      const double gcsim = step_us(config_of(run, tp, "decode", batch, kv), "decode", run.gpu,
                                    {"workload.serving.cuda_graphs=true"});
       INFO(run.file << " TP" << tp << " b" << batch << " kv" << kv << ": measured " << measured << " us, gcsim "
                     << gcsim);
@@ -97,7 +109,7 @@ TEST_CASE("serving graph decode on 4 H200s, predicted before the run", "[validat
   }
 }
 
-TEST_CASE("serving eager prefill on 4 H200s where the GPU sets the step", "[validation][serving]") {
+TEST_CASE("serving eager prefill where the GPU sets the step, predicted before the run", "[validation][serving]") {
   int compared = 0;
   for (const Run& run : kServing) {
     const bool small_model = std::string(run.configs) == "serving_l3_8b";
@@ -107,15 +119,16 @@ TEST_CASE("serving eager prefill on 4 H200s where the GPU sets the step", "[vali
       if (r["kind"].get<std::string>() != "prefill" || tokens < (small_model ? 4096 : 2048)) continue;
       const int tp = r["tp"].get<int>();
       const double measured = r["builds"]["eager"]["step_us"].get<double>();
-      const double gcsim = step_us(config_of(run, tp, "prefill", 1, tokens), "prefill", {});
+      const double gcsim = step_us(config_of(run, tp, "prefill", 1, tokens), "prefill", run.gpu, {});
       INFO(run.file << " TP" << tp << " prefill " << tokens << ": measured " << measured << " us, gcsim " << gcsim);
       CHECK(std::abs(rel(gcsim, measured)) <= kPrefill);
       ++compared;
     }
   }
-  // The 80-layer model's 2048 tokens; the 70B layer's 2048-8192 and the 8B
-  // layer's 4096-8192, at TP4 and TP2.
-  CHECK(compared == 1 + 6 + 4);
+  // H200: the 80-layer model's 2048 tokens, the 70B layer's 2048-8192 and
+  // the 8B layer's 4096-8192 at TP4 and TP2; H100: the 80-layer model's
+  // 2048-8192 at TP4.
+  CHECK(compared == 1 + 6 + 4 + 3);
 }
 
 TEST_CASE("graph decode part by part on 4 H200s", "[validation][serving]") {
@@ -133,7 +146,7 @@ TEST_CASE("graph decode part by part on 4 H200s", "[validation][serving]") {
                                             "workload.serving.tp=" + std::to_string(tp),
                                             "workload.requests.count=" + std::to_string(batch),
                                             "workload.requests.prompt_len=" + std::to_string(kv - 1)};
-    const double gcsim = step_us(config, "decode", point);
+    const double gcsim = step_us(config, "decode", "h200-sxm", point);
     const double measured = r["full_us"].get<double>();
     INFO(r["model"].get<std::string>() << " TP" << tp << " b" << batch << ": measured " << measured << " us, gcsim "
                                        << gcsim);
@@ -145,7 +158,7 @@ TEST_CASE("graph decode part by part on 4 H200s", "[validation][serving]") {
       // embedding's, the logits' gather), by hand: 18 x 3.94 us.
       std::vector<std::string> without = point;
       without.push_back("cluster.gpu={preset: h200-sxm, graph_collective_overhead: 0us}");
-      CHECK(gcsim - step_us(config, "decode", without) == Approx(18 * 3.94).epsilon(1e-6));
+      CHECK(gcsim - step_us(config, "decode", "h200-sxm", without) == Approx(18 * 3.94).epsilon(1e-6));
     }
   }
   REQUIRE(n[0] == 8);
