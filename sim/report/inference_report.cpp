@@ -340,6 +340,15 @@ void write_inference_trace(const InferenceFigures& f, const std::string& path) {
     t.counter(s.replica, "KV blocks used", s.start, static_cast<double>(s.kv_used_blocks));
     t.counter(s.replica, "running requests", s.start, static_cast<double>(s.running));
     t.counter(s.replica, "waiting requests", s.start, static_cast<double>(s.waiting));
+    if (s.sm_clock_mhz > 0.0) {
+      // Under the clock model, the training trace's two GPU counters: the
+      // step's SM clock, and one GPU's board power over the step (the
+      // replica's energy over its GPUs and the step's length).
+      const double gpus = static_cast<double>(f.outcome.replicas[static_cast<size_t>(s.replica)].ranks.size());
+      const double secs = (s.end - s.start).seconds();
+      t.counter(s.replica, "SM clock (MHz)", s.start, s.sm_clock_mhz);
+      if (secs > 0.0 && gpus > 0.0) t.counter(s.replica, "board power (W)", s.start, s.energy_j / gpus / secs);
+    }
   }
   if (!f.outcome.transfers.empty()) {
     const int pid = replicas;

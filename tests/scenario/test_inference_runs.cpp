@@ -119,6 +119,50 @@ TEST_CASE("inference runs are byte-identical for a seed; the trace shows steps a
         read_json(tmp / "a" / "summary.json")["ttft_s"]);
 }
 
+TEST_CASE("the serving trace carries each step's SM clock and board power under the clock model",
+          "[scenario][inference]") {
+  // One prefill step of Llama-2-70B (80 layers, TP4, 8192 tokens): the
+  // trace's counters against summary.json, by hand: the clock is the step's
+  // (breakdown.prefill_steps.mean_sm_clock_mhz, the run's one step), the
+  // power its energy over the replica's 4 GPUs and the step's length.
+  TempDir tmp;
+  const std::string cfg = source_path("calibration/validation/serving_l70_full/tp4_prefill_s8192.yaml");
+  const GcsimResult r = run_gcsim({"run", cfg, "-s", "cluster.gpu=h100-sxm", "-o", (tmp / "m").string(),
+                                   "--trace", "-q"});
+  REQUIRE(r.exit_status == 0);
+  const Json s = read_json(tmp / "m" / "summary.json");
+  const Json& b = s["breakdown"]["prefill_steps"];
+  REQUIRE(b["steps"].get<int>() == 1);
+  const double step_s = b["mean_step_s"].get<double>();
+  const double want_w = s["energy"]["per_step_j"].get<double>() / 4.0 / step_s;
+  CHECK(want_w > s["hardware"]["power"]["idle_w"].get<double>());
+  CHECK(want_w <= s["hardware"]["power"]["cap_w"].get<double>() * 1.001);
+  int clocks = 0, powers = 0;
+  const Json trace = read_json(tmp / "m" / "trace.json");  // kept: the loop reads into it
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("ph", "") != "C") continue;
+    if (e.value("name", "") == "SM clock (MHz)") {
+      CHECK(e["args"]["value"].get<double>() == Approx(b["mean_sm_clock_mhz"].get<double>()).epsilon(1e-9));
+      ++clocks;
+    }
+    if (e.value("name", "") == "board power (W)") {
+      CHECK(e["args"]["value"].get<double>() == Approx(want_w).epsilon(1e-6));
+      ++powers;
+    }
+  }
+  CHECK(clocks == 1);
+  CHECK(powers == 1);
+  // Rested clocks (no clock model): neither counter.
+  const GcsimResult q = run_gcsim({"run", cfg, "-s", "cluster.gpu=h100-sxm", "-s", "cluster.clocks=rested", "-o",
+                                   (tmp / "r").string(), "--trace", "-q"});
+  REQUIRE(q.exit_status == 0);
+  const Json rested = read_json(tmp / "r" / "trace.json");  // kept: the loop reads into it
+  for (const auto& e : rested["traceEvents"]) {
+    CHECK(e.value("name", "") != "SM clock (MHz)");
+    CHECK(e.value("name", "") != "board power (W)");
+  }
+}
+
 TEST_CASE("rate: search finds the highest Poisson rate meeting the SLO target",
           "[scenario][inference]") {
   std::string cfg = kSmall;
