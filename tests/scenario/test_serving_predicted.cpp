@@ -18,6 +18,10 @@
 // decode and prefill to 8192 tokens (calibration/measurements/h100-x4/
 // serving_step_full_2026-11-28; predictions in calibration/validation/
 // PREDICTIONS_serving_full_2026-11-28.txt, gcsim b2a8a40).
+// And held out on 4 H100s before these (2026-11-27): the Llama 3 8B layer
+// (predicted before its first run at -16.1 .. -3.2%, since the graph's
+// collective nodes and the CTAs' pull) on two hosts, and the first model on
+// a host its fit points did not run on.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -37,6 +41,7 @@ struct Run {
   const char* configs;  // calibration/validation/<configs>/
   const char* gpu;      // the measured GPU's preset
   int points;           // decode points with a graph build
+  bool prefill = true;  // its eager prefill checked too (the 2026-11-28 runs)
 };
 constexpr Run kServing[] = {
     {"calibration/measurements/h200-x4/serving_step_full_2026-11-28/serving_step.json", "serving_l70_full",
@@ -45,7 +50,13 @@ constexpr Run kServing[] = {
     {"calibration/measurements/h200-x4/serving_step_l3_8b_2026-11-28/serving_step.json", "serving_l3_8b",
      "h200-sxm", 20},
     {"calibration/measurements/h100-x4/serving_step_full_2026-11-28/serving_step.json", "serving_l70_full",
-     "h100-sxm", 6}};
+     "h100-sxm", 6},
+    {"calibration/measurements/h100-x4/serving_step_l3_8b_2026-11-27/serving_step.json", "serving_l3_8b",
+     "h100-sxm", 20, false},
+    {"calibration/measurements/h100-x4/serving_step_l3_8b_2026-11-27c/serving_step.json", "serving_l3_8b",
+     "h100-sxm", 20, false},
+    {"calibration/measurements/h100-x4/serving_step_2026-11-27c/serving_step.json", "serving", "h100-sxm", 20,
+     false}};
 constexpr const char* kParts = "calibration/measurements/h200-x4/serving_graph_parts_2026-11-28/graph_parts.json";
 
 // Issue 16's bar for a framework profile's steps: each within 10%, the mean
@@ -84,8 +95,7 @@ std::string config_of(const Run& run, int tp, const std::string& kind, int64_t b
 
 }  // namespace
 
-TEST_CASE("serving graph decode on 4 H200s and at full depth on 4 H100s, predicted before the run",
-          "[validation][serving]") {
+TEST_CASE("serving graph decode held out: H200s, full depth on H100s, more H100 hosts", "[validation][serving]") {
   for (const Run& run : kServing) {
     double sum = 0;
     int n = 0;
@@ -112,6 +122,7 @@ TEST_CASE("serving graph decode on 4 H200s and at full depth on 4 H100s, predict
 TEST_CASE("serving eager prefill where the GPU sets the step, predicted before the run", "[validation][serving]") {
   int compared = 0;
   for (const Run& run : kServing) {
+    if (!run.prefill) continue;
     const bool small_model = std::string(run.configs) == "serving_l3_8b";
     const auto doc = read_json(source_path(run.file));  // kept: the loop reads into it
     for (const auto& r : doc["results"]) {
