@@ -4,7 +4,7 @@ calibration/microbench/serving_step_bench.py measures (issue 16's serving valida
 
     python3 calibration/fit/serving_configs.py          # rewrites the configs
     python3 calibration/fit/serving_configs.py --model l3_8b   # the held-out model's, serving_l3_8b/
-    python3 calibration/fit/serving_configs.py --model l70_full  # all 80 layers, TP2 on H200s
+    python3 calibration/fit/serving_configs.py --model l70_full  # all 80 layers, TP2 and TP4 (h200-sxm)
 
 Each config is serving_step_bench.py's model (Llama-2-70B's layer, 8 layers, vocabulary 32000) at
 TP4 or TP2 on 4 H100 SXM of one NVSwitch node, under `workload.framework: pytorch-eager` without

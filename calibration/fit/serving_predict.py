@@ -15,10 +15,9 @@ import glob
 import os
 import subprocess
 
-from serving_fit import run_gcsim
+from serving_fit import CLASSES, run_gcsim
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CLASSES = ["gemm", "attention", "elementwise+norm", "communication"]
 
 
 def main():
