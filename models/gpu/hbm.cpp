@@ -10,6 +10,11 @@ sim::Bandwidth achieved_hbm_bandwidth(const GpuSpec& spec) {
   return spec.hbm_bandwidth.scaled(spec.efficiency.hbm);
 }
 
+sim::Bandwidth single_sm_hbm_reach(const GpuSpec& spec) {
+  return sim::Bandwidth::bytes_per_s(spec.sm_bandwidth_headroom * achieved_hbm_bandwidth(spec).bytes_per_s() /
+                                     spec.sm_count);
+}
+
 sim::Bandwidth hbm_bandwidth_per_sm(const GpuSpec& spec, int active_sms) {
   return hbm_bandwidth_per_sm(spec, active_sms, 1.0);
 }
@@ -22,9 +27,8 @@ sim::Bandwidth hbm_bandwidth_per_sm(const GpuSpec& spec, int active_sms, double 
     throw std::invalid_argument("HBM share needs at least one active SM and one SM on the GPU");
   }
   const double b = achieved_hbm_bandwidth(spec).bytes_per_s();
-  const double single_sm_cap = spec.sm_bandwidth_headroom * b / spec.sm_count;
   const double even_split = available_fraction * b / active_sms;
-  return sim::Bandwidth::bytes_per_s(std::min(single_sm_cap, even_split));
+  return sim::Bandwidth::bytes_per_s(std::min(single_sm_hbm_reach(spec).bytes_per_s(), even_split));
 }
 
 bool Hbm::allocate(sim::Bytes bytes) {

@@ -395,8 +395,7 @@ TileCost tile_cost(const GpuSpec& spec, const KernelDesc& k, int active_sms, dou
       if (!(k.sm_pull_fraction > 0.0)) {
         throw std::invalid_argument("kernel '" + k.name + "' has an SM pull fraction outside (0, 1]");
       }
-      const sim::Bandwidth reach = achieved_hbm_bandwidth(spec).scaled(
-          spec.sm_bandwidth_headroom * k.sm_pull_fraction / static_cast<double>(spec.sm_count));
+      const sim::Bandwidth reach = single_sm_hbm_reach(spec).scaled(k.sm_pull_fraction);
       if (reach.bytes_per_s() < per_sm.bytes_per_s()) per_sm = reach;
     }
     c.memory = sim::transfer_time(k.bytes_per_tile, per_sm.scaled(k.bandwidth_efficiency));

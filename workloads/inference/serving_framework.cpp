@@ -66,12 +66,21 @@ training::FrameworkTraits eager_serving_traits() {
   return t;
 }
 
+namespace {
+// PyTorch's reduce_kernel over each of `rows` fp32 rows of `cols`: the
+// grid Reduce.cuh's setReduceConfig gives (eager_row_reduce_grid).
+FrameworkPass row_reduce_pass(const char* name, int64_t rows, int64_t cols, int sm_count) {
+  FrameworkPass p{name, rows * cols, kF32};
+  const training::RowReduceGrid grid = training::eager_row_reduce_grid(rows, cols, sm_count);
+  p.ctas = grid.ctas;
+  p.threads = grid.threads;
+  return p;
+}
+}  // namespace
+
 Passes EagerServingPasses::rms_norm(int64_t rows, int64_t cols, int sm_count) {
   const int64_t n = rows * cols;
-  FrameworkPass mean{" mean", n, kF32};
-  const training::RowReduceGrid grid = training::eager_row_reduce_grid(rows, cols, sm_count);
-  mean.ctas = grid.ctas;
-  mean.threads = grid.threads;
+  const FrameworkPass mean = row_reduce_pass(" mean", rows, cols, sm_count);
   // x.to(float32), x.pow(2), .mean(-1), var + eps, rsqrt, x * rsqrt (a
   // per-row broadcast), .to(bf16), weight * x (a per-column broadcast; one
   // row is the weight's own shape, which TensorIterator runs vectorized:
@@ -151,11 +160,7 @@ Passes EagerServingPasses::argmax(int64_t rows, int64_t vocab, int sm_count) {
   // step's few rows run on as many SMs (8 x 128256 fp32: 27.5 us on an
   // H100, 8 x 32000: 10.2 us; calibration/measurements/h100-x4/
   // serving_step_l3_8b_2026-11-27 and serving_step_2026-11-26).
-  FrameworkPass p{" argmax", rows * vocab, kF32};
-  const training::RowReduceGrid grid = training::eager_row_reduce_grid(rows, vocab, sm_count);
-  p.ctas = grid.ctas;
-  p.threads = grid.threads;
-  return {p};
+  return {row_reduce_pass(" argmax", rows, vocab, sm_count)};
 }
 
 }  // namespace gcsim::workloads::inference
