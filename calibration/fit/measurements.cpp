@@ -190,6 +190,8 @@ double median_clock(const json& r, const char* key) {
   return c.contains("sm_mhz_median") && c["sm_mhz_median"].is_number() ? c["sm_mhz_median"].get<double>() : 0;
 }
 
+constexpr double kGapKernelMaxUs = 10.0;
+
 void add_grid_gemm(MeasurementSet& set, const json& r, const std::string& where) {
   const std::string dt = need<std::string>(r, "dtype", where);
   auto dtype = gemm_dtype(dt);
@@ -207,9 +209,21 @@ void add_grid_gemm(MeasurementSet& set, const json& r, const std::string& where)
   const std::string layout = r.value("layout", "tn");
   const std::string tag = layout == "tn" ? "TN" : layout == "nn" ? "NN" : "NT";
   m.shape_class = grid_gemm_class(r.value("group", ""), s);
+  // The stream's gap, from the small single-kernel GEMMs: under 10 us the
+  // kernel is short enough that the spacing less its duration is the gap.
+  std::optional<double> gap_us;
+  if (m.excluded.empty() && m.time_us < kGapKernelMaxUs && r.contains("kernels") && r["kernels"].is_array() &&
+      r["kernels"].size() == 1) {
+    const json& k = r["kernels"][0];
+    if (k.value("per_rep_count", 0.0) == 1.0 && k.contains("per_rep_us") && k["per_rep_us"].is_number()) {
+      gap_us = m.time_us - k["per_rep_us"].get<double>();
+    }
+  }
   m.label = "gemm " + std::string(models::gpu::dtype_name(*dtype)) + " " + tag + " " +
             std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
-  if (!already_in(set, m.label)) set.items.push_back(std::move(m));
+  if (already_in(set, m.label)) return;
+  if (gap_us) set.stream_gaps_us.push_back(*gap_us);
+  set.items.push_back(std::move(m));
 }
 
 // An eager softmax or log_softmax point: the forward as the model's softmax
@@ -321,6 +335,14 @@ void add_measurements(MeasurementSet& set, const json& doc, const std::string& n
   for (const json& r : doc.at("results")) {
     add_record(set, r, meta, name + ": results[" + std::to_string(i++) + "]");
   }
+}
+
+std::optional<double> measured_stream_gap_us(const MeasurementSet& set) {
+  if (set.stream_gaps_us.empty()) return std::nullopt;
+  std::vector<double> g = set.stream_gaps_us;
+  std::sort(g.begin(), g.end());
+  const size_t n = g.size();
+  return n % 2 ? g[n / 2] : 0.5 * (g[n / 2 - 1] + g[n / 2]);
 }
 
 MeasurementSet load_measurements(const std::vector<std::string>& paths) {

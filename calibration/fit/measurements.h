@@ -44,7 +44,15 @@ struct MeasurementSet {
   // per step, (its time launched on a stream - replayed from a CUDA graph) /
   // its kernels, us: what a graph saves per kernel.
   std::vector<double> graph_savings_us;
+  // kernel_grid.py's back-logged GEMMs of one kernel a call and under 10 us
+  // apart: spacing - the kernel's profiled duration, us. The GPU's idle time
+  // between two kernels of a stream: what the model's kernel_launch_latency
+  // stands for, measured apart from the kernels' own fixed costs.
+  std::vector<double> stream_gaps_us;
 };
+
+// The median of set.stream_gaps_us (us); nullopt without any.
+std::optional<double> measured_stream_gap_us(const MeasurementSet& set);
 
 // Loads gcsim.microbench.v1 files, gcsim.serving_kernels.v1 ones (their
 // decode steps' graph savings only) and gcsim.calibration.kernel_grid.v1 ones
