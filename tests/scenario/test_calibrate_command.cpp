@@ -70,6 +70,29 @@ TEST_CASE("calibrate --fit reproduces the committed H100 profile, which meets th
   }
 }
 
+TEST_CASE("calibrate --fit reproduces the committed H200 profile", "[scenario]") {
+  // The H100's method and inputs on an H200 (2026-11-28): 2026-11-22's
+  // microbenchmarks and attention run, this H200's decode steps (the graph
+  // latency) and kernel grid (cuBLAS's setup, split-K, the eager softmax).
+  // Its kernel-grid classes are checked in test_h200_kernel_grid.cpp. The
+  // microbenchmarks' held-out GEMMs miss issue 6's median (5.5% against 5%;
+  // 4.6% before the kernel-grid terms, which the 528-GEMM grid favours:
+  // calibration/fit/h200_profile_2026-11-28.md), so only the reproduction is
+  // held here.
+  const std::string h200 = "calibration/measurements/h200-x4/";
+  const std::string set = "calibration/measurements/h200-x1/calibration_set_2026-11-28/";
+  TempDir dir;
+  const auto out = (dir / "h200.yaml").string();
+  auto fit = run_gcsim({"calibrate", "--fit", source_path(h200 + "microbench_2026-11-22.json"), "--fit",
+                        source_path(h200 + "attention_2026-11-22.json"), "--fit",
+                        source_path(set + "serving_kernels.json"), "--kernel-grid",
+                        source_path(set + "kernel_grid.json"), "-o", out});
+  INFO(fit.err);
+  REQUIRE(fit.exit_status == 0);
+  CHECK(without_command(read_text(out)) ==
+        without_command(read_text(source_path("calibration/profiles/h200-sxm.yaml"))));
+}
+
 TEST_CASE("calibrate on missing or wrong files is bad input", "[cli]") {
   TempDir dir;
   auto missing = run_gcsim({"calibrate", "--fit", (dir / "none.json").string(), "-o",

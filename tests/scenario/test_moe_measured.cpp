@@ -194,14 +194,16 @@ void check_points(const std::vector<Point>& ps, size_t count, const std::vector<
 // +18.4%, the skew-1.5 forward's ratio -4.4 -> -10.3% (a new miss: these
 // phases are GPU-bound, so the H200 profile has no host reading at 8 local
 // experts; moe_host_costs.py takes the host-bound hidden-2048 phases).
+// 2026-11-28: the H200 profile refitted with its own kernel grid and
+// decode steps (cuBLAS's setup per CTA and split-K, calibration/profiles/
+// h200-sxm.yaml) brought both back within 10%: the 16K balanced forward
+// -10.2 -> -10.0%, the hidden-4096 skew-1.5 forward's ratio -10.3 -> -9.7%.
 TEST_CASE("moe layer on 2 H200s: each point and the skewed/balanced ratio within 10%",
           "[moe][measured]") {
   check_points(points("calibration/measurements/h200-x2/moe_ep_2026-11-26/moe_ep.json", 2), 18,
                {{"h2048_f1408_e8_k2_t4096_s0.8", "bwd", 19, 12},
                 {"h2048_f1408_e8_k2_t4096_s1.5", "bwd", 14, 7},
-                {"h2048_f1408_e8_k2_t16384_s0.0", "fwd", 11, 1},
-                {"h4096_f2048_e16_k2_t4096_s0.0", "fwd", 19, 1},
-                {"h4096_f2048_e16_k2_t4096_s1.5", "fwd", 7, 11}});
+                {"h4096_f2048_e16_k2_t4096_s0.0", "fwd", 19, 1}});
 }
 
 // The same layers on 4 H200s. >= 16K tokens every point -4.0% .. +1.4%,
