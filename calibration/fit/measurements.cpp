@@ -307,9 +307,16 @@ void add_measurements(MeasurementSet& set, const json& doc, const std::string& n
     prov.erase("env");
     prov["file"] = std::filesystem::path(name).filename().string();
     set.provenance.push_back(prov);
+    const json tiny = doc.value("tiny", json::object());
+    if (tiny.contains("stream_profile")) {
+      set.empty_kernel_duration_us = need<double>(tiny["stream_profile"], "median_dur_us", name + ": tiny.stream_profile");
+    }
     size_t i = 0;
     for (const json& r : doc.value("decode", json::array())) {
       const std::string where = name + ": decode[" + std::to_string(i++) + "]";
+      if (r.contains("graph_profile")) {
+        set.graph_gaps_us.push_back(need<double>(r["graph_profile"], "median_end_to_start_us", where + ".graph_profile"));
+      }
       if (!r.contains("eager") || !r.contains("graph") || !r.contains("eager_profile")) continue;  // a failed point
       const double kernels = need<double>(r.at("eager_profile"), "n", where);
       if (kernels < 1) continue;
@@ -337,13 +344,18 @@ void add_measurements(MeasurementSet& set, const json& doc, const std::string& n
   }
 }
 
-std::optional<double> measured_stream_gap_us(const MeasurementSet& set) {
-  if (set.stream_gaps_us.empty()) return std::nullopt;
-  std::vector<double> g = set.stream_gaps_us;
+namespace {
+std::optional<double> median_of(std::vector<double> g) {
+  if (g.empty()) return std::nullopt;
   std::sort(g.begin(), g.end());
   const size_t n = g.size();
   return n % 2 ? g[n / 2] : 0.5 * (g[n / 2 - 1] + g[n / 2]);
 }
+}  // namespace
+
+std::optional<double> measured_stream_gap_us(const MeasurementSet& set) { return median_of(set.stream_gaps_us); }
+
+std::optional<double> measured_graph_gap_us(const MeasurementSet& set) { return median_of(set.graph_gaps_us); }
 
 MeasurementSet load_measurements(const std::vector<std::string>& paths) {
   MeasurementSet set;

@@ -49,10 +49,18 @@ struct MeasurementSet {
   // between two kernels of a stream: what the model's kernel_launch_latency
   // stands for, measured apart from the kernels' own fixed costs.
   std::vector<double> stream_gaps_us;
+  // serving_kernels_bench.py: its 1-element add_'s profiled duration on a
+  // stream (a kernel with no work: its fixed time on the GPU), us, 0 if not
+  // measured; and each decode step's median gap between the kernels of its
+  // replayed CUDA graph, us.
+  double empty_kernel_duration_us = 0;
+  std::vector<double> graph_gaps_us;
 };
 
 // The median of set.stream_gaps_us (us); nullopt without any.
 std::optional<double> measured_stream_gap_us(const MeasurementSet& set);
+// The median of set.graph_gaps_us (us); nullopt without any.
+std::optional<double> measured_graph_gap_us(const MeasurementSet& set);
 
 // Loads gcsim.microbench.v1 files, gcsim.serving_kernels.v1 ones (their
 // decode steps' graph savings only) and gcsim.calibration.kernel_grid.v1 ones

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <map>
 
 #include "models/gpu/hbm.h"
 #include "models/gpu/kernel_cost_model.h"
@@ -216,7 +217,13 @@ double weighted_rms(const GpuSpec& s, const std::vector<const Measurement*>& cas
 }
 
 GpuSpec fit_with_headroom(GpuSpec s, const std::vector<const Measurement*>& cases,
-                          std::vector<std::string>& notes) {
+                          std::vector<std::string>& notes, const MeasuredFixedCosts& fixed) {
+  // A measured parameter is set once; its column's term moves to the
+  // right-hand side.
+  std::map<int, double> kept;
+  if (fixed.launch_us) kept[kLaunch] = *fixed.launch_us;
+  if (fixed.overhead_us) kept[kOverhead] = *fixed.overhead_us;
+  for (const auto& [p, v] : kept) set_param(s, p, v);
   constexpr int kRounds = 16;
   for (int round = 0; round < kRounds; ++round) {
     std::vector<Row> rows;
@@ -225,6 +232,7 @@ GpuSpec fit_with_headroom(GpuSpec s, const std::vector<const Measurement*>& case
     // Parameters some case depends on; the others keep their base value.
     std::vector<int> params;
     for (int p = 0; p < kParams; ++p) {
+      if (kept.count(p)) continue;
       bool used = false;
       for (const Row& r : rows) used = used || r.a[p] != 0;
       if (used) params.push_back(p);
@@ -238,6 +246,7 @@ GpuSpec fit_with_headroom(GpuSpec s, const std::vector<const Measurement*>& case
         a(i, static_cast<Eigen::Index>(j)) = w * rows[static_cast<size_t>(i)].a[params[j]];
       }
       b[i] = 1.0 - w * rows[static_cast<size_t>(i)].offset_us;
+      for (const auto& [p, v] : kept) b[i] -= w * rows[static_cast<size_t>(i)].a[p] * v;
     }
     // Rows carry the tile multipliers inside their compute coefficients
     // (c / f): the efficiencies solved here are those of the largest tile.
@@ -298,14 +307,15 @@ std::optional<sim::Duration> fit_graph_launch_latency(const GpuSpec& fitted, con
   return sim::Duration::from_ps(std::llround(us * 1e3) * 1000);  // whole ns, as the profile writes
 }
 
-FitResult fit_profile(const GpuSpec& base, const std::vector<const Measurement*>& cases) {
+FitResult fit_profile(const GpuSpec& base, const std::vector<const Measurement*>& cases,
+                      const MeasuredFixedCosts& fixed) {
   FitResult best;
   best.rms_relative_error = std::numeric_limits<double>::infinity();
   for (double headroom : {1.5, 2.0, 3.0, 4.0, 6.0}) {
     GpuSpec s = base;
     s.sm_bandwidth_headroom = headroom;
     std::vector<std::string> notes;
-    s = fit_with_headroom(s, cases, notes);
+    s = fit_with_headroom(s, cases, notes, fixed);
     const double rms = weighted_rms(s, cases);
     if (rms < best.rms_relative_error) {
       best.spec = s;

@@ -30,7 +30,17 @@ struct FitResult {
   std::vector<std::string> notes;  // parameters left at the base value, and why
 };
 
-FitResult fit_profile(const models::gpu::GpuSpec& base, const std::vector<const Measurement*>& cases);
+// Fixed costs measured apart, which the least squares keeps instead of
+// fitting: on spacings alone a one-wave kernel's launch latency, setup and
+// wave overhead are one column (measurements.h: the stream's gap between
+// kernels, a kernel with no work's duration).
+struct MeasuredFixedCosts {
+  std::optional<double> launch_us;    // kernel_launch_latency, us
+  std::optional<double> overhead_us;  // tile_overhead, us
+};
+
+FitResult fit_profile(const models::gpu::GpuSpec& base, const std::vector<const Measurement*>& cases,
+                      const MeasuredFixedCosts& fixed = {});
 
 // The model's isolated time of a measurement's kernel on `spec`, in us.
 double predicted_us(const models::gpu::GpuSpec& spec, const Measurement& m);

@@ -4,11 +4,14 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "calibration/fit/kernel_grid_fit.h"
@@ -101,9 +104,45 @@ bool fit_kernel_grid(const std::string& path, models::gpu::GpuSpec& spec, std::v
   return true;
 }
 
+// --measured-fixed-costs: a kernel's fixed costs split as the runs measured
+// them (the kernel grid's stream gap, serving_kernels_bench.py's empty
+// kernel and its decode steps' graph gaps), or nullopt (and a message naming
+// what is missing).
+struct SplitFixedCosts {
+  MeasuredFixedCosts stream;
+  double graph_gap_us = 0;
+  size_t gemms = 0;  // the grid's GEMMs the stream gap is the median of
+};
+std::optional<SplitFixedCosts> measured_split(const MeasurementSet& set, const std::string& kernel_grid,
+                                              std::ostream& err) {
+  const char* what = "gcsim calibrate: --measured-fixed-costs needs ";
+  if (kernel_grid.empty()) {
+    err << what << "--kernel-grid (a kernel_grid.py run: its GEMMs' gaps between kernels)\n";
+    return std::nullopt;
+  }
+  const MeasurementSet grid = load_measurements({kernel_grid});
+  const std::optional<double> gap = measured_stream_gap_us(grid);
+  const std::optional<double> graph_gap = measured_graph_gap_us(set);
+  if (!gap) {
+    err << what << "a kernel grid whose GEMMs carry profiled durations; " << kernel_grid << " has none\n";
+    return std::nullopt;
+  }
+  if (!graph_gap || !(set.empty_kernel_duration_us > 0)) {
+    err << what << "a serving_kernels_bench.py run among the --fit files (its 1-element kernel and its "
+        << "decode steps' graph profiles)\n";
+    return std::nullopt;
+  }
+  SplitFixedCosts split;
+  split.stream.launch_us = gap;
+  split.stream.overhead_us = set.empty_kernel_duration_us;
+  split.graph_gap_us = *graph_gap;
+  split.gemms = grid.stream_gaps_us.size();
+  return split;
+}
+
 int fit_and_write(const std::vector<std::string>& files, const std::string& kernel_grid, std::string gpu,
-                  const std::string& out_path, const std::string& command, std::ostream& out,
-                  std::ostream& err) {
+                  bool measured_fixed_costs, const std::string& out_path, const std::string& command,
+                  std::ostream& out, std::ostream& err) {
   MeasurementSet set;
   try {
     set = load_measurements(files);
@@ -126,12 +165,38 @@ int fit_and_write(const std::vector<std::string>& files, const std::string& kern
     err << "gcsim calibrate: no usable measurement in " << files.front() << "\n";
     return kBadInput;
   }
-  FitResult fit = fit_profile(base, cases);
+  std::optional<SplitFixedCosts> split;
+  if (measured_fixed_costs) {
+    try {
+      split = measured_split(set, kernel_grid, err);
+    } catch (const std::runtime_error& e) {
+      err << "gcsim calibrate: --kernel-grid " << e.what() << "\n";
+      return kBadInput;
+    }
+    if (!split) return kBadInput;
+  }
+  FitResult fit = fit_profile(base, cases, split ? split->stream : MeasuredFixedCosts{});
+  if (split) {
+    std::ostringstream n;
+    n << "kernel_launch_latency, tile_overhead, graph_kernel_launch_latency: measured apart "
+      << "(--measured-fixed-costs), not fitted: the median gap between " << split->gemms
+      << " back-to-back one-kernel GEMMs under 10 us of " << fs::path(kernel_grid).filename().string()
+      << " (spacing - profiled duration), a 1-element kernel's profiled duration on a stream and the "
+      << "decode steps' median gap between graph nodes (serving_kernels_bench.py)";
+    fit.notes.push_back(n.str());
+  }
   round_for_profile(fit.spec);
   if (!kernel_grid.empty() && !fit_kernel_grid(kernel_grid, fit.spec, fit.notes, err)) return kBadInput;
   round_for_profile(fit.spec);
-  // A graph node's latency is the fitted stream latency less the measured saving.
-  fit.spec.graph_kernel_launch_latency = fit_graph_launch_latency(fit.spec, set);
+  if (split) {
+    // A graph node waits the measured gap (never more than a stream launch).
+    const double us = std::clamp(split->graph_gap_us, models::gpu::kMinGraphLaunchLatency.microseconds(),
+                                 fit.spec.kernel_launch_latency.microseconds());
+    fit.spec.graph_kernel_launch_latency = sim::Duration::from_ps(std::llround(us * 1e3) * 1000);
+  } else {
+    // A graph node's latency is the fitted stream latency less the measured saving.
+    fit.spec.graph_kernel_launch_latency = fit_graph_launch_latency(fit.spec, set);
+  }
   ProfileContent content;
   content.command = command;
   content.fit = &fit;
@@ -238,7 +303,7 @@ int measure(const std::string& bench_arg, bool quick, const std::string& gpu,
         << "; its partial results are in " << data << "\n";
     return 1;
   }
-  return fit_and_write({data}, "", gpu, out_path, "gcsim calibrate -o " + out_path, out, err);
+  return fit_and_write({data}, "", gpu, false, out_path, "gcsim calibrate -o " + out_path, out, err);
 }
 
 // --power-activity: the table calibration/fit/power_fit.py fits with.
@@ -278,6 +343,8 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
   opts.add_options()("out,o", po::value<std::string>(), "profile to write")(
       "fit", po::value<std::vector<std::string>>(), "measurement file (repeatable)")(
       "kernel-grid", po::value<std::string>(), "with --fit: kernel_grid.py run for the terms fitted apart")(
+      "measured-fixed-costs", po::bool_switch(),
+      "with --fit and --kernel-grid: launch gap, empty kernel and graph gap as measured, not fitted")(
       "validate", po::value<std::string>(), "profile to validate")(
       "gpu", po::value<std::string>(), "preset the measurements are of")(
       "bench", po::value<std::string>(), "path of gcsim_microbench")(
@@ -340,8 +407,10 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
     const std::string grid = vm.count("kernel-grid") ? vm["kernel-grid"].as<std::string>() : "";
     for (const auto& f : files) command += " --fit " + f;
     if (!grid.empty()) command += " --kernel-grid " + grid;
+    const bool split = vm["measured-fixed-costs"].as<bool>();
+    if (split) command += " --measured-fixed-costs";
     command += (gpu.empty() ? "" : " --gpu " + gpu) + " -o " + out_path;
-    return fit_and_write(files, grid, gpu, out_path, command, out, err);
+    return fit_and_write(files, grid, gpu, split, out_path, command, out, err);
   }
   return measure(vm.count("bench") ? vm["bench"].as<std::string>() : "", vm["quick"].as<bool>(), gpu,
                  out_path, out, err);

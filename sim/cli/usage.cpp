@@ -52,7 +52,7 @@ const std::vector<CommandHelp>& command_helps() {
 #endif
       {"calibrate",
        {"calibrate -o PROFILE.yaml [--gpu PRESET] [--bench PATH] [--quick]",
-        "calibrate --fit MEASUREMENTS.json [--fit ...] [--kernel-grid RUN.json] -o PROFILE.yaml [--gpu PRESET]",
+        "calibrate --fit MEASUREMENTS.json [--fit ...] [--kernel-grid RUN.json [--measured-fixed-costs]] -o PROFILE.yaml [--gpu PRESET]",
         "calibrate --validate PROFILE.yaml",
         "calibrate --collectives SWEEP.json [--collectives ...] [--fit-groups 2[,N...]] [--gpu PRESET] -o DIR",
         "calibrate --power-activity --gpu PRESET [--clock-bound-share S]",

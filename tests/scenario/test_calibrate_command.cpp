@@ -93,6 +93,42 @@ TEST_CASE("calibrate --fit reproduces the committed H200 profile", "[scenario]")
         without_command(read_text(source_path("calibration/profiles/h200-sxm.yaml"))));
 }
 
+TEST_CASE("calibrate --measured-fixed-costs keeps the split the runs measured", "[scenario]") {
+  // The H200 set: the kernel grid's median stream gap 1.258 us
+  // (test_h200_kernel_grid.cpp), the 1-element kernel's 0.896 us and the
+  // decode steps' graph gap 0.4165 us (test_calibration_fit.cpp): written
+  // as whole nanoseconds, not fitted; the least squares fits the rest.
+  const std::string h200 = "calibration/measurements/h200-x4/";
+  const std::string set = "calibration/measurements/h200-x1/calibration_set_2026-11-28/";
+  TempDir dir;
+  const auto out = (dir / "split.yaml").string();
+  auto fit = run_gcsim({"calibrate", "--fit", source_path(h200 + "microbench_2026-11-22.json"), "--fit",
+                        source_path(set + "serving_kernels.json"), "--kernel-grid",
+                        source_path(set + "kernel_grid.json"), "--measured-fixed-costs", "-o", out});
+  INFO(fit.err);
+  REQUIRE(fit.exit_status == 0);
+  const std::string text = read_text(out);
+  CHECK(text.find("kernel_launch_latency: 1258ns") != std::string::npos);
+  CHECK(text.find("graph_kernel_launch_latency: 417ns") != std::string::npos);
+  CHECK(text.find("tile_overhead: 896ns") != std::string::npos);
+  CHECK(text.find("--measured-fixed-costs") != std::string::npos);  // the command that made it
+}
+
+TEST_CASE("calibrate --measured-fixed-costs without its measurements is bad input", "[cli]") {
+  const std::string set = "calibration/measurements/h200-x1/calibration_set_2026-11-28/";
+  const std::string micro = source_path("calibration/measurements/h200-x4/microbench_2026-11-22.json");
+  TempDir dir;
+  const auto out = (dir / "p.yaml").string();
+  auto no_grid = run_gcsim({"calibrate", "--fit", micro, "--measured-fixed-costs", "-o", out});
+  CHECK(no_grid.exit_status == 2);
+  CHECK(no_grid.err.find("needs --kernel-grid") != std::string::npos);
+  auto no_steps = run_gcsim({"calibrate", "--fit", micro, "--kernel-grid", source_path(set + "kernel_grid.json"),
+                             "--measured-fixed-costs", "-o", out});
+  CHECK(no_steps.exit_status == 2);
+  CHECK(no_steps.err.find("serving_kernels_bench.py") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(out));
+}
+
 TEST_CASE("calibrate on missing or wrong files is bad input", "[cli]") {
   TempDir dir;
   auto missing = run_gcsim({"calibrate", "--fit", (dir / "none.json").string(), "-o",

@@ -107,6 +107,47 @@ TEST_CASE("the fit recovers the parameters that produced the times", "[calibrati
   for (double f : e.gemm_tile) CHECK(f == Approx(1.0).epsilon(1e-3));
 }
 
+TEST_CASE("the fit keeps fixed costs measured apart and finds the rest", "[calibration]") {
+  // The truth's times; the launch latency and the wave overhead given as
+  // measured (2 us, 1 us): every other parameter comes back as before.
+  const auto t = truth();
+  const MeasurementSet set = synthetic(t);
+  std::vector<const Measurement*> cases;
+  for (const auto& m : set.items) cases.push_back(&m);
+  auto start = test::h100_datasheet();
+  start.efficiency.hbm = 0.6;
+  start.efficiency.row_reduction = 0.5;
+  calibration::MeasuredFixedCosts fixed;
+  fixed.launch_us = 2.0;
+  fixed.overhead_us = 1.0;
+  const calibration::FitResult r = calibration::fit_profile(start, cases, fixed);
+  CHECK(r.rms_relative_error < 1e-6);
+  CHECK(r.spec.efficiency.tensor_for(models::gpu::Dtype::bf16) == Approx(0.8).epsilon(1e-4));
+  CHECK(r.spec.efficiency.hbm == Approx(0.9).epsilon(1e-4));
+  CHECK(r.spec.efficiency.gemm_setup.microseconds() == Approx(1.5).epsilon(1e-3));
+  // Measured values other than the truth's are kept exactly, and the free
+  // terms absorb the difference: a launch 0.5 us shorter puts it into the
+  // GEMMs' setup (the only other once-per-kernel term a GEMM has).
+  fixed.launch_us = 1.5;
+  const calibration::FitResult moved = calibration::fit_profile(start, cases, fixed);
+  CHECK(moved.spec.kernel_launch_latency == sim::ns(int64_t{1500}));
+  CHECK(moved.spec.efficiency.tile_overhead == sim::us(int64_t{1}));
+  CHECK(moved.spec.efficiency.gemm_setup.microseconds() == Approx(2.0).epsilon(2e-2));
+}
+
+TEST_CASE("the gaps between graph nodes and a kernel with no work are read from decode steps", "[calibration]") {
+  // serving_kernels_bench.py on this H200 (calibration_set_2026-11-28): the
+  // 1-element add_ profiled 0.896 us on a stream (tiny.stream_profile.
+  // median_dur_us); six decode steps' median gaps between graph nodes
+  // 0.416-0.417 us (decode[i].graph_profile.median_end_to_start_us).
+  const MeasurementSet set = calibration::load_measurements(
+      {std::string(GCSIM_SOURCE_DIR) + "/calibration/measurements/h200-x1/calibration_set_2026-11-28/serving_kernels.json"});
+  CHECK(set.empty_kernel_duration_us == Approx(0.896));
+  REQUIRE(set.graph_gaps_us.size() == 6);
+  CHECK(*calibration::measured_graph_gap_us(set) == Approx(0.4165).margin(0.001));
+  CHECK_FALSE(calibration::measured_graph_gap_us(MeasurementSet{}).has_value());
+}
+
 TEST_CASE("a graph node's launch latency is the stream's less the empty kernels' saving", "[calibration]") {
   // calibration/measurements/h100-sxm/microbench_2026-11-22.json: empty
   // kernels 1.61696 us apart on a stream, 0.781813 us apart as nodes of a
