@@ -20,6 +20,15 @@ inline models::gpu::GpuSpec gpu_preset(const std::string& name) {
   return cli::load_gpu_preset(name, nowhere, "gpu");
 }
 
+// The GPU preset with its default calibration profile applied, as a run
+// builds it (calibration/profiles/).
+inline models::gpu::GpuSpec calibrated_gpu_preset(const std::string& name) {
+  auto spec = gpu_preset(name);
+  auto nowhere = nowhere_reader();
+  cli::apply_calibration_profile(spec.calibration, spec, nowhere);
+  return spec;
+}
+
 inline workloads::models::ModelSpec model_preset(const std::string& name) {
   auto nowhere = nowhere_reader();
   return cli::load_model_preset(name, nowhere, "model");

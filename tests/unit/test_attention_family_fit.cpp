@@ -325,12 +325,7 @@ std::string flash2_by_head_dim(const gpu::GpuSpec& spec, const std::vector<Atten
   return o.str();
 }
 
-gpu::GpuSpec calibrated(const std::string& name) {
-  gpu::GpuSpec spec = test::gpu_preset(name);
-  auto nowhere = test::nowhere_reader();
-  cli::apply_calibration_profile(spec.calibration, spec, nowhere);
-  return spec;
-}
+gpu::GpuSpec calibrated(const std::string& name) { return test::calibrated_gpu_preset(name); }
 
 }  // namespace
 

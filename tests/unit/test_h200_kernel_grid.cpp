@@ -9,14 +9,12 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <memory>
 
 #include "calibration/fit/kernel_grid_fit.h"
 #include "calibration/fit/measurements.h"
 #include "calibration/fit/profile_fit.h"
 #include "catch.h"
 #include "preset_fixtures.h"
-#include "sim/scenario/gpu_spec_loader.h"
 
 using namespace gcsim;
 
@@ -25,15 +23,6 @@ const std::string kSet =
     std::string(GCSIM_SOURCE_DIR) + "/calibration/measurements/h200-x1/calibration_set_2026-11-28/";
 const std::string kH100Grid =
     std::string(GCSIM_SOURCE_DIR) + "/calibration/measurements/h100-sxm/kernel_grid_2026-11-27/kernel_grid.json";
-
-// The preset with its default profile applied, as a run builds it.
-models::gpu::GpuSpec with_profile(const std::string& preset) {
-  auto spec = test::gpu_preset(preset);
-  auto source = std::make_shared<sim::config::ConfigSource>();
-  sim::config::ConfigReader nowhere(YAML::Node(), "", source, nullptr);
-  cli::apply_calibration_profile(spec.calibration, spec, nowhere);
-  return spec;
-}
 }  // namespace
 
 TEST_CASE("H200 kernel grid: the shipped profile per class", "[gpu][validation]") {
@@ -46,7 +35,7 @@ TEST_CASE("H200 kernel grid: the shipped profile per class", "[gpu][validation]"
   // every case held out) the same classes were: small 13.5% (max 86.8%),
   // mid 10.3%, split-K shapes 24.3%, softmax 31.4%, log_softmax 27.8%,
   // decode 6.4%, Llama 4.8%, large 1.3%, wave 2.7%.
-  const auto spec = with_profile("h200-sxm");
+  const auto spec = test::calibrated_gpu_preset("h200-sxm");
   const calibration::MeasurementSet set = calibration::load_measurements({kSet + "kernel_grid.json"});
   REQUIRE(set.items.size() >= 560);  // 528 GEMMs and 42 softmax / log_softmax rows (x2 passes)
   const auto errors = calibration::kernel_grid_class_errors(spec, set);
@@ -116,8 +105,8 @@ TEST_CASE("a stream gap between kernels measured apart from the kernels", "[gpu]
   // keeps fixed time the profiler counts inside the kernels, where a graph
   // leaves 0.26-0.44 us between them: gcsim's serving kernel classes come
   // out short by it (calibration/fit/h200_profile_2026-11-28.md).
-  CHECK(with_profile("h200-sxm").kernel_launch_latency.microseconds() > gap200 + 1.0);
-  CHECK(with_profile("h100-sxm").kernel_launch_latency.microseconds() > gap100 + 1.0);
+  CHECK(test::calibrated_gpu_preset("h200-sxm").kernel_launch_latency.microseconds() > gap200 + 1.0);
+  CHECK(test::calibrated_gpu_preset("h100-sxm").kernel_launch_latency.microseconds() > gap100 + 1.0);
 }
 
 TEST_CASE("no stream gap without a kernel grid's profiled durations", "[gpu][validation]") {
