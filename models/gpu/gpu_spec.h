@@ -151,6 +151,14 @@ struct GpuSpec {
   // even share hbm_bandwidth / sm_count: > 1 lets a kernel on part of the
   // chip still approach full bandwidth.
   double sm_bandwidth_headroom = 2.0;
+  // One SM's own HBM reach, when measured: replaces the headroom times the
+  // even share for one SM (hbm.h, single_sm_hbm_reach). A lone CTA's pull is
+  // its outstanding loads over the memory latency, a property of the SM,
+  // not of the stack: PyTorch's few-row reductions take the same time on an
+  // H200 as on an H100 (calibration/measurements/h200-x1/
+  // calibration_set_2026-11-28), where the H200's even share is 1.42x the
+  // H100's. nullopt: the headroom rule.
+  std::optional<sim::Bandwidth> sm_hbm_reach;
   // GEMMs run as persistent kernels (KernelDesc::persistent): cuBLAS on
   // Hopper and later sizes the grid to the SMs and keeps them to the end.
   bool persistent_gemm = false;

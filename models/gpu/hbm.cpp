@@ -11,6 +11,7 @@ sim::Bandwidth achieved_hbm_bandwidth(const GpuSpec& spec) {
 }
 
 sim::Bandwidth single_sm_hbm_reach(const GpuSpec& spec) {
+  if (spec.sm_hbm_reach) return *spec.sm_hbm_reach;
   return sim::Bandwidth::bytes_per_s(spec.sm_bandwidth_headroom * achieved_hbm_bandwidth(spec).bytes_per_s() /
                                      spec.sm_count);
 }

@@ -10,8 +10,9 @@ namespace gcsim::models::gpu {
 // Achieved HBM bandwidth (bytes/s): datasheet bandwidth x efficiency.hbm.
 sim::Bandwidth achieved_hbm_bandwidth(const GpuSpec& spec);
 
-// What one SM's load/store path can pull on its own (bytes/s):
-// sm_bandwidth_headroom x the achieved bandwidth / sm_count.
+// What one SM's load/store path can pull on its own (bytes/s): the spec's
+// measured sm_hbm_reach where it has one, else sm_bandwidth_headroom x the
+// achieved bandwidth / sm_count.
 sim::Bandwidth single_sm_hbm_reach(const GpuSpec& spec);
 
 // Bandwidth one SM gets while `active_sms` SMs (>= 1) run tiles:

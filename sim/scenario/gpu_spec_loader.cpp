@@ -215,6 +215,14 @@ GpuSpec read_gpu_fields(ConfigReader& r, const GpuSpec* base) {
   s.sm_bandwidth_headroom = r.get_double("sm_bandwidth_headroom", s.sm_bandwidth_headroom,
                                          "one SM's HBM reach as a multiple of its even share");
   if (!(s.sm_bandwidth_headroom >= 1.0)) r.fail("sm_bandwidth_headroom", "must be >= 1");
+  if (r.has("sm_hbm_reach")) {
+    s.sm_hbm_reach = r.get_bandwidth("sm_hbm_reach", std::nullopt, "one SM's own HBM reach (measured)");
+    if (!(s.sm_hbm_reach->bytes_per_s() > 0.0 && *s.sm_hbm_reach <= s.hbm_bandwidth)) {
+      r.fail("sm_hbm_reach", "sm_hbm_reach " + sim::format_bandwidth(*s.sm_hbm_reach) + " must be in (0, " +
+                                 sim::format_bandwidth(s.hbm_bandwidth) +
+                                 "]: one SM pulls at most the whole stack (an H100's SM reaches ~134 GB/s)");
+    }
+  }
   s.persistent_gemm =
       r.get_bool("persistent_gemm", s.persistent_gemm,
                  "GEMMs keep the SMs they start on until they end (cuBLAS on Hopper and later)");
@@ -314,6 +322,7 @@ Json gpu_spec_json(const GpuSpec& s) {
   }
   j["graph_collective_overhead"] = sim::format_duration(s.graph_collective_overhead);
   j["sm_bandwidth_headroom"] = s.sm_bandwidth_headroom;
+  if (s.sm_hbm_reach) j["sm_hbm_reach"] = sim::format_bandwidth(*s.sm_hbm_reach);
   j["persistent_gemm"] = s.persistent_gemm;
   j["sustained_tensor_fraction"] = s.sustained_tensor_fraction;
   if (s.power.enabled()) {

@@ -153,6 +153,19 @@ TEST_CASE("a graph kernel launch latency out of its range is bad input", "[cli]"
     CHECK(r.err.find("cluster.gpu.graph_kernel_launch_latency") != std::string::npos);
     CHECK(r.err.find("kernel_launch_latency 2us") != std::string::npos);
   }
+  SECTION("a custom GPU's one-SM HBM reach above its whole stack, or zero") {
+    // Above the stack: the range named; zero: the unit parser's "must be positive".
+    for (const auto& [reach, says] : {std::pair{"4000GB/s", "3350GB/s]"}, {"0GB/s", "must be positive"}}) {
+      auto r = run(std::string("cluster: {gpu: {preset: h100-sxm, sm_hbm_reach: ") + reach +
+                       "}, nodes: 1, gpus_per_node: 1, calibration: none}",
+                   {});
+      INFO(r.err);
+      CHECK(r.exit_status == 2);
+      CHECK(r.err.find("gemm.yaml:1") != std::string::npos);
+      CHECK(r.err.find("cluster.gpu.sm_hbm_reach") != std::string::npos);
+      CHECK(r.err.find(says) != std::string::npos);
+    }
+  }
   SECTION("a custom GPU's collective graph node cost above 50 us, or negative") {
     auto r = run("cluster: {gpu: {preset: h100-sxm, graph_collective_overhead: 60us}, nodes: 1, "
                  "gpus_per_node: 1, calibration: none}",

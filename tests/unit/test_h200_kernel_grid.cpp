@@ -6,6 +6,7 @@
 // And what the same runs measure of a kernel's fixed costs:
 // the gap a stream leaves between two kernels and the kernel's own
 // duration, which the profile's least squares cannot tell apart.
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -13,6 +14,8 @@
 #include "calibration/fit/kernel_grid_fit.h"
 #include "calibration/fit/measurements.h"
 #include "calibration/fit/profile_fit.h"
+#include "models/gpu/hbm.h"
+#include "models/gpu/kernel_cost_model.h"
 #include "catch.h"
 #include "preset_fixtures.h"
 
@@ -114,4 +117,44 @@ TEST_CASE("no stream gap without a kernel grid's profiled durations", "[gpu][val
   CHECK_FALSE(calibration::measured_stream_gap_us(empty).has_value());
   empty.stream_gaps_us = {3.0, 1.0, 2.0, 10.0};
   CHECK(*calibration::measured_stream_gap_us(empty) == Approx(2.5));  // median of four, by hand
+}
+
+TEST_CASE("a CTA a row pulls the same HBM bandwidth on an H200 as on an H100", "[gpu][validation]") {
+  // row_reduce_bench.py on this H200 and on an H100 (h100-sxm/
+  // row_reduce_2026-11-27): PyTorch's few-row reductions over 8 rows of
+  // fp32 take the same time on both (softmax over 128256 columns from HBM
+  // 42.35 against 42.38 us, from L2 33.25 / 33.15; mean 30.13 / 29.71;
+  // argmax 40.02 / 38.82), though the H200's HBM is 1.43x faster. The H200
+  // preset's sm_hbm_reach is the H100 profile's one-SM reach: 6 x 3350 GB/s
+  // x 0.8779 / 132 SMs = 133.68 GB/s (written 133.7 GB/s).
+  const auto h100 = test::calibrated_gpu_preset("h100-sxm");
+  const auto h200 = test::calibrated_gpu_preset("h200-sxm");
+  CHECK(models::gpu::single_sm_hbm_reach(h100).bytes_per_s() == Approx(133.68e9).epsilon(1e-3));
+  CHECK(models::gpu::single_sm_hbm_reach(h200).bytes_per_s() == Approx(133.7e9).epsilon(1e-6));
+  // The sampler's softmax over a decode step's logits: a CTA a row, 8 rows.
+  models::gpu::MemoryOpShape soft;
+  soft.kind = models::gpu::MemoryOpKind::softmax;
+  soft.rows = 8;
+  soft.cols = 128256;
+  soft.dtype = models::gpu::Dtype::fp32;
+  const auto on = [&](const models::gpu::GpuSpec& g) {
+    const auto k = models::gpu::memory_kernel(g, soft);
+    return (models::gpu::isolated_time(g, k, g.sm_count) - g.kernel_launch_latency).seconds() * 1e6;
+  };
+  const double ratio = on(h200) / on(h100);
+  // The H200 as it was: its even share x the headroom its profile had
+  // fitted then (6; refitted with the reach set, the headroom only shapes
+  // full grids' saturation and came out 1.5).
+  auto headroom_rule = h200;
+  headroom_rule.sm_hbm_reach.reset();
+  headroom_rule.sm_bandwidth_headroom = 6.0;
+  const double before = on(headroom_rule) / on(h100);
+  std::printf("8 x 128256 fp32 softmax: H100 %.2f us, H200 %.2f us (ratio %.3f; headroom rule %.3f; measured "
+              "0.999-1.003)\n", on(h100), on(h200), ratio, before);
+  // Measured ratio 1.00 (from HBM and from L2). The headroom rule gave the
+  // H200 0.863 of the H100's time, outside issue 16's 10%; the SM's own
+  // reach 1.079 (the profiles' row-reduction fractions differ, 0.74 and
+  // 0.88, fitted on full-grid norms): within it.
+  CHECK(std::abs(before - 1.0) > 0.10);
+  CHECK(ratio == Approx(1.0).margin(0.10));
 }
