@@ -24,6 +24,8 @@ using namespace gcsim;
 namespace {
 const std::string kSet =
     std::string(GCSIM_SOURCE_DIR) + "/calibration/measurements/h200-x1/calibration_set_2026-11-28/";
+const std::string kSet2 =
+    std::string(GCSIM_SOURCE_DIR) + "/calibration/measurements/h200-x1/calibration_set_2026-11-28b/";
 const std::string kH100Grid =
     std::string(GCSIM_SOURCE_DIR) + "/calibration/measurements/h100-sxm/kernel_grid_2026-11-27/kernel_grid.json";
 }  // namespace
@@ -63,6 +65,38 @@ TEST_CASE("H200 kernel grid: the shipped profile per class", "[gpu][validation]"
   // The held-out half of the small grid alone, at the same 10%.
   REQUIRE(errors.count("gemm small (held out)") == 1);
   CHECK(errors.at("gemm small (held out)").mean < 0.10);
+}
+
+TEST_CASE("H200 kernel grid on a second machine: the shipped profile per class and all held out",
+          "[gpu][validation]") {
+  // kernel_grid.py 1.1 on another H200 (calibration_set_2026-11-28b, run
+  // after the profile was refitted on the first): nothing of it fitted.
+  const auto spec = test::calibrated_gpu_preset("h200-sxm");
+  const calibration::MeasurementSet set =
+      calibration::load_measurements({kSet2 + "kernel_grid.json"});
+  REQUIRE(set.items.size() >= 560);
+  const auto errors = calibration::kernel_grid_class_errors(spec, set);
+  for (const auto& [cls, e] : errors) {
+    std::printf("  H200 machine 2 %-30s n %3d  mean |error| %5.1f%%  bias %+5.1f%%  max %5.1f%%\n", cls.c_str(),
+                e.n, 100 * e.mean, 100 * e.bias, 100 * e.max);
+  }
+  // The first machine's bars (issue 16's 10% per GEMM class; the eager
+  // softmax at the H100 tests' 14%).
+  const std::map<std::string, double> bar{{"gemm llama", 0.10},     {"gemm large", 0.10},
+                                          {"gemm decode", 0.10},    {"gemm wave", 0.10},
+                                          {"gemm mid", 0.10},       {"gemm small", 0.10},
+                                          {"split-K shapes", 0.10}, {"memory softmax", 0.14},
+                                          {"memory log_softmax", 0.14}};
+  for (const auto& [cls, limit] : bar) {
+    INFO(cls);
+    REQUIRE(errors.count(cls) == 1);
+    CHECK(errors.at(cls).mean < limit);
+  }
+  // The stream gap between the grid's small GEMMs: 1.377 us here, 1.258 on
+  // the first H200, 1.281 and 1.342 on two H100s: a machine's spread of
+  // ~0.1 us around the 1-element add_'s 1.248 us (both H200s); within the
+  // 0.15 us the other machines agree to.
+  CHECK(*calibration::measured_stream_gap_us(set) == Approx(1.258).margin(0.15));
 }
 
 TEST_CASE("a stream gap between kernels measured apart from the kernels", "[gpu][validation]") {
