@@ -20,11 +20,13 @@
 
 #include "catch.h"
 #include "scenario/run_gcsim.h"
+#include "scenario/serving_runs.h"
 
+using gcsim::test::graph_parts_point;
 using gcsim::test::read_json;
-using gcsim::test::run_gcsim;
+using gcsim::test::rel;
+using gcsim::test::serving_step;
 using gcsim::test::source_path;
-using gcsim::test::TempDir;
 
 namespace {
 
@@ -89,33 +91,17 @@ struct Step {
   double step_us = 0, communication_us = 0;
 };
 
-// gcsim's graph decode of `config` with `overrides` (-s key=value each).
-Step graph_step(const std::string& config, const std::vector<std::string>& overrides) {
-  TempDir tmp;
-  std::vector<std::string> args = {"run", source_path(config), "-o", (tmp / "out").string(), "-q",
-                                   "-s", "workload.serving.cuda_graphs=true"};
-  for (const auto& o : overrides) args.insert(args.end(), {"-s", o});
-  const auto r = run_gcsim(args);
-  REQUIRE(r.exit_status == 0);
-  const auto summary = read_json(tmp / "out" / "summary.json");
-  const auto& b = summary["breakdown"]["decode_steps"];
-  REQUIRE(b["steps"].get<int>() == 1);
-  return {b["mean_step_s"].get<double>() * 1e6, b["kernel_classes_s"]["communication"].get<double>() * 1e6};
-}
-
 // A graph-parts point: the model's TP4 b8 config at the point's TP, batch
 // and KV length; `node_us` < 0 keeps the preset's graph_collective_overhead.
 Step part_step(const Point& p, double node_us = -1) {
-  std::vector<std::string> o = {"workload.serving.tp=" + std::to_string(p.tp),
-                                "workload.requests.count=" + std::to_string(p.batch),
-                                "workload.requests.prompt_len=" + std::to_string(p.kv - 1)};
+  std::vector<std::string> o = graph_parts_point(p.tp, p.batch, p.kv);
   if (node_us >= 0) {
     o.push_back("cluster.gpu={preset: h100-sxm, graph_collective_overhead: " + std::to_string(node_us) + "us}");
   }
-  return graph_step("calibration/validation/" + config_dir(p.model) + "/tp4_decode_b8_kv2048.yaml", o);
+  const auto b = serving_step("calibration/validation/" + config_dir(p.model) + "/tp4_decode_b8_kv2048.yaml",
+                              "decode", o);
+  return {b["mean_step_s"].get<double>() * 1e6, b["kernel_classes_s"]["communication"].get<double>() * 1e6};
 }
-
-double rel(double sim, double meas) { return (sim - meas) / meas; }
 
 }  // namespace
 

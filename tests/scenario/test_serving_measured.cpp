@@ -25,12 +25,14 @@
 
 #include "catch.h"
 #include "scenario/run_gcsim.h"
+#include "scenario/serving_runs.h"
 #include "workloads/inference/serving_framework.h"
 
 using gcsim::test::read_json;
-using gcsim::test::run_gcsim;
+using gcsim::test::rel;
+using gcsim::test::serving_config;
+using gcsim::test::serving_step;
 using gcsim::test::source_path;
-using gcsim::test::TempDir;
 
 namespace {
 
@@ -155,33 +157,18 @@ std::vector<Point> measured() {
   return points;
 }
 
-std::string config_of(const Key& k) {
-  const std::string name = k.kind == "decode"
-                               ? "tp" + std::to_string(k.tp) + "_decode_b" + std::to_string(k.batch) +
-                                     "_kv" + std::to_string(k.kv)
-                               : "tp" + std::to_string(k.tp) + "_prefill_s" + std::to_string(k.kv);
-  return source_path("calibration/validation/serving/" + name + ".yaml");
-}
-
 // gcsim's step of the point's kind: `before` runs vLLM's kernels.
 Build simulated(const Key& k, const std::string& build, bool before) {
-  TempDir tmp;
-  std::vector<std::string> args = {"run", config_of(k), "-o", (tmp / "out").string(), "-q"};
-  if (build == "graph") args.insert(args.end(), {"-s", "workload.serving.cuda_graphs=true"});
-  if (before) args.insert(args.end(), {"-s", "workload.framework=vllm"});
-  const auto r = run_gcsim(args);
-  REQUIRE(r.exit_status == 0);
-  const auto s = read_json(tmp / "out" / "summary.json");
-  const auto& b = s["breakdown"][k.kind == "decode" ? "decode_steps" : "prefill_steps"];
-  REQUIRE(b["steps"].get<int>() == 1);
+  std::vector<std::string> overrides;
+  if (build == "graph") overrides.push_back("workload.serving.cuda_graphs=true");
+  if (before) overrides.push_back("workload.framework=vllm");
+  const auto b = serving_step(serving_config("serving", k.tp, k.kind, k.batch, k.kv), k.kind, overrides);
   Build out;
   out.step_us = b["mean_step_s"].get<double>() * 1e6;
   out.kernels = b["kernels_per_step"].get<double>();
   for (const auto& [c, v] : b["kernel_classes_s"].items()) out.classes[class_key(c)] += v.get<double>() * 1e6;
   return out;
 }
-
-double rel(double sim, double meas) { return (sim - meas) / meas; }
 
 }  // namespace
 

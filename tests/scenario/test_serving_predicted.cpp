@@ -28,11 +28,14 @@
 
 #include "catch.h"
 #include "scenario/run_gcsim.h"
+#include "scenario/serving_runs.h"
 
+using gcsim::test::graph_parts_point;
 using gcsim::test::read_json;
-using gcsim::test::run_gcsim;
+using gcsim::test::rel;
+using gcsim::test::serving_config;
+using gcsim::test::serving_step;
 using gcsim::test::source_path;
-using gcsim::test::TempDir;
 
 namespace {
 
@@ -69,28 +72,11 @@ constexpr double kStepMax = 0.10, kStepMean = 0.05;
 // (test_serving_measured.cpp), the same bench and model.
 constexpr double kPrefill = 0.08;
 
-double rel(double sim, double meas) { return (sim - meas) / meas; }
-
-// gcsim's step (summary.json breakdown.<kind>_steps.mean_step_s, us).
+// gcsim's step of `config` on `gpu` (its mean_step_s, us).
 double step_us(const std::string& config, const std::string& kind, const std::string& gpu,
-               const std::vector<std::string>& overrides) {
-  TempDir tmp;
-  std::vector<std::string> args = {"run", source_path(config), "-o", (tmp / "out").string(), "-q",
-                                   "-s", "cluster.gpu=" + gpu};
-  for (const auto& o : overrides) args.insert(args.end(), {"-s", o});
-  const auto r = run_gcsim(args);
-  REQUIRE(r.exit_status == 0);
-  const auto summary = read_json(tmp / "out" / "summary.json");
-  const auto& b = summary["breakdown"][kind + "_steps"];
-  REQUIRE(b["steps"].get<int>() == 1);
-  return b["mean_step_s"].get<double>() * 1e6;
-}
-
-std::string config_of(const Run& run, int tp, const std::string& kind, int64_t batch, int64_t kv) {
-  const std::string name = kind == "decode" ? "tp" + std::to_string(tp) + "_decode_b" + std::to_string(batch) +
-                                                  "_kv" + std::to_string(kv)
-                                            : "tp" + std::to_string(tp) + "_prefill_s" + std::to_string(kv);
-  return std::string("calibration/validation/") + run.configs + "/" + name + ".yaml";
+               std::vector<std::string> overrides) {
+  overrides.insert(overrides.begin(), "cluster.gpu=" + gpu);
+  return serving_step(config, kind, overrides)["mean_step_s"].get<double>() * 1e6;
 }
 
 }  // namespace
@@ -105,7 +91,7 @@ TEST_CASE("serving graph decode held out: H200s, full depth on H100s, more H100 
       const int tp = r["tp"].get<int>();
       const int64_t batch = r["batch"].get<int64_t>(), kv = r["kv_len"].get<int64_t>();
       const double measured = r["builds"]["graph"]["step_us"].get<double>();
-      const double gcsim = step_us(config_of(run, tp, "decode", batch, kv), "decode", run.gpu,
+      const double gcsim = step_us(serving_config(run.configs, tp, "decode", batch, kv), "decode", run.gpu,
                                    {"workload.serving.cuda_graphs=true"});
       INFO(run.file << " TP" << tp << " b" << batch << " kv" << kv << ": measured " << measured << " us, gcsim "
                     << gcsim);
@@ -130,7 +116,7 @@ TEST_CASE("serving eager prefill where the GPU sets the step, predicted before t
       if (r["kind"].get<std::string>() != "prefill" || tokens < (small_model ? 4096 : 2048)) continue;
       const int tp = r["tp"].get<int>();
       const double measured = r["builds"]["eager"]["step_us"].get<double>();
-      const double gcsim = step_us(config_of(run, tp, "prefill", 1, tokens), "prefill", run.gpu, {});
+      const double gcsim = step_us(serving_config(run.configs, tp, "prefill", 1, tokens), "prefill", run.gpu, {});
       INFO(run.file << " TP" << tp << " prefill " << tokens << ": measured " << measured << " us, gcsim " << gcsim);
       CHECK(std::abs(rel(gcsim, measured)) <= kPrefill);
       ++compared;
@@ -153,10 +139,7 @@ TEST_CASE("graph decode part by part on 4 H200s", "[validation][serving]") {
     // The model's TP4 b8 config at the point's TP, batch and KV length.
     const std::string config = std::string("calibration/validation/") + (first ? "serving" : "serving_l3_8b") +
                                "/tp4_decode_b8_kv2048.yaml";
-    const std::vector<std::string> point = {"workload.serving.cuda_graphs=true",
-                                            "workload.serving.tp=" + std::to_string(tp),
-                                            "workload.requests.count=" + std::to_string(batch),
-                                            "workload.requests.prompt_len=" + std::to_string(kv - 1)};
+    const std::vector<std::string> point = graph_parts_point(tp, batch, kv);
     const double gcsim = step_us(config, "decode", "h200-sxm", point);
     const double measured = r["full_us"].get<double>();
     INFO(r["model"].get<std::string>() << " TP" << tp << " b" << batch << ": measured " << measured << " us, gcsim "
