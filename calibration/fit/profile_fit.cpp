@@ -6,6 +6,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <vector>
 
 #include "models/gpu/hbm.h"
 #include "models/gpu/kernel_cost_model.h"
@@ -311,7 +312,13 @@ FitResult fit_profile(const GpuSpec& base, const std::vector<const Measurement*>
                       const MeasuredFixedCosts& fixed) {
   FitResult best;
   best.rms_relative_error = std::numeric_limits<double>::infinity();
-  for (double headroom : {1.5, 2.0, 3.0, 4.0, 6.0}) {
+  // A preset that measured one SM's reach (sm_hbm_reach) leaves the headroom
+  // nothing to set on a GPU with a clock (hbm.h, memory_spread.h): it keeps
+  // the base's value rather than the first of several equal candidates.
+  const bool reach_measured = base.sm_hbm_reach && base.sm_clock_ghz > 0.0;
+  const std::vector<double> headrooms =
+      reach_measured ? std::vector<double>{base.sm_bandwidth_headroom} : std::vector<double>{1.5, 2.0, 3.0, 4.0, 6.0};
+  for (double headroom : headrooms) {
     GpuSpec s = base;
     s.sm_bandwidth_headroom = headroom;
     std::vector<std::string> notes;
@@ -324,6 +331,10 @@ FitResult fit_profile(const GpuSpec& base, const std::vector<const Measurement*>
     }
   }
   best.cases = static_cast<int>(cases.size());
+  if (reach_measured) {
+    best.notes.push_back("sm_bandwidth_headroom: not fitted, the preset's value (its measured sm_hbm_reach "
+                         "sets one SM's reach)");
+  }
   // Parameters no fitting case exercised keep the base (preset) value.
   bool tf32 = false, fp8 = false, att = false, att_bwd = false, row = false, fp32 = false;
   for (const Measurement* m : cases) {

@@ -170,8 +170,8 @@ TEST_CASE("a CTA a row pulls the same HBM bandwidth on an H200 as on an H100", "
   };
   const double ratio = on(h200) / on(h100);
   // The H200 as it was: its even share x the headroom its profile had
-  // fitted then (6; refitted with the reach set, the headroom only shapes
-  // full grids' saturation and came out 1.5).
+  // fitted then (6; with the reach set the headroom sets nothing on a GPU
+  // with a clock and is not fitted).
   auto headroom_rule = h200;
   headroom_rule.sm_hbm_reach.reset();
   headroom_rule.sm_bandwidth_headroom = 6.0;
