@@ -302,9 +302,12 @@ std::optional<sim::Duration> fit_graph_launch_latency(const GpuSpec& fitted, con
   } else {
     return std::nullopt;
   }
-  const double us = std::clamp(fitted.kernel_launch_latency.microseconds() - saved_us,
-                               models::gpu::kMinGraphLaunchLatency.microseconds(),
-                               fitted.kernel_launch_latency.microseconds());
+  return graph_launch_latency_of(fitted, fitted.kernel_launch_latency.microseconds() - saved_us);
+}
+
+sim::Duration graph_launch_latency_of(const GpuSpec& fitted, double us) {
+  us = std::clamp(us, models::gpu::kMinGraphLaunchLatency.microseconds(),
+                  fitted.kernel_launch_latency.microseconds());
   return sim::Duration::from_ps(std::llround(us * 1e3) * 1000);  // whole ns, as the profile writes
 }
 

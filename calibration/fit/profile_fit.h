@@ -45,6 +45,11 @@ FitResult fit_profile(const models::gpu::GpuSpec& base, const std::vector<const 
 // The model's isolated time of a measurement's kernel on `spec`, in us.
 double predicted_us(const models::gpu::GpuSpec& spec, const Measurement& m);
 
+// A graph node's launch latency of `us`, kept in [kMinGraphLaunchLatency,
+// fitted.kernel_launch_latency] (a node starts no slower than a stream
+// launch), in whole nanoseconds as a profile writes it.
+sim::Duration graph_launch_latency_of(const models::gpu::GpuSpec& fitted, double us);
+
 // A kernel node's launch latency in a replayed CUDA graph: `fitted`'s
 // stream launch latency less what a graph saves per kernel, kept in
 // [kMinGraphLaunchLatency, kernel_launch_latency]. The saving is the mean

@@ -4,8 +4,6 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -189,10 +187,8 @@ int fit_and_write(const std::vector<std::string>& files, const std::string& kern
   if (!kernel_grid.empty() && !fit_kernel_grid(kernel_grid, fit.spec, fit.notes, err)) return kBadInput;
   round_for_profile(fit.spec);
   if (split) {
-    // A graph node waits the measured gap (never more than a stream launch).
-    const double us = std::clamp(split->graph_gap_us, models::gpu::kMinGraphLaunchLatency.microseconds(),
-                                 fit.spec.kernel_launch_latency.microseconds());
-    fit.spec.graph_kernel_launch_latency = sim::Duration::from_ps(std::llround(us * 1e3) * 1000);
+    // A graph node waits the measured gap.
+    fit.spec.graph_kernel_launch_latency = graph_launch_latency_of(fit.spec, split->graph_gap_us);
   } else {
     // A graph node's latency is the fitted stream latency less the measured saving.
     fit.spec.graph_kernel_launch_latency = fit_graph_launch_latency(fit.spec, set);
