@@ -16,13 +16,10 @@ import json
 import os
 import statistics
 
+from serving_configs import name as config_file
 from serving_fit import CLASSES, CONFIG_DIRS, measured_classes, pct, run_gcsim
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def config_name(tp, kind, batch, kv):
-    return "tp%d_decode_b%d_kv%d" % (tp, batch, kv) if kind == "decode" else "tp%d_prefill_s%d" % (tp, kv)
 
 
 def read_predictions(path, folder, gpu):
@@ -59,8 +56,9 @@ def main():
     print("|---|---|---:|---:|---:|" + "---:|" * len(CLASSES))
     errs = {}
     for r in sorted(doc["results"], key=lambda r: (-r["tp"], r["kind"], r["batch"], r["kv_len"])):
-        name = config_name(r["tp"], r["kind"], r["batch"], r["kv_len"])
-        cfg = os.path.join(HERE, "..", "validation", folder, name + ".yaml")
+        cfg_name = config_file(r["tp"], r["kind"], r["batch"], r["kv_len"])
+        name = cfg_name[:-len(".yaml")]  # the predictions file's point name
+        cfg = os.path.join(HERE, "..", "validation", folder, cfg_name)
         for build in ("eager", "graph"):
             if build not in r["builds"]:
                 continue

@@ -27,6 +27,8 @@ import statistics
 import subprocess
 import tempfile
 
+from serving_configs import name as config_file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The bench's model (the JSON's model.name) -> the folder of its configs (serving_configs.py --model).
 CONFIG_DIRS = {"llama2_70b_shape_L8": "serving", "llama3_8b_shape_L8": "serving_l3_8b",
@@ -38,8 +40,7 @@ CLASSES = ["gemm", "attention", "elementwise+norm", "communication"]
 
 
 def config_of(tp, kind, batch, kv):
-    name = "tp%d_decode_b%d_kv%d.yaml" % (tp, batch, kv) if kind == "decode" else "tp%d_prefill_s%d.yaml" % (tp, kv)
-    return os.path.join(CONFIGS, name)
+    return os.path.join(CONFIGS, config_file(tp, kind, batch, kv))
 
 
 def key(r):
