@@ -317,6 +317,9 @@ void add_measurements(MeasurementSet& set, const json& doc, const std::string& n
       if (r.contains("graph_profile")) {
         set.graph_gaps_us.push_back(need<double>(r["graph_profile"], "median_end_to_start_us", where + ".graph_profile"));
       }
+      if (r.contains("stream_gap_per_kernel_us")) {
+        set.decode_stream_gaps_us.push_back(need<double>(r, "stream_gap_per_kernel_us", where));
+      }
       if (!r.contains("eager") || !r.contains("graph") || !r.contains("eager_profile")) continue;  // a failed point
       const double kernels = need<double>(r.at("eager_profile"), "n", where);
       if (kernels < 1) continue;

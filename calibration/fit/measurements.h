@@ -55,6 +55,11 @@ struct MeasurementSet {
   // replayed CUDA graph, us.
   double empty_kernel_duration_us = 0;
   std::vector<double> graph_gaps_us;
+  // serving_kernels_bench.py: each decode step's mean gap between kernels
+  // launched on a stream (its eager time less its profiled kernels' summed
+  // durations, over its kernels), us: how much of the fitted launch latency
+  // a profiler sees as idle (profile_fit.h fit_launch_inside_kernel).
+  std::vector<double> decode_stream_gaps_us;
 };
 
 // The median of set.stream_gaps_us (us); nullopt without any.

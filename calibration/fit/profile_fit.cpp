@@ -305,6 +305,16 @@ std::optional<sim::Duration> fit_graph_launch_latency(const GpuSpec& fitted, con
   return graph_launch_latency_of(fitted, fitted.kernel_launch_latency.microseconds() - saved_us);
 }
 
+std::optional<sim::Duration> fit_launch_inside_kernel(const GpuSpec& fitted, const MeasurementSet& set) {
+  if (set.decode_stream_gaps_us.empty()) return std::nullopt;
+  double gap_us = 0.0;
+  for (double g : set.decode_stream_gaps_us) gap_us += g;
+  gap_us /= static_cast<double>(set.decode_stream_gaps_us.size());
+  const double us = std::clamp(fitted.kernel_launch_latency.microseconds() - gap_us, 0.0,
+                               fitted.graph_launch_latency().microseconds());
+  return sim::Duration::from_ps(std::llround(us * 1e3) * 1000);  // whole ns, as the profile writes
+}
+
 sim::Duration graph_launch_latency_of(const GpuSpec& fitted, double us) {
   us = std::clamp(us, models::gpu::kMinGraphLaunchLatency.microseconds(),
                   fitted.kernel_launch_latency.microseconds());

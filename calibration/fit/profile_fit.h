@@ -59,4 +59,13 @@ sim::Duration graph_launch_latency_of(const models::gpu::GpuSpec& fitted, double
 std::optional<sim::Duration> fit_graph_launch_latency(const models::gpu::GpuSpec& fitted,
                                                       const MeasurementSet& set);
 
+// The part of `fitted`'s launch latencies a profiler counts as the kernel's
+// (GpuSpec::launch_inside_kernel): the stream latency less the real decode
+// steps' mean gap between kernels on a stream (set.decode_stream_gaps_us),
+// kept in [0, the graph's latency], whole nanoseconds; nullopt when no decode
+// step was measured. A profile whose latency is the measured gap itself
+// (--measured-fixed-costs) gets 0: its kernels hold all of their time.
+std::optional<sim::Duration> fit_launch_inside_kernel(const models::gpu::GpuSpec& fitted,
+                                                      const MeasurementSet& set);
+
 }  // namespace gcsim::calibration

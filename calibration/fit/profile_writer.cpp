@@ -88,13 +88,17 @@ std::string profile_yaml(const ProfileContent& c) {
   o << "# gcsim calibration profile for " << s.name << " (format: calibration/profiles/README.md).\n"
     << "# Made by: " << c.command << "\n"
     << "# cluster.calibration reads gpu, kernel_launch_latency, graph_kernel_launch_latency,\n"
-    << "# sm_bandwidth_headroom and efficiency; the rest records how they were obtained.\n";
+    << "# launch_inside_kernel, sm_bandwidth_headroom and efficiency; the rest records how they\n"
+    << "# were obtained.\n";
   o << "gpu: " << s.name << "\n";
   o << "measured_on: \"" << device << (driver.empty() ? "" : ", driver " + driver)
     << (date.empty() ? "" : ", " + date.substr(0, 10)) << "\"\n";
   o << "kernel_launch_latency: " << sim::format_duration(s.kernel_launch_latency) << "\n";
   if (s.graph_kernel_launch_latency) {
     o << "graph_kernel_launch_latency: " << sim::format_duration(*s.graph_kernel_launch_latency) << "\n";
+  }
+  if (s.launch_inside_kernel) {
+    o << "launch_inside_kernel: " << sim::format_duration(*s.launch_inside_kernel) << "\n";
   }
   o << "sm_bandwidth_headroom: " << num(s.sm_bandwidth_headroom) << "\n";
   o << "efficiency:\n  tensor: {";

@@ -147,6 +147,16 @@ struct GpuSpec {
   // GPU. Collectives launched on a stream pay none (the collective model is
   // fitted to back-to-back stream launches, nccl-tests' way).
   sim::Duration graph_collective_overhead = sim::Duration::zero();
+  // Of kernel_launch_latency (and of the graph's, which is it less what a
+  // graph saves), the part a profiler's kernel duration covers; the rest is
+  // the idle gap between one kernel's end and the next one's start
+  // (launch_gap). Both launch latencies are fitted to back-to-back spacing,
+  // so how they split is a property of the fit as much as of the GPU:
+  // `gcsim calibrate` measures it as the fitted stream latency less the real
+  // decode steps' mean end-to-start gap on a stream (serving_kernels_bench.py;
+  // H100 profile 2397 - 1451 = 946 ns, H200 profile 2720 - 1343 = 1377 ns).
+  // In [0, graph_launch_latency()]; kLaunchInsideKernel where not measured.
+  std::optional<sim::Duration> launch_inside_kernel;
   // How much HBM bandwidth one SM can pull on its own, as a multiple of the
   // even share hbm_bandwidth / sm_count: > 1 lets a kernel on part of the
   // chip still approach full bandwidth.
@@ -187,6 +197,7 @@ struct GpuSpec {
   sim::Duration graph_launch_latency() const {
     return graph_kernel_launch_latency.value_or(kernel_launch_latency);
   }
+  sim::Duration launch_inside() const;
 };
 
 // Lower bound of graph_kernel_launch_latency: H100 and H200 replay empty
@@ -199,25 +210,25 @@ inline constexpr sim::Duration kMinGraphLaunchLatency = sim::Duration::from_ps(2
 // value; more is no launch gap but a misconfiguration.
 inline constexpr sim::Duration kMaxGraphCollectiveOverhead = sim::Duration::from_ps(50'000'000);  // 50 us
 
-// Of a kernel's launch latency (kernel_launch_latency or the graph's, both
-// fitted to the spacing of back-to-back kernels), the part a profiler's
-// kernel duration covers: its CTAs dispatched to the SMs before the first
-// instruction and its completion at the end. The rest is the gap between one
-// kernel's end and the next one's start, which no kernel's duration holds.
-// Measured on one H100 (calibration/measurements/h100-sxm/
+// Where a GPU has no measured launch_inside_kernel: of a kernel's launch
+// latency (kernel_launch_latency or the graph's, both fitted to the spacing
+// of back-to-back kernels), the part a profiler's kernel duration covers: its
+// CTAs dispatched to the SMs before the first instruction and its completion
+// at the end. Measured on one H100 (calibration/measurements/h100-sxm/
 // serving_kernels_2026-11-27, the serving model's six decode steps, each
 // profiled on a stream and replayed from a CUDA graph): the profiler's mean
 // end-to-start gap is 1.451 us on the stream (1.379 .. 1.554) and 0.160 us
 // in the graph (0.074 .. 0.210); the profile's launch latencies, 2.397 and
-// 1.106 us, less those gaps leave 0.946 us both ways. In [0, 1.12 us]: no
-// more than a 1-element kernel's whole profiled duration (1.12 us in a
-// graph, 1.15 on a stream, the same run's `tiny` section).
+// 1.106 us, less those gaps leave 0.946 us both ways.
 inline constexpr sim::Duration kLaunchInsideKernel = sim::Duration::from_ps(946'000);  // 946 ns
 
+inline sim::Duration GpuSpec::launch_inside() const { return launch_inside_kernel.value_or(kLaunchInsideKernel); }
+
 // The gap a profiler leaves between back-to-back kernels launched with
-// `launch` latency: launch less kLaunchInsideKernel, at least 0.
-inline sim::Duration launch_gap(sim::Duration launch) {
-  return launch > kLaunchInsideKernel ? launch - kLaunchInsideKernel : sim::Duration::zero();
+// `launch` latency: launch less the part of it inside the kernel (`inside`,
+// GpuSpec::launch_inside), at least 0.
+inline sim::Duration launch_gap(sim::Duration launch, sim::Duration inside) {
+  return launch > inside ? launch - inside : sim::Duration::zero();
 }
 
 // `s` as kernels replayed in a CUDA graph see it: the graph node's launch

@@ -193,6 +193,7 @@ int fit_and_write(const std::vector<std::string>& files, const std::string& kern
     // A graph node's latency is the fitted stream latency less the measured saving.
     fit.spec.graph_kernel_launch_latency = fit_graph_launch_latency(fit.spec, set);
   }
+  fit.spec.launch_inside_kernel = fit_launch_inside_kernel(fit.spec, set);
   ProfileContent content;
   content.command = command;
   content.fit = &fit;

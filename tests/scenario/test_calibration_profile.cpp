@@ -192,6 +192,32 @@ TEST_CASE("a graph kernel launch latency out of its range is bad input", "[cli]"
     CHECK(r.err.find("graph_kernel_launch_latency") != std::string::npos);
     CHECK(r.err.find("200ns") != std::string::npos);
   }
+  SECTION("a profile's launch_inside_kernel above its graph latency, or negative") {
+    // In [0, the graph's latency]: what a profiler counts of a launch as the
+    // kernel's cannot exceed the launch itself. Above: the range named;
+    // negative: the unit parser's "must not be negative".
+    for (const auto& [inside, says] : {std::pair{"1.5us", "[0, 1us]"}, {"-1ns", "must not be negative"}}) {
+      write_text(dir / "profile.yaml", std::string("gpu: h100-sxm\nkernel_launch_latency: 2us\n"
+                                                   "graph_kernel_launch_latency: 1us\nlaunch_inside_kernel: ") +
+                                           inside + "\n");
+      auto r = run("cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1, calibration: none}",
+                   {"-s", "cluster.calibration=" + (dir / "profile.yaml").string()});
+      INFO(r.err);
+      CHECK(r.exit_status == 2);
+      CHECK(r.err.find("profile.yaml:4") != std::string::npos);
+      CHECK(r.err.find("launch_inside_kernel") != std::string::npos);
+      CHECK(r.err.find(says) != std::string::npos);
+    }
+  }
+  SECTION("a custom GPU's launch_inside_kernel above its stream latency") {
+    auto r = run("cluster: {gpu: {preset: a100-sxm-80gb, kernel_launch_latency: 2us, launch_inside_kernel: 3us}, "
+                 "nodes: 1, gpus_per_node: 1, calibration: none}",
+                 {});
+    INFO(r.err);
+    CHECK(r.exit_status == 2);
+    CHECK(r.err.find("gemm.yaml:1") != std::string::npos);
+    CHECK(r.err.find("cluster.gpu.launch_inside_kernel") != std::string::npos);
+  }
   SECTION("a graph latency given above a profile's own stream latency") {
     write_text(dir / "profile.yaml", "gpu: h100-sxm\nkernel_launch_latency: 1us\ngraph_kernel_launch_latency: 1.5us\n");
     auto r = run("cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1, calibration: none}",

@@ -174,6 +174,39 @@ TEST_CASE("a graph node's launch latency is the stream's less the empty kernels'
   CHECK(*calibration::fit_graph_launch_latency(s, set) == s.kernel_launch_latency);
 }
 
+TEST_CASE("a launch's part inside the kernel: the stream latency less the decode steps' gap", "[calibration]") {
+  // Each decode step of serving_kernels_bench.py gives its mean gap between
+  // kernels on a stream (stream_gap_per_kernel_us: its eager time less its
+  // profiled kernels' durations, over its kernels). The H100's six
+  // (calibration/measurements/h100-sxm/serving_kernels_2026-11-27): 1.379,
+  // 1.441, 1.554, 1.402, 1.382, 1.547 us, mean 1.4508; the profile's 2397 ns
+  // leaves 946 ns, the constant gcsim used for every GPU before it was
+  // measured per profile (gpu_spec.h kLaunchInsideKernel).
+  const MeasurementSet h100 = calibration::load_measurements(
+      {std::string(GCSIM_SOURCE_DIR) + "/calibration/measurements/h100-sxm/serving_kernels_2026-11-27/serving_kernels.json"});
+  REQUIRE(h100.decode_stream_gaps_us.size() == 6);
+  auto s = test::h100_datasheet();
+  s.kernel_launch_latency = sim::ns(int64_t{2397});
+  s.graph_kernel_launch_latency = sim::ns(int64_t{1106});
+  CHECK(*calibration::fit_launch_inside_kernel(s, h100) == sim::ns(int64_t{946}));
+  // The H200's (calibration_set_2026-11-28): 1.298, 1.336, 1.451, 1.284,
+  // 1.315, 1.373 us, mean 1.3428; its profile's 2720 ns leaves 1377 ns.
+  const MeasurementSet h200 = calibration::load_measurements(
+      {std::string(GCSIM_SOURCE_DIR) + "/calibration/measurements/h200-x1/calibration_set_2026-11-28/serving_kernels.json"});
+  s.kernel_launch_latency = sim::ns(int64_t{2720});
+  s.graph_kernel_launch_latency = sim::ns(int64_t{1654});
+  CHECK(*calibration::fit_launch_inside_kernel(s, h200) == sim::ns(int64_t{1377}));
+  // A latency that is the measured gap itself (--measured-fixed-costs: 1258
+  // ns) or less leaves nothing inside; one far above the gap stops at the
+  // graph's latency; no decode step measured, no value.
+  s.kernel_launch_latency = sim::ns(int64_t{1258});
+  s.graph_kernel_launch_latency = sim::ns(int64_t{417});
+  CHECK(*calibration::fit_launch_inside_kernel(s, h200) == sim::Duration::zero());
+  s.kernel_launch_latency = sim::ns(int64_t{5000});
+  CHECK(*calibration::fit_launch_inside_kernel(s, h200) == sim::ns(int64_t{417}));
+  CHECK_FALSE(calibration::fit_launch_inside_kernel(s, MeasurementSet{}).has_value());
+}
+
 TEST_CASE("the H100 profile's graph launch latency lies in its physical range", "[calibration]") {
   // Fitted by gcsim calibrate on the serving model's six decode steps on one
   // H100 (calibration/measurements/h100-sxm/serving_kernels_2026-11-27):

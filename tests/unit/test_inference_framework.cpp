@@ -47,7 +47,7 @@ models::gpu::GpuSpec calibrated_h100_graph() {
 // time there less the gap before the next node (what a step's classes
 // count), in us.
 double graph_profiled_us(const models::gpu::GpuSpec& graph, const models::gpu::KernelDesc& k) {
-  const auto gap = models::gpu::launch_gap(graph.kernel_launch_latency);
+  const auto gap = models::gpu::launch_gap(graph.kernel_launch_latency, graph.launch_inside());
   return (models::gpu::isolated_time(graph, k, graph.sm_count) - gap).seconds() * 1e6;
 }
 
@@ -233,9 +233,10 @@ TEST_CASE("a kernel's class is its time less the gap before the next kernel", "[
   // and 0.160 us (the profiler's mean gaps on the six decode steps of
   // calibration/measurements/h100-sxm/serving_kernels_2026-11-27: 1.451 and
   // 0.160 us). A preset below 0.946 us has no gap.
-  CHECK(models::gpu::launch_gap(sim::ns(int64_t{2397})) == sim::ns(int64_t{1451}));
-  CHECK(models::gpu::launch_gap(sim::ns(int64_t{1106})) == sim::ns(int64_t{160}));
-  CHECK(models::gpu::launch_gap(sim::ns(int64_t{700})) == sim::Duration::zero());
+  const sim::Duration inside = models::gpu::kLaunchInsideKernel;
+  CHECK(models::gpu::launch_gap(sim::ns(int64_t{2397}), inside) == sim::ns(int64_t{1451}));
+  CHECK(models::gpu::launch_gap(sim::ns(int64_t{1106}), inside) == sim::ns(int64_t{160}));
+  CHECK(models::gpu::launch_gap(sim::ns(int64_t{700}), inside) == sim::Duration::zero());
   // A profiler's duration does not depend on how the kernel was launched:
   // on the calibrated H100 every kernel class but communication is the same
   // on a stream and replayed from a graph, while the step is shorter in
@@ -262,6 +263,20 @@ TEST_CASE("a kernel's class is its time less the gap before the next kernel", "[
     classes += s.classes.of(k);
   }
   CHECK(classes == Approx(s.compute.seconds() - 318 * 1.451e-6).epsilon(1e-9));
+  // The calibrated H200 measures its own split (launch_inside_kernel 1377
+  // ns: its 2720 ns stream latency less its decode steps' mean gap, 1.343 us,
+  // calibration/measurements/h200-x1/calibration_set_2026-11-28): the
+  // classes leave out that gap, not the H100's.
+  IterationCostConfig h = bench_tp4(ServingFramework::pytorch_eager);
+  h.gpu = test::calibrated_gpu_preset("h200-sxm");
+  REQUIRE(h.gpu.kernel_launch_latency == sim::ns(int64_t{2720}));
+  REQUIRE(h.gpu.launch_inside() == sim::ns(int64_t{1377}));
+  const StepCost t = IterationCost(h, comm).cost(decode(8, 2048));
+  double h_classes = 0;
+  for (KernelClass k : {KernelClass::gemm, KernelClass::attention, KernelClass::elementwise, KernelClass::norm}) {
+    h_classes += t.classes.of(k);
+  }
+  CHECK(h_classes == Approx(t.compute.seconds() - 318 * 1.343e-6).epsilon(1e-9));
 }
 
 TEST_CASE("an eager pass of a small tensor: its launch's CTAs, latency-bound", "[inference][framework]") {

@@ -553,8 +553,8 @@ const IterationCost::Program& IterationCost::head_launches(int64_t tokens, int64
 // model adds to it; the others, fitted to back-to-back spacing (a kernel's
 // duration and the gap before the next one), count their time less that
 // gap (gpu_spec.h launch_gap: the stream's 1.45 us on an H100, the graph's
-// 0.16 us; the rest of the launch latency, 0.95 us, is inside the
-// kernel's duration). Collectives count their whole time. `launch`: the
+// 0.16 us; the rest of the launch latency, GpuSpec::launch_inside, 0.95 us
+// there, is inside the kernel's duration). Collectives count their whole time. `launch`: the
 // stream's latency, or the graph's for a replayed step; `collective_node`:
 // what a collective's kernel node adds in a replayed graph beyond the
 // collective's time (gpu_spec.h graph_collective_overhead; zero on a
@@ -568,9 +568,9 @@ const IterationCost::Program& IterationCost::head_launches(int64_t tokens, int64
 // it) and HBM bytes over the peak bandwidth.
 class IterationCost::Timeline {
  public:
-  Timeline(sim::Duration issue, sim::Duration launch, sim::Duration collective_node, double clock, double budget_w,
-           const gpu::PowerParams& power, double hbm_peak_bytes_per_s)
-      : issue_(issue), launch_(launch), gap_(gpu::launch_gap(launch)), collective_node_(collective_node),
+  Timeline(sim::Duration issue, sim::Duration launch, sim::Duration inside, sim::Duration collective_node, double clock,
+           double budget_w, const gpu::PowerParams& power, double hbm_peak_bytes_per_s)
+      : issue_(issue), launch_(launch), gap_(gpu::launch_gap(launch, inside)), collective_node_(collective_node),
         clock_(clock), budget_w_(budget_w), power_(power), hbm_peak_(hbm_peak_bytes_per_s) {}
 
   void run(const Launch& l, training::KernelClassTimes& classes) {
@@ -670,7 +670,7 @@ StepCost IterationCost::cost(const StepShape& shape, double clock, double budget
     const int dense = layers_of_stage_dense_[static_cast<size_t>(s)];
     const int moe = layers_of_stage_moe_[static_cast<size_t>(s)];
     const Launch ar = tp_all_reduce(s, t);
-    Timeline line(issue, (c.graph ? graph_gpu_ : config_.gpu).kernel_launch_latency,
+    Timeline line(issue, (c.graph ? graph_gpu_ : config_.gpu).kernel_launch_latency, config_.gpu.launch_inside(),
                   c.graph ? config_.gpu.graph_collective_overhead : sim::Duration::zero(), clock, budget_w,
                   config_.gpu.power,
                   config_.gpu.hbm_bandwidth.bytes_per_s());
