@@ -554,8 +554,9 @@ const IterationCost::Program& IterationCost::head_launches(int64_t tokens, int64
 // duration and the gap before the next one), count their time less that
 // gap (gpu_spec.h launch_gap: the stream's 1.45 us on an H100, the graph's
 // 0.16 us; the rest of the launch latency, GpuSpec::launch_inside, 0.95 us
-// there, is inside the kernel's duration). Collectives count their whole time. `launch`: the
-// stream's latency, or the graph's for a replayed step; `collective_node`:
+// there, is inside the kernel's duration). Collectives count their whole
+// time. `launch`: the stream's latency, or the graph's for a replayed step;
+// `inside`: GpuSpec::launch_inside; `collective_node`:
 // what a collective's kernel node adds in a replayed graph beyond the
 // collective's time (gpu_spec.h graph_collective_overhead; zero on a
 // stream), in the step and the communication time but not in the class,
