@@ -786,6 +786,14 @@ std::string attention_params_yaml(AttentionFamily family, const FusedAttentionPa
     << "\n      decode_wave_overhead: " << std::llround(p.decode_wave_overhead.seconds() * 1e9)
     << "ns\n      decode_split_overhead: " << std::llround(p.decode_split_overhead.seconds() * 1e9)
     << "ns\n";
+  if (p.decode_min_split_keys > 0) o << "      decode_min_split_keys: " << p.decode_min_split_keys << "\n";
+  const auto ns = [&](const char* key, sim::Duration d) {
+    if (d > sim::Duration::zero()) o << "      " << key << ": " << std::llround(d.seconds() * 1e9) << "ns\n";
+  };
+  ns("decode_kernel_overhead", p.decode_kernel_overhead);
+  ns("decode_block_latency", p.decode_block_latency);
+  ns("decode_split_block_latency", p.decode_split_block_latency);
+  ns("decode_split_per_doubling", p.decode_split_per_doubling);
   return o.str();
 }
 
@@ -816,6 +824,15 @@ std::vector<std::string> attention_params_out_of_range(const FusedAttentionParam
   if (p.decode_split_overhead < sim::Duration::zero() || p.decode_split_overhead > kMaxDecodeSplitOverhead) {
     bad.push_back("decode_split_overhead");
   }
+  // The loader's ranges (attention_params_loader.cpp).
+  if (p.decode_min_split_keys < 0) bad.push_back("decode_min_split_keys");
+  const auto within = [&](sim::Duration d, sim::Duration hi, const char* key) {
+    if (d < sim::Duration::zero() || d > hi) bad.push_back(key);
+  };
+  within(p.decode_kernel_overhead, sim::us(int64_t{20}), "decode_kernel_overhead");
+  within(p.decode_block_latency, sim::us(int64_t{10}), "decode_block_latency");
+  within(p.decode_split_block_latency, sim::us(int64_t{10}), "decode_split_block_latency");
+  within(p.decode_split_per_doubling, sim::us(int64_t{10}), "decode_split_per_doubling");
   return bad;
 }
 

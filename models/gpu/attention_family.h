@@ -97,6 +97,22 @@ struct FusedAttentionParams {
   double decode_bandwidth = 0.9;
   sim::Duration decode_wave_overhead = sim::Duration::zero();
   sim::Duration decode_split_overhead = sim::Duration::zero();
+  // The library's own decode kernels, as profiled (cuDNN 9.19 on H100 and
+  // H200: calibration/measurements/{h200-x1,h100-sxm}/
+  // decode_attention_split_2026-11-28; all zero: the terms above alone).
+  // Keys are split only from decode_min_split_keys per sequence (cuDNN:
+  // 1024; below it one CTA per (sequence, KV head) walks them all); each
+  // decode kernel pays decode_kernel_overhead once; a CTA walking its 128-key
+  // blocks one after another takes at least (blocks + 1) x
+  // decode_block_latency (decode_split_block_latency in a split kernel),
+  // under which its KV read hides; and the kernel combining split partial
+  // results grows by decode_split_per_doubling each time the pieces double
+  // (decode_split_overhead at one piece: 1.7 us at 4, 3.6-3.8 at 28-55).
+  int64_t decode_min_split_keys = 0;
+  sim::Duration decode_kernel_overhead = sim::Duration::zero();
+  sim::Duration decode_block_latency = sim::Duration::zero();
+  sim::Duration decode_split_block_latency = sim::Duration::zero();
+  sim::Duration decode_split_per_doubling = sim::Duration::zero();
 };
 
 // FlashAttention-2's prefill (flash2, forward and backward) beyond the MMA

@@ -53,11 +53,18 @@ double io_bytes(const AttentionShape& s) {
 }
 
 // One CTA per (batch, KV head, split of the keys), as kernel_cost_model's
-// flash-decoding.
+// flash-decoding; a family with decode_min_split_keys does not split fewer
+// keys than that (cuDNN: 1024).
 int64_t decode_tiles(const GpuSpec& spec, const AttentionShape& s) {
   const int64_t heads_total = s.batch * kv_heads_of(s);
-  return heads_total * decode_kv_splits(spec, heads_total, kv_len_of(s));
+  const int64_t kv = kv_len_of(s);
+  if (kv < spec.efficiency.fused_attention(s.family).decode_min_split_keys) return heads_total;
+  return heads_total * decode_kv_splits(spec, heads_total, kv);
 }
+
+// Keys a decode CTA's tile covers at a time (cuDNN's sm80 split-KV kernel
+// is knob_35_16x128x128: 128 keys a step).
+constexpr int64_t kDecodeKeyBlock = 128;
 
 }  // namespace
 
@@ -256,8 +263,24 @@ KernelDesc fused_attention_kernel(const GpuSpec& spec, const AttentionShape& s) 
     // read of long contiguous rows may pass.
     k.bandwidth_efficiency = p.decode_bandwidth / spec.efficiency.hbm;
     k.extra_wave_overhead = p.decode_wave_overhead;
-    // Split keys leave partial results that a second kernel combines.
-    if (t.tiles > s.batch * kv_heads_of(s)) k.setup = p.decode_split_overhead;
+    // Split keys leave partial results that a second kernel combines, the
+    // longer the more pieces each (sequence, KV head) was cut into.
+    const int64_t pieces = t.tiles / (s.batch * kv_heads_of(s));
+    const bool split = pieces > 1;
+    k.setup = p.decode_kernel_overhead;
+    if (split) {
+      k.setup += p.decode_split_overhead +
+                 p.decode_split_per_doubling.scaled(std::log2(static_cast<double>(pieces)));
+    }
+    // A CTA walks its key blocks one after another: with few CTAs its loads'
+    // latency, not the stack's bandwidth, sets its time (a floor under the
+    // KV read, in SM cycles; not arithmetic the power model counts).
+    const sim::Duration block = split ? p.decode_split_block_latency : p.decode_block_latency;
+    if (block > sim::Duration::zero()) {
+      const int64_t blocks = ceil_div(ceil_div(kv_len_of(s), pieces), kDecodeKeyBlock);
+      k.latency_floor_cycles_per_tile =
+          static_cast<double>(blocks + 1) * block.seconds() * spec.sm_clock_ghz * 1e9;
+    }
   } else {
     k.extra_wave_overhead = pass.wave_overhead;
     // The grid's ramp and drain, once (cuDNN's forward: fitted with its

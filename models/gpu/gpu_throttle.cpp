@@ -37,6 +37,10 @@ GpuSpec throttled(const GpuSpec& spec, const Throttle& t) {
     fam->backward.kernel_overhead = fam->backward.kernel_overhead.scaled(1.0 / c);
     fam->decode_wave_overhead = fam->decode_wave_overhead.scaled(1.0 / c);
     fam->decode_split_overhead = fam->decode_split_overhead.scaled(1.0 / c);
+    fam->decode_kernel_overhead = fam->decode_kernel_overhead.scaled(1.0 / c);
+    fam->decode_split_per_doubling = fam->decode_split_per_doubling.scaled(1.0 / c);
+    fam->decode_block_latency = fam->decode_block_latency.scaled(1.0 / c);
+    fam->decode_split_block_latency = fam->decode_split_block_latency.scaled(1.0 / c);
   }
   s.hbm_bandwidth = s.hbm_bandwidth.scaled(t.memory_speed);
   return s;

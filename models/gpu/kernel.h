@@ -69,6 +69,11 @@ struct KernelDesc {
   // first loads), added to the arithmetic.
   double sfu_ops_per_tile = 0;
   double latency_cycles_per_tile = 0;
+  // SM cycles a tile takes at least, whatever its arithmetic and bytes: a
+  // chain of dependent loads one CTA walks (a split-KV decode CTA's key
+  // blocks, attention_kernel_model.h). A lower bound on the tile's time, not
+  // arithmetic: the power model's activity does not count it.
+  double latency_floor_cycles_per_tile = 0;
   double total_flops() const { return flops_per_tile * static_cast<double>(tiles); }
   double total_bytes() const { return bytes_per_tile * static_cast<double>(tiles); }
 };

@@ -378,6 +378,12 @@ TileCost tile_cost(const GpuSpec& spec, const KernelDesc& k, int active_sms, dou
     c.compute = sim::max(c.compute, sfu) +
                 sim::Duration::from_seconds(k.latency_cycles_per_tile / hz);
   }
+  if (k.latency_floor_cycles_per_tile > 0.0) {
+    if (!(spec.sm_clock_ghz > 0.0)) {
+      throw std::invalid_argument("kernel '" + k.name + "' needs " + spec.name + "'s SM clock (0)");
+    }
+    c.floor = sim::Duration::from_seconds(k.latency_floor_cycles_per_tile / (spec.sm_clock_ghz * 1e9));
+  }
   if (k.bytes_per_tile > 0.0) {
     // At most the HBM peak: a kernel may pass the streaming rate
     // (efficiency.hbm) but not the pins' rate.
@@ -417,8 +423,9 @@ sim::Duration wave_time(const GpuSpec& spec, const KernelDesc& k, int active_sms
                         double compute_stretch, double hbm_fraction) {
   if (compute_stretch == 1.0 && hbm_fraction == 1.0) return wave_time(spec, k, active_sms);
   const TileCost c = tile_cost(spec, k, active_sms, hbm_fraction);
-  return sim::max(c.compute.scaled(compute_stretch), c.memory) + spec.efficiency.tile_overhead +
-         k.extra_wave_overhead;
+  // The floor is SM cycles: it follows the clock as the arithmetic does.
+  return sim::max(sim::max(c.compute.scaled(compute_stretch), c.memory), c.floor.scaled(compute_stretch)) +
+         spec.efficiency.tile_overhead + k.extra_wave_overhead;
 }
 
 int wave_width(const GpuSpec& spec, const KernelDesc& k, int sms_available) {

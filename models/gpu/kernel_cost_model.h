@@ -112,7 +112,8 @@ EagerSoftmaxKernel eager_softmax_kernel(int64_t cols, Dtype dtype);
 struct TileCost {
   sim::Duration compute;  // flops_per_tile at the unit's per-SM rate x efficiency
   sim::Duration memory;   // bytes_per_tile at hbm_bandwidth_per_sm(active_sms)
-  sim::Duration time() const { return sim::max(compute, memory); }
+  sim::Duration floor;    // latency_floor_cycles_per_tile at the SM clock
+  sim::Duration time() const { return sim::max(sim::max(compute, memory), floor); }
   bool memory_bound() const { return memory > compute; }
 };
 TileCost tile_cost(const GpuSpec& spec, const KernelDesc& kernel, int active_sms);

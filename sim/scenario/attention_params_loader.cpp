@@ -30,6 +30,14 @@ double in_range(ConfigReader& r, const std::string& key, double fallback, double
   return v;
 }
 
+// A duration in [0, hi] (the parser refuses negative ones).
+sim::Duration at_most(ConfigReader& r, const std::string& key, sim::Duration fallback, sim::Duration hi,
+                      const char* doc) {
+  const sim::Duration d = r.get_duration(key, fallback, doc);
+  if (d > hi) r.fail(key, "must lie in [0, " + sim::format_duration(hi) + "]");
+  return d;
+}
+
 void read_pass(ConfigReader& r, FusedAttentionPass& p) {
   p.efficiency = in_range(r, "efficiency", p.efficiency, 0.0, true, 1.0,
                           "tensor-core mainloop fraction of peak (head dim <= 128)");
@@ -109,6 +117,20 @@ void read_attention_families(ConfigReader& efficiency, GpuEfficiency& eff) {
     p.decode_split_overhead =
         r.get_duration("decode_split_overhead", p.decode_split_overhead,
                        "decode: cost of combining split-KV partial results (a second kernel)");
+    p.decode_min_split_keys = r.get_int_in("decode_min_split_keys", p.decode_min_split_keys,
+                                           "decode: keys per sequence below which the keys are not split "
+                                           "(0: the flash-decoding rule alone)",
+                                           0, int64_t{1} << 24);
+    p.decode_kernel_overhead = at_most(r, "decode_kernel_overhead", p.decode_kernel_overhead, sim::us(int64_t{20}),
+                                       "decode: fixed cost of each decode kernel");
+    p.decode_block_latency = at_most(r, "decode_block_latency", p.decode_block_latency, sim::us(int64_t{10}),
+                                     "decode: a CTA's latency per 128-key block it walks");
+    p.decode_split_block_latency =
+        at_most(r, "decode_split_block_latency", p.decode_split_block_latency, sim::us(int64_t{10}),
+                "decode: the same in a split-KV kernel");
+    p.decode_split_per_doubling =
+        at_most(r, "decode_split_per_doubling", p.decode_split_per_doubling, sim::us(int64_t{10}),
+                "decode: the combining kernel's growth each time the pieces double");
     r.finish();
   }
   ConfigReader flash2 = all.child(
@@ -141,7 +163,12 @@ Json attention_families_json(const GpuEfficiency& eff) {
              {"backward", pass_json(p.backward)},
              {"decode_bandwidth", p.decode_bandwidth},
              {"decode_wave_overhead", sim::format_duration(p.decode_wave_overhead)},
-             {"decode_split_overhead", sim::format_duration(p.decode_split_overhead)}};
+             {"decode_split_overhead", sim::format_duration(p.decode_split_overhead)},
+             {"decode_min_split_keys", p.decode_min_split_keys},
+             {"decode_kernel_overhead", sim::format_duration(p.decode_kernel_overhead)},
+             {"decode_block_latency", sim::format_duration(p.decode_block_latency)},
+             {"decode_split_block_latency", sim::format_duration(p.decode_split_block_latency)},
+             {"decode_split_per_doubling", sim::format_duration(p.decode_split_per_doubling)}};
   }
   const models::gpu::Flash2DecodeParams& f = eff.flash2_decode;
   auto prefill = [](const models::gpu::Flash2PrefillPass& p) {

@@ -84,6 +84,13 @@ TEST_CASE("attention fit: recovers the parameters that made the times", "[attent
   c.decode_bandwidth = 0.8;
   c.decode_wave_overhead = sim::us(4.0);
   c.decode_split_overhead = sim::us(5.0);
+  // fit_decode's linear model alone: the kernel-level decode terms (a CTA's
+  // latency floor, a kernel's fixed cost, the reduction's growth with the
+  // pieces, cuDNN's split threshold) are fitted apart, on profiled kernels
+  // (decode_kernel_fit.h), and held at zero here.
+  c.decode_min_split_keys = 0;
+  c.decode_kernel_overhead = c.decode_block_latency = c.decode_split_block_latency = c.decode_split_per_doubling =
+      sim::Duration::zero();
   auto points = grid(truth);
   // The serving grids (batch 1, 16 and 64 heads, 512-8192 tokens), timed as
   // a profiler's kernel durations: what tells the sharing apart.

@@ -77,6 +77,7 @@ void IterationCost::Launch::add_kernel(const gpu::GpuSpec& spec, const KernelDes
     w.count = count;
     w.compute = c.compute;
     w.memory = c.memory;
+    w.floor = c.floor;
     w.overhead = spec.efficiency.tile_overhead + k.extra_wave_overhead;
     w.sm_share = static_cast<double>(sms) / spec.sm_count;
     w.unit = k.unit;
@@ -114,8 +115,10 @@ sim::Duration IterationCost::Launch::at(const gpu::PowerParams& p, double clock,
   for (int i = 0; i < wave_groups; ++i) {
     const Waves& w = waves[static_cast<size_t>(i)];
     const double own = w.clock_at(p, clock, budget_w);
-    const sim::Duration rested = sim::max(w.compute, w.memory) + w.overhead;
-    sim::Duration now = sim::max(w.compute.scaled(w.stretch_at(p, clock, budget_w)), w.memory) + w.overhead;
+    const double stretch = w.stretch_at(p, clock, budget_w);
+    const sim::Duration rested = sim::max(sim::max(w.compute, w.memory), w.floor) + w.overhead;
+    sim::Duration now =
+        sim::max(sim::max(w.compute.scaled(stretch), w.memory), w.floor.scaled(stretch)) + w.overhead;
     if (own < w.issue_q) {
       now = sim::max(now, sim::Duration::from_seconds(w.issue_hbm.seconds() * w.issue_q / own) + w.overhead);
     }

@@ -164,7 +164,7 @@ class IterationCost {
     // None for collectives and sends: the clock leaves them alone.
     struct Waves {
       int64_t count = 0;
-      sim::Duration compute, memory, overhead;  // tile_cost's bounds; tile + wave overhead
+      sim::Duration compute, memory, floor, overhead;  // tile_cost's bounds; tile + wave overhead
       double sm_share = 0.0;                    // the wave's SMs over the GPU's
       gpu::ExecUnit unit = gpu::ExecUnit::vector;
       // A memory kernel's SM side (memory_clock.h): below clock fraction
