@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""cuDNN's decode attention kernel by kernel: a prototype of the model gcsim's `cudnn` decode needs
-(not built into gcsim yet; calibration/fit/decode_attention_split_2026-11-28.md says why and what
-the shipped model misses). Kept as the record of the structure the measurements support, as
-cudnn_small_grid.py was for the prefill grids.
+"""cuDNN's decode attention kernel by kernel: the prototype of gcsim's `cudnn` decode terms. gcsim now
+has them (attention_kernel_model.cpp: decode_min_split_keys, decode_kernel_overhead, the block
+latencies, decode_split_per_doubling; fitted by calibration/fit/decode_kernel_fit.h; report
+calibration/fit/decode_attention_split_2026-11-28.md); this script is kept as the record of how the
+structure was found, as cudnn_small_grid.py is for the prefill grids.
 
 Measured (decode_attention_split.py, PyTorch's default SDPA for one decode token, torch.profiler's
 kernel durations): cuDNN splits a decode's keys, and runs lean_reduction_kernel after its split-KV

@@ -1,4 +1,6 @@
 // cluster.calibration replaces the preset's efficiencies with a profile's.
+#include <tuple>
+
 #include "catch.h"
 #include "run_gcsim.h"
 
@@ -97,6 +99,34 @@ TEST_CASE("a calibration profile's flash2 decode parameter out of range is bad i
   CHECK(r.err.find(":5") != std::string::npos);
   CHECK(r.err.find("efficiency.attention_families.flash2.decode.bandwidth") != std::string::npos);
   CHECK(r.err.find("must lie in (0.0, 1.0]") != std::string::npos);
+}
+
+TEST_CASE("a cudnn decode term out of range is bad input", "[cli]") {
+  // attention_params_loader.cpp: the kernel-level decode terms in [0, 20 us]
+  // (a kernel's fixed cost) or [0, 10 us] (block latencies, the reduction's
+  // growth), the split threshold a non-negative count of keys.
+  TempDir dir;
+  write_text(dir / "gemm.yaml", kGemm);
+  for (const auto& [line, key, says] :
+       {std::tuple{"decode_block_latency: 11us", "decode_block_latency", "[0, 10us]"},
+        {"decode_kernel_overhead: 25us", "decode_kernel_overhead", "[0, 20us]"},
+        {"decode_split_per_doubling: 12us", "decode_split_per_doubling", "[0, 10us]"},
+        {"decode_split_block_latency: -1us", "decode_split_block_latency", "must not be negative"},
+        {"decode_min_split_keys: -1", "decode_min_split_keys", "decode_min_split_keys"}}) {
+    write_text(dir / "profile.yaml", std::string("gpu: h100-sxm\n"
+                                                 "efficiency:\n"
+                                                 "  attention_families:\n"
+                                                 "    cudnn:\n"
+                                                 "      ") +
+                                         line + "\n");
+    auto r = run_gcsim({"run", (dir / "gemm.yaml").string(), "-q", "-o", (dir / "o").string(), "-s",
+                        "cluster.calibration=" + (dir / "profile.yaml").string()});
+    INFO(r.err);
+    CHECK(r.exit_status == 2);
+    CHECK(r.err.find("profile.yaml:5") != std::string::npos);
+    CHECK(r.err.find(std::string("efficiency.attention_families.cudnn.") + key) != std::string::npos);
+    CHECK(r.err.find(says) != std::string::npos);
+  }
 }
 
 TEST_CASE("a fused attention pass's CTA sharing out of range is bad input", "[cli]") {
