@@ -829,10 +829,10 @@ std::vector<std::string> attention_params_out_of_range(const FusedAttentionParam
   const auto within = [&](sim::Duration d, sim::Duration hi, const char* key) {
     if (d < sim::Duration::zero() || d > hi) bad.push_back(key);
   };
-  within(p.decode_kernel_overhead, sim::us(int64_t{20}), "decode_kernel_overhead");
-  within(p.decode_block_latency, sim::us(int64_t{10}), "decode_block_latency");
-  within(p.decode_split_block_latency, sim::us(int64_t{10}), "decode_split_block_latency");
-  within(p.decode_split_per_doubling, sim::us(int64_t{10}), "decode_split_per_doubling");
+  within(p.decode_kernel_overhead, FusedAttentionParams::kMaxDecodeKernelOverhead, "decode_kernel_overhead");
+  within(p.decode_block_latency, FusedAttentionParams::kMaxDecodeStepLatency, "decode_block_latency");
+  within(p.decode_split_block_latency, FusedAttentionParams::kMaxDecodeStepLatency, "decode_split_block_latency");
+  within(p.decode_split_per_doubling, FusedAttentionParams::kMaxDecodeStepLatency, "decode_split_per_doubling");
   return bad;
 }
 

@@ -84,9 +84,11 @@ FusedAttentionParams descend(const GpuSpec& spec, AttentionFamily family,
   double us[6] = {p.decode_wave_overhead.microseconds(),    p.decode_split_overhead.microseconds(),
                   p.decode_kernel_overhead.microseconds(),  p.decode_block_latency.microseconds(),
                   p.decode_split_block_latency.microseconds(), p.decode_split_per_doubling.microseconds()};
-  std::vector<Term> terms{{&bw, 0.02, 0.5, 1.0},       {&us[0], 0.25, 0.0, 1000.0}, {&us[1], 0.25, 0.0, 50.0},
-                          {&us[2], 0.25, 0.0, 20.0},   {&us[3], 0.25, 0.0, 10.0},   {&us[4], 0.25, 0.0, 10.0},
-                          {&us[5], 0.25, 0.0, 10.0}};
+  const double kernel_hi = FusedAttentionParams::kMaxDecodeKernelOverhead.microseconds();
+  const double step_hi = FusedAttentionParams::kMaxDecodeStepLatency.microseconds();
+  std::vector<Term> terms{{&bw, 0.02, 0.5, 1.0},         {&us[0], 0.25, 0.0, 1000.0},  {&us[1], 0.25, 0.0, 50.0},
+                          {&us[2], 0.25, 0.0, kernel_hi}, {&us[3], 0.25, 0.0, step_hi}, {&us[4], 0.25, 0.0, step_hi},
+                          {&us[5], 0.25, 0.0, step_hi}};
   const auto apply = [&] {
     p.decode_bandwidth = bw;
     p.decode_wave_overhead = sim::Duration::from_seconds(us[0] * 1e-6);

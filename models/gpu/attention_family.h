@@ -108,6 +108,12 @@ struct FusedAttentionParams {
   // under which its KV read hides; and the kernel combining split partial
   // results grows by decode_split_per_doubling each time the pieces double
   // (decode_split_overhead at one piece: 1.7 us at 4, 3.6-3.8 at 28-55).
+  // Ranges (the loader refuses a value outside them): the kernel's fixed
+  // cost in [0, kMaxDecodeKernelOverhead], the block latencies and the
+  // growth per doubling in [0, kMaxDecodeStepLatency] (measured: 1.5-2.1 us
+  // and 0.4-0.9 us).
+  static constexpr sim::Duration kMaxDecodeKernelOverhead = sim::Duration::from_ps(20'000'000);  // 20 us
+  static constexpr sim::Duration kMaxDecodeStepLatency = sim::Duration::from_ps(10'000'000);     // 10 us
   int64_t decode_min_split_keys = 0;
   sim::Duration decode_kernel_overhead = sim::Duration::zero();
   sim::Duration decode_block_latency = sim::Duration::zero();

@@ -121,15 +121,15 @@ void read_attention_families(ConfigReader& efficiency, GpuEfficiency& eff) {
                                            "decode: keys per sequence below which the keys are not split "
                                            "(0: the flash-decoding rule alone)",
                                            0, int64_t{1} << 24);
-    p.decode_kernel_overhead = at_most(r, "decode_kernel_overhead", p.decode_kernel_overhead, sim::us(int64_t{20}),
+    p.decode_kernel_overhead = at_most(r, "decode_kernel_overhead", p.decode_kernel_overhead, FusedAttentionParams::kMaxDecodeKernelOverhead,
                                        "decode: fixed cost of each decode kernel");
-    p.decode_block_latency = at_most(r, "decode_block_latency", p.decode_block_latency, sim::us(int64_t{10}),
+    p.decode_block_latency = at_most(r, "decode_block_latency", p.decode_block_latency, FusedAttentionParams::kMaxDecodeStepLatency,
                                      "decode: a CTA's latency per 128-key block it walks");
     p.decode_split_block_latency =
-        at_most(r, "decode_split_block_latency", p.decode_split_block_latency, sim::us(int64_t{10}),
+        at_most(r, "decode_split_block_latency", p.decode_split_block_latency, FusedAttentionParams::kMaxDecodeStepLatency,
                 "decode: the same in a split-KV kernel");
     p.decode_split_per_doubling =
-        at_most(r, "decode_split_per_doubling", p.decode_split_per_doubling, sim::us(int64_t{10}),
+        at_most(r, "decode_split_per_doubling", p.decode_split_per_doubling, FusedAttentionParams::kMaxDecodeStepLatency,
                 "decode: the combining kernel's growth each time the pieces double");
     r.finish();
   }
