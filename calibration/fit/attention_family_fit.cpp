@@ -287,6 +287,16 @@ void fit_decode(const GpuSpec& spec, AttentionFamily family,
     notes.push_back(what + " decode: no measurement; prior kept");
     return;
   }
+  // A family with the library's own kernel-level terms (a CTA's latency
+  // floor, a kernel's fixed cost, the reduction's growth, a split threshold)
+  // has all its decode terms fitted together on profiled kernels
+  // (decode_kernel_fit.h); this linear model knows none of them.
+  if (p.decode_min_split_keys > 0 || p.decode_kernel_overhead > sim::Duration::zero() ||
+      p.decode_block_latency > sim::Duration::zero() || p.decode_split_block_latency > sim::Duration::zero() ||
+      p.decode_split_per_doubling > sim::Duration::zero()) {
+    notes.push_back(what + " decode: fitted apart on profiled kernels (decode_kernel_fit.h); kept");
+    return;
+  }
   // Unknowns: 1 / decode_bandwidth (the memory time at the HBM peak scales
   // by it), the per-wave overhead and the split-combine cost.
   GpuSpec unit = spec;

@@ -292,11 +292,23 @@ double predicted_us(const GpuSpec& spec, const Measurement& m) {
   return isolated_us_at(spec, kernel_for(spec, m), compute_stretch(spec, m));
 }
 
+namespace {
+
+// `us` in whole nanoseconds, as a profile writes durations.
+sim::Duration whole_ns(double us) { return sim::Duration::from_ps(std::llround(us * 1e3) * 1000); }
+
+double mean_of(const std::vector<double>& v) {
+  double sum = 0.0;
+  for (double x : v) sum += x;
+  return sum / static_cast<double>(v.size());
+}
+
+}  // namespace
+
 std::optional<sim::Duration> fit_graph_launch_latency(const GpuSpec& fitted, const MeasurementSet& set) {
   double saved_us = 0.0;
   if (!set.graph_savings_us.empty()) {
-    for (double s : set.graph_savings_us) saved_us += s;
-    saved_us = std::max(0.0, saved_us / static_cast<double>(set.graph_savings_us.size()));
+    saved_us = std::max(0.0, mean_of(set.graph_savings_us));
   } else if (set.launch_us > 0.0 && set.graph_node_us > 0.0) {
     saved_us = std::max(0.0, set.launch_us - set.graph_node_us);
   } else {
@@ -307,18 +319,13 @@ std::optional<sim::Duration> fit_graph_launch_latency(const GpuSpec& fitted, con
 
 std::optional<sim::Duration> fit_launch_inside_kernel(const GpuSpec& fitted, const MeasurementSet& set) {
   if (set.decode_stream_gaps_us.empty()) return std::nullopt;
-  double gap_us = 0.0;
-  for (double g : set.decode_stream_gaps_us) gap_us += g;
-  gap_us /= static_cast<double>(set.decode_stream_gaps_us.size());
-  const double us = std::clamp(fitted.kernel_launch_latency.microseconds() - gap_us, 0.0,
-                               fitted.graph_launch_latency().microseconds());
-  return sim::Duration::from_ps(std::llround(us * 1e3) * 1000);  // whole ns, as the profile writes
+  return whole_ns(std::clamp(fitted.kernel_launch_latency.microseconds() - mean_of(set.decode_stream_gaps_us), 0.0,
+                             fitted.graph_launch_latency().microseconds()));
 }
 
 sim::Duration graph_launch_latency_of(const GpuSpec& fitted, double us) {
-  us = std::clamp(us, models::gpu::kMinGraphLaunchLatency.microseconds(),
-                  fitted.kernel_launch_latency.microseconds());
-  return sim::Duration::from_ps(std::llround(us * 1e3) * 1000);  // whole ns, as the profile writes
+  return whole_ns(std::clamp(us, models::gpu::kMinGraphLaunchLatency.microseconds(),
+                             fitted.kernel_launch_latency.microseconds()));
 }
 
 FitResult fit_profile(const GpuSpec& base, const std::vector<const Measurement*>& cases,
