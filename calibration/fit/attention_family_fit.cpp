@@ -292,7 +292,7 @@ void fit_decode(const GpuSpec& spec, AttentionFamily family,
   // has all its decode terms fitted together on profiled kernels
   // (decode_kernel_fit.h); this linear model knows none of them.
   if (p.decode_min_split_keys > 0 || p.decode_kernel_overhead > sim::Duration::zero() ||
-      p.decode_block_latency > sim::Duration::zero() || p.decode_split_block_latency > sim::Duration::zero() ||
+      p.decode_block_latency > sim::Duration::zero() ||
       p.decode_split_per_doubling > sim::Duration::zero()) {
     notes.push_back(what + " decode: fitted apart on profiled kernels (decode_kernel_fit.h); kept");
     return;
@@ -802,7 +802,6 @@ std::string attention_params_yaml(AttentionFamily family, const FusedAttentionPa
   };
   ns("decode_kernel_overhead", p.decode_kernel_overhead);
   ns("decode_block_latency", p.decode_block_latency);
-  ns("decode_split_block_latency", p.decode_split_block_latency);
   ns("decode_split_per_doubling", p.decode_split_per_doubling);
   return o.str();
 }
@@ -841,7 +840,6 @@ std::vector<std::string> attention_params_out_of_range(const FusedAttentionParam
   };
   within(p.decode_kernel_overhead, FusedAttentionParams::kMaxDecodeKernelOverhead, "decode_kernel_overhead");
   within(p.decode_block_latency, FusedAttentionParams::kMaxDecodeStepLatency, "decode_block_latency");
-  within(p.decode_split_block_latency, FusedAttentionParams::kMaxDecodeStepLatency, "decode_split_block_latency");
   within(p.decode_split_per_doubling, FusedAttentionParams::kMaxDecodeStepLatency, "decode_split_per_doubling");
   return bad;
 }

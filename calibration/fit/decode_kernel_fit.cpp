@@ -81,22 +81,20 @@ FusedAttentionParams descend(const GpuSpec& spec, AttentionFamily family,
     double step, lo, hi;
   };
   double bw = p.decode_bandwidth;
-  double us[6] = {p.decode_wave_overhead.microseconds(),    p.decode_split_overhead.microseconds(),
-                  p.decode_kernel_overhead.microseconds(),  p.decode_block_latency.microseconds(),
-                  p.decode_split_block_latency.microseconds(), p.decode_split_per_doubling.microseconds()};
+  double us[5] = {p.decode_wave_overhead.microseconds(), p.decode_split_overhead.microseconds(),
+                  p.decode_kernel_overhead.microseconds(), p.decode_block_latency.microseconds(),
+                  p.decode_split_per_doubling.microseconds()};
   const double kernel_hi = FusedAttentionParams::kMaxDecodeKernelOverhead.microseconds();
   const double step_hi = FusedAttentionParams::kMaxDecodeStepLatency.microseconds();
   std::vector<Term> terms{{&bw, 0.02, 0.5, 1.0},         {&us[0], 0.25, 0.0, 1000.0},  {&us[1], 0.25, 0.0, 50.0},
-                          {&us[2], 0.25, 0.0, kernel_hi}, {&us[3], 0.25, 0.0, step_hi}, {&us[4], 0.25, 0.0, step_hi},
-                          {&us[5], 0.25, 0.0, step_hi}};
+                          {&us[2], 0.25, 0.0, kernel_hi}, {&us[3], 0.25, 0.0, step_hi}, {&us[4], 0.25, 0.0, step_hi}};
   const auto apply = [&] {
     p.decode_bandwidth = bw;
     p.decode_wave_overhead = sim::Duration::from_seconds(us[0] * 1e-6);
     p.decode_split_overhead = sim::Duration::from_seconds(us[1] * 1e-6);
     p.decode_kernel_overhead = sim::Duration::from_seconds(us[2] * 1e-6);
     p.decode_block_latency = sim::Duration::from_seconds(us[3] * 1e-6);
-    p.decode_split_block_latency = sim::Duration::from_seconds(us[4] * 1e-6);
-    p.decode_split_per_doubling = sim::Duration::from_seconds(us[5] * 1e-6);
+    p.decode_split_per_doubling = sim::Duration::from_seconds(us[4] * 1e-6);
   };
   apply();
   double best = decode_mean_abs_error(s, points);

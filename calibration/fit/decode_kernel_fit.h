@@ -32,7 +32,7 @@ double decode_duration_us(const models::gpu::GpuSpec& spec, const DecodeKernelPo
 double decode_spacing_us(const models::gpu::GpuSpec& spec, const DecodeKernelPoint& p);
 
 // `spec`'s family decode terms with decode_bandwidth, decode_wave_overhead,
-// decode_split_overhead, decode_kernel_overhead, both block latencies and
+// decode_split_overhead, decode_kernel_overhead, decode_block_latency and
 // decode_split_per_doubling fitted to `points`' durations (coordinate
 // descent on the mean relative error from the family's current values and
 // from block latencies of 0-1.2 us, the best kept; each term in the

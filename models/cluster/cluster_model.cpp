@@ -636,7 +636,8 @@ std::string ClusterModel::describe(const Op& op, int rank) const {
     j["waves_alone"] = gpu::wave_count(spec, k, sms);
     j["gflop"] = k.total_flops() * 1e-9;
     j["hbm_mb"] = k.total_bytes() * 1e-6;
-    j["tile_bound"] = tile.memory_bound() ? "memory" : "compute";
+    if (k.l2_resident) j["l2_resident"] = true;  // those bytes move from L2 (l2_cache.h)
+    j["tile_bound"] = tile.bound();
     j["tile_us"] = tile.time().microseconds();
   } else if (const auto* p = std::get_if<workloads::P2pOp>(&op.payload)) {
     j["bytes"] = p->bytes.count();

@@ -104,8 +104,9 @@ struct FusedAttentionParams {
   // 1024; below it one CTA per (sequence, KV head) walks them all); each
   // decode kernel pays decode_kernel_overhead once; a CTA walking its 128-key
   // blocks one after another takes at least (blocks + 1) x
-  // decode_block_latency (decode_split_block_latency in a split kernel),
-  // under which its KV read hides; and the kernel combining split partial
+  // decode_block_latency in an unsplit kernel, under which its KV read
+  // hides (a split kernel's CTAs walk few blocks each: fitted with a term of
+  // their own, it came out 0 on both GPUs, so they have none); and the kernel combining split partial
   // results grows by decode_split_per_doubling each time the pieces double
   // (decode_split_overhead at one piece: 1.7 us at 4, 3.6-3.8 at 28-55).
   // Ranges (the loader refuses a value outside them): the kernel's fixed
@@ -117,7 +118,6 @@ struct FusedAttentionParams {
   int64_t decode_min_split_keys = 0;
   sim::Duration decode_kernel_overhead = sim::Duration::zero();
   sim::Duration decode_block_latency = sim::Duration::zero();
-  sim::Duration decode_split_block_latency = sim::Duration::zero();
   sim::Duration decode_split_per_doubling = sim::Duration::zero();
 };
 

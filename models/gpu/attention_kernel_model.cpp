@@ -275,7 +275,9 @@ KernelDesc fused_attention_kernel(const GpuSpec& spec, const AttentionShape& s) 
     // A CTA walks its key blocks one after another: with few CTAs its loads'
     // latency, not the stack's bandwidth, sets its time (a floor under the
     // KV read, in SM cycles; not arithmetic the power model counts).
-    const sim::Duration block = split ? p.decode_split_block_latency : p.decode_block_latency;
+    // Unsplit kernels only (attention_family.h: a split CTA's few blocks had no
+    // floor to fit).
+    const sim::Duration block = split ? sim::Duration::zero() : p.decode_block_latency;
     if (block > sim::Duration::zero()) {
       const int64_t blocks = ceil_div(ceil_div(kv_len_of(s), pieces), kDecodeKeyBlock);
       k.latency_floor_cycles_per_tile =

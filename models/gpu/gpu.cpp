@@ -603,7 +603,7 @@ class Gpu::Impl : public sim::EventHandler {
       // Its own pace: the length it has when no collective streams.
       const sim::Duration own = hbm_load_ == 0.0 ? w.length : own_wave_time(r, w.active);
       w.demand = own > sim::Duration::zero()
-                     ? w.sms * r.kernel.bytes_per_tile / own.seconds()
+                     ? w.sms * r.kernel.hbm_bytes_per_tile() / own.seconds()
                      : 0.0;
       advance_activity();
       live_sms_ += w.sms;
@@ -653,7 +653,7 @@ class Gpu::Impl : public sim::EventHandler {
     const double b = achieved_hbm_bandwidth(spec_).bytes_per_s();
     const double demand =
         own > sim::Duration::zero()
-            ? std::min(b, active * r.kernel.bytes_per_tile / own.seconds())
+            ? std::min(b, active * r.kernel.hbm_bytes_per_tile() / own.seconds())
             : 0.0;
     const double fraction = kernel_hbm_fraction(b, active, demand, sms_.held(), hbm_load_);
     const double sensitivity = r.kernel.fused_attention        ? interference_.attention_sensitivity

@@ -169,6 +169,12 @@ struct GpuSpec {
   // calibration_set_2026-11-28), where the H200's even share is 1.42x the
   // H100's. nullopt: the headroom rule.
   std::optional<sim::Bandwidth> sm_hbm_reach;
+  // The rate all SMs together read and write lines resident in L2, as a
+  // pass over tensors the kernels just before it wrote sees it (l2_cache.h).
+  // Measured (calibration/measurements/h200-x1/l2_resident_2026-11-28: eager
+  // PyTorch passes over tensors a fill just wrote, against the same from
+  // HBM). nullopt: not measured, every byte moves at HBM's rate.
+  std::optional<sim::Bandwidth> l2_bandwidth;
   // GEMMs run as persistent kernels (KernelDesc::persistent): cuBLAS on
   // Hopper and later sizes the grid to the SMs and keeps them to the end.
   bool persistent_gemm = false;

@@ -40,7 +40,6 @@ GpuSpec throttled(const GpuSpec& spec, const Throttle& t) {
     fam->decode_kernel_overhead = fam->decode_kernel_overhead.scaled(1.0 / c);
     fam->decode_split_per_doubling = fam->decode_split_per_doubling.scaled(1.0 / c);
     fam->decode_block_latency = fam->decode_block_latency.scaled(1.0 / c);
-    fam->decode_split_block_latency = fam->decode_split_block_latency.scaled(1.0 / c);
   }
   s.hbm_bandwidth = s.hbm_bandwidth.scaled(t.memory_speed);
   return s;

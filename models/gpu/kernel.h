@@ -74,6 +74,13 @@ struct KernelDesc {
   // blocks, attention_kernel_model.h). A lower bound on the tile's time, not
   // arithmetic: the power model's activity does not count it.
   double latency_floor_cycles_per_tile = 0;
+  // Its bytes move between the SMs and L2, not HBM (l2_cache.h): a pass
+  // whose inputs the kernels just before it wrote, all of whose reads and
+  // writes fit in L2. Its tiles stream at l2_bandwidth_per_sm; it draws no
+  // HBM bandwidth beside a collective and no HBM power (its dirty lines are
+  // written back later, under the kernels after it: not counted).
+  bool l2_resident = false;
+  double hbm_bytes_per_tile() const { return l2_resident ? 0.0 : bytes_per_tile; }
   double total_flops() const { return flops_per_tile * static_cast<double>(tiles); }
   double total_bytes() const { return bytes_per_tile * static_cast<double>(tiles); }
 };
@@ -160,6 +167,12 @@ struct MemoryOpShape {
   // bytes would spread over (a reduction over a few rows, each CTA at what
   // one SM pulls); 0: the grid follows the bytes.
   int64_t max_ctas = 0;
+  // The pass reads tensors the kernels just before it wrote (a serving
+  // step's activations: a GEMM's output, the previous pass's): when its
+  // bytes fit in L2 (l2_cache.h l2_holds) they move at L2's rate
+  // (KernelDesc::l2_resident). false: from HBM, as a pass after an L2 flush
+  // (the microbenchmarks' way) or over weights, gradients and optimizer state.
+  bool inputs_in_l2 = false;
 };
 
 }  // namespace gcsim::models::gpu

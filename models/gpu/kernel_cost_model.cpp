@@ -9,6 +9,7 @@
 #include "models/gpu/attention_flash2_decode.h"
 #include "models/gpu/attention_kernel_model.h"
 #include "models/gpu/hbm.h"
+#include "models/gpu/l2_cache.h"
 #include "models/gpu/memory_spread.h"
 #include "sim/config/units.h"
 
@@ -344,6 +345,7 @@ KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
   }
   k.flops_per_tile = flops / static_cast<double>(k.tiles);
   k.bytes_per_tile = bytes / static_cast<double>(k.tiles);
+  k.l2_resident = s.inputs_in_l2 && l2_holds(spec, bytes);
   // Grid-stride: each tile takes an even share of the rows.
   k.sfu_ops_per_tile = sfu / static_cast<double>(k.tiles);
   k.latency_cycles_per_tile = latency_cycles / static_cast<double>(k.tiles);
@@ -392,17 +394,23 @@ TileCost tile_cost(const GpuSpec& spec, const KernelDesc& k, int active_sms, dou
       throw std::invalid_argument("kernel '" + k.name +
                                   "' has a bandwidth efficiency outside (0, HBM peak]");
     }
-    // A memory kernel filling its SMs draws the stack along the measured
-    // saturation curve (memory_spread.h); small grids and tiles of one CTA
-    // per SM, the plain share (hbm.h).
-    sim::Bandwidth per_sm = fills_its_sms(k) ? spread_bandwidth_per_sm(spec, active_sms, hbm_fraction)
-                                             : hbm_bandwidth_per_sm(spec, active_sms, hbm_fraction);
-    if (k.sm_pull_fraction < 1.0) {
-      if (!(k.sm_pull_fraction > 0.0)) {
-        throw std::invalid_argument("kernel '" + k.name + "' has an SM pull fraction outside (0, 1]");
+    if (!(k.sm_pull_fraction > 0.0 && k.sm_pull_fraction <= 1.0)) {
+      throw std::invalid_argument("kernel '" + k.name + "' has an SM pull fraction outside (0, 1]");
+    }
+    sim::Bandwidth per_sm;
+    if (k.l2_resident) {
+      // From L2 (l2_cache.h): no HBM stack to share with a collective.
+      per_sm = l2_bandwidth_per_sm(spec, active_sms, k.sm_pull_fraction);
+    } else {
+      // A memory kernel filling its SMs draws the stack along the measured
+      // saturation curve (memory_spread.h); small grids and tiles of one CTA
+      // per SM, the plain share (hbm.h).
+      per_sm = fills_its_sms(k) ? spread_bandwidth_per_sm(spec, active_sms, hbm_fraction)
+                                : hbm_bandwidth_per_sm(spec, active_sms, hbm_fraction);
+      if (k.sm_pull_fraction < 1.0) {
+        const sim::Bandwidth reach = single_sm_hbm_reach(spec).scaled(k.sm_pull_fraction);
+        if (reach.bytes_per_s() < per_sm.bytes_per_s()) per_sm = reach;
       }
-      const sim::Bandwidth reach = single_sm_hbm_reach(spec).scaled(k.sm_pull_fraction);
-      if (reach.bytes_per_s() < per_sm.bytes_per_s()) per_sm = reach;
     }
     c.memory = sim::transfer_time(k.bytes_per_tile, per_sm.scaled(k.bandwidth_efficiency));
   }

@@ -115,6 +115,13 @@ struct TileCost {
   sim::Duration floor;    // latency_floor_cycles_per_tile at the SM clock
   sim::Duration time() const { return sim::max(sim::max(compute, memory), floor); }
   bool memory_bound() const { return memory > compute; }
+  // What sets time(), for reports: "latency" when the floor is above both
+  // bounds (a split-KV decode CTA walking its key blocks), else the longer
+  // of the bytes and the arithmetic.
+  const char* bound() const {
+    if (floor > compute && floor > memory) return "latency";
+    return memory_bound() ? "memory" : "compute";
+  }
 };
 TileCost tile_cost(const GpuSpec& spec, const KernelDesc& kernel, int active_sms);
 // The same with only `hbm_fraction` of the achieved HBM bandwidth left to

@@ -23,7 +23,7 @@ Activity wave_activity(const GpuSpec& spec, const KernelDesc& kernel, int sms, i
   const double share = static_cast<double>(sms) / spec.sm_count;
   const double busy = std::min(1.0, tile_cost(spec, kernel, active).compute.seconds() * stretch / length_s) * share;
   Activity a = arithmetic_activity(spec.power, kernel, busy);
-  a.hbm = std::min(1.0, sms * kernel.bytes_per_tile / length_s / spec.hbm_bandwidth.bytes_per_s());
+  a.hbm = std::min(1.0, sms * kernel.hbm_bytes_per_tile() / length_s / spec.hbm_bandwidth.bytes_per_s());
   return a;
 }
 

@@ -133,7 +133,10 @@ std::string explain_graph(const Scenario& s, const Json& summary) {
         c.reason = "fixed overheads `" + e.overheads.formula + "` = " +
                    est::format_value(e.overheads.value, est::Unit::seconds) + "; wave quantization keeps " +
                    est::format_value(e.waves.value, est::Unit::fraction) + " of the SM slots busy (" + e.waves.formula +
-                   ")" + (e.memory_bound ? "; HBM-bound: tiles share the bandwidth per SM" : "");
+                   ")" +
+                   (e.latency_bound  ? "; latency-bound: each CTA walks its blocks one load after another"
+                    : e.memory_bound ? "; HBM-bound: tiles share the bandwidth per SM"
+                                     : "");
       } else if (op.kind == workloads::OpKind::collective) {
         const auto& col = std::get<workloads::CollectiveOp>(op.payload);
         const auto members = g.participants(rank, op);

@@ -125,9 +125,6 @@ void read_attention_families(ConfigReader& efficiency, GpuEfficiency& eff) {
                                        "decode: fixed cost of each decode kernel");
     p.decode_block_latency = at_most(r, "decode_block_latency", p.decode_block_latency, FusedAttentionParams::kMaxDecodeStepLatency,
                                      "decode: a CTA's latency per 128-key block it walks");
-    p.decode_split_block_latency =
-        at_most(r, "decode_split_block_latency", p.decode_split_block_latency, FusedAttentionParams::kMaxDecodeStepLatency,
-                "decode: the same in a split-KV kernel");
     p.decode_split_per_doubling =
         at_most(r, "decode_split_per_doubling", p.decode_split_per_doubling, FusedAttentionParams::kMaxDecodeStepLatency,
                 "decode: the combining kernel's growth each time the pieces double");
@@ -167,7 +164,6 @@ Json attention_families_json(const GpuEfficiency& eff) {
              {"decode_min_split_keys", p.decode_min_split_keys},
              {"decode_kernel_overhead", sim::format_duration(p.decode_kernel_overhead)},
              {"decode_block_latency", sim::format_duration(p.decode_block_latency)},
-             {"decode_split_block_latency", sim::format_duration(p.decode_split_block_latency)},
              {"decode_split_per_doubling", sim::format_duration(p.decode_split_per_doubling)}};
   }
   const models::gpu::Flash2DecodeParams& f = eff.flash2_decode;

@@ -26,6 +26,22 @@ using sim::config::Json;
 
 namespace {
 
+// L2's measured rate (l2_cache.h): at least HBM's (else L2 would not be a
+// cache worth hitting) and at most 8x it (an H200 measures ~1.2x its HBM's
+// on freshly written lines), with a size to hold the lines.
+void read_l2_bandwidth(ConfigReader& r, GpuSpec& s) {
+  if (!r.has("l2_bandwidth")) return;
+  s.l2_bandwidth = r.get_bandwidth("l2_bandwidth", std::nullopt,
+                                   "rate all SMs read and write lines resident in L2 (measured)");
+  const sim::Bandwidth most = s.hbm_bandwidth.scaled(8.0);
+  if (!(*s.l2_bandwidth >= s.hbm_bandwidth && *s.l2_bandwidth <= most)) {
+    r.fail("l2_bandwidth", "l2_bandwidth " + sim::format_bandwidth(*s.l2_bandwidth) + " must be in [" +
+                               sim::format_bandwidth(s.hbm_bandwidth) + ", " + sim::format_bandwidth(most) +
+                               "]: the HBM bandwidth to 8x it (an H200 measures ~5.4 TB/s)");
+  }
+  if (s.l2_size.count() <= 0) r.fail("l2_bandwidth", "l2_bandwidth needs the L2's size (`l2`)");
+}
+
 template <typename T>
 std::optional<T> from(const GpuSpec* base, T GpuSpec::*field) {
   if (!base) return std::nullopt;
@@ -247,6 +263,7 @@ GpuSpec read_gpu_fields(ConfigReader& r, const GpuSpec* base) {
                                  "]: one SM pulls at most the whole stack (an H100's SM reaches ~134 GB/s)");
     }
   }
+  read_l2_bandwidth(r, s);
   s.persistent_gemm =
       r.get_bool("persistent_gemm", s.persistent_gemm,
                  "GEMMs keep the SMs they start on until they end (cuBLAS on Hopper and later)");
@@ -348,6 +365,7 @@ Json gpu_spec_json(const GpuSpec& s) {
   j["graph_collective_overhead"] = sim::format_duration(s.graph_collective_overhead);
   j["sm_bandwidth_headroom"] = s.sm_bandwidth_headroom;
   if (s.sm_hbm_reach) j["sm_hbm_reach"] = sim::format_bandwidth(*s.sm_hbm_reach);
+  if (s.l2_bandwidth) j["l2_bandwidth"] = sim::format_bandwidth(*s.l2_bandwidth);
   j["persistent_gemm"] = s.persistent_gemm;
   j["sustained_tensor_fraction"] = s.sustained_tensor_fraction;
   if (s.power.enabled()) {

@@ -111,7 +111,7 @@ TEST_CASE("a cudnn decode term out of range is bad input", "[cli]") {
        {std::tuple{"decode_block_latency: 11us", "decode_block_latency", "[0, 10us]"},
         {"decode_kernel_overhead: 25us", "decode_kernel_overhead", "[0, 20us]"},
         {"decode_split_per_doubling: 12us", "decode_split_per_doubling", "[0, 10us]"},
-        {"decode_split_block_latency: -1us", "decode_split_block_latency", "must not be negative"},
+        {"decode_block_latency: -1us", "decode_block_latency", "must not be negative"},
         {"decode_min_split_keys: -1", "decode_min_split_keys", "decode_min_split_keys"}}) {
     write_text(dir / "profile.yaml", std::string("gpu: h100-sxm\n"
                                                  "efficiency:\n"
@@ -193,6 +193,21 @@ TEST_CASE("a graph kernel launch latency out of its range is bad input", "[cli]"
       CHECK(r.exit_status == 2);
       CHECK(r.err.find("gemm.yaml:1") != std::string::npos);
       CHECK(r.err.find("cluster.gpu.sm_hbm_reach") != std::string::npos);
+      CHECK(r.err.find(says) != std::string::npos);
+    }
+  }
+  SECTION("a custom GPU's L2 bandwidth below its HBM's, above 8x it, or with no L2 size") {
+    // gpu_spec_loader.cpp read_l2_bandwidth: [HBM bandwidth, 8x it], and a size to hold the lines.
+    for (const auto& [keys, says] :
+         {std::pair{"l2_bandwidth: 3TB/s", "[3350GB/s, 26800GB/s]"}, {"l2_bandwidth: 30TB/s", "[3350GB/s, 26800GB/s]"},
+          {"l2: 0B, l2_bandwidth: 5TB/s", "needs the L2's size"}}) {
+      auto r = run(std::string("cluster: {gpu: {preset: h100-sxm, ") + keys +
+                       "}, nodes: 1, gpus_per_node: 1, calibration: none}",
+                   {});
+      INFO(r.err);
+      CHECK(r.exit_status == 2);
+      CHECK(r.err.find("gemm.yaml:1") != std::string::npos);
+      CHECK(r.err.find("cluster.gpu.l2_bandwidth") != std::string::npos);
       CHECK(r.err.find(says) != std::string::npos);
     }
   }

@@ -89,8 +89,7 @@ TEST_CASE("attention fit: recovers the parameters that made the times", "[attent
   // pieces, cuDNN's split threshold) are fitted apart, on profiled kernels
   // (decode_kernel_fit.h), and held at zero here.
   c.decode_min_split_keys = 0;
-  c.decode_kernel_overhead = c.decode_block_latency = c.decode_split_block_latency = c.decode_split_per_doubling =
-      sim::Duration::zero();
+  c.decode_kernel_overhead = c.decode_block_latency = c.decode_split_per_doubling = sim::Duration::zero();
   auto points = grid(truth);
   // The serving grids (batch 1, 16 and 64 heads, 512-8192 tokens), timed as
   // a profiler's kernel durations: what tells the sharing apart.

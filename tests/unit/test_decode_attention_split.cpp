@@ -20,6 +20,7 @@
 #include "catch.h"
 #include "models/gpu/kernel_cost_model.h"
 #include "preset_fixtures.h"
+#include "workloads/estimate/kernel_estimate.h"
 
 using namespace gcsim;
 using calibration::DecodeKernelPoint;
@@ -67,23 +68,21 @@ TEST_CASE("cuDNN decode terms: the presets' are the fit on each GPU's even-index
     c.decode_bandwidth = g.bandwidth;
     c.decode_wave_overhead = sim::Duration::from_seconds(g.wave_us * 1e-6);
     c.decode_split_overhead = sim::Duration::from_seconds(g.split_us * 1e-6);
-    c.decode_kernel_overhead = c.decode_block_latency = c.decode_split_block_latency =
-        c.decode_split_per_doubling = sim::Duration::zero();
+    c.decode_kernel_overhead = c.decode_block_latency = c.decode_split_per_doubling = sim::Duration::zero();
     const auto fit = calibration::fit_decode_kernels(start, models::gpu::AttentionFamily::cudnn,
                                                      every_other(points(g.folder), 0));
     const auto& p = shipped.efficiency.cudnn_attention;
     std::printf("%s cudnn decode fit: bandwidth %.4f, wave %.0f ns, split %.0f ns, kernel %.0f ns, block %.0f ns, "
-                "split block %.0f ns, per doubling %.0f ns\n",
+                "per doubling %.0f ns\n",
                 g.preset, fit.decode_bandwidth, fit.decode_wave_overhead.seconds() * 1e9,
                 fit.decode_split_overhead.seconds() * 1e9, fit.decode_kernel_overhead.seconds() * 1e9,
-                fit.decode_block_latency.seconds() * 1e9, fit.decode_split_block_latency.seconds() * 1e9,
+                fit.decode_block_latency.seconds() * 1e9,
                 fit.decode_split_per_doubling.seconds() * 1e9);
     CHECK(fit.decode_bandwidth == Approx(p.decode_bandwidth).margin(1e-4));
     for (const auto& [a, b] : {std::pair{fit.decode_wave_overhead, p.decode_wave_overhead},
                                {fit.decode_split_overhead, p.decode_split_overhead},
                                {fit.decode_kernel_overhead, p.decode_kernel_overhead},
                                {fit.decode_block_latency, p.decode_block_latency},
-                               {fit.decode_split_block_latency, p.decode_split_block_latency},
                                {fit.decode_split_per_doubling, p.decode_split_per_doubling}}) {
       CHECK(std::abs((a - b).seconds()) <= 1e-9);  // whole nanoseconds, as the preset writes them
     }
@@ -162,4 +161,36 @@ TEST_CASE("a decode file of another schema is refused, naming it", "[attention][
     CHECK(std::string(e.what()).find("row_reduce.json") != std::string::npos);
     CHECK(std::string(e.what()).find("decode_attention_split.v1") != std::string::npos);
   }
+}
+
+TEST_CASE("a latency-bound decode tile is labelled so, and the whiteboard estimate keeps its floor",
+          "[attention][decode]") {
+  // Batch 1, 8 KV heads (64 query heads), 512 keys, d 128 on the H200: 8
+  // unsplit CTAs (below cuDNN's 1024 keys), each walking 4 key blocks, so its
+  // floor is (4 + 1) x decode_block_latency = 5 x 828 ns = 4.14 us, where its
+  // 2 x 512 x 128 x 2 B = 256 KiB of K and V streams in well under a
+  // microsecond at one SM's reach: the profiled kernel took 5.9-6.6 us.
+  const models::gpu::GpuSpec spec = test::calibrated_gpu_preset("h200-sxm");
+  models::gpu::AttentionShape s;
+  s.batch = 1;
+  s.heads = 64;
+  s.kv_heads = 8;
+  s.q_len = 1;
+  s.kv_len = 512;
+  s.family = models::gpu::AttentionFamily::cudnn;
+  const auto k = models::gpu::attention_kernel(spec, s);
+  REQUIRE(k.tiles == 8);
+  const auto tile = models::gpu::tile_cost(spec, k, 8);
+  CHECK(tile.floor.microseconds() == Approx(5 * 0.828).epsilon(1e-6));
+  CHECK(std::string(tile.bound()) == "latency");
+  const auto e = workloads::estimate::estimate_kernel(spec, k);
+  CHECK(e.latency_bound);
+  CHECK(e.roofline.value == Approx(5 * 0.828e-6).epsilon(1e-6));  // one wave x the floor
+  CHECK(e.roofline.formula.find("latency floor") != std::string::npos);
+  // 64 sequences at 512 keys: 512 CTAs over 132 SMs (4 waves), each tile's
+  // 256 KiB now shared by every SM's stream: the bytes, not the floor, bound it.
+  s.batch = 64;
+  const auto wide = models::gpu::attention_kernel(spec, s);
+  CHECK(std::string(models::gpu::tile_cost(spec, wide, spec.sm_count).bound()) == "memory");
+  CHECK_FALSE(workloads::estimate::estimate_kernel(spec, wide).latency_bound);
 }

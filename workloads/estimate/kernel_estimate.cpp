@@ -17,7 +17,10 @@ KernelEstimate estimate_kernel(const gpu::GpuSpec& g, const gpu::KernelDesc& k) 
     case gpu::ExecUnit::memory: peak = 0; break;
   }
   const double rate = peak * k.efficiency;
-  const double hbm = g.hbm_bandwidth.bytes_per_s() * g.efficiency.hbm * k.bandwidth_efficiency;
+  // An L2-resident pass (l2_cache.h) streams at L2's rate, not HBM's.
+  const bool from_l2 = k.l2_resident && g.l2_bandwidth.has_value();
+  const double hbm = (from_l2 ? g.l2_bandwidth->bytes_per_s() : g.hbm_bandwidth.bytes_per_s() * g.efficiency.hbm) *
+                     k.bandwidth_efficiency;
   // Memory kernels that compute: the special-function units beside the
   // lanes, and the rows' unhidden cycles (kernel_cost_model.h).
   const double hz = g.sm_clock_ghz * 1e9 * g.sm_count;
@@ -27,15 +30,25 @@ KernelEstimate estimate_kernel(const gpu::GpuSpec& g, const gpu::KernelDesc& k) 
   const double tc = std::max(rate > 0 ? k.total_flops() / rate : 0.0, sfu) + rows;
   const double tm = hbm > 0 ? k.total_bytes() / hbm : 0.0;
   e.memory_bound = tm > tc;
-  e.roofline = make_line(k.name + " roofline", std::max(tc, tm), Unit::seconds,
-                         "max(FLOPs / (peak x eff), bytes / HBM rate) = max(" + num(k.total_flops()) + " / " +
+  // A CTA that walks a chain of dependent loads takes at least its floor in
+  // SM cycles, once for each wave of the grid (a split-KV decode's few CTAs).
+  const int width = gpu::wave_width(g, k, g.sm_count);
+  e.wave_count = static_cast<double>(gpu::wave_count(g, k, g.sm_count));
+  const double floor =
+      k.latency_floor_cycles_per_tile > 0 && g.sm_clock_ghz > 0
+          ? e.wave_count * k.latency_floor_cycles_per_tile / (g.sm_clock_ghz * 1e9)
+          : 0.0;
+  e.latency_bound = floor > std::max(tc, tm);
+  e.roofline = make_line(k.name + " roofline", std::max({tc, tm, floor}), Unit::seconds,
+                         std::string("max(FLOPs / (peak x eff), bytes / ") + (from_l2 ? "L2" : "HBM") + " rate) = max(" + num(k.total_flops()) + " / " +
                              num(rate) + ", " + num(k.total_bytes()) + " / " + num(hbm) + ")" +
                              (sfu > 0 || rows > 0
                                   ? " with the arithmetic max(lanes, special functions " + num(sfu) +
                                         " s) + unhidden row cycles " + num(rows) + " s"
-                                  : std::string()));
-  const int width = gpu::wave_width(g, k, g.sm_count);
-  e.wave_count = static_cast<double>(gpu::wave_count(g, k, g.sm_count));
+                                  : std::string()) +
+                             (floor > 0 ? "; at least waves x a CTA's latency floor = " + num(e.wave_count) + " x " +
+                                              num(floor / e.wave_count) + " s"
+                                        : std::string()));
   const double slots = e.wave_count * std::max(1, width);
   e.waves = make_line(k.name + " wave efficiency", slots > 0 ? static_cast<double>(k.tiles) / slots : 1.0,
                       Unit::fraction,

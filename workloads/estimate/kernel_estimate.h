@@ -19,6 +19,9 @@ struct KernelEstimate {
   Line overheads;  // launch latency + setup + waves x (tile overhead + extra per-wave overhead)
   double wave_count = 0;
   bool memory_bound = false;
+  // The kernel's CTAs' latency floor (KernelDesc::latency_floor_cycles_per_tile,
+  // once a wave) is above both the arithmetic and the bytes.
+  bool latency_bound = false;
 };
 
 KernelEstimate estimate_kernel(const models::gpu::GpuSpec& gpu, const models::gpu::KernelDesc& k);

@@ -91,7 +91,7 @@ void IterationCost::Launch::add_kernel(const gpu::GpuSpec& spec, const KernelDes
   };
   group(full, width);
   group(last > 0 ? 1 : 0, last);
-  hbm_bytes += static_cast<double>(k.tiles) * k.bytes_per_tile;
+  hbm_bytes += static_cast<double>(k.tiles) * k.hbm_bytes_per_tile();
 }
 
 // `time` plus what the clock adds to each wave (gpu.cpp set_clock and
@@ -166,6 +166,7 @@ std::vector<IterationCost::LayerKernel> IterationCost::layer_program(int64_t t, 
     s.rows = r;
     s.cols = c;
     s.dtype = act;
+    s.inputs_in_l2 = true;
     k.push_back({gpu::memory_kernel(g, s), KernelClass::norm});
   };
   const auto elementwise = [&](int64_t elements, int inputs, double flops) {
@@ -175,6 +176,7 @@ std::vector<IterationCost::LayerKernel> IterationCost::layer_program(int64_t t, 
     s.inputs = inputs;
     s.flops_per_element = flops;
     s.dtype = act;
+    s.inputs_in_l2 = true;
     k.push_back({gpu::memory_kernel(g, s), KernelClass::elementwise});
   };
   const auto copy_bytes = [&](int64_t bytes) {
@@ -182,6 +184,7 @@ std::vector<IterationCost::LayerKernel> IterationCost::layer_program(int64_t t, 
     s.kind = MemoryOpKind::memcpy;
     s.elements = bytes;
     s.dtype = gpu::Dtype::int8;
+    s.inputs_in_l2 = true;  // the K and V the QKV projection just wrote
     k.push_back({gpu::memory_kernel(g, s), KernelClass::elementwise});
   };
 
@@ -275,7 +278,7 @@ std::vector<IterationCost::LayerKernel> IterationCost::eager_layer_program(int64
     k.push_back({gpu::gemm_kernel(g, GemmShape{t, n, kk, 1, w}), KernelClass::gemm});
   };
   const auto passes = [&](const EagerServingPasses::Passes& ps, KernelClass cls) {
-    for (const auto& p : ps) k.push_back({gpu::memory_kernel(g, eager_profile_.shape(p)), cls});
+    for (const auto& p : ps) k.push_back({gpu::memory_kernel(g, activation_pass(p)), cls});
   };
   const auto slot = [&](Slot which) {
     k.push_back({KernelDesc{}, which == Slot::attention ? KernelClass::attention : KernelClass::communication,
@@ -300,6 +303,7 @@ std::vector<IterationCost::LayerKernel> IterationCost::eager_layer_program(int64
     s.kind = MemoryOpKind::elementwise;
     s.elements = t * f;
     s.dtype = activation_dtype(w);
+    s.inputs_in_l2 = true;
     k.push_back({gpu::memory_kernel(g, s), KernelClass::elementwise});
   }
   gemm(h, f);
@@ -324,10 +328,20 @@ const IterationCost::Program& IterationCost::layer_launches(int64_t tokens, bool
   return cache.emplace(tokens, std::move(p)).first->second;
 }
 
+// A serving step's passes read what the kernels just before them wrote (a
+// GEMM's output, the previous pass's, the logits): L2 holds it when the
+// pass's bytes fit (l2_cache.h). The embedding's gather reads the table.
+gpu::MemoryOpShape IterationCost::activation_pass(const training::FrameworkPass& p) const {
+  MemoryOpShape s = eager_profile_.shape(p);
+  s.inputs_in_l2 = true;
+  return s;
+}
+
 void IterationCost::add_passes(Program& out, const EagerServingPasses::Passes& passes, KernelClass cls,
-                               bool graph) const {
+                               bool graph, bool fresh_inputs) const {
   for (const auto& p : passes) {
-    out.push_back(kernel_launch(cls, gpu::memory_kernel(config_.gpu, eager_profile_.shape(p)), graph));
+    const MemoryOpShape s = fresh_inputs ? activation_pass(p) : eager_profile_.shape(p);
+    out.push_back(kernel_launch(cls, gpu::memory_kernel(config_.gpu, s), graph));
   }
 }
 
@@ -391,6 +405,7 @@ std::vector<IterationCost::Launch> IterationCost::attention_launches(const StepS
         stats.inputs = 0;
         stats.flops_per_element = 0;
         stats.dtype = gpu::Dtype::fp32;
+        stats.inputs_in_l2 = true;  // writes only: they land in L2
         Launch memset = kernel_launch(KernelClass::elementwise, gpu::memory_kernel(g, stats), graph);
         memset.own_issue = false;
         launches.push_back(memset);
@@ -471,7 +486,7 @@ const IterationCost::Program& IterationCost::embedding_launches(int64_t tokens, 
   Program p;
   if (config_.framework == ServingFramework::pytorch_eager) {
     add_passes(p, EagerServingPasses::embedding(tokens, m.hidden, config_.parallel.tp), KernelClass::elementwise,
-               graph);
+               graph, /*fresh_inputs=*/false);
   } else {
     MemoryOpShape s;
     s.kind = MemoryOpKind::memcpy;
@@ -519,6 +534,7 @@ const IterationCost::Program& IterationCost::head_launches(int64_t tokens, int64
     norm.rows = tokens;
     norm.cols = m.hidden;
     norm.dtype = act;
+    norm.inputs_in_l2 = true;
     p.push_back(kernel_launch(KernelClass::norm, gpu::memory_kernel(g, norm), graph));
   }
   if (sampled > 0) {
@@ -539,6 +555,7 @@ const IterationCost::Program& IterationCost::head_launches(int64_t tokens, int64
     soft.rows = sampled;
     soft.cols = m.vocab;
     soft.dtype = gpu::Dtype::fp32;
+    soft.inputs_in_l2 = true;  // the logits the GEMM and all-gather just wrote
     p.push_back(kernel_launch(KernelClass::norm, gpu::memory_kernel(g, soft), graph));
     if (eager) add_passes(p, EagerServingPasses::argmax(sampled, vocab * tp, g.sm_count), KernelClass::elementwise, graph);
   }

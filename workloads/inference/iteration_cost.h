@@ -204,8 +204,12 @@ class IterationCost {
   // A launch of kernel `k`: its time and how that moves with the clock.
   Launch kernel_launch(training::KernelClass cls, const gpu::KernelDesc& k, bool graph) const;
   std::vector<LayerKernel> eager_layer_program(int64_t tokens) const;
+  // An eager pass over the step's activations (MemoryOpShape::inputs_in_l2).
+  gpu::MemoryOpShape activation_pass(const training::FrameworkPass& p) const;
+  // `fresh_inputs`: the passes read activations (activation_pass); false for
+  // the embedding's gather from its table.
   void add_passes(Program& out, const EagerServingPasses::Passes& passes, training::KernelClass cls,
-                  bool graph) const;
+                  bool graph, bool fresh_inputs = true) const;
   const Program& layer_launches(int64_t tokens, bool moe, bool graph);
   // The step's attention launches: per prefill chunk (pytorch-eager on
   // cuDNN: its memset, then the kernel), then one for all the decodes.
