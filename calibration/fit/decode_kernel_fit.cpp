@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
+#include "calibration/fit/schema_document.h"
 #include "models/gpu/kernel_cost_model.h"
 
 namespace gcsim::calibration {
@@ -16,17 +16,7 @@ using models::gpu::FusedAttentionParams;
 using models::gpu::GpuSpec;
 
 std::vector<DecodeKernelPoint> load_decode_kernel_points(const std::string& path, AttentionFamily family) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot read");
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(path + ": not JSON (" + e.what() + ")");
-  }
-  if (doc.value("schema", "") != "gcsim.decode_attention_split.v1") {
-    throw std::runtime_error(path + ": not a gcsim.decode_attention_split.v1 file");
-  }
+  const nlohmann::json doc = read_schema_document(path, "gcsim.decode_attention_split.v1");
   std::vector<DecodeKernelPoint> out;
   for (const auto& r : doc.value("decode", nlohmann::json::array())) {
     if (!r.contains("timing") || !r.contains("main_us")) continue;  // a failed case

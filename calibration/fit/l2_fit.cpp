@@ -1,11 +1,9 @@
 #include "calibration/fit/l2_fit.h"
 
 #include <cmath>
-#include <fstream>
 #include <stdexcept>
 
-#include <nlohmann/json.hpp>
-
+#include "calibration/fit/schema_document.h"
 #include "models/gpu/kernel_cost_model.h"
 #include "workloads/inference/serving_framework.h"
 #include "workloads/training/framework_profile.h"
@@ -31,17 +29,7 @@ FrameworkPass pass_of(const std::string& op, int64_t elements) {
 }  // namespace
 
 std::vector<L2PassPoint> load_l2_pass_points(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot read");
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(path + ": not JSON (" + e.what() + ")");
-  }
-  if (doc.value("schema", "") != "gcsim.l2_resident_passes.v1") {
-    throw std::runtime_error(path + ": not a gcsim.l2_resident_passes.v1 file");
-  }
+  const nlohmann::json doc = read_schema_document(path, "gcsim.l2_resident_passes.v1");
   const workloads::training::FrameworkProfile eager(workloads::training::Framework::pytorch_eager,
                                                     workloads::inference::eager_serving_traits());
   std::vector<L2PassPoint> out;

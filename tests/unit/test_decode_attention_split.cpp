@@ -18,6 +18,7 @@
 
 #include "calibration/fit/decode_kernel_fit.h"
 #include "catch.h"
+#include "error_stats.h"
 #include "models/gpu/kernel_cost_model.h"
 #include "preset_fixtures.h"
 #include "workloads/estimate/kernel_estimate.h"
@@ -38,13 +39,6 @@ std::vector<DecodeKernelPoint> every_other(const std::vector<DecodeKernelPoint>&
   std::vector<DecodeKernelPoint> out;
   for (size_t i = first; i < all.size(); i += 2) out.push_back(all[i]);
   return out;
-}
-
-double median_abs(std::vector<double> v) {
-  for (double& x : v) x = std::abs(x);
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 struct Gpu {
@@ -112,15 +106,15 @@ TEST_CASE("cuDNN decode attention on one H200 and one H100: held-out kernels wit
     }));
     std::printf("decode %s: held-out durations median %.1f%% (worst %.1f%%), spacing %.1f%%, "
                 "<= 512 keys at <= 64 pairs %.1f%%, >= 64 MiB of KV %.1f%%\n",
-                g.preset, 100 * median_abs(held), 100 * worst, 100 * median_abs(spacing), 100 * median_abs(short_few),
-                100 * median_abs(large));
+                g.preset, 100 * test::median_abs(held), 100 * worst, 100 * test::median_abs(spacing), 100 * test::median_abs(short_few),
+                100 * test::median_abs(large));
     // Issue 16's 10% median per family, on each slice: the held-out half,
     // the spacings (never fitted), the latency-bound short decodes (36% short
     // before the CTA's floor) and the bandwidth-bound long ones.
-    CHECK(median_abs(held) <= 0.10);
-    CHECK(median_abs(spacing) <= 0.10);
-    CHECK(median_abs(short_few) <= 0.10);
-    CHECK(median_abs(large) <= 0.10);
+    CHECK(test::median_abs(held) <= 0.10);
+    CHECK(test::median_abs(spacing) <= 0.10);
+    CHECK(test::median_abs(short_few) <= 0.10);
+    CHECK(test::median_abs(large) <= 0.10);
     // No held-out case past 25% (the prototype's worst, 16-23%: a few
     // 8-16 pair cases whose piece count cuDNN chooses otherwise than
     // FlashAttention-2's rule; calibration/fit/decode_attention_split_2026-11-28.md).

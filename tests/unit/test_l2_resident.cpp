@@ -37,13 +37,6 @@ std::vector<L2PassPoint> select(const std::vector<L2PassPoint>& all, Keep keep) 
   return out;
 }
 
-double median_abs(std::vector<double> v) {
-  for (double& x : v) x = std::abs(x);
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // The fitted shapes: the adds whose 3 x input bytes fit in the L2 and carry
 // bytes that matter (from 1 MiB an input; below it the launch and a wave's
 // overhead are 70-90% of the time).
