@@ -149,6 +149,7 @@ ParsedOp parse_op(ConfigReader r, const GraphContext& ctx, WorkloadGraph& graph)
     s.elements = s.rows * s.cols;
     s.flops_per_element = kind == "softmax" ? 5 : 8;
     s.dtype = read_dtype(r);
+    s.inputs_in_l2 = r.get_bool("inputs_in_l2", false, "the inputs were just written by the op before: read from L2 when the op's bytes fit (models/gpu/l2_cache.h)");
     local(OpKind::compute, workloads::ComputeOp{s});
   } else if (kind == "elementwise") {
     std::vector<std::string> names;
@@ -162,6 +163,7 @@ ParsedOp parse_op(ConfigReader r, const GraphContext& ctx, WorkloadGraph& graph)
     s.inputs = e.inputs;
     s.flops_per_element = e.flops;
     s.dtype = read_dtype(r);
+    s.inputs_in_l2 = r.get_bool("inputs_in_l2", false, "the inputs were just written by the op before: read from L2 when the op's bytes fit (models/gpu/l2_cache.h)");
     local(OpKind::compute, workloads::ComputeOp{s});
   } else if (kind == "memcpy") {
     MemoryOpShape s;
