@@ -27,8 +27,8 @@ using sim::config::Json;
 namespace {
 
 // L2's measured rate (l2_cache.h): at least HBM's (else L2 would not be a
-// cache worth hitting) and at most 8x it (an H200 measures ~1.2x its HBM's
-// on freshly written lines), with a size to hold the lines.
+// cache worth hitting) and at most 8x it (the H200's fitted 7290 GB/s is
+// 1.5x its HBM's datasheet rate), with a size to hold the lines.
 void read_l2_bandwidth(ConfigReader& r, GpuSpec& s) {
   if (!r.has("l2_bandwidth")) return;
   s.l2_bandwidth = r.get_bandwidth("l2_bandwidth", std::nullopt,
@@ -37,7 +37,7 @@ void read_l2_bandwidth(ConfigReader& r, GpuSpec& s) {
   if (!(*s.l2_bandwidth >= s.hbm_bandwidth && *s.l2_bandwidth <= most)) {
     r.fail("l2_bandwidth", "l2_bandwidth " + sim::format_bandwidth(*s.l2_bandwidth) + " must be in [" +
                                sim::format_bandwidth(s.hbm_bandwidth) + ", " + sim::format_bandwidth(most) +
-                               "]: the HBM bandwidth to 8x it (an H200 measures ~5.4 TB/s)");
+                               "]: the HBM bandwidth to 8x it (the H200's is 7290GB/s)");
   }
   if (s.l2_size.count() <= 0) r.fail("l2_bandwidth", "l2_bandwidth needs the L2's size (`l2`)");
 }
