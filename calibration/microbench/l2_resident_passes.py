@@ -11,7 +11,8 @@ States: `cold` = a read of a 1 GiB buffer (torch.sum: it leaves L2 holding clean
 data), then the op; `warm` = the same read, then a fill_ of each input (the producer: the
 inputs' lines dirty in L2, as a GEMM's output is), then the op. Each (op, size, state) is run
 `repeats` times after a spin-kernel marker in one torch.profiler run; `op_us` is the median of
-the op kernel's profiled duration, `fill_us` the fills'. Footprint = bytes the op reads and
+the op's profiled duration (its kernel, or the cudaMemcpy a bf16 copy_ runs; 1.0 timed the
+fill or the flush for `copy`), `fill_us` the fills'. Footprint = bytes the op reads and
 writes. The GPU's L2 size comes from torch (device properties) and is recorded.
 
     python3 l2_resident_passes.py -o OUT.json [--budget-s 150]
@@ -32,7 +33,7 @@ import serving_kernels_bench as skb  # noqa: E402  (its T0 is set at its import,
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-VERSION = "l2_resident_passes 1.0"
+VERSION = "l2_resident_passes 1.1"
 MIB = 2**20
 SIZES = [MIB // 4 * 2**i for i in range(11)]  # bytes of one bf16 input: 256 KiB ... 256 MiB
 FLUSH_BYTES = 2**30
@@ -85,7 +86,9 @@ def profile_states(cases):
     for i, (rec, _, _) in enumerate(cases):
         for j, state in enumerate(("cold", "warm")):
             per = groups[(2 * i + j) * REPEATS:(2 * i + j + 1) * REPEATS]
-            kernels = [[e for e in g if e["cat"] == "kernel"] for g in per]
+            # The op's activity is the group's last: a kernel, or for a bf16 copy_ the
+            # cudaMemcpy it runs (1.0 took the last kernel, the fill or the flush).
+            kernels = [[e for e in g if e["cat"] in ("kernel", "gpu_memcpy")] for g in per]
             rec[state] = {
                 "op_us": statistics.median(g[-1]["dur_us"] for g in kernels),
                 "op_us_all": [g[-1]["dur_us"] for g in kernels],
