@@ -29,7 +29,7 @@ import serving_kernels_bench as skb  # noqa: E402  (its T0 is set at its import,
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-VERSION = "decode_gemm_clock 1.0"
+VERSION = "decode_gemm_clock 1.1"  # 1.1: attach_samples takes the records (decode_step_clock.py shares it)
 HIDDEN, KV, FFN, VOCAB = 8192, 1024, 28672, 32000
 TOKENS = [1, 32, 64, 128, 192, 256]
 ROTATE_BYTES = 256 * 2**20
@@ -89,7 +89,15 @@ def run_case(rec, n, k, m):
     del ws, x
 
 
-def attach_samples(doc, smi_path):
+def start_sampler(path):
+    """nvidia-smi sampling the SM clock and board power every 50 ms into `path` (CSV)."""
+    return subprocess.Popen(["nvidia-smi", "-i", os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0],
+                             "--query-gpu=timestamp,clocks.sm,power.draw", "--format=csv,noheader", "-lms", "50"],
+                            stdout=open(path, "w"), stderr=subprocess.DEVNULL)
+
+
+def attach_samples(doc, smi_path, records):
+    """Each record's mean clock and power over its loop (loop_start_utc + 0.1 s .. loop_end_utc)."""
     rows = []
     try:
         with open(smi_path) as f:
@@ -106,7 +114,7 @@ def attach_samples(doc, smi_path):
         doc["errors"].append({"section": "nvidia-smi samples", "error": repr(ex)})
         return
     doc["smi_samples"] = len(rows)
-    for rec in doc["gemms"]:
+    for rec in records:
         if "loop_start_utc" not in rec:
             continue
         inside = [r for r in rows if rec["loop_start_utc"] + 0.1 <= r[0] <= rec["loop_end_utc"]]
@@ -130,9 +138,7 @@ def main():
         doc["meta"]["sha256"]["decode_gemm_clock.py"] = hashlib.sha256(fh.read()).hexdigest()
     doc["nvidia_smi_before"] = skb.clocks()
     smi_path = a.out + ".smi.csv"
-    smi = subprocess.Popen(["nvidia-smi", "-i", os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0],
-                            "--query-gpu=timestamp,clocks.sm,power.draw", "--format=csv,noheader", "-lms", "50"],
-                           stdout=open(smi_path, "w"), stderr=subprocess.DEVNULL)
+    smi = start_sampler(smi_path)
 
     def save():
         doc["elapsed_s"] = time.time() - skb.T0
@@ -164,7 +170,7 @@ def main():
     finally:
         smi.terminate()
         smi.wait()
-    attach_samples(doc, smi_path)
+    attach_samples(doc, smi_path, doc["gemms"])
     doc["nvidia_smi_after"] = skb.clocks()
     save()
     for rec in doc["gemms"]:
