@@ -23,7 +23,8 @@ namespace {
 FrameworkPass pass_of(const std::string& op, int64_t elements) {
   if (op == "add") return EagerServingPasses::residual_add(elements).at(0);
   if (op == "silu") return EagerServingPasses::swiglu(1, elements).at(0);
-  return EagerServingPasses::rms_norm(1, elements, 132).at(0);  // " cast fp32"
+  // The norm's first pass, " cast fp32" (the SM count only sizes its mean pass).
+  return EagerServingPasses::rms_norm(1, elements, /*sm_count=*/132).at(0);
 }
 
 }  // namespace

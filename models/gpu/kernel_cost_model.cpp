@@ -430,10 +430,8 @@ sim::Duration wave_time(const GpuSpec& spec, const KernelDesc& k, int active_sms
 sim::Duration wave_time(const GpuSpec& spec, const KernelDesc& k, int active_sms,
                         double compute_stretch, double hbm_fraction) {
   if (compute_stretch == 1.0 && hbm_fraction == 1.0) return wave_time(spec, k, active_sms);
-  const TileCost c = tile_cost(spec, k, active_sms, hbm_fraction);
-  // The floor is SM cycles: it follows the clock as the arithmetic does.
-  return sim::max(sim::max(c.compute.scaled(compute_stretch), c.memory), c.floor.scaled(compute_stretch)) +
-         spec.efficiency.tile_overhead + k.extra_wave_overhead;
+  return tile_cost(spec, k, active_sms, hbm_fraction).time_at(compute_stretch) + spec.efficiency.tile_overhead +
+         k.extra_wave_overhead;
 }
 
 int wave_width(const GpuSpec& spec, const KernelDesc& k, int sms_available) {

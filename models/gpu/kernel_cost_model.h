@@ -114,6 +114,12 @@ struct TileCost {
   sim::Duration memory;   // bytes_per_tile at hbm_bandwidth_per_sm(active_sms)
   sim::Duration floor;    // latency_floor_cycles_per_tile at the SM clock
   sim::Duration time() const { return sim::max(sim::max(compute, memory), floor); }
+  // The same with the SM side stretched by `compute_stretch` (1 / the clock's
+  // relative speed): the arithmetic and the floor are SM cycles, the bytes
+  // are not.
+  sim::Duration time_at(double compute_stretch) const {
+    return sim::max(sim::max(compute.scaled(compute_stretch), memory), floor.scaled(compute_stretch));
+  }
   bool memory_bound() const { return memory > compute; }
   // What sets time(), for reports: "latency" when the floor is above both
   // bounds (a split-KV decode CTA walking its key blocks), else the longer

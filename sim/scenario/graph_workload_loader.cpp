@@ -87,6 +87,13 @@ struct GraphContext {
   const workloads::moe::EagerHostCost* host = nullptr;  // the cluster's host (moe ops)
 };
 
+// A norm's or elementwise op's `inputs_in_l2` (MemoryOpShape::inputs_in_l2).
+bool read_inputs_in_l2(ConfigReader& r) {
+  return r.get_bool("inputs_in_l2", false,
+                    "the inputs were just written by the op before: read from L2 when the op's bytes fit "
+                    "(models/gpu/l2_cache.h)");
+}
+
 ParsedOp parse_op(ConfigReader r, const GraphContext& ctx, WorkloadGraph& graph) {
   const int num_ranks = ctx.num_ranks;
   ParsedOp p{r, {}, {}, {}, std::nullopt};
@@ -149,7 +156,7 @@ ParsedOp parse_op(ConfigReader r, const GraphContext& ctx, WorkloadGraph& graph)
     s.elements = s.rows * s.cols;
     s.flops_per_element = kind == "softmax" ? 5 : 8;
     s.dtype = read_dtype(r);
-    s.inputs_in_l2 = r.get_bool("inputs_in_l2", false, "the inputs were just written by the op before: read from L2 when the op's bytes fit (models/gpu/l2_cache.h)");
+    s.inputs_in_l2 = read_inputs_in_l2(r);
     local(OpKind::compute, workloads::ComputeOp{s});
   } else if (kind == "elementwise") {
     std::vector<std::string> names;
@@ -163,7 +170,7 @@ ParsedOp parse_op(ConfigReader r, const GraphContext& ctx, WorkloadGraph& graph)
     s.inputs = e.inputs;
     s.flops_per_element = e.flops;
     s.dtype = read_dtype(r);
-    s.inputs_in_l2 = r.get_bool("inputs_in_l2", false, "the inputs were just written by the op before: read from L2 when the op's bytes fit (models/gpu/l2_cache.h)");
+    s.inputs_in_l2 = read_inputs_in_l2(r);
     local(OpKind::compute, workloads::ComputeOp{s});
   } else if (kind == "memcpy") {
     MemoryOpShape s;

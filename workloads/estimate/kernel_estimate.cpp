@@ -19,8 +19,8 @@ KernelEstimate estimate_kernel(const gpu::GpuSpec& g, const gpu::KernelDesc& k) 
   const double rate = peak * k.efficiency;
   // An L2-resident pass (l2_cache.h) streams at L2's rate, not HBM's.
   const bool from_l2 = k.l2_resident && g.l2_bandwidth.has_value();
-  const double hbm = (from_l2 ? g.l2_bandwidth->bytes_per_s() : g.hbm_bandwidth.bytes_per_s() * g.efficiency.hbm) *
-                     k.bandwidth_efficiency;
+  const double stream = (from_l2 ? g.l2_bandwidth->bytes_per_s() : g.hbm_bandwidth.bytes_per_s() * g.efficiency.hbm) *
+                        k.bandwidth_efficiency;
   // Memory kernels that compute: the special-function units beside the
   // lanes, and the rows' unhidden cycles (kernel_cost_model.h).
   const double hz = g.sm_clock_ghz * 1e9 * g.sm_count;
@@ -28,7 +28,7 @@ KernelEstimate estimate_kernel(const gpu::GpuSpec& g, const gpu::KernelDesc& k) 
                      (g.sfu_per_clock_per_sm * hz > 0 ? g.sfu_per_clock_per_sm * hz : 1.0);
   const double rows = k.latency_cycles_per_tile * static_cast<double>(k.tiles) / (hz > 0 ? hz : 1.0);
   const double tc = std::max(rate > 0 ? k.total_flops() / rate : 0.0, sfu) + rows;
-  const double tm = hbm > 0 ? k.total_bytes() / hbm : 0.0;
+  const double tm = stream > 0 ? k.total_bytes() / stream : 0.0;
   e.memory_bound = tm > tc;
   // A CTA that walks a chain of dependent loads takes at least its floor in
   // SM cycles, once for each wave of the grid (a split-KV decode's few CTAs).
@@ -41,7 +41,7 @@ KernelEstimate estimate_kernel(const gpu::GpuSpec& g, const gpu::KernelDesc& k) 
   e.latency_bound = floor > std::max(tc, tm);
   e.roofline = make_line(k.name + " roofline", std::max({tc, tm, floor}), Unit::seconds,
                          std::string("max(FLOPs / (peak x eff), bytes / ") + (from_l2 ? "L2" : "HBM") + " rate) = max(" + num(k.total_flops()) + " / " +
-                             num(rate) + ", " + num(k.total_bytes()) + " / " + num(hbm) + ")" +
+                             num(rate) + ", " + num(k.total_bytes()) + " / " + num(stream) + ")" +
                              (sfu > 0 || rows > 0
                                   ? " with the arithmetic max(lanes, special functions " + num(sfu) +
                                         " s) + unhidden row cycles " + num(rows) + " s"

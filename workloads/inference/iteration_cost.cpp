@@ -72,12 +72,9 @@ void IterationCost::Launch::add_kernel(const gpu::GpuSpec& spec, const KernelDes
   const auto group = [&](int64_t count, int sms) {
     if (count <= 0 || sms <= 0) return;
     if (wave_groups >= static_cast<int>(waves.size())) throw std::logic_error("a launch holds at most 2 kernels");
-    const gpu::TileCost c = gpu::tile_cost(spec, k, sms);
     Waves& w = waves[static_cast<size_t>(wave_groups++)];
     w.count = count;
-    w.compute = c.compute;
-    w.memory = c.memory;
-    w.floor = c.floor;
+    w.tile = gpu::tile_cost(spec, k, sms);
     w.overhead = spec.efficiency.tile_overhead + k.extra_wave_overhead;
     w.sm_share = static_cast<double>(sms) / spec.sm_count;
     w.unit = k.unit;
@@ -116,9 +113,8 @@ sim::Duration IterationCost::Launch::at(const gpu::PowerParams& p, double clock,
     const Waves& w = waves[static_cast<size_t>(i)];
     const double own = w.clock_at(p, clock, budget_w);
     const double stretch = w.stretch_at(p, clock, budget_w);
-    const sim::Duration rested = sim::max(sim::max(w.compute, w.memory), w.floor) + w.overhead;
-    sim::Duration now =
-        sim::max(sim::max(w.compute.scaled(stretch), w.memory), w.floor.scaled(stretch)) + w.overhead;
+    const sim::Duration rested = w.tile.time() + w.overhead;
+    sim::Duration now = w.tile.time_at(stretch) + w.overhead;
     if (own < w.issue_q) {
       now = sim::max(now, sim::Duration::from_seconds(w.issue_hbm.seconds() * w.issue_q / own) + w.overhead);
     }
@@ -604,7 +600,7 @@ class IterationCost::Timeline {
     if (collective) comm_ += time;
     for (int i = 0; i < l.wave_groups; ++i) {
       const Launch::Waves& w = l.waves[static_cast<size_t>(i)];
-      const double s = w.compute.seconds() * w.stretch_at(power_, clock_, budget_w_) * w.sm_share *
+      const double s = w.tile.compute.seconds() * w.stretch_at(power_, clock_, budget_w_) * w.sm_share *
                        static_cast<double>(w.count);
       activity_.tensor += s * w.activity_per_busy.tensor;
       activity_.vector += s * w.activity_per_busy.vector;

@@ -38,6 +38,7 @@
 
 #include "models/gpu/gpu_spec.h"
 #include "models/gpu/kernel.h"
+#include "models/gpu/kernel_cost_model.h"
 #include "workloads/inference/comm_timer.h"
 #include "workloads/inference/kv_capacity.h"
 #include "workloads/inference/serving_framework.h"
@@ -164,8 +165,9 @@ class IterationCost {
     // None for collectives and sends: the clock leaves them alone.
     struct Waves {
       int64_t count = 0;
-      sim::Duration compute, memory, floor, overhead;  // tile_cost's bounds; tile + wave overhead
-      double sm_share = 0.0;                    // the wave's SMs over the GPU's
+      gpu::TileCost tile;      // tile_cost's bounds
+      sim::Duration overhead;  // tile + wave overhead
+      double sm_share = 0.0;   // the wave's SMs over the GPU's
       gpu::ExecUnit unit = gpu::ExecUnit::vector;
       // A memory kernel's SM side (memory_clock.h): below clock fraction
       // issue_q a wave takes at least issue_q x issue_hbm / clock + overhead.
