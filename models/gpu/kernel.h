@@ -50,6 +50,12 @@ struct KernelDesc {
   // partials is part of `setup` (its launch and bytes), as flash2 decode's
   // combine kernel is.
   int64_t split_k = 1;
+  // How a tile's arithmetic and its HBM streaming overlap: 0 = perfectly
+  // (the tile takes the longer of the two), p > 0 = the p-norm
+  // (compute^p + memory^p)^(1/p), which is the longer one far from balance
+  // and 2^(1/p) x it at balance (GEMMs: kGemmOverlapKnee,
+  // kernel_cost_model.h).
+  double overlap_knee = 0.0;
   // A fused attention kernel (FlashAttention-2/3, cuDNN; not the split-KV
   // decode): its query tile stays in shared memory and K/V are reread from
   // L2 by every query block, so beside a collective's HBM traffic its

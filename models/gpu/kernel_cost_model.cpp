@@ -86,8 +86,16 @@ KernelDesc gemm_kernel_with_tile(const GpuSpec& spec, const GemmShape& s, GemmTi
   const double m = static_cast<double>(s.m), n = static_cast<double>(s.n),
                kk = static_cast<double>(s.k), batch = static_cast<double>(s.batch),
                slices = static_cast<double>(split_k);
+  // A GEMM narrower than the tile (decode: M = batch 1-256) runs the MMAs
+  // of its own rows rounded up to 8, not the tile's: Hopper's wgmma takes
+  // N = 8..256 in steps of 8 on the operand cuBLAS puts the batch on, and
+  // cuBLAS picks such tiles (nvjet_sm90_tst_64x8, 128x8, 64x32, 128x32 in
+  // calibration/measurements/h100-sxm/serving_kernels_2026-11-27 at batch 1
+  // and 32). The HBM bytes below are the true ones either way.
+  const int64_t mma_rows = std::min<int64_t>(tile.m, ceil_div(s.m, 8) * 8);
   k.flops_per_tile =
-      2.0 * static_cast<double>(tile.m) * static_cast<double>(tile.n) * kk / slices;
+      2.0 * static_cast<double>(mma_rows) * static_cast<double>(tile.n) * kk / slices;
+  k.overlap_knee = kGemmOverlapKnee;
   // Ideal traffic: A and B read once, C written once (L2 catches the reuse);
   // split, C is s fp32 partials instead.
   const double c_bytes = split_k > 1 ? slices * m * n * 4.0 : m * n * output_bytes(s.dtype);
@@ -353,12 +361,24 @@ KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& s) {
   return k;
 }
 
+sim::Duration overlapped_time(sim::Duration compute, sim::Duration memory, double knee) {
+  if (!(knee > 0.0)) return sim::max(compute, memory);
+  if (!(knee >= 1.0)) throw std::invalid_argument("a tile's overlap knee must be >= 1 (or 0: max)");
+  const double c = compute.seconds(), m = memory.seconds();
+  const double longer = std::max(c, m);
+  if (!(longer > 0.0)) return sim::max(compute, memory);
+  // Scaled by the longer bound so that the powers stay in range.
+  const double r = std::min(c, m) / longer;
+  return sim::Duration::from_seconds(longer * std::pow(1.0 + std::pow(r, knee), 1.0 / knee));
+}
+
 TileCost tile_cost(const GpuSpec& spec, const KernelDesc& k, int active_sms) {
   return tile_cost(spec, k, active_sms, 1.0);
 }
 
 TileCost tile_cost(const GpuSpec& spec, const KernelDesc& k, int active_sms, double hbm_fraction) {
   TileCost c;
+  c.overlap_knee = k.overlap_knee;
   if (k.flops_per_tile > 0.0) {
     const sim::FlopRate peak = unit_peak(spec, k);
     if (!(peak.flops_per_s() > 0.0) || !(k.efficiency > 0.0)) {
@@ -430,7 +450,8 @@ sim::Duration wave_time(const GpuSpec& spec, const KernelDesc& k, int active_sms
 sim::Duration wave_time(const GpuSpec& spec, const KernelDesc& k, int active_sms,
                         double compute_stretch, double hbm_fraction) {
   if (compute_stretch == 1.0 && hbm_fraction == 1.0) return wave_time(spec, k, active_sms);
-  return tile_cost(spec, k, active_sms, hbm_fraction).time_at(compute_stretch) + spec.efficiency.tile_overhead +
+  return tile_cost(spec, k, active_sms, hbm_fraction).time_at(compute_stretch) +
+         spec.efficiency.tile_overhead +
          k.extra_wave_overhead;
 }
 

@@ -107,18 +107,39 @@ KernelDesc memory_kernel(const GpuSpec& spec, const MemoryOpShape& shape);
 enum class EagerSoftmaxKernel { warp_per_row, block_per_row, smem_per_row, multipass };
 EagerSoftmaxKernel eager_softmax_kernel(int64_t cols, Dtype dtype);
 
+// A GEMM tile's mainloop overlaps its MMAs with the TMA loads of the next
+// K-blocks, but not perfectly: where the two are of one size (a decode GEMM
+// at batch 128-256, whose arithmetic nears its weight streaming) the
+// pipeline stalls on whichever side is late in each K-block. The p-norm
+// (compute^p + memory^p)^(1/p) is the longer bound far from balance and
+// 2^(1/p) x it at balance. Fitted on the serving step's TP4 decode GEMMs at
+// batch 1/32/256 (calibration/measurements/h100-sxm/serving_kernels_2026-11-27,
+// p in {2, 2.5, 3, 4, 5, 6, 8, 12}: class sums -3.5, -5.9, -0.0%); held out:
+// the TP2 decode GEMMs (-3.3, -5.3, +0.8%) and the microbench's bf16 GEMMs
+// (calibration/profiles/h100-sxm.yaml measurements, mean |error| fit set
+// 3.73 -> 3.66%, held-out set 3.54 -> 3.85%; calibration/fit/decode_gemm_fit.py). Physical range: p >= 1 (1: loads and MMAs serialised; the
+// larger, the better the overlap; infinity: the plain max).
+inline constexpr double kGemmOverlapKnee = 4.0;
+
+// max(compute, memory) for knee <= 0, else (compute^knee +
+// memory^knee)^(1/knee), rounded once to 1 ps.
+sim::Duration overlapped_time(sim::Duration compute, sim::Duration memory, double knee);
+
 // The two bounds of one tile while `active_sms` SMs (this wave and any
 // other kernels' tiles) run on the GPU, each rounded once to 1 ps.
 struct TileCost {
   sim::Duration compute;  // flops_per_tile at the unit's per-SM rate x efficiency
   sim::Duration memory;   // bytes_per_tile at hbm_bandwidth_per_sm(active_sms)
   sim::Duration floor;    // latency_floor_cycles_per_tile at the SM clock
-  sim::Duration time() const { return sim::max(sim::max(compute, memory), floor); }
+  double overlap_knee = 0.0;  // the kernel's KernelDesc::overlap_knee
+  sim::Duration time() const { return time_at(1.0); }
   // The same with the SM side stretched by `compute_stretch` (1 / the clock's
   // relative speed): the arithmetic and the floor are SM cycles, the bytes
-  // are not.
+  // are not. The arithmetic and the bytes overlap as overlapped_time says;
+  // the floor is a bound of its own.
   sim::Duration time_at(double compute_stretch) const {
-    return sim::max(sim::max(compute.scaled(compute_stretch), memory), floor.scaled(compute_stretch));
+    return sim::max(overlapped_time(compute.scaled(compute_stretch), memory, overlap_knee),
+                    floor.scaled(compute_stretch));
   }
   bool memory_bound() const { return memory > compute; }
   // What sets time(), for reports: "latency" when the floor is above both

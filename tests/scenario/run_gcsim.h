@@ -4,6 +4,8 @@
 // and read summary.json with read_json().
 #pragma once
 
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -72,6 +74,28 @@ workload:
   ops:
     - {name: g, rank: 0, op: gemm, m: 8192, n: 8192, k: 8192}
 )";
+
+// One wave of a bf16 K^3 GEMM's 128x256 tiles by hand, ps, as the model
+// times it: a tile's arithmetic (2*128*256*K flop at `tensor_flops_per_s`
+// over the GPU's 132 SMs) and its bytes (A, B and C once over the K^2 /
+// 32768 tiles: 196608 B for every K) at `hbm_bytes_per_s` shared by the
+// wave's `sms` SMs, each rounded to 1 ps, overlapped as the p = 4 norm of
+// models/gpu/kernel_cost_model.h (kGemmOverlapKnee), + 1 us per wave.
+inline int64_t gemm_wave_ps(double k, double tensor_flops_per_s, double hbm_bytes_per_s, int sms) {
+  const double compute = std::round(2.0 * 128 * 256 * k / (tensor_flops_per_s / 132) * 1e12);
+  const double memory = std::round(196608.0 / (hbm_bytes_per_s / sms) * 1e12);
+  return std::llround(std::pow(std::pow(compute, 4) + std::pow(memory, 4), 0.25)) + 1'000'000;
+}
+
+// kH100Gemm8192's 2048 tiles by hand, s: 15 waves of 132 and a last of 68,
+// at 989.4e12 x `tensor_efficiency` flop/s (88.29 us of arithmetic a tile at
+// the preset's 0.81) and the preset's 3350e9 x 0.90 B/s (8.608 us of bytes
+// on 132 SMs), the arithmetic x `compute_stretch`.
+inline double h100_gemm8192_waves_s(double tensor_efficiency = 0.81, double compute_stretch = 1.0) {
+  const double flops = 989.4e12 * tensor_efficiency / compute_stretch, bytes = 3350e9 * 0.90;
+  return static_cast<double>(15 * gemm_wave_ps(8192, flops, bytes, 132) + gemm_wave_ps(8192, flops, bytes, 68)) *
+         1e-12;
+}
 
 // TP 2 x PP 2 (1F1B) x DP 2 on one HGX node of H100s, flow network: a
 // ~5 ms step with kernels, TP all-reduces, pipeline sends and receives, DP

@@ -31,13 +31,12 @@ TEST_CASE("a calibration profile replaces the preset's efficiencies", "[scenario
   const double preset = gemm_seconds(dir, {});
   const double profiled = gemm_seconds(
       dir, {"-s", "cluster.calibration=" + source_path("tests/data/profiles/h100_half_tensor.yaml")});
-  // Preset: end = launch 2 us + 16 waves x (tile + 1 us overhead).
-  // Tile = 2*128*256*8192 flop / (989.4e12 * 0.81 / 132 flop/s) = 88.2876 us.
-  const double tile = 2.0 * 128 * 256 * 8192 / (989.4e12 * 0.81 / 132);
-  CHECK(preset == Approx(2e-6 + 16 * (tile + 1e-6)).epsilon(1e-6));
-  // Profile: launch 3 us, tile twice as long (half the efficiency), same tile
-  // shape and overhead.
-  CHECK(profiled == Approx(3e-6 + 16 * (2 * tile + 1e-6)).epsilon(1e-6));
+  // Preset: end = launch 2 us + the 16 waves at the preset's bf16 0.81
+  // (h100_gemm8192_waves_s: 88.29 us of arithmetic and 1 us overhead each).
+  CHECK(preset == Approx(2e-6 + gcsim::test::h100_gemm8192_waves_s(0.81)).epsilon(1e-6));
+  // Profile: launch 3 us, arithmetic twice as long (half the efficiency),
+  // same tile shape, bytes and overhead.
+  CHECK(profiled == Approx(3e-6 + gcsim::test::h100_gemm8192_waves_s(0.405)).epsilon(1e-6));
 }
 
 TEST_CASE("the h100-sxm preset applies its measured profile unless told none", "[scenario]") {

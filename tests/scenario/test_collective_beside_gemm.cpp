@@ -80,15 +80,16 @@ TEST_CASE("NCCL all-reduce on the fabric holds its channels' SMs beside a GEMM",
   // SMs left), on both GPUs, then it runs its own time exactly; the second
   // GEMM gets 108 SMs: 19 waves, not 16.
   const Json s = gcsim::test::run_summary(config(24, true));
-  const int64_t wave = 90'532'748;  // test_gemm_beside_nccl.cpp's hand computation
-  const int64_t t1 = 2 * kUs + 16 * wave;
+  // A wave on `sms` SMs by hand (test_gemm_beside_nccl.cpp's figures).
+  auto wave = [](int sms) { return gcsim::test::gemm_wave_ps(8192, 989.4e12 * 0.8, 4800e9 * 0.9, sms); };
+  const int64_t t1 = 2 * kUs + 15 * wave(132) + wave(68);
   for (int rank = 0; rank < 2; ++rank) {
     const std::string p = "g" + std::to_string(rank);
     const Span g1 = op(s, p + "1", rank), g2 = op(s, p + "2", rank), ar = op(s, "ar", rank);
     CHECK(g1.end == t1);
     CHECK(ar.start == 0);
-    CHECK(ar.end == t1 - wave + t_ar);
-    CHECK(g2.length() == 19 * wave);
+    CHECK(ar.end == t1 - wave(68) + t_ar);
+    CHECK(g2.length() == 18 * wave(108) + wave(104));
   }
   // Against the measurement: 5005.8 us for the all-reduce beside GEMMs,
   // within 10 %; the GEMM during it slows by 19/16 = 1.19 against the
@@ -102,5 +103,5 @@ TEST_CASE("NCCL all-reduce on the fabric holds its channels' SMs beside a GEMM",
   // waves each.
   const Json ce = gcsim::test::run_summary(config(0, true));
   CHECK(op(ce, "ar", 0).end == t_ar);
-  CHECK(op(ce, "g02", 0).length() == 16 * wave);
+  CHECK(op(ce, "g02", 0).length() == 15 * wave(132) + wave(68));
 }

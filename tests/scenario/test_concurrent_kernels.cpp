@@ -112,9 +112,9 @@ bool within_quarter(double predicted, double measured) {
 const double kHbm = 3350e9 * 0.90;                                    // B/s achieved
 const int64_t kCopyWave = std::llround(2147483648.0 / kHbm * 1e12) + kUs;  // 1 GiB, 132 SMs
 const int64_t kNormWave = std::llround(134217728.0 / (kHbm * 0.70) * 1e12) + kUs;
-const double kSmRate = 989.4e12 * 0.81 / 132;
-const int64_t kGemm8Wave = std::llround(2.0 * 128 * 256 * 8192 / kSmRate * 1e12) + kUs;
-const int64_t kGemm4Wave = std::llround(2.0 * 128 * 256 * 4096 / kSmRate * 1e12) + kUs;
+int64_t gemm_wave_ps(double k, int sms) { return gcsim::test::gemm_wave_ps(k, 989.4e12 * 0.81, kHbm, sms); }
+const int64_t kGemm8Waves = 15 * gemm_wave_ps(8192, 132) + gemm_wave_ps(8192, 68);
+const int64_t kGemm4Waves = 3 * gemm_wave_ps(4096, 132) + gemm_wave_ps(4096, 116);
 
 void check_ps(int64_t got, int64_t want) {
   INFO("got " << got << " ps, hand " << want << " ps");
@@ -125,8 +125,10 @@ void check_ps(int64_t got, int64_t want) {
 
 TEST_CASE("concurrent kernels: the hand figures", "[scenario]") {
   CHECK(kCopyWave == 713'266'550);
-  CHECK(kGemm8Wave == 89'427'405);
-  CHECK(kGemm4Wave == 45'213'703);
+  CHECK(gemm_wave_ps(8192, 132) == 89'429'390);
+  CHECK(kGemm8Waves == 1'430'868'395);
+  CHECK(gemm_wave_ps(4096, 132) == 45'229'573);
+  CHECK(kGemm4Waves == 180'911'889);
   CHECK(kNormWave == 64'595'228);
 }
 
@@ -157,15 +159,15 @@ TEST_CASE("concurrent kernels: two 1 GiB copies share HBM, each ~2x solo", "[sce
 TEST_CASE("concurrent kernels: GEMM 8192^3 beside a 1 GiB copy", "[scenario]") {
   const Json solo = gcsim::test::run_summary(graph(kGemm8A));
   const Span g1 = op(solo, "gemm_a");
-  check_ps(g1.end, 2 * kUs + 16 * kGemm8Wave);  // 1432.838480 us
+  check_ps(g1.end, 2 * kUs + kGemm8Waves);  // 1432.868395 us
   CHECK(within_quarter(us(g1.end), 1392.13));    // measured alone (rested): 1.03
 
   const Json both = gcsim::test::run_summary(graph(kGemm8A + kCopyB));
   const Span g = op(both, "gemm_a"), c = op(both, "copy_b");
   // The persistent GEMM, enqueued first, takes all 132 SMs: 16 waves as
   // alone; the copy waits for them, then runs its one wave.
-  check_ps(g.end, 2 * kUs + 16 * kGemm8Wave);             // 1432.838480 us
-  check_ps(c.end, 2 * kUs + 16 * kGemm8Wave + kCopyWave);  // 2146.105030 us
+  check_ps(g.end, 2 * kUs + kGemm8Waves);             // 1432.868395 us
+  check_ps(c.end, 2 * kUs + kGemm8Waves + kCopyWave);  // 2146.134945 us
 
   // Measured: GEMM 1470.2, copy 2045.1, wall 2060.0: predicted 0.97x,
   // 1.05x, 1.04x. Within 10 %.
@@ -177,7 +179,7 @@ TEST_CASE("concurrent kernels: GEMM 8192^3 beside a 1 GiB copy", "[scenario]") {
 TEST_CASE("concurrent kernels: GEMM 4096^3 beside layer_norm 8192x4096", "[scenario]") {
   const Json g_solo = gcsim::test::run_summary(graph(kGemm4A));
   const Span g1 = op(g_solo, "gemm_a");
-  check_ps(g1.end, 2 * kUs + 4 * kGemm4Wave);  // 182.854812 us
+  check_ps(g1.end, 2 * kUs + kGemm4Waves);  // 182.911889 us
   CHECK(within_quarter(us(g1.end), 174.37));    // measured alone: 1.05
 
   const Json n_solo = gcsim::test::run_summary(graph(kNormB));
@@ -187,8 +189,8 @@ TEST_CASE("concurrent kernels: GEMM 4096^3 beside layer_norm 8192x4096", "[scena
 
   const Json both = gcsim::test::run_summary(graph(kGemm4A + kNormB));
   const Span g = op(both, "gemm_a"), n = op(both, "ln_b");
-  check_ps(g.end, 2 * kUs + 4 * kGemm4Wave);              // 182.854812 us, as alone
-  check_ps(n.end, 2 * kUs + 4 * kGemm4Wave + kNormWave);  // 247.450040 us: after it
+  check_ps(g.end, 2 * kUs + kGemm4Waves);              // 182.911889 us, as alone
+  check_ps(n.end, 2 * kUs + kGemm4Waves + kNormWave);  // 247.507117 us: after it
 
   // Measured: GEMM 178.5, layer_norm 227.0, wall 238.5: predicted 1.02x,
   // 1.09x, 1.04x. Within 10 %.

@@ -244,7 +244,10 @@ workload:
   REQUIRE(beside.end < sync.end);
   const double ratio =
       static_cast<double>(beside.end - beside.start) / static_cast<double>(alone.end - alone.start);
-  CHECK(ratio == Approx(18.0 / 16.0).epsilon(1e-9));
+  // To 1e-5, not exactly: the waves share HBM among different counts of
+  // SMs, and the tiles' bytes reach their time only through the p = 4
+  // overlap (kernel_cost_model.h), ~1e-5 of a wave.
+  CHECK(ratio == Approx(18.0 / 16.0).epsilon(1e-5));
 
   const Json free_sms = run_config(config, {"-s", "network.collective_sms=0"});
   const Span b0 = op(free_sms, "beside", 0), a0 = op(free_sms, "alone", 0);

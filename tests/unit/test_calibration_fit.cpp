@@ -39,6 +39,22 @@ models::gpu::GpuSpec truth() {
   return s;
 }
 
+// The bf16 8192^3 GEMM on 132 SMs, us: 2048 tiles of 128x256 in 15 waves of
+// 132 and a last of 68. A tile's arithmetic is 2*128*256*8192 flop at
+// 989e12 * 0.8 / 132 flop/s per SM (89.57 us, x `compute_stretch`), its
+// bytes A, B and C once over the 2048 tiles (3 * 8192^2 * 2 B / 2048 =
+// 196608 B) at 3350e9 * 0.9 B/s shared by the wave's SMs (8.608 us at 132,
+// 4.434 at 68); the two overlap as the p = 4 norm of kernel_cost_model.h;
+// each wave adds the 1 us overhead.
+double gemm_8192_waves_us(double compute_stretch) {
+  const double compute = 2.0 * 128 * 256 * 8192 / (989e12 * 0.8 / 132) * 1e6 * compute_stretch;
+  auto wave = [&](int sms) {
+    const double memory = 196608.0 / (3350e9 * 0.9 / sms) * 1e6;
+    return std::pow(std::pow(compute, 4) + std::pow(memory, 4), 0.25) + 1.0;
+  };
+  return 15 * wave(132) + wave(68);
+}
+
 json gemm(const char* dtype, int64_t m, int64_t n, int64_t k) {
   return {{"kind", "gemm"}, {"dtype", dtype}, {"m", m}, {"n", n}, {"k", k}, {"class", "square"}, {"time_us", 1.0}};
 }
@@ -77,11 +93,8 @@ TEST_CASE("a GEMM's time includes the setup once and the overhead per wave", "[c
   Measurement m;
   m.kind = "gemm";
   m.gemm = models::gpu::GemmShape{8192, 8192, 8192, 1, models::gpu::Dtype::bf16};
-  // 2048 tiles of 128x256 on 132 SMs: 16 waves of 2*128*256*8192 flop at
-  // 989e12 * 0.8 / 132 flop/s per SM = 71.51 us, + 1 us each; launch 2 us,
-  // setup 1.5 us.
-  const double tile = 2.0 * 128 * 256 * 8192 / (989e12 * 0.8 / 132) * 1e6;
-  CHECK(calibration::predicted_us(s, m) == Approx(2.0 + 1.5 + 16 * (tile + 1.0)).epsilon(1e-6));
+  // 16 waves of one tile (gemm_8192_waves_us); launch 2 us, setup 1.5 us.
+  CHECK(calibration::predicted_us(s, m) == Approx(2.0 + 1.5 + gemm_8192_waves_us(1.0)).epsilon(1e-6));
 }
 
 TEST_CASE("the fit recovers the parameters that produced the times", "[calibration]") {
@@ -132,7 +145,11 @@ TEST_CASE("the fit keeps fixed costs measured apart and finds the rest", "[calib
   const calibration::FitResult moved = calibration::fit_profile(start, cases, fixed);
   CHECK(moved.spec.kernel_launch_latency == sim::ns(int64_t{1500}));
   CHECK(moved.spec.efficiency.tile_overhead == sim::us(int64_t{1}));
-  CHECK(moved.spec.efficiency.gemm_setup.microseconds() == Approx(2.0).epsilon(2e-2));
+  // Not exactly 2 us: the system is no longer consistent and least squares
+  // lends part of the 0.5 us to the per-byte and per-flop terms the GEMMs
+  // share with the memory kernels (which lose the 0.5 us too); held to a
+  // fifth of the shift.
+  CHECK(moved.spec.efficiency.gemm_setup.microseconds() == Approx(2.0).margin(0.1));
 }
 
 TEST_CASE("the gaps between graph nodes and a kernel with no work are read from decode steps", "[calibration]") {
@@ -347,11 +364,10 @@ TEST_CASE("kernel_grid.py's records are predicted at the SM clock they ran at", 
   gemm_at["clock"]["sm_mhz_median"] = 990.0;
   const MeasurementSet half = load(gemm_at);
   CHECK(half.items[0].sm_mhz == 990.0);
-  // 16 compute-bound waves of 71.51 us (test above) become 143.02 us each;
-  // launch, setup and the per-wave overhead stay.
-  const double tile = 2.0 * 128 * 256 * 8192 / (989e12 * 0.8 / 132) * 1e6;
-  CHECK(calibration::predicted_us(spec, unknown.items[0]) == Approx(2.0 + 1.5 + 16 * (tile + 1.0)).epsilon(1e-6));
-  CHECK(calibration::predicted_us(spec, half.items[0]) == Approx(2.0 + 1.5 + 16 * (2 * tile + 1.0)).epsilon(1e-6));
+  // 16 waves whose arithmetic (89.57 us, test above) doubles at half the
+  // clock; the bytes, launch, setup and the per-wave overhead stay.
+  CHECK(calibration::predicted_us(spec, unknown.items[0]) == Approx(2.0 + 1.5 + gemm_8192_waves_us(1.0)).epsilon(1e-6));
+  CHECK(calibration::predicted_us(spec, half.items[0]) == Approx(2.0 + 1.5 + gemm_8192_waves_us(2.0)).epsilon(1e-6));
   // A record without its time names the file and the record.
   json bad = gemm_at;
   bad.erase("time_us");

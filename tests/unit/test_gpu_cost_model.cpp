@@ -75,10 +75,15 @@ TEST_CASE("8192^3 bf16 GEMM on H100: 128x256 tiles, 16 compute-bound waves", "[g
   const gpu::TileCost c = gpu::tile_cost(h100, k, 132);
   CHECK(c.compute.ps() == 89'568'959);
   CHECK(!c.memory_bound());
-  // ceil(2048/132) = 16 waves (the last has 68 tiles, still compute bound):
-  // 2 us + 16 x (89.568959 + 1) us = 1451.103344 us, i.e. 757.7 TF/s.
+  // ceil(2048/132) = 16 waves (the last has 68 tiles, still compute bound).
+  // A tile overlaps its arithmetic and loads as the p-norm, p =
+  // kGemmOverlapKnee = 4: 89.568959 x (1 + (8.607713 / 89.568959)^4)^(1/4)
+  // = 89.570869 us on 132 SMs; on 68 (44.34 GB/s each, 4.434277 us of
+  // loads) 89.569094 us. 2 + 15 x (89.570869 + 1) + (89.569094 + 1) =
+  // 1451.132129 us, i.e. 757.7 TF/s (29 ns more than the plain max).
+  CHECK(gpu::kGemmOverlapKnee == 4.0);
   CHECK(gpu::wave_count(h100, k, 132) == 16);
-  CHECK(within_ps(gpu::isolated_time(h100, k, 132), 1'451'103'344));
+  CHECK(within_ps(gpu::isolated_time(h100, k, 132), 1'451'132'129, 16));
 }
 
 TEST_CASE("1 GiB memcpy runs at the HBM roofline plus one wave overhead", "[gpu]") {
@@ -103,20 +108,24 @@ TEST_CASE("small-M GEMM (16 x 4096 x 4096) is memory bound", "[gpu]") {
   const gpu::GpuSpec h100 = h100_datasheet();
   const gpu::KernelDesc k = gpu::gemm_kernel(h100, {16, 4096, 4096, 1, gpu::Dtype::bf16});
   // Bytes: (16x4096 + 4096x4096 + 16x4096) x 2 B = 33,816,576 B, the weight
-  // dominating. 64x64 tiles: 1 x 64 = 64 tiles of 528,384 B. 128x64 ties on
-  // time (also 64 tiles, memory bound) but pads 2x the flops; 64x64 wins.
+  // dominating. Tiles 64 wide in N: 1 x 64 = 64 tiles of 528,384 B. The
+  // MMAs run the 16 rows, not the tile's 64 or 128 (wgmma's N is 8..256 in
+  // steps of 8 on the batch side): 128x64 and 64x64 tie on time and flops,
+  // the first candidate (128x64) stays.
   CHECK(k.tiles == 64);
-  CHECK(k.flops_per_tile == 2.0 * 64 * 64 * 4096);
+  CHECK(k.flops_per_tile == 2.0 * 16 * 64 * 4096);
   CHECK(k.total_bytes() == Approx(33'816'576.0));
   // With 64 SMs busy each gets min(2 x 3015e9/132, 3015e9/64) = 45.68 GB/s:
-  // 528,384 B take 11.566615 us against 5.598060 us of arithmetic.
+  // 528,384 B take 11.566615 us against 1.399515 us of arithmetic.
   const gpu::TileCost c = gpu::tile_cost(h100, k, 64);
   CHECK(c.memory_bound());
   CHECK(within_ps(c.memory, 11'566'615, 1));
-  CHECK(within_ps(c.compute, 5'598'060, 1));
-  // 2 + 11.566615 + 1 = 14.566615 us, one wave. The whole-chip roofline
-  // (33.8 MB / 3015 GB/s = 11.2 us) is out of reach on 64 of 132 SMs.
-  CHECK(within_ps(gpu::isolated_time(h100, k, 132), 14'566'615));
+  CHECK(within_ps(c.compute, 1'399'515, 1));
+  // Overlapped (p = 4): 11.566615 x (1 + (1.399515/11.566615)^4)^(1/4) =
+  // 11.567235 us. 2 + 11.567235 + 1 = 14.567235 us, one wave. The
+  // whole-chip roofline (33.8 MB / 3015 GB/s = 11.2 us) is out of reach on
+  // 64 of 132 SMs.
+  CHECK(within_ps(gpu::isolated_time(h100, k, 132), 14'567'235));
 }
 
 TEST_CASE("causal attention does (q+1)/(2q) of the non-causal flops", "[gpu]") {
@@ -288,13 +297,16 @@ TEST_CASE("split-K: 128 x 128 x 8192 runs its 4 tiles as 32 CTAs of 1024 columns
   // Setup: 32 CTAs x 10 ns + the reduction kernel (2 us launch + 557,056 B
   // at 3015 GB/s = 0.184762 us) = 2.504762 us.
   CHECK(within_ps(k.setup, 2'504'762, 1));
-  // 2 us launch + 2.504762 + one wave of 3.227893 + 1 us overhead = 8.732655 us,
-  // where the same 4 tiles unsplit stream their 1 MiB each on 4 SMs:
-  // 2 + 0.04 + 23.133230 + 1 = 26.173230 us.
-  CHECK(within_ps(gpu::isolated_time(h100, k, 132), 8'732'655, 3));
+  // The wave overlaps the two as the p-norm (p = 4): 3.227893 x (1 +
+  // (1.399515 / 3.227893)^4)^(1/4) = 3.256039 us. 2 us launch + 2.504762 +
+  // 3.256039 + 1 us overhead = 8.760801 us, where the same 4 tiles unsplit
+  // stream their 1 MiB each on 4 SMs beside 11.196120 us of arithmetic:
+  // 2 + 0.04 + 23.133230 x (1 + (11.196120 / 23.133230)^4)^(1/4) + 1 =
+  // 2 + 0.04 + 23.444225 + 1 = 26.484225 us.
+  CHECK(within_ps(gpu::isolated_time(h100, k, 132), 8'760'801, 3));
   const gpu::KernelDesc whole = gpu::gemm_kernel_with_tile(h100, shape, {64, 64});
   CHECK(whole.split_k == 1);
-  CHECK(within_ps(gpu::isolated_time(h100, whole, 132), 26'173'230, 3));
+  CHECK(within_ps(gpu::isolated_time(h100, whole, 132), 26'484'225, 3));
 }
 
 TEST_CASE("split-K: a GEMM whose tiles fill the SMs, or a short K, is not split", "[gpu]") {
@@ -308,16 +320,18 @@ TEST_CASE("split-K: a GEMM whose tiles fill the SMs, or a short K, is not split"
   CHECK(gpu::gemm_split_k_slices(h100, {128, 128, 1024, 1, gpu::Dtype::bf16}, {64, 64}) == 1);
   // 1024 x 1024 x 8192: larger tiles could split (128x128 in 2 slices: 2 us
   // launch + the reduction's 2 us launch and 10,485,760 B at 3015 GB/s
-  // (3.48 us) + one wave of 128 CTAs, 22.39 us arithmetic + 1 = 30.87 us),
-  // but 128 CTAs of 128x64 fill a wave whole: 2 + 22.39 + 1 = 25.39 us; the
-  // choice keeps the faster.
+  // (3.48 us) + one wave of 128 CTAs, 22.392240 us arithmetic beside
+  // 13.911456 us of loads, overlapped (p = 4) 23.183273 us, + 1 = 31.66 us),
+  // but 128 CTAs of 128x64 fill a wave whole: 22.392240 us beside 11.824738
+  // us of loads, 22.815417 overlapped: 2 + 22.82 + 1 = 25.82 us; the choice
+  // keeps the faster.
   const gpu::GemmShape mid{1024, 1024, 8192, 1, gpu::Dtype::bf16};
   const gpu::KernelDesc k = gpu::gemm_kernel(h100, mid);
   CHECK(k.split_k == 1);
   CHECK(k.tiles == 128);
-  CHECK(within_ps(gpu::isolated_time(h100, k, 132), 25'392'240, 3));
+  CHECK(within_ps(gpu::isolated_time(h100, k, 132), 25'815'417, 3));
   CHECK(within_ps(gpu::isolated_time(h100, gpu::gemm_kernel_with_tile(h100, mid, {128, 128}, 2), 132),
-                  30'870'104, 3));
+                  31'661'137, 3));
   // 4096 x 4096 x 8192: no tile shape leaves room for a second slice; the six
   // candidates are the unsplit tiles.
   CHECK(gpu::gemm_candidates(h100, {4096, 4096, 8192, 1, gpu::Dtype::bf16}).size() == 6);
@@ -408,4 +422,43 @@ TEST_CASE("eager softmax: PyTorch's kernel by row length, and its SM cycles", "[
   s.rows = 32768;
   s.cols = 1024;
   CHECK(gpu::memory_kernel(h100, s).latency_cycles_per_tile == 0.0);
+}
+
+TEST_CASE("a GEMM tile's arithmetic and loads overlap as a p-norm", "[gpu][gemm]") {
+  // p = 4: (3^4 + 4^4)^(1/4) = 337^(1/4) = 4.284572 us; far from balance the
+  // longer bound (0.1 beside 4: 4 x (1 + 0.025^4)^(1/4) = 4.0000004 us); at
+  // balance 2^(1/4) = 1.189x.
+  CHECK(gpu::overlapped_time(sim::us(int64_t{3}), sim::us(int64_t{4}), 4.0).ps() == 4'284'572);
+  CHECK(gpu::overlapped_time(sim::ns(int64_t{100}), sim::us(int64_t{4}), 4.0).ps() == 4'000'000);
+  CHECK(gpu::overlapped_time(sim::us(int64_t{4}), sim::us(int64_t{4}), 4.0).ps() == 4'756'828);
+  // Knee 0: the plain max (every kernel but a GEMM); under 1 is not physical.
+  CHECK(gpu::overlapped_time(sim::us(int64_t{3}), sim::us(int64_t{4}), 0.0) == sim::us(int64_t{4}));
+  CHECK_THROWS_AS(gpu::overlapped_time(sim::us(int64_t{3}), sim::us(int64_t{4}), 0.5),
+                  std::invalid_argument);
+  // A memory kernel keeps the max; a GEMM carries the knee.
+  const gpu::GpuSpec h100 = h100_datasheet();
+  gpu::MemoryOpShape copy;
+  copy.kind = gpu::MemoryOpKind::memcpy;
+  copy.elements = int64_t{1} << 20;
+  CHECK(gpu::memory_kernel(h100, copy).overlap_knee == 0.0);
+  CHECK(gpu::gemm_kernel(h100, {256, 8192, 8192, 1, gpu::Dtype::bf16}).overlap_knee == 4.0);
+}
+
+TEST_CASE("a decode GEMM's MMAs run its rows rounded up to 8, not the tile's", "[gpu][gemm]") {
+  const gpu::GpuSpec h100 = h100_datasheet();
+  // 1 x 8192 x 8192: 8 rows of MMA per tile whatever its M; bytes as ever
+  // (the 128 MiB weight + x + y).
+  const gpu::KernelDesc one =
+      gpu::gemm_kernel_with_tile(h100, {1, 8192, 8192, 1, gpu::Dtype::bf16}, {128, 128});
+  CHECK(one.tiles == 64);
+  CHECK(one.flops_per_tile == 2.0 * 8 * 128 * 8192);
+  CHECK(one.total_bytes() == Approx((8192.0 + 8192.0 * 8192 + 8192.0) * 2));
+  for (gpu::GemmTile t : gpu::kGemmTileCandidates) {
+    const gpu::KernelDesc k = gpu::gemm_kernel_with_tile(h100, {20, 4096, 1024, 1, gpu::Dtype::bf16}, t);
+    CHECK(k.flops_per_tile == 2.0 * 24 * t.n * 1024);  // 20 rows -> 24
+    CHECK(k.total_bytes() == Approx((20.0 * 1024 + 1024.0 * 4096 + 20.0 * 4096) * 2));
+    // At or above the tile's M the tile is whole, as before.
+    const gpu::KernelDesc big = gpu::gemm_kernel_with_tile(h100, {512, 4096, 1024, 1, gpu::Dtype::bf16}, t);
+    CHECK(big.flops_per_tile == 2.0 * t.m * t.n * 1024);
+  }
 }

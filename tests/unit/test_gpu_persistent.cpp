@@ -12,8 +12,12 @@
 // GPU: the H100 SXM datasheet values of test_gpu_runtime.cpp (132 SMs, 989
 // TF/s bf16, 2 us launch latency, tensor efficiency 0.8, 1 us per wave).
 // An 8192^3 bf16 GEMM is 2048 tiles of 128x256, each 2*128*256*8192 flops
-// at 989e12*0.8/132 flop/s per SM = 89.568959 us, + 1 us: waves of
-// W = 90.568959 us, compute bound whatever else runs.
+// at 989e12*0.8/132 flop/s per SM = 89.568959 us, compute bound whatever
+// else runs; its 196,608 B of loads overlap as the p-norm (p = 4,
+// kGemmOverlapKnee), which adds 1.910 ns on 132 SMs (8.607713 us of loads),
+// 0.856 ns on 108 (7.042690 us), 0.258 ns on 80, 0.135 ns on 68. Waves of
+// W = 90.570869 us on 132 SMs, W108 = 90.569815, W80 = 90.569217, W68 =
+// 90.569094 (1 us overhead included).
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -32,7 +36,8 @@ namespace {
 using gcsim::test::h100_datasheet;
 
 constexpr int64_t kUs = 1'000'000;         // ps per microsecond
-constexpr int64_t kWave8192 = 90'568'959;  // W above, ps
+constexpr int64_t kWave8192 = 90'570'869;  // W above, ps
+constexpr int64_t kLastWave8192 = 90'569'094;  // W68 above: 68 tiles, ps
 constexpr int64_t kLaunch = 2 * kUs;       // kernel_launch_latency
 
 sim::Time at_ps(int64_t ps) { return sim::Time::from_ps(ps); }
@@ -116,17 +121,17 @@ TEST_CASE("a hold asked mid-GEMM waits for the GEMM's last wave", "[gpu]") {
       hold_at(s, g, 10 * kUs, 24, granted);  // NCCL's 24 channels, mid first wave
       sample_at(s, g, kLaunch + kWave8192 + 1, after_wave1);
       sample_at(s, g, 1400 * kUs, in_last_wave);
-      sample_at(s, g, kLaunch + 16 * kWave8192 + 1, after_end);
+      sample_at(s, g, kLaunch + 15 * kWave8192 + kLastWave8192 + 1, after_end);
       s.run();
       // Persistent or not, the GEMM launched first has its CTAs dispatched
-      // first: alone on all 132 SMs, 16 waves, 2 + 16 W = 1451.103344 us.
+      // first: alone on all 132 SMs, 16 waves, 2 + 15 W + W68 = 1451.132129 us.
       // The hold gets no SM at the first 15 wave boundaries; the last wave
-      // (2 + 15 W = 1360.534385 us) runs 68 tiles and the hold takes 24 of
+      // (2 + 15 W = 1360.563035 us) runs 68 tiles and the hold takes 24 of
       // the 64 SMs the grid has no CTA left for.
-      CHECK(span.end == kLaunch + 16 * kWave8192);
-      CHECK(span.end == 1'451'103'344);
+      CHECK(span.end == kLaunch + 15 * kWave8192 + kLastWave8192);
+      CHECK(span.end == 1'451'132'129);
       CHECK(granted == kLaunch + 15 * kWave8192);
-      CHECK(granted == 1'360'534'385);
+      CHECK(granted == 1'360'563'035);
       CHECK(after_wave1 == Sms{0, 132, 0, 0});
       CHECK(in_last_wave == Sms{40, 68, 24, 0});
       CHECK(after_end == Sms{108, 0, 24, 0});
@@ -136,14 +141,14 @@ TEST_CASE("a hold asked mid-GEMM waits for the GEMM's last wave", "[gpu]") {
 
 TEST_CASE("a persistent GEMM launched beside 24 held SMs takes them back when released", "[gpu]") {
   // 2048 tiles on 132 - 24 = 108 SMs: ceil(2048/108) = 19 waves if the hold
-  // stayed. It is released at 500 us, inside the GEMM's 6th wave (2 + 5 W =
-  // 454.844795 to 2 + 6 W = 545.413754 us): a persistent GEMM's queued CTAs
+  // stayed. It is released at 500 us, inside the GEMM's 6th wave (2 + 5 W108 =
+  // 454.849075 to 2 + 6 W108 = 545.418890 us): a persistent GEMM's queued CTAs
   // take the 24 SMs at that wave's end, 6 x 108 = 648 tiles in; the other
-  // 1400 run on 132 SMs, 10 waves of 132 and one of 80: 2 + 17 W =
-  // 1541.672303 us. A GEMM of one CTA per tile widens at the release itself
+  // 1400 run on 132 SMs, 10 waves of 132 and one of 80: 2 + 6 W108 +
+  // 10 W + W80 = 1541.696797 us. A GEMM of one CTA per tile widens at the release itself
   // (a second lane of 24 SMs, 45 us earlier): 672 tiles by 500 us, 132 a
   // wave after, its 56 last tiles start on the 108-SM lane at 2 + 16 W, so
-  // it too ends at 2 + 17 W.
+  // it too ends then.
   for (const bool coalesce : {false, true}) {
     INFO((coalesce ? "waves coalesced" : "one event per wave"));
     Span lane[2];
@@ -163,9 +168,11 @@ TEST_CASE("a persistent GEMM launched beside 24 held SMs takes them back when re
       CHECK(gpu::wave_count(spec, gemm, 108) == 19);
       if (persistent) {
         CHECK(lane[1].start == kLaunch);
-        CHECK(lane[1].end == kLaunch + 17 * kWave8192);
-        CHECK(lane[1].end == 1'541'672'303);
-        CHECK(mid == Sms{0, 132, 0, 0});  // grown back at 545.413754 us
+        // 2 + 6 W108 + 10 W + W80 = 1541.696797 us (the waves' widths
+        // differ by their loads' share only: 17 W to within 25 ns).
+        CHECK(lane[1].end == kLaunch + 6 * 90'569'815 + 10 * kWave8192 + 90'569'217);
+        CHECK(lane[1].end == 1'541'696'797);
+        CHECK(mid == Sms{0, 132, 0, 0});  // grown back at 545.418890 us
       } else {
         CHECK(mid.busy == 132);
       }

@@ -170,14 +170,17 @@ TEST_CASE("a GEMM beside 20 held SMs runs ceil(tiles/112) waves", "[gpu]") {
   launch_at(s, g, sim::Time::zero(), gemm, with_hold);
   s.run();
   // 2048 tiles on 112 SMs: ceil(2048/112) = 19 waves instead of 16. Each wave
-  // is compute bound (89.568959 us + 1 us overhead = 90.568959 us), so:
-  // 2 + 19 x 90.568959 = 1722.810221 us, i.e. 3 x 90.568959 = 271.706877 us
-  // longer than the solo 1451.103344 us.
+  // is compute bound (89.568959 us + 1 us overhead), its 196,608 B of loads
+  // overlapped as the p-norm (p = 4, kGemmOverlapKnee): + 0.990 ns on 112
+  // SMs (7.303 us of loads), + 0.119 ns on the last wave's 32 (4.304 us):
+  // 2 + 18 x 90.569949 + 90.569078 = 1722.828160 us, 271.696031 us longer
+  // than the solo 1451.132129 us (2 + 15 x 90.570869 + 90.569094: 132 SMs,
+  // then 68).
   CHECK(gpu::wave_count(h100, gemm, 112) == 19);
-  CHECK(with_hold.end.ps() == 1'722'810'221);
+  CHECK(with_hold.end.ps() == 1'722'828'160);
   CHECK((with_hold.end - with_hold.start) + h100.kernel_launch_latency -
             gpu::isolated_time(h100, gemm, 132) ==
-        sim::ps(271'706'877));
+        sim::ps(271'696'031));
 
   g.release_sms(20);
   CHECK(g.free_sms() == 132);
@@ -186,14 +189,15 @@ TEST_CASE("a GEMM beside 20 held SMs runs ceil(tiles/112) waves", "[gpu]") {
   const sim::Time t1 = s.now();
   launch_at(s, g, t1, gemm, after);
   s.run();
-  CHECK((after.end - t1).ps() == 1'451'103'344);
+  CHECK((after.end - t1).ps() == 1'451'132'129);
 }
 
 TEST_CASE("a hold on a busy GPU waits for the running kernel's last wave", "[gpu]") {
   // CTAs of equal-priority grids are dispatched in launch order: the GEMM
   // launched first keeps all 132 SMs until its 16th and last wave (68
-  // tiles, from 2 + 15 W = 1360.534385 us), where the hold takes 20 of the
-  // 64 SMs left; the GEMM is not slowed (2 + 16 W = 1451.103344 us).
+  // tiles, from 2 + 15 W = 1360.563035 us), where the hold takes 20 of the
+  // 64 SMs left; the GEMM is not slowed (2 + 15 W + W68 = 1451.132129 us;
+  // W = 90.570869, W68 = 90.569094 us: test_gpu_persistent.cpp).
   const gpu::GpuSpec h100 = h100_datasheet();
   const gpu::KernelDesc gemm = gpu::gemm_kernel(h100, {8192, 8192, 8192, 1, gpu::Dtype::bf16});
   sim::Simulator s;
@@ -205,9 +209,9 @@ TEST_CASE("a hold on a busy GPU waits for the running kernel's last wave", "[gpu
     g.hold_sms(20);  // deferred behind the GEMM's unstarted tiles
     held_at_10us = g.held_sms();
   });
-  s.call_at(sim::Time::from_ps(1'360'534'385 + 1), [&] { held_last = g.held_sms(); });
-  // First wave: 2 us to 92.568959 us; sample just after.
-  s.call_at(sim::Time::from_ps(92'568'959 + 1), [&] {
+  s.call_at(sim::Time::from_ps(1'360'563'035 + 1), [&] { held_last = g.held_sms(); });
+  // First wave: 2 us to 92.570869 us; sample just after.
+  s.call_at(sim::Time::from_ps(92'570'869 + 1), [&] {
     held_after_wave1 = g.held_sms();
     busy_after_wave1 = g.busy_sms();
   });
@@ -216,7 +220,7 @@ TEST_CASE("a hold on a busy GPU waits for the running kernel's last wave", "[gpu
   CHECK(held_after_wave1 == 0);
   CHECK(busy_after_wave1 == 132);
   CHECK(held_last == 20);
-  CHECK(span.end.ps() == 1'451'103'344);
+  CHECK(span.end.ps() == 1'451'132'129);
 }
 
 TEST_CASE("the SM array refuses holds beyond the GPU and tracks debt", "[gpu]") {

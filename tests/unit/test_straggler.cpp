@@ -50,7 +50,12 @@ TEST_CASE("straggler: a throttled spec scales the SM rates, not HBM unless asked
   const auto k = models::gpu::gemm_kernel(h100, {8192, 8192, 8192, 1, Dtype::bf16});
   const double fast = (models::gpu::isolated_time(h100, k, 132) - h100.kernel_launch_latency).seconds();
   const double half = (models::gpu::isolated_time(slow, k, 132) - h100.kernel_launch_latency).seconds();
-  CHECK(half == Approx(2 * fast).epsilon(1e-6));
+  // Not exactly twice: the tiles' bytes (a tenth of their arithmetic on 132
+  // SMs) do not stretch, and through the p = 4 overlap of
+  // kernel_cost_model.h they add ~(1/10)^4 / 4 = 2.5e-5 of a wave at full
+  // clock and 16x less at half: held to 1e-4.
+  CHECK(half == Approx(2 * fast).epsilon(1e-4));
+  CHECK(half < 2 * fast);
   // A streaming copy (memory-bound) hardly moves with the SM clock: only
   // its per-wave SM overhead doubles.
   models::gpu::MemoryOpShape add;
