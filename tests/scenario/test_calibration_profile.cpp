@@ -51,8 +51,9 @@ TEST_CASE("the h100-sxm preset applies its measured profile unless told none", "
   CHECK(s["hardware"]["calibration"] == "calibration/profiles/h100-sxm.yaml");
   CHECK(s["config"]["cluster"]["calibration"] == "h100-sxm");
   // 0.8611 before the profile fit left the decode cases out (fitted apart
-  // since flash2's decode has its own parameters): they no longer pull it.
-  CHECK(s["hardware"]["efficiency"]["tensor"]["bf16"].get<double>() == Approx(0.8678));
+  // since flash2's decode has its own parameters): they no longer pull it;
+  // 0.8678 before the tiles' arithmetic and loads overlapped as a p-norm.
+  CHECK(s["hardware"]["efficiency"]["tensor"]["bf16"].get<double>() == Approx(0.8675));
   // Measured on an H100 SXM through the device tool (calibration/
   // measurements/README.md, gemm_sustained reps [0,20)): a rested 8192^3
   // bf16 GEMM takes 1380.5 us. The profile predicts it within 2%; the

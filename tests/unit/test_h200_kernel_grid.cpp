@@ -153,10 +153,13 @@ TEST_CASE("a CTA a row pulls the same HBM bandwidth on an H200 as on an H100", "
   // 42.35 against 42.38 us, from L2 33.25 / 33.15; mean 30.13 / 29.71;
   // argmax 40.02 / 38.82), though the H200's HBM is 1.43x faster. The H200
   // preset's sm_hbm_reach is the H100 profile's one-SM reach: 6 x 3350 GB/s
-  // x 0.8779 / 132 SMs = 133.68 GB/s (written 133.7 GB/s).
+  // x 0.8779 / 132 SMs = 133.68 GB/s (written 133.7 GB/s); the H100's refit
+  // with the GEMM tiles' overlap moved its HBM efficiency to 0.8813 (134.20
+  // GB/s, +0.4%), which the H200 preset does not follow: held to 0.5%.
   const auto h100 = test::calibrated_gpu_preset("h100-sxm");
   const auto h200 = test::calibrated_gpu_preset("h200-sxm");
-  CHECK(models::gpu::single_sm_hbm_reach(h100).bytes_per_s() == Approx(133.68e9).epsilon(1e-3));
+  CHECK(models::gpu::single_sm_hbm_reach(h100).bytes_per_s() == Approx(6 * 3350e9 * 0.8813 / 132).epsilon(1e-4));
+  CHECK(models::gpu::single_sm_hbm_reach(h100).bytes_per_s() == Approx(133.7e9).epsilon(5e-3));
   CHECK(models::gpu::single_sm_hbm_reach(h200).bytes_per_s() == Approx(133.7e9).epsilon(1e-6));
   // The sampler's softmax over a decode step's logits: a CTA a row, 8 rows.
   models::gpu::MemoryOpShape soft;

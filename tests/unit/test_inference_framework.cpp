@@ -229,7 +229,8 @@ TEST_CASE("eager RMSNorm in bf16: eight passes and their bytes", "[inference][fr
 TEST_CASE("a kernel's class is its time less the gap before the next kernel", "[inference][framework]") {
   // gpu_spec.h: of the launch latency (fitted to back-to-back spacing), the
   // profiler's kernel duration holds 0.946 us; the gap is the rest. The
-  // H100 profile: 2.397 us on a stream, 1.106 in a graph, so gaps of 1.451
+  // H100 profile (before its 2026-11-28 refit): 2.397 us on a stream, 1.106
+  // in a graph, so gaps of 1.451
   // and 0.160 us (the profiler's mean gaps on the six decode steps of
   // calibration/measurements/h100-sxm/serving_kernels_2026-11-27: 1.451 and
   // 0.160 us). A preset below 0.946 us has no gap.
@@ -240,14 +241,14 @@ TEST_CASE("a kernel's class is its time less the gap before the next kernel", "[
   // A profiler's duration does not depend on how the kernel was launched:
   // on the calibrated H100 every kernel class but communication is the same
   // on a stream and replayed from a graph, while the step is shorter in
-  // the graph by (2.397 - 1.106) us a kernel (318 kernels: 336 launches
+  // the graph by (2.585 - 1.294) us a kernel (318 kernels: 336 launches
   // less 17 all-reduces and the all-gather; no collective here).
   test::NoComm comm;
   IterationCostConfig c = bench_tp4(ServingFramework::pytorch_eager);
   auto nowhere = test::nowhere_reader();
   cli::apply_calibration_profile("h100-sxm", c.gpu, nowhere);
-  REQUIRE(c.gpu.kernel_launch_latency == sim::ns(int64_t{2397}));
-  REQUIRE(c.gpu.graph_launch_latency() == sim::ns(int64_t{1106}));
+  REQUIRE(c.gpu.kernel_launch_latency == sim::ns(int64_t{2585}));
+  REQUIRE(c.gpu.graph_launch_latency() == sim::ns(int64_t{1294}));
   const StepCost s = IterationCost(c, comm).cost(decode(8, 2048));
   c.cuda_graphs = true;
   const StepCost g = IterationCost(c, comm).cost(decode(8, 2048));
@@ -256,21 +257,21 @@ TEST_CASE("a kernel's class is its time less the gap before the next kernel", "[
     INFO(static_cast<int>(k));
     CHECK(g.classes.of(k) == Approx(s.classes.of(k)).epsilon(1e-9));
   }
-  CHECK(s.compute - g.compute == sim::ns(int64_t{2397 - 1106}) * 318);
+  CHECK(s.compute - g.compute == sim::ns(int64_t{2585 - 1294}) * 318);
   // The classes: every kernel's time less its gap (1.451 us on the stream).
   double classes = 0;
   for (KernelClass k : {KernelClass::gemm, KernelClass::attention, KernelClass::elementwise, KernelClass::norm}) {
     classes += s.classes.of(k);
   }
   CHECK(classes == Approx(s.compute.seconds() - 318 * 1.451e-6).epsilon(1e-9));
-  // The calibrated H200 measures its own split (launch_inside_kernel 1377
-  // ns: its 2720 ns stream latency less its decode steps' mean gap, 1.343 us,
+  // The calibrated H200 measures its own split (launch_inside_kernel 1221
+  // ns: its 2564 ns stream latency less its decode steps' mean gap, 1.343 us,
   // calibration/measurements/h200-x1/calibration_set_2026-11-28): the
   // classes leave out that gap, not the H100's.
   IterationCostConfig h = bench_tp4(ServingFramework::pytorch_eager);
   h.gpu = test::calibrated_gpu_preset("h200-sxm");
-  REQUIRE(h.gpu.kernel_launch_latency == sim::ns(int64_t{2720}));
-  REQUIRE(h.gpu.launch_inside() == sim::ns(int64_t{1377}));
+  REQUIRE(h.gpu.kernel_launch_latency == sim::ns(int64_t{2564}));
+  REQUIRE(h.gpu.launch_inside() == sim::ns(int64_t{1221}));
   const StepCost t = IterationCost(h, comm).cost(decode(8, 2048));
   double h_classes = 0;
   for (KernelClass k : {KernelClass::gemm, KernelClass::attention, KernelClass::elementwise, KernelClass::norm}) {

@@ -192,7 +192,12 @@ TEST_CASE("training: simulated bubbles with free communication match the closed 
     }
     const double busy = dual.breakdown.per_rank[r1].of(OpCategory::compute);
     const double f_and_b = (busy - singles) / pairs;
-    CHECK(f_and_b < f + b);  // overlapping the two fills each other's gaps
+    // Overlapping the two never costs; it gains only where a kernel leaves
+    // SMs idle. On this datasheet GPU the pair took F + B less a little
+    // until the GEMM tiles' arithmetic and loads overlapped as a p-norm
+    // (2026-11-28); since, F + B to 1e-9 (not established why: README,
+    // "GEMM tiles' overlap").
+    CHECK(f_and_b <= (f + b) * (1.0 + 1e-9));
     CHECK(f_and_b > 0.8 * (f + b));
     // DeepSeek's (p/2-1)(F&B+B-3W) assumes an input-gradient half as long
     // as the forward (exact then: test_training_pipeline.cpp); here B - W
