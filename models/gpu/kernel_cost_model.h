@@ -117,8 +117,9 @@ EagerSoftmaxKernel eager_softmax_kernel(int64_t cols, Dtype dtype);
 // p in {2, 2.5, 3, 4, 5, 6, 8, 12}: class sums -3.5, -5.9, -0.0%); held out:
 // the TP2 decode GEMMs (-3.3, -5.3, +0.8%) and the microbench's bf16 GEMMs
 // (calibration/profiles/h100-sxm.yaml measurements, mean |error| fit set
-// 3.73 -> 3.66%, held-out set 3.54 -> 3.85%; calibration/fit/decode_gemm_fit.py). Physical range: p >= 1 (1: loads and MMAs serialised; the
-// larger, the better the overlap; infinity: the plain max).
+// 3.73 -> 3.66%, held-out set 3.54 -> 3.85%; calibration/fit/
+// decode_gemm_fit.py). Physical range: p >= 1 (1: loads and MMAs
+// serialised; the larger, the better the overlap; infinity: the plain max).
 inline constexpr double kGemmOverlapKnee = 4.0;
 
 // max(compute, memory) for knee <= 0, else (compute^knee +
