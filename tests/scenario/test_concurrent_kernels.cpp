@@ -115,9 +115,10 @@ const int64_t kNormWave = std::llround(134217728.0 / (kHbm * 0.70) * 1e12) + kUs
 int64_t gemm_wave_ps(double k, int sms) { return gcsim::test::gemm_wave_ps(k, 989.4e12 * 0.81, kHbm, sms); }
 const int64_t kGemm8Waves = 15 * gemm_wave_ps(8192, 132) + gemm_wave_ps(8192, 68);
 const int64_t kGemm4Waves = 3 * gemm_wave_ps(4096, 132) + gemm_wave_ps(4096, 116);
-// Beside a queued kernel the last wave's HBM share is that of all 132 SMs:
-// the SMs the GEMM leaves are granted to the waiting kernel at that wave's
-// start (its bytes move ~2 ns over the GEMM through the overlap).
+// Beside a queued kernel the model gives the GEMM's last wave the HBM share
+// of 132 SMs, not of its 68 (the 64 it leaves count as taken by the waiting
+// kernel, which moves its bytes only after the GEMM): ~2 ns longer through
+// the overlap.
 const int64_t kGemm8WavesBeside = 16 * gemm_wave_ps(8192, 132);
 const int64_t kGemm4WavesBeside = 4 * gemm_wave_ps(4096, 132);
 
