@@ -90,9 +90,9 @@ inline int64_t gemm_wave_ps(double k, double tensor_flops_per_s, double hbm_byte
 // kH100Gemm8192's 2048 tiles by hand, s: 15 waves of 132 and a last of 68,
 // at 989.4e12 x `tensor_efficiency` flop/s (88.29 us of arithmetic a tile at
 // the preset's 0.81) and the preset's 3350e9 x 0.90 B/s (8.608 us of bytes
-// on 132 SMs), the arithmetic x `compute_stretch`.
-inline double h100_gemm8192_waves_s(double tensor_efficiency = 0.81, double compute_stretch = 1.0) {
-  const double flops = 989.4e12 * tensor_efficiency / compute_stretch, bytes = 3350e9 * 0.90;
+// on 132 SMs).
+inline double h100_gemm8192_waves_s(double tensor_efficiency = 0.81) {
+  const double flops = 989.4e12 * tensor_efficiency, bytes = 3350e9 * 0.90;
   return static_cast<double>(15 * gemm_wave_ps(8192, flops, bytes, 132) + gemm_wave_ps(8192, flops, bytes, 68)) *
          1e-12;
 }

@@ -1,7 +1,9 @@
 // The calibration fitter (calibration/fit/): the closed form it linearises,
 // recovery of known parameters from times the model itself produced, the
 // deterministic held-out split, and a profile's round trip through YAML.
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -14,6 +16,7 @@
 #include "gpu_test_specs.h"
 #include "models/gpu/kernel_cost_model.h"
 #include "preset_fixtures.h"
+#include "scenario/run_gcsim.h"
 #include "sim/scenario/gpu_spec_loader.h"
 
 using namespace gcsim;
@@ -40,19 +43,15 @@ models::gpu::GpuSpec truth() {
 }
 
 // The bf16 8192^3 GEMM on 132 SMs, us: 2048 tiles of 128x256 in 15 waves of
-// 132 and a last of 68. A tile's arithmetic is 2*128*256*8192 flop at
-// 989e12 * 0.8 / 132 flop/s per SM (89.57 us, x `compute_stretch`), its
-// bytes A, B and C once over the 2048 tiles (3 * 8192^2 * 2 B / 2048 =
-// 196608 B) at 3350e9 * 0.9 B/s shared by the wave's SMs (8.608 us at 132,
-// 4.434 at 68); the two overlap as the p = 4 norm of kernel_cost_model.h;
-// each wave adds the 1 us overhead.
+// 132 and a last of 68, each wave by hand (run_gcsim.h's gemm_wave_ps: the
+// arithmetic at 989e12 * 0.8 flop/s, 89.57 us a tile, x `compute_stretch`;
+// 196608 B at 3350e9 * 0.9 B/s over the wave's SMs, 8.608 us at 132 and
+// 4.434 at 68; the p = 4 overlap; + 1 us).
 double gemm_8192_waves_us(double compute_stretch) {
-  const double compute = 2.0 * 128 * 256 * 8192 / (989e12 * 0.8 / 132) * 1e6 * compute_stretch;
   auto wave = [&](int sms) {
-    const double memory = 196608.0 / (3350e9 * 0.9 / sms) * 1e6;
-    return std::pow(std::pow(compute, 4) + std::pow(memory, 4), 0.25) + 1.0;
+    return static_cast<double>(gcsim::test::gemm_wave_ps(8192, 989e12 * 0.8 / compute_stretch, 3350e9 * 0.9, sms));
   };
-  return 15 * wave(132) + wave(68);
+  return (15 * wave(132) + wave(68)) * 1e-6;
 }
 
 json gemm(const char* dtype, int64_t m, int64_t n, int64_t k) {
@@ -377,5 +376,28 @@ TEST_CASE("kernel_grid.py's records are predicted at the SM clock they ran at", 
   } catch (const std::runtime_error& e) {
     CHECK(std::string(e.what()).find("grid.json: results[0]") != std::string::npos);
     CHECK(std::string(e.what()).find("time_us") != std::string::npos);
+  }
+}
+
+TEST_CASE("the committed profiles hold no tile multiplier above the largest tiles'", "[calibration]") {
+  // profile_fit.cpp caps each smaller tile at the best of the largest tiles'
+  // multipliers (a smaller tile reuses each operand byte over fewer MMAs).
+  // Without the cap the H100 refit of 2026-11-28 gave 64x64 0.981 against
+  // 128x256 0.975, and the 8192^3 GEMMs ran as 64x64 tiles.
+  for (const char* gpu : {"h100-sxm", "h200-sxm"}) {
+    INFO(gpu);
+    const auto spec = test::calibrated_gpu_preset(gpu);
+    const auto& tiles = models::gpu::kGemmTileCandidates;
+    int64_t largest = 0;
+    for (const auto& t : tiles) largest = std::max(largest, t.m * t.n);
+    double cap = 0.0;
+    for (size_t i = 0; i < std::size(tiles); ++i) {
+      if (tiles[i].m * tiles[i].n == largest) cap = std::max(cap, spec.efficiency.gemm_tile[i]);
+    }
+    for (size_t i = 0; i < std::size(tiles); ++i) {
+      INFO(tiles[i].m << "x" << tiles[i].n);
+      CHECK(spec.efficiency.gemm_tile[i] <= cap);
+      CHECK(spec.efficiency.gemm_tile[i] > 0.0);
+    }
   }
 }
