@@ -526,3 +526,51 @@ TEST_CASE("power model: a held-out GEMM shape's capped clock (phase_power set)",
   // 5%: issue 16's bar for the power model's loops (gcsim +2.5% today).
   CHECK(mhz == Approx(1336.0).epsilon(0.05));
 }
+
+// Decode GEMMs streaming their weights while their tensor pipes run: F.linear
+// back to back at 64-256 tokens, Llama-2-70B's TP shards. A loop's power is
+// its arithmetic's plus the memory path's, of which a GEMM's traffic pays
+// only the devices' share (hbm_device_share 0.31, fitted on the first H200's
+// TP4 loops by calibration/fit/decode_gemm_sigma_fit.py; every point here is
+// held out). Measured: a first H200's TP2 loops (calibration/measurements/
+// h200-x1/decode_gemm_clock_2026-11-28, nvidia-smi over 0.5 s loops) and a
+// second H200's TP4 loops (step_power_clock_2026-11-28, NVML over the second
+// half of 3 s loops).
+TEST_CASE("power model: decode GEMM loops' capped clocks on two H200s (held out)", "[gpu][power][measured]") {
+  const gpu::GpuSpec spec = as_run("h200-sxm");
+  struct Loop {
+    int64_t m, n, k;
+    double mhz;  // measured
+  };
+  const std::vector<Loop> loops{
+      // first H200, TP2: gate+up, down, LM head at 64, 128, 256 tokens
+      {64, 28672, 8192, 1929}, {128, 28672, 8192, 1429}, {256, 28672, 8192, 1466},
+      {64, 8192, 14336, 1980}, {128, 8192, 14336, 1273}, {256, 8192, 14336, 1314},
+      {64, 16000, 8192, 1933}, {128, 16000, 8192, 1376}, {256, 16000, 8192, 1395},
+      // second H200, TP4: gate+up and down at 64, 128, 256 tokens
+      {64, 14336, 8192, 1713}, {128, 14336, 8192, 1363}, {256, 14336, 8192, 1282},
+      {64, 8192, 7168, 1784}, {128, 8192, 7168, 1398}, {256, 8192, 7168, 1361}};
+  gpu::GpuSpec additive = spec;
+  additive.power.hbm_device_share = 1.0;
+  double sum = 0.0, sum_additive = 0.0;
+  for (const Loop& l : loops) {
+    const gpu::GemmShape shape{l.m, l.n, l.k, 1, gpu::Dtype::bf16};
+    const double mhz = gpu::governed_loop_clock(spec, {gpu::gemm_kernel(spec, shape)}, 1.0) * 1980.0;
+    const double old = gpu::governed_loop_clock(additive, {gpu::gemm_kernel(additive, shape)}, 1.0) * 1980.0;
+    INFO(l.m << " x " << l.n << " x " << l.k << ": gcsim " << mhz << " MHz (additive memory power " << old
+             << "), measured " << l.mhz);
+    // 25% a loop: the two chips run the same loop up to 20% apart at 64
+    // tokens (TP4 gate+up 1980 against 1713 MHz), and the fit leaves the
+    // chip's spread in each point.
+    CHECK(mhz == Approx(l.mhz).epsilon(0.25));
+    sum += std::abs(mhz / l.mhz - 1.0);
+    sum_additive += std::abs(old / l.mhz - 1.0);
+  }
+  const double mean = sum / loops.size(), mean_additive = sum_additive / loops.size();
+  INFO("mean |clock error|: " << mean << ", with the additive memory power " << mean_additive);
+  // Issue 16's 10% for a part of the model, on held-out loops of two chips;
+  // the additive model (hbm_device_share 1) charges both the tensor pipes
+  // and the weight stream in full and settles these loops at 990-1090 MHz.
+  CHECK(mean <= 0.10);
+  CHECK(mean_additive >= 0.20);
+}
