@@ -121,7 +121,8 @@ void ClockGovernor::add(sim::Time now, const Activity& a, double arithmetic_w) {
   running_.tensor += a.tensor;
   running_.vector += a.vector;
   running_.hbm += a.hbm;
-  running_.hbm_unshared = unshared_hbm(running_);
+  running_.hbm_unshared =
+      unshared_given_ ? std::min(running_.hbm, running_.hbm_unshared + a.hbm_unshared) : unshared_hbm(running_);
   arithmetic_w_ += arithmetic_w;
   ++pieces_;
 }
@@ -138,7 +139,9 @@ void ClockGovernor::remove(sim::Time now, const Activity& a, double arithmetic_w
   running_.tensor = std::max(0.0, running_.tensor - a.tensor);
   running_.vector = std::max(0.0, running_.vector - a.vector);
   running_.hbm = std::max(0.0, running_.hbm - a.hbm);
-  running_.hbm_unshared = unshared_hbm(running_);
+  running_.hbm_unshared = unshared_given_
+                              ? std::clamp(running_.hbm_unshared - a.hbm_unshared, 0.0, running_.hbm)
+                              : unshared_hbm(running_);
   arithmetic_w_ = std::max(0.0, arithmetic_w_ - arithmetic_w);
 }
 

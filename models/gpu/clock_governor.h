@@ -69,6 +69,12 @@ class ClockGovernor {
   // shares its on-chip part), so a.hbm_unshared is ignored here.
   void add(sim::Time now, const Activity& a, double arithmetic_w);
   void remove(sim::Time now, const Activity& a, double arithmetic_w);
+  // From now on every piece added is the mean of many kernels run one after
+  // another (the serving model's step, one piece over its span), and its
+  // a.hbm_unshared, their own traffic beside no arithmetic averaged, is taken
+  // as given and summed: the unshared share of the mean would be that of a
+  // step where every kernel streams beside the step's mean arithmetic.
+  void take_unshared_from_pieces() { unshared_given_ = true; }
   // The clock fraction (of f_max) for work starting now.
   double clock(sim::Time now);
   // Holds the clock at `fraction` of f_max whatever the activity (the
@@ -116,6 +122,7 @@ class ClockGovernor {
   Activity averaged_;
   Activity averaged_fast_;  // over fast_time_constant (used when params_.fast_loop())
   Activity running_;     // summed over what runs now (hbm_unshared: of those sums)
+  bool unshared_given_ = false;  // take_unshared_from_pieces()
   double arithmetic_w_ = 0.0;
   int pieces_ = 0;       // work items running: at 0 the sums reset to exact zeros
   double energy_j_ = 0.0;

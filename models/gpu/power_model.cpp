@@ -118,6 +118,13 @@ Activity with_unshared(Activity a) {
   return a;
 }
 
+void accumulate(Activity& to, const Activity& a, double k) {
+  to.tensor += k * a.tensor;
+  to.vector += k * a.vector;
+  to.hbm += k * a.hbm;
+  to.hbm_unshared += k * a.hbm_unshared;
+}
+
 double memory_power_w(const PowerParams& p, const Activity& a) {
   return p.hbm_w * (p.hbm_device_share * a.hbm + (1.0 - p.hbm_device_share) * a.hbm_unshared);
 }

@@ -76,6 +76,10 @@ struct Activity {
 double unshared_hbm(const Activity& a);
 // `a` with hbm_unshared set to unshared_hbm(a).
 Activity with_unshared(Activity a);
+// to += k x a, field by field (activity-seconds summed over kernels: each
+// kernel's own hbm_unshared adds up, where unshared_hbm() of a sum would
+// let one kernel's arithmetic hide another's traffic).
+void accumulate(Activity& to, const Activity& a, double k = 1.0);
 
 struct PowerParams {
   double cap_w = 0.0;              // board power limit (W); 0: no power model

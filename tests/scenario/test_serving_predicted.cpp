@@ -71,16 +71,17 @@ constexpr double kStepMax = 0.10, kStepMean = 0.05;
 // the host, whose speed is the machine's): the H100 tests' 8%
 // (test_serving_measured.cpp), the same bench and model.
 constexpr double kPrefill = 0.08;
-// The H200's TP2 prefills of the 80-layer model (2048 tokens) and of the 70B
-// layer (8192) fell from -7.7 / -6.7% to -10.0 / -9.3% when hbm_device_share
-// 0.31 (2026-11-28, fitted on the H200's decode GEMM loops) lifted their
-// capped clock (8192 tokens: 1841 -> 1953 MHz); the prefill clock was never
-// measured, and the attention class these steps miss is already -15 .. -21%
-// (test_serving_measured.cpp). Listed misses, each held to its own figure.
-constexpr double kPrefillListedMiss = 0.105;
+// One listed miss, held to its own figure: the H200's TP2 prefill of 2048
+// tokens through the 80-layer model went -7.7 -> -8.3% with hbm_device_share
+// 0.31 (2026-11-28: its GEMMs draw less beside their operand traffic). Its
+// clock is the cause, and was before: gcsim's eager prefill steps run at
+// 1828-1841 MHz where three H200s run the shard's at 1538-1591 (calibration/
+// measurements/h200-x1/{step_power_clock,kernel_power_clock}_2026-11-28):
+// the SiLU and add passes draw 10-16% more than the model charges them, and
+// the decode attention 13% more.
+constexpr double kPrefillListedMiss = 0.09;
 bool listed_prefill_miss(const std::string& file, int tp, int64_t tokens) {
-  return tp == 2 && ((file.find("h200-x4/serving_step_full_2026-11-28") != std::string::npos && tokens == 2048) ||
-                     (file.find("h200-x4/serving_step_2026-11-28") != std::string::npos && tokens == 8192));
+  return tp == 2 && tokens == 2048 && file.find("h200-x4/serving_step_full_2026-11-28") != std::string::npos;
 }
 
 // gcsim's step of `config` on `gpu` (its mean_step_s, us).

@@ -108,6 +108,34 @@ TEST_CASE("power model: HBM traffic beside arithmetic pays only the devices' sha
   CHECK(g.activity_seconds(sim::Time::zero() + sim::ms(int64_t{1500})).hbm_unshared == Approx(0.15));
 }
 
+TEST_CASE("power model: a step charged as one mean keeps its kernels' own unshared traffic",
+          "[gpu][power]") {
+  gpu::PowerParams p = flat_voltage();
+  p.hbm_device_share = 0.3;
+  // A serving step, 1 s: a GEMM (tensor 0.95, HBM 0.1) for 0.75 s, then an
+  // elementwise pass (HBM 0.9) for 0.25 s. Its mean: tensor 0.7125, HBM
+  // 0.3, and the pass's own traffic beside no arithmetic 0.225.
+  gpu::Activity mean;
+  gpu::accumulate(mean, gpu::with_unshared({0.95, 0.0, 0.1}), 0.75);
+  gpu::accumulate(mean, gpu::with_unshared({0.0, 0.0, 0.9}), 0.25);
+  CHECK(mean.tensor == Approx(0.7125));
+  CHECK(mean.hbm == Approx(0.3));
+  CHECK(mean.hbm_unshared == Approx(0.225));
+  // Derived from the mean, the pass would hide behind the GEMM's arithmetic
+  // (0.3 - 0.7125 < 0): memory 200 x 0.3 x 0.3 = 18 W. Taken from the
+  // pieces: 200 (0.3 x 0.3 + 0.7 x 0.225) = 49.5 W, what the two kernels
+  // draw one after the other (0.75 x 6 + 0.25 x 180 = 49.5).
+  gpu::ClockGovernor derived(p, sim::Time::zero(), gpu::Activity{});
+  derived.add(sim::Time::zero(), mean, 712.5);
+  CHECK(derived.power_w() == Approx(100.0 + 712.5 + 18.0));
+  gpu::ClockGovernor given(p, sim::Time::zero(), gpu::Activity{});
+  given.take_unshared_from_pieces();
+  given.add(sim::Time::zero(), mean, 712.5);
+  CHECK(given.power_w() == Approx(100.0 + 712.5 + 49.5));
+  given.remove(sim::Time::zero() + sim::ms(int64_t{1000}), mean, 712.5);
+  CHECK(given.power_w() == Approx(100.0));
+}
+
 TEST_CASE("power model: parameters outside their physical ranges are named", "[gpu][power]") {
   gpu::PowerParams p = flat_voltage();
   CHECK(p.check().empty());

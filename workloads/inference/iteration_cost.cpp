@@ -598,14 +598,21 @@ class IterationCost::Timeline {
     gpu_ = std::max(gpu_, host_) + time;
     busy_ += time;
     if (collective) comm_ += time;
+    gpu::Activity kernel;  // this kernel's activity-seconds
     for (int i = 0; i < l.wave_groups; ++i) {
       const Launch::Waves& w = l.waves[static_cast<size_t>(i)];
       const double s = w.tile.compute.seconds() * w.stretch_at(power_, clock_, budget_w_) * w.sm_share *
                        static_cast<double>(w.count);
-      activity_.tensor += s * w.activity_per_busy.tensor;
-      activity_.vector += s * w.activity_per_busy.vector;
+      kernel.tensor += s * w.activity_per_busy.tensor;
+      kernel.vector += s * w.activity_per_busy.vector;
     }
-    if (hbm_peak_ > 0.0) activity_.hbm += l.hbm_bytes / hbm_peak_;
+    if (hbm_peak_ > 0.0) kernel.hbm = l.hbm_bytes / hbm_peak_;
+    // Its HBM traffic beside no arithmetic of its own (power_model.h
+    // unshared_hbm, over the kernel's span): the step is charged to the
+    // governor as one mean, which would let the GEMMs' arithmetic hide the
+    // passes' traffic.
+    kernel.hbm_unshared = std::max(0.0, kernel.hbm - std::min(time.seconds(), kernel.tensor + kernel.vector));
+    gpu::accumulate(activity_, kernel);
     if (collective) collective_bytes_ += l.hbm_bytes;
     const sim::Duration off = collective                      ? node
                               : l.profiled_kernels > 0            ? launch_ * l.profiled_kernels
@@ -632,9 +639,9 @@ class IterationCost::Timeline {
     busy_ += (busy_ - busy0) * (count - 1);
     comm_ += (comm_ - comm0) * (count - 1);
     const double more = static_cast<double>(count - 1);
-    activity_.tensor += (activity_.tensor - act0.tensor) * more;
-    activity_.vector += (activity_.vector - act0.vector) * more;
-    activity_.hbm += (activity_.hbm - act0.hbm) * more;
+    gpu::Activity once = activity_;
+    gpu::accumulate(once, act0, -1.0);
+    gpu::accumulate(activity_, once, more);
     collective_bytes_ += (collective_bytes_ - coll0) * more;
     for (size_t c = 0; c < one.seconds.size(); ++c) classes.seconds[c] += one.seconds[c] * count;
     classes.kernels += one.kernels * count;
@@ -737,9 +744,7 @@ StepCost IterationCost::cost(const StepShape& shape, double clock, double budget
     c.total += stage;
     for (size_t k = 0; k < classes.seconds.size(); ++k) c.classes.seconds[k] += classes.seconds[k];
     c.classes.kernels += classes.kernels;
-    c.activity_s.tensor += line.activity_s().tensor / pp;
-    c.activity_s.vector += line.activity_s().vector / pp;
-    c.activity_s.hbm += line.activity_s().hbm / pp;
+    gpu::accumulate(c.activity_s, line.activity_s(), 1.0 / pp);
     c.collective_hbm_bytes += line.collective_hbm_bytes() / pp;
   }
   c.classes.host_wait_s = c.host_wait.seconds();

@@ -12,6 +12,16 @@
 namespace gcsim::workloads::inference {
 
 namespace {
+
+// A governor fed one piece a step: the step's mean activity, whose HBM
+// traffic beside no arithmetic is its kernels' own (clock_governor.h).
+std::unique_ptr<models::gpu::ClockGovernor> step_governor(const models::gpu::PowerParams& p, sim::Time at,
+                                                          const models::gpu::GovernorState& state) {
+  auto gov = std::make_unique<models::gpu::ClockGovernor>(p, at, state);
+  gov->take_unshared_from_pieces();
+  return gov;
+}
+
 // At one instant a finishing step's tokens go out before the next step is
 // scheduled (lower priorities run first).
 constexpr int32_t kFinishPriority = -2;
@@ -48,10 +58,7 @@ Replica::Replica(sim::Simulator& sim, const ReplicaSetup& setup,
     scheduler_ = std::make_unique<SchedulerV1>(setup.scheduler, kv_);
   }
   if (hooks_.on_remote_admit) scheduler_->set_on_remote_admit(hooks_.on_remote_admit);
-  if (setup_.clocks.model) {
-    gov_ = std::make_unique<models::gpu::ClockGovernor>(setup_.clocks.power, sim::Time::zero(),
-                                                        setup_.clocks.start);
-  }
+  if (setup_.clocks.model) gov_ = step_governor(setup_.clocks.power, sim::Time::zero(), setup_.clocks.start);
 }
 
 namespace {
@@ -65,6 +72,7 @@ models::gpu::Activity mean_activity(const models::gpu::Activity& s, sim::Duratio
   a.tensor = std::min(1.0, s.tensor / t);
   a.vector = std::min(1.0, s.vector / t);
   a.hbm = std::min(1.0, s.hbm / t);
+  a.hbm_unshared = std::min(a.hbm, s.hbm_unshared / t);
   return a;
 }
 
@@ -103,6 +111,7 @@ models::gpu::GovernorState Replica::periodic_state(const StepPlan& plan, const S
     const g::Activity a = mean_activity(c.activity_s, c.total);
     const double w = arithmetic_w(p, a, r);
     g::ClockGovernor one(p, sim::Time::zero(), st);
+    one.take_unshared_from_pieces();
     const sim::Time end = sim::Time::zero() + c.total;
     one.add(sim::Time::zero(), a, w);
     one.remove(end, a, w);
@@ -178,9 +187,7 @@ sim::Duration Replica::extra_time(const StepPlan& plan, const StepShape& shape, 
                                   models::gpu::Activity& activity_s) {
   const auto draft = [&](const StepShape& s) {
     const StepCost c = draft_->cost(s, clock, budget_w);
-    activity_s.tensor += c.activity_s.tensor;
-    activity_s.vector += c.activity_s.vector;
-    activity_s.hbm += c.activity_s.hbm;
+    models::gpu::accumulate(activity_s, c.activity_s);
     return c.total;
   };
   sim::Duration d = sim::Duration::zero();
@@ -208,9 +215,9 @@ sim::Duration Replica::extra_time(const StepPlan& plan, const StepShape& shape, 
       const models::gpu::Activity before = activity_s;
       const sim::Duration one = draft(dec);
       d += one * more;
-      activity_s.tensor += (activity_s.tensor - before.tensor) * (more - 1);
-      activity_s.vector += (activity_s.vector - before.vector) * (more - 1);
-      activity_s.hbm += (activity_s.hbm - before.hbm) * (more - 1);
+      models::gpu::Activity once = activity_s;
+      models::gpu::accumulate(once, before, -1.0);
+      models::gpu::accumulate(activity_s, once, more - 1);
     }
   }
   return d;
@@ -231,7 +238,7 @@ void Replica::start_step() {
   if (gov_) {
     if (setup_.clocks.steady) {
       energy_before_j_ += gov_->energy_j(at);
-      gov_ = std::make_unique<models::gpu::ClockGovernor>(setup_.clocks.power, at, periodic_state(b->plan, shape));
+      gov_ = step_governor(setup_.clocks.power, at, periodic_state(b->plan, shape));
     }
     clock = gov_->clock(at);
     budget_w = gov_->instant_budget_w(at);
