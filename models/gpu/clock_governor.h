@@ -66,7 +66,8 @@ class ClockGovernor {
   // `arithmetic_w` (W_tensor a_tensor + W_vector a_vector at its clock) are
   // added to or removed from what runs. The memory path's power follows
   // from the running sums (memory_power_w: HBM traffic beside arithmetic
-  // shares its on-chip part), so a.hbm_unshared is ignored here.
+  // shares its on-chip part), so a.hbm_unshared is ignored here (but after
+  // take_unshared_from_pieces(), below).
   void add(sim::Time now, const Activity& a, double arithmetic_w);
   void remove(sim::Time now, const Activity& a, double arithmetic_w);
   // From now on every piece added is the mean of many kernels run one after

@@ -175,6 +175,10 @@ TEST_CASE("a replica's governor: rest gives f_max, the next step the clock its f
   // sigma) a_unshared) (phi(1) = 1; sigma = hbm_device_share, 0.31 on this
   // preset: the HBM traffic beside no arithmetic pays the whole memory path).
   REQUIRE(p.hbm_device_share < 1.0);
+  // The prefill's norms and elementwise passes stream beside no arithmetic
+  // of their own: the step carries their traffic (each kernel's, summed), not
+  // the unshared traffic of its mean (zero: the GEMMs' arithmetic dwarfs it).
+  CHECK(a.activity_s.hbm_unshared > 0.0);
   const double e = p.idle_w * t + p.tensor_w * a.activity_s.tensor + p.vector_w * a.activity_s.vector +
                    p.hbm_w * (p.hbm_device_share * a.activity_s.hbm +
                               (1.0 - p.hbm_device_share) * a.activity_s.hbm_unshared);
@@ -189,6 +193,7 @@ TEST_CASE("a replica's governor: rest gives f_max, the next step the clock its f
   mean.vector = a.activity_s.vector / t;
   mean.hbm = a.activity_s.hbm / t;
   mean.hbm_unshared = a.activity_s.hbm_unshared / t;
+  CHECK(g::unshared_hbm(mean) == 0.0);  // what the mean alone would give
   const double hold = p.activity_hold.seconds();
   const double gap = (b.start - a.end).seconds();
   const auto averaged = [&](double tau) {
