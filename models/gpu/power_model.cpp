@@ -118,6 +118,12 @@ Activity with_unshared(Activity a) {
   return a;
 }
 
+double unshared_hbm_seconds(const Activity& activity_s, double span_s) {
+  if (!(span_s > 0.0)) return 0.0;
+  const Activity mean{activity_s.tensor / span_s, activity_s.vector / span_s, activity_s.hbm / span_s};
+  return unshared_hbm(mean) * span_s;
+}
+
 void accumulate(Activity& to, const Activity& a, double k) {
   to.tensor += k * a.tensor;
   to.vector += k * a.vector;

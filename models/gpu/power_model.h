@@ -76,6 +76,9 @@ struct Activity {
 double unshared_hbm(const Activity& a);
 // `a` with hbm_unshared set to unshared_hbm(a).
 Activity with_unshared(Activity a);
+// unshared_hbm() of one kernel given in activity-seconds over its span (s):
+// the same share, in activity-seconds.
+double unshared_hbm_seconds(const Activity& activity_s, double span_s);
 // to += k x a, field by field (activity-seconds summed over kernels: each
 // kernel's own hbm_unshared adds up, where unshared_hbm() of a sum would
 // let one kernel's arithmetic hide another's traffic).

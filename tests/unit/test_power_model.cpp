@@ -121,6 +121,11 @@ TEST_CASE("power model: a step charged as one mean keeps its kernels' own unshar
   CHECK(mean.tensor == Approx(0.7125));
   CHECK(mean.hbm == Approx(0.3));
   CHECK(mean.hbm_unshared == Approx(0.225));
+  // The same per kernel from its activity-seconds over its span: the pass
+  // (0.225 HBM-s over 0.25 s) all unshared, the GEMM (0.7125 tensor-s,
+  // 0.075 HBM-s over 0.75 s) none.
+  CHECK(gpu::unshared_hbm_seconds({0.0, 0.0, 0.225}, 0.25) == Approx(0.225));
+  CHECK(gpu::unshared_hbm_seconds({0.7125, 0.0, 0.075}, 0.75) == 0.0);
   // Derived from the mean, the pass would hide behind the GEMM's arithmetic
   // (0.3 - 0.7125 < 0): memory 200 x 0.3 x 0.3 = 18 W. Taken from the
   // pieces: 200 (0.3 x 0.3 + 0.7 x 0.225) = 49.5 W, what the two kernels

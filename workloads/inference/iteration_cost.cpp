@@ -611,7 +611,7 @@ class IterationCost::Timeline {
     // unshared_hbm, over the kernel's span): the step is charged to the
     // governor as one mean, which would let the GEMMs' arithmetic hide the
     // passes' traffic.
-    kernel.hbm_unshared = std::max(0.0, kernel.hbm - std::min(time.seconds(), kernel.tensor + kernel.vector));
+    kernel.hbm_unshared = gpu::unshared_hbm_seconds(kernel, time.seconds());
     gpu::accumulate(activity_, kernel);
     if (collective) collective_bytes_ += l.hbm_bytes;
     const sim::Duration off = collective                      ? node
